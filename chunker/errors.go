@@ -1,0 +1,30 @@
+package chunker
+
+import "errors"
+
+var (
+	// ErrBadBlock is returned when a block's bytes do not match its hash in the manifest.
+	ErrBadBlock = errors.New("chunker: block does not match its hash")
+	// ErrBadIndex is returned for a block index outside [0, BlockCount).
+	ErrBadIndex = errors.New("chunker: block index out of range")
+	// ErrCorrupt is returned when an encoding or on-disk state is malformed.
+	ErrCorrupt = errors.New("chunker: corrupt data")
+	// ErrManifestMismatch is returned when a store holds a different manifest than the
+	// one given, or a manifest's id is not the one expected.
+	ErrManifestMismatch = errors.New("chunker: manifest mismatch")
+	// ErrTooLarge is returned when an input exceeds a size limit.
+	ErrTooLarge = errors.New("chunker: too large")
+	// ErrBadBlockSize is returned for a block size outside [MinBlockSize, MaxBlockSize].
+	ErrBadBlockSize = errors.New("chunker: block size out of range")
+	// ErrBadPath is returned for a file path that is empty, absolute, not clean,
+	// escapes its root ("..") or collides with another path of the manifest.
+	ErrBadPath = errors.New("chunker: bad file path")
+	// ErrNotFound is returned when a folder holds no store.
+	ErrNotFound = errors.New("chunker: no store here")
+	// ErrExists is returned when creating a store would overwrite an existing file.
+	ErrExists = errors.New("chunker: file already exists")
+	// ErrReadOnly is returned when writing to a store opened for seeding.
+	ErrReadOnly = errors.New("chunker: store is read-only")
+	// ErrClosed is returned by the methods of a closed store.
+	ErrClosed = errors.New("chunker: store is closed")
+)
