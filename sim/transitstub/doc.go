@@ -1,0 +1,2 @@
+// Package transitstub simulates reconciliation time on a virtual Internet.
+package transitstub
