@@ -239,7 +239,7 @@ func (p *Paths) Route(a, b int) Route {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.pairs[k] = rt
-	if _, ok := p.rows[int32(a)]; !ok && p.maxRows != 0 {
+	if _, ok := p.rows[int32(a)]; !ok && p.maxRows >= 0 {
 		if p.maxRows > 0 && len(p.order) >= p.maxRows {
 			delete(p.rows, p.order[0])
 			p.order = p.order[1:]
