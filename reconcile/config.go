@@ -1,0 +1,113 @@
+package reconcile
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/erasure"
+)
+
+// DefaultBitsPerElement sizes filters when Config.M is 0: m is the smallest power of
+// two with m >= 8 n (the paper's m = 32768 for n = 4000).
+const DefaultBitsPerElement = 8
+
+// Config is the per-session configuration. Both sides of a session must agree on
+// Method, R, Hash and Seed (they describe the file, e.g. from its ticket); M and K
+// are chosen by the side that sends a filter, from its set size, unless overridden.
+type Config struct {
+	// Method is the protocol; the zero value means Complete.
+	Method Method
+	// M overrides the number of filter counters (bits for Byers); 0 chooses the
+	// smallest power of two >= BitsPerElement * n for a set of n blocks. A side with
+	// M set rejects filters of any other M.
+	M int
+	// K overrides the number of hash functions; 0 chooses round(ln2 * m/n). A side
+	// with K set rejects filters of any other K.
+	K int
+	// BitsPerElement sizes m when M is 0; 0 means DefaultBitsPerElement.
+	BitsPerElement float64
+	// R is the CBF counter width (4, 8 or 16); 0 means 4. Byers' Bloom filters
+	// ignore it.
+	R int
+	// Hash is the hash family (default cbfalgebra.HashFast).
+	Hash cbfalgebra.HashFamily
+	// Seed is the hash seed (default 0).
+	Seed uint64
+	// OneWay makes the initiator only pull: the responder sends what the initiator
+	// lacks but not its own filter. The default is the two-way exchange, after which
+	// both sides can hold S_A ∪ S_B.
+	OneWay bool
+	// Code is the erasure code of the file for Byers: with a Blocks store, the
+	// session decodes once it holds Code.K() distinct coded blocks. The universe
+	// must then have Code.N() blocks.
+	Code *erasure.Code
+	// Limits bound the filters this side accepts (MaxFilterBytes, MaxUniverse);
+	// zero fields take DefaultLimits.
+	Limits Limits
+}
+
+func (c Config) method() Method {
+	if c.Method == 0 {
+		return Complete
+	}
+	return c.Method
+}
+
+// Params returns the filter parameters a side holding n blocks uses: overrides from
+// the configuration, else m = the smallest power of two >= BitsPerElement*n and
+// k = round(ln2 * m/n). For Byers R is 1 (a plain Bloom filter).
+func (c Config) Params(n int) (cbfalgebra.Params, error) {
+	p := cbfalgebra.Params{M: c.M, K: c.K, R: c.R, Hash: c.Hash, Seed: c.Seed}
+	n = max(n, 1)
+	if p.M == 0 {
+		bpe := c.BitsPerElement
+		if bpe == 0 {
+			bpe = DefaultBitsPerElement
+		}
+		want := math.Ceil(bpe * float64(n))
+		if !(want >= 1 && want <= float64(cbfalgebra.MaxM)) {
+			return p, fmt.Errorf("%w: %g bits per element for %d blocks", cbfalgebra.ErrInvalidParams, bpe, n)
+		}
+		p.M = 1 << bits.Len64(uint64(want)-1)
+		p.M = max(p.M, 2)
+	}
+	if p.K == 0 {
+		p.K = cbfalgebra.OptimalK(p.M, n)
+	}
+	if p.R == 0 {
+		p.R = cbfalgebra.DefaultCounterBits
+	}
+	check := p
+	if c.method() == Byers {
+		p.R = 1
+		check.R = cbfalgebra.DefaultCounterBits
+	}
+	if err := check.Validate(); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+// accept checks the parameters of a peer's filter against this configuration.
+func (c Config) accept(p cbfalgebra.Params) error {
+	wantR := c.R
+	if wantR == 0 {
+		wantR = cbfalgebra.DefaultCounterBits
+	}
+	if c.method() == Byers {
+		wantR = 1
+	}
+	switch {
+	case p.R != wantR, p.Hash != c.Hash, p.Seed != c.Seed,
+		c.M != 0 && p.M != c.M, c.K != 0 && p.K != c.K:
+		return fmt.Errorf("%w: peer's %v does not match r=%d hash=%v seed=%d m=%d k=%d (0 = any)",
+			cbfalgebra.ErrNotHomologous, p, wantR, c.Hash, c.Seed, c.M, c.K)
+	}
+	check := p
+	if check.R == 1 {
+		check.R = cbfalgebra.DefaultCounterBits
+	}
+	return check.Validate()
+}

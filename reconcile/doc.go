@@ -1,0 +1,69 @@
+// Package reconcile holds the reconciliation protocols as pure engines: complete set
+// reconciliation by counting Bloom filter subtraction (paper §7) and the Byers
+// baseline (a plain Bloom filter of Reed–Solomon coded blocks), one versioned msgpack
+// message schema for both, and the outcome figures of every session. It does no IO
+// and keeps no global state, so the libp2p peer, the event-driven simulator and the
+// testnet drive the same code.
+//
+// # The pieces
+//
+//   - [Universe]: the blocks [0, n) of one file. It caches, per filter parameter set,
+//     the k addresses of every block and CBF(U); build one per file and share it.
+//   - [Set]: the block indices a side holds (a bitmap).
+//   - [Config]: the per-session configuration: [Method] ([Complete] or [Byers]),
+//     filter parameter overrides (M, K, BitsPerElement), counter width R, hash family
+//     and seed (both sides must agree on these), one-way or two-way, the erasure code
+//     (Byers) and decoder [Limits]. [Config.Params] picks m and k from a set size:
+//     m = the smallest power of two >= 8n, k = round(ln2 m/n).
+//   - [Session]: one side of one exchange, a state machine in the etcd raft style:
+//     [Session.Start] (initiator only), [Session.Step] for every message of the
+//     peer, [Session.Ready] for the messages to send, [Session.Done],
+//     [Session.Outcome].
+//   - [Message]: the one envelope ([MsgFilter], [MsgOffer], [MsgBlocks],
+//     [MsgReject]); [Message.MarshalBinary] and [Decode] (bounded by [Limits], never
+//     panics) are the codec, [Message.EncodedSize] the size on the wire.
+//   - [Run]: drives two sessions in memory through the codec (tests, experiments,
+//     compute costs for the simulator).
+//
+// # The exchange
+//
+// Complete, two-way (the default):
+//
+//	A -> B  filter: CBF(S_A) and its parameters, reply requested
+//	B       checks homology, D = CBF(S_B) \ CBF(S_A) with CBF(U), queries S_B against D
+//	B -> A  filter: CBF(S_B) (same parameters)
+//	B -> A  blocks (or offer): every block of S_B that D may contain
+//	A       the same in the other direction with D' = CBF(S_A) \ CBF(S_B)
+//	A -> B  blocks (or offer)
+//
+// D has no false negatives, so every block of S_B \ S_A reaches A (missed = 0) along
+// with a few redundant blocks of S_A ∩ S_B (expected |S_A ∩ S_B| times
+// cbfalgebra.FPSubtract). Byers runs the same messages with a plain Bloom filter of
+// the coded blocks held: B sends the blocks the filter says A lacks, false positives
+// make B miss some, and A decodes (Config.Code) once it holds kk distinct ones.
+//
+// A session with a [Blocks] store answers with [MsgBlocks] (indices and payloads) and
+// stores what it receives. Without one it answers with [MsgOffer] (indices only): the
+// caller moves the bytes itself, and [Session.Wanted] lists the offered blocks this
+// side lacked (the redundant ones need not be fetched).
+//
+// # Driving a session over a network
+//
+//	s, _ := reconcile.NewSession(id, cfg, universe, held, nil)
+//	s.Start()                          // initiator only
+//	for !s.Done() {
+//		for _, m := range s.Ready() {  // send in order
+//			b, _ := m.MarshalBinary()
+//			writeFrame(stream, b)
+//		}
+//		m, err := reconcile.Decode(readFrame(stream), reconcile.DefaultLimits)
+//		if err != nil { ... }
+//		if err := s.Step(m); err != nil { ... } // Ready now holds a MsgReject to send
+//	}
+//	for _, m := range s.Ready() { ... } // the last answer
+//	o := s.Outcome()                    // sent, received, redundant, bytes, compute
+//
+// Messages are not self-delimiting on a stream: frame them (e.g. with a length
+// prefix). Errors wrap the sentinels of this package or of cbfalgebra
+// (cbfalgebra.ErrNotHomologous, ErrCorrupt, ErrTooLarge).
+package reconcile

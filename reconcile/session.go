@@ -1,0 +1,532 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+)
+
+// Blocks gives a session the payloads of blocks. With a Blocks store a session
+// answers with [MsgBlocks] messages that carry the bytes and stores the blocks it
+// receives; without one (nil) it answers with [MsgOffer] indices and the caller moves
+// the bytes (see [Session.Wanted]).
+type Blocks interface {
+	// BlockSize is the size of every block in bytes.
+	BlockSize() int
+	// Block returns the payload of block i, or nil when it is not held.
+	Block(i int) []byte
+	// Put stores the payload of block i. The session hands over a private copy,
+	// which the store may keep.
+	Put(i int, data []byte)
+}
+
+// MemBlocks is an in-memory [Blocks] store over a universe of block indices.
+type MemBlocks struct {
+	size int
+	data [][]byte
+}
+
+// NewMemBlocks returns an empty store for blocks [0, universe) of size bytes each.
+func NewMemBlocks(universe, size int) *MemBlocks {
+	return &MemBlocks{size: size, data: make([][]byte, max(universe, 0))}
+}
+
+// BlockSize is the size of every block in bytes.
+func (b *MemBlocks) BlockSize() int { return b.size }
+
+// Block returns the payload of block i, or nil when it is not held.
+func (b *MemBlocks) Block(i int) []byte {
+	if i < 0 || i >= len(b.data) {
+		return nil
+	}
+	return b.data[i]
+}
+
+// Put stores data (without copying) as block i; indices outside the universe are
+// ignored.
+func (b *MemBlocks) Put(i int, data []byte) {
+	if i >= 0 && i < len(b.data) {
+		b.data[i] = data
+	}
+}
+
+// Outcome reports what one side of a session did and saw. Counts of blocks are in
+// indices offered when the session runs without a Blocks store.
+type Outcome struct {
+	// Method is the protocol of the session.
+	Method Method `json:"method"`
+	// Params are the parameters of the filters exchanged (zero before any).
+	Params cbfalgebra.Params `json:"params"`
+	// Sent is the number of blocks this side sent (or offered) to the peer.
+	Sent int `json:"sent"`
+	// Received is the number of blocks the peer sent (or offered) to this side.
+	Received int `json:"received"`
+	// Redundant is the number of received blocks this side already held.
+	Redundant int `json:"redundant"`
+	// Missed is the number of blocks the peer held and this side lacked that did
+	// not arrive. A session cannot know it alone; [Run] fills it in from both sets.
+	Missed int `json:"missed"`
+	// WireSent and WireReceived are the encoded bytes by message type.
+	WireSent     map[MsgType]int `json:"wire_sent"`
+	WireReceived map[MsgType]int `json:"wire_received"`
+	// Compute is the time spent in Start and Step: building, decoding and
+	// subtracting filters, querying, packing and unpacking blocks, and decoding
+	// (Byers). Message encoding by the caller is not included.
+	Compute time.Duration `json:"compute_ns"`
+	// DecodeTime is the time spent erasure-decoding (Byers; part of Compute).
+	DecodeTime time.Duration `json:"decode_ns"`
+	// Decoded reports that the Byers session decoded the source blocks.
+	Decoded bool `json:"decoded"`
+}
+
+// WireBytes is the total of bytes sent and received.
+func (o *Outcome) WireBytes() int {
+	t := 0
+	for _, v := range o.WireSent {
+		t += v
+	}
+	for _, v := range o.WireReceived {
+		t += v
+	}
+	return t
+}
+
+// Session is one side of one reconciliation between two peers over one file: a pure
+// state machine in the style of etcd raft. The caller feeds it the peer's messages
+// with [Session.Step], collects the messages to send with [Session.Ready], and stops
+// when [Session.Done]. It does no IO, keeps no global state and is not safe for
+// concurrent use (one goroutine per session, as many sessions as wanted).
+//
+// The initiator calls [Session.Start] first; the responder waits for the
+// initiator's filter. In the two-way exchange (the default) the messages are:
+//
+//	A -> B  filter(S_A, reply)
+//	B -> A  filter(S_B), then offer/blocks: what B holds that A may lack
+//	A -> B  offer/blocks: what A holds that B may lack
+//
+// With Config.OneWay only the first two messages flow, without B's filter.
+type Session struct {
+	id        uint64
+	cfg       Config
+	method    Method
+	u         *Universe
+	held      *Set // grows as blocks arrive
+	orig      *Set // the blocks held at creation: what this side offers
+	origIdx   []int
+	store     Blocks
+	initiator bool
+
+	params  cbfalgebra.Params
+	loc     *locator
+	mine    *cbfalgebra.CBF
+	mineBF  *cbfalgebra.BloomFilter
+	limits  Limits
+	started bool
+
+	needFilter, needResponse bool
+	responded                bool
+
+	out     []Message
+	outcome Outcome
+	wanted  []int
+	source  [][]byte
+	err     error
+}
+
+// NewSession returns one side of a session. id tags its messages (the peer's
+// session must use the same id). held is the set of blocks this side holds (the
+// session keeps its own copy); u describes the file; store gives block payloads, or
+// is nil to exchange indices only.
+func NewSession(id uint64, cfg Config, u *Universe, held *Set, store Blocks) (*Session, error) {
+	m := cfg.method()
+	if !m.Valid() {
+		return nil, fmt.Errorf("%w: %v", ErrMethod, m)
+	}
+	if u == nil || held == nil || held.Universe() != u.Blocks() {
+		return nil, fmt.Errorf("%w: held set and universe disagree", ErrUniverse)
+	}
+	if cfg.Code != nil && cfg.Code.N() != u.Blocks() {
+		return nil, fmt.Errorf("%w: code has %d blocks, universe %d", ErrUniverse, cfg.Code.N(), u.Blocks())
+	}
+	if cfg.Code != nil && store != nil && store.BlockSize() != cfg.Code.BlockSize() {
+		return nil, fmt.Errorf("%w: store blocks of %d bytes, code blocks of %d",
+			ErrUniverse, store.BlockSize(), cfg.Code.BlockSize())
+	}
+	if store != nil && store.BlockSize() < 1 {
+		return nil, fmt.Errorf("%w: block size %d", ErrUniverse, store.BlockSize())
+	}
+	s := &Session{
+		id: id, cfg: cfg, method: m, u: u,
+		held: held.Clone(), orig: held.Clone(), origIdx: held.Indices(),
+		store: store, limits: cfg.Limits.withDefaults(),
+		needFilter: true,
+	}
+	s.outcome.Method = m
+	s.outcome.WireSent = map[MsgType]int{}
+	s.outcome.WireReceived = map[MsgType]int{}
+	return s, nil
+}
+
+// Start makes this side the initiator: it builds the filter of its blocks with
+// parameters chosen from its set size (Config.Params) and queues it.
+func (s *Session) Start() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.started || !s.needFilter || s.responded {
+		return fmt.Errorf("%w: Start on a session already under way", ErrState)
+	}
+	t0 := time.Now()
+	defer func() { s.outcome.Compute += time.Since(t0) }()
+	s.started, s.initiator = true, true
+	p, err := s.cfg.Params(s.orig.Len())
+	if err != nil {
+		return s.fail(err)
+	}
+	if err := s.build(p); err != nil {
+		return s.fail(err)
+	}
+	s.needResponse = true
+	s.needFilter = !s.cfg.OneWay
+	return s.sendFilter(!s.cfg.OneWay)
+}
+
+// Step feeds one message from the peer to the session. It returns an error (and
+// queues a MsgReject for the peer) when the message is malformed, unexpected, for
+// another session, method or universe, or carries a non-homologous filter; the
+// session is then over. A MsgReject from the peer ends the session with
+// [ErrRejected].
+func (s *Session) Step(m Message) error {
+	if s.err != nil {
+		return s.err
+	}
+	s.outcome.WireReceived[m.Type] += m.EncodedSize()
+	t0 := time.Now()
+	defer func() { s.outcome.Compute += time.Since(t0) }()
+	if m.Session != s.id {
+		return s.fail(fmt.Errorf("%w: message for session %d in session %d", ErrState, m.Session, s.id))
+	}
+	switch m.Type {
+	case MsgReject:
+		s.err = fmt.Errorf("%w: %s", ErrRejected, m.Reason)
+		return s.err
+	case MsgFilter:
+		return s.onFilter(&m.Filter)
+	case MsgOffer, MsgBlocks:
+		return s.onResponse(&m)
+	}
+	return s.fail(fmt.Errorf("%w: message type %d", ErrMessage, uint8(m.Type)))
+}
+
+// Ready returns the messages to send to the peer, in order, and forgets them.
+func (s *Session) Ready() []Message {
+	out := s.out
+	s.out = nil
+	for i := range out {
+		s.outcome.WireSent[out[i].Type] += out[i].EncodedSize()
+	}
+	return out
+}
+
+// Done reports whether the session is over: every expected message arrived and
+// every answer is queued, or it failed (see Err).
+func (s *Session) Done() bool {
+	if s.err != nil {
+		return true
+	}
+	return (s.started || s.responded) && !s.needFilter && !s.needResponse
+}
+
+// Err returns the error that ended the session, if any.
+func (s *Session) Err() error { return s.err }
+
+// Outcome returns the session's figures so far.
+func (s *Session) Outcome() Outcome { return s.outcome }
+
+// Held returns the blocks this side holds now (those it started with and those
+// received). The caller must not modify it.
+func (s *Session) Held() *Set { return s.held }
+
+// Wanted returns the indices of the blocks the peer sent or offered that this side
+// lacked, in order of arrival. Without a Blocks store these are the blocks the caller
+// should now fetch from the peer.
+func (s *Session) Wanted() []int { return s.wanted }
+
+// Source returns the source blocks a Byers session decoded, or nil.
+func (s *Session) Source() [][]byte { return s.source }
+
+func (s *Session) fail(err error) error {
+	if s.err == nil {
+		s.err = err
+		reason := err.Error()
+		if len(reason) > DefaultLimits.MaxReason {
+			reason = reason[:DefaultLimits.MaxReason]
+		}
+		s.out = append(s.out, Message{Type: MsgReject, Session: s.id, Reason: reason})
+	}
+	return s.err
+}
+
+// build makes this side's filter with parameters p (once per parameter set).
+func (s *Session) build(p cbfalgebra.Params) error {
+	if (s.mine != nil || s.mineBF != nil) && s.params == p {
+		return nil
+	}
+	loc, err := s.u.locator(p)
+	if err != nil {
+		return err
+	}
+	s.params, s.loc = p, loc
+	s.outcome.Params = p
+	if s.method == Byers {
+		bf, err := cbfalgebra.NewBloomFromParams(p)
+		if err != nil {
+			return err
+		}
+		for _, i := range s.origIdx {
+			bf.AddLocations(loc.at(i))
+		}
+		s.mineBF = bf
+		return nil
+	}
+	c, err := cbfalgebra.NewFromParams(p)
+	if err != nil {
+		return err
+	}
+	for _, i := range s.origIdx {
+		c.InsertLocations(loc.at(i))
+	}
+	s.mine = c
+	return nil
+}
+
+func (s *Session) sendFilter(reply bool) error {
+	var data []byte
+	var err error
+	if s.method == Byers {
+		data, err = s.mineBF.MarshalBinary()
+	} else {
+		data, err = s.mine.MarshalBinary()
+	}
+	if err != nil {
+		return s.fail(err)
+	}
+	s.out = append(s.out, Message{Type: MsgFilter, Session: s.id, Filter: FilterMsg{
+		Method: s.method, Params: s.params, Universe: s.u.Blocks(), SetSize: s.orig.Len(),
+		Reply: reply, Data: data,
+	}})
+	return nil
+}
+
+func (s *Session) onFilter(f *FilterMsg) error {
+	switch {
+	case !s.needFilter:
+		return s.fail(fmt.Errorf("%w: filter", ErrState))
+	case !s.started && s.responded:
+		return s.fail(fmt.Errorf("%w: second filter", ErrState))
+	case s.initiator && f.Reply:
+		return s.fail(fmt.Errorf("%w: the responder asks for a reply", ErrState))
+	case f.Method != s.method:
+		return s.fail(fmt.Errorf("%w: peer runs %v, this side %v", ErrMethod, f.Method, s.method))
+	case f.Universe != s.u.Blocks():
+		return s.fail(fmt.Errorf("%w: peer has %d blocks, this side %d", ErrUniverse, f.Universe, s.u.Blocks()))
+	case s.initiator && f.Params != s.params:
+		return s.fail(fmt.Errorf("%w: peer answered with %v, this side sent %v",
+			cbfalgebra.ErrNotHomologous, f.Params, s.params))
+	case len(f.Data) > s.limits.MaxFilterBytes:
+		return s.fail(fmt.Errorf("%w: filter of %d bytes > %d", ErrLimit, len(f.Data), s.limits.MaxFilterBytes))
+	}
+	if err := s.cfg.accept(f.Params); err != nil {
+		return s.fail(err)
+	}
+	// Decode the peer's filter before anything is sized by its parameters: the
+	// decoder checks that the bytes present match them.
+	var hits []int
+	if s.method == Byers {
+		theirs, err := cbfalgebra.DecodeBloom(f.Data, s.limits.MaxFilterBytes)
+		if err != nil {
+			return s.fail(fmt.Errorf("reconcile: peer's filter: %w", err))
+		}
+		if theirs.Params() != f.Params {
+			return s.fail(fmt.Errorf("%w: filter bytes say %v, message %v", cbfalgebra.ErrNotHomologous, theirs.Params(), f.Params))
+		}
+		if err := s.build(f.Params); err != nil {
+			return s.fail(err)
+		}
+		for _, i := range s.origIdx {
+			if !theirs.ContainsLocations(s.loc.at(i)) {
+				hits = append(hits, i)
+			}
+		}
+	} else {
+		theirs, err := cbfalgebra.DecodeCBF(f.Data, s.limits.MaxFilterBytes)
+		if err != nil {
+			return s.fail(fmt.Errorf("reconcile: peer's filter: %w", err))
+		}
+		if theirs.Params() != f.Params {
+			return s.fail(fmt.Errorf("%w: filter bytes say %v, message %v", cbfalgebra.ErrNotHomologous, theirs.Params(), f.Params))
+		}
+		if err := s.build(f.Params); err != nil {
+			return s.fail(err)
+		}
+		full, err := s.u.Filter(f.Params)
+		if err != nil {
+			return s.fail(err)
+		}
+		// D = CBF(S_mine) \ CBF(S_theirs), written over the peer's filter.
+		if err := cbfalgebra.SubtractInto(theirs, s.mine, theirs, full); err != nil {
+			return s.fail(err)
+		}
+		for _, i := range s.origIdx {
+			if theirs.ContainsLocations(s.loc.at(i)) {
+				hits = append(hits, i)
+			}
+		}
+	}
+	s.needFilter = false
+	s.responded = true
+	if f.Reply {
+		if err := s.sendFilter(false); err != nil {
+			return err
+		}
+		s.needResponse = true
+	}
+	return s.respond(hits)
+}
+
+// respond queues the blocks (or the offer) of hits.
+func (s *Session) respond(hits []int) error {
+	m := Message{Type: MsgOffer, Session: s.id, Indices: make([]uint32, len(hits))}
+	for j, i := range hits {
+		m.Indices[j] = uint32(i)
+	}
+	if s.store != nil {
+		size := s.store.BlockSize()
+		m.Type, m.BlockSize = MsgBlocks, size
+		m.Data = make([]byte, 0, len(hits)*size)
+		for _, i := range hits {
+			b := s.store.Block(i)
+			if len(b) != size {
+				return s.fail(fmt.Errorf("reconcile: store has %d bytes for block %d, want %d", len(b), i, size))
+			}
+			m.Data = append(m.Data, b...)
+		}
+	}
+	s.outcome.Sent += len(hits)
+	s.out = append(s.out, m)
+	return nil
+}
+
+func (s *Session) onResponse(m *Message) error {
+	if !s.needResponse {
+		return s.fail(fmt.Errorf("%w: %v", ErrState, m.Type))
+	}
+	if n := len(m.Indices); n > 0 && int(m.Indices[n-1]) >= s.u.Blocks() {
+		return s.fail(fmt.Errorf("%w: %d outside [0, %d)", ErrIndex, m.Indices[n-1], s.u.Blocks()))
+	}
+	var arena []byte
+	size := 0
+	if m.Type == MsgBlocks {
+		if len(m.Data) != len(m.Indices)*m.BlockSize {
+			return s.fail(fmt.Errorf("%w: %d bytes for %d blocks of %d", ErrMessage, len(m.Data), len(m.Indices), m.BlockSize))
+		}
+		if s.store != nil {
+			if m.BlockSize != s.store.BlockSize() {
+				return s.fail(fmt.Errorf("%w: blocks of %d bytes, want %d", ErrMessage, m.BlockSize, s.store.BlockSize()))
+			}
+			size = m.BlockSize
+			arena = make([]byte, 0, len(m.Data))
+		}
+	}
+	for j, i32 := range m.Indices {
+		i := int(i32)
+		s.outcome.Received++
+		if !s.held.Add(i) {
+			s.outcome.Redundant++
+			continue
+		}
+		s.wanted = append(s.wanted, i)
+		if arena != nil {
+			start := len(arena)
+			arena = append(arena, m.Data[j*size:(j+1)*size]...)
+			s.store.Put(i, arena[start:len(arena):len(arena)])
+		}
+	}
+	s.needResponse = false
+	if s.method == Byers && s.cfg.Code != nil && s.store != nil && s.source == nil {
+		s.decode()
+	}
+	return nil
+}
+
+// decode erasure-decodes the source once kk distinct coded blocks are held.
+func (s *Session) decode() {
+	code := s.cfg.Code
+	if s.held.Len() < code.K() {
+		return
+	}
+	t0 := time.Now()
+	shards := make([][]byte, code.N())
+	for _, i := range s.held.Indices() {
+		shards[i] = s.store.Block(i)
+	}
+	err := code.Reconstruct(shards)
+	s.outcome.DecodeTime += time.Since(t0)
+	if err == nil {
+		s.source = shards[:code.K()]
+		s.outcome.Decoded = true
+	}
+}
+
+// Run drives two sessions over the same file to completion in memory: a starts,
+// and every message is encoded, decoded with lim and delivered in order, as a
+// network would. It then fills in Missed on both outcomes from the sets the sessions
+// started with. Run is what tests, the table3 experiment and simulators that need
+// real compute costs use.
+func Run(a, b *Session, lim Limits) error {
+	if err := a.Start(); err != nil {
+		return err
+	}
+	var buf []byte
+	deliver := func(from, to *Session) (int, error) {
+		msgs := from.Ready()
+		for i := range msgs {
+			var err error
+			buf, err = msgs[i].AppendBinary(buf[:0])
+			if err != nil {
+				return 0, err
+			}
+			m, err := Decode(buf, lim)
+			if err != nil {
+				return 0, err
+			}
+			if err := to.Step(m); err != nil {
+				return 0, err
+			}
+		}
+		return len(msgs), nil
+	}
+	for round := 0; !(a.Done() && b.Done()); round++ {
+		na, err := deliver(a, b)
+		if err != nil {
+			return err
+		}
+		nb, err := deliver(b, a)
+		if err != nil {
+			return err
+		}
+		if na+nb == 0 || round > 8 {
+			return fmt.Errorf("%w: exchange stalled", ErrState)
+		}
+	}
+	if err := errors.Join(a.Err(), b.Err()); err != nil {
+		return err
+	}
+	a.outcome.Missed = b.orig.Difference(a.orig) - (a.outcome.Received - a.outcome.Redundant)
+	if !a.cfg.OneWay {
+		b.outcome.Missed = a.orig.Difference(b.orig) - (b.outcome.Received - b.outcome.Redundant)
+	}
+	return nil
+}
