@@ -1,0 +1,364 @@
+package reconcile
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/erasure"
+)
+
+// splitSets draws S_A and S_B over [0, u) with |S_A ∩ S_B| = shared, |S_A| = na,
+// |S_B| = nb, at random.
+func splitSets(rng *rand.Rand, u, na, nb, shared int) (*Set, *Set) {
+	perm := rng.Perm(u)
+	a, b := NewSet(u), NewSet(u)
+	for _, i := range perm[:shared] {
+		a.Add(i)
+		b.Add(i)
+	}
+	rest := perm[shared:]
+	for _, i := range rest[:na-shared] {
+		a.Add(i)
+	}
+	for _, i := range rest[na-shared : na-shared+nb-shared] {
+		b.Add(i)
+	}
+	return a, b
+}
+
+func blockData(i, size int) []byte {
+	b := make([]byte, size)
+	for j := range b {
+		b[j] = byte(i*31 + j*7 + i>>8)
+	}
+	return b
+}
+
+func storeOf(s *Set, size int) *MemBlocks {
+	st := NewMemBlocks(s.Universe(), size)
+	for _, i := range s.Indices() {
+		st.Put(i, blockData(i, size))
+	}
+	return st
+}
+
+// TestCompleteProperty: for random sets, sizes, parameters and modes, the complete
+// two-way exchange misses nothing and leaves both sides with S_A ∪ S_B.
+func TestCompleteProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	trials := 60
+	if testing.Short() {
+		trials = 15
+	}
+	for trial := range trials {
+		u := 1 + rng.IntN(3000)
+		na, nb := rng.IntN(u+1), rng.IntN(u+1)
+		lo := max(0, na+nb-u)
+		shared := lo + rng.IntN(min(na, nb)-lo+1)
+		a, b := splitSets(rng, u, na, nb, shared)
+		cfg := Config{
+			Method:         Complete,
+			BitsPerElement: []float64{0, 2, 4, 16}[rng.IntN(4)], // tiny filters too: still no misses
+			R:              []int{4, 8}[rng.IntN(2)],
+			Hash:           cbfalgebra.HashFamily(rng.IntN(2)),
+			Seed:           rng.Uint64(),
+		}
+		var sa, sb Blocks
+		if trial%2 == 1 {
+			sa, sb = storeOf(a, 8), storeOf(b, 8)
+		}
+		uv, _ := NewUniverse(u)
+		A, err := NewSession(uint64(trial), cfg, uv, a, sa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		B, err := NewSession(uint64(trial), cfg, uv, b, sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Run(A, B, Limits{}); err != nil {
+			t.Fatalf("trial %d: %v", trial, err)
+		}
+		oa, ob := A.Outcome(), B.Outcome()
+		if oa.Missed != 0 || ob.Missed != 0 {
+			t.Fatalf("trial %d (u=%d na=%d nb=%d shared=%d %v): missed %d, %d", trial, u, na, nb, shared, oa.Params, oa.Missed, ob.Missed)
+		}
+		union := na + nb - shared
+		if A.Held().Len() != union || B.Held().Len() != union {
+			t.Fatalf("trial %d: hold %d and %d, union %d", trial, A.Held().Len(), B.Held().Len(), union)
+		}
+		if oa.Received != ob.Sent || ob.Received != oa.Sent {
+			t.Fatalf("trial %d: sent/received mismatch %+v %+v", trial, oa, ob)
+		}
+		if oa.Redundant > shared || oa.Received-oa.Redundant != nb-shared {
+			t.Fatalf("trial %d: A received %d (%d redundant), want %d new", trial, oa.Received, oa.Redundant, nb-shared)
+		}
+		if sa != nil { // payloads arrived intact
+			for _, i := range A.Wanted() {
+				if !bytes.Equal(sa.Block(i), blockData(i, 8)) {
+					t.Fatalf("trial %d: block %d corrupted", trial, i)
+				}
+			}
+		}
+		if oa.WireSent[MsgFilter] == 0 || oa.WireSent[MsgFilter] != ob.WireReceived[MsgFilter] {
+			t.Fatalf("trial %d: wire accounting %v vs %v", trial, oa.WireSent, ob.WireReceived)
+		}
+		if oa.WireBytes() != ob.WireBytes() {
+			t.Fatalf("trial %d: wire totals %d vs %d", trial, oa.WireBytes(), ob.WireBytes())
+		}
+	}
+}
+
+// TestCompleteRedundancyT7: the mean redundancy matches n0 * FPSubtract.
+func TestCompleteRedundancyT7(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const n, n0, m, k = 1000, 500, 4096, 3 // fp high enough to measure quickly
+	uv, _ := NewUniverse(2*n - n0)
+	cfg := Config{M: m, K: k}
+	total, trials := 0, 40
+	for trial := range trials {
+		a, b := splitSets(rng, 2*n-n0, n, n, n0)
+		A, _ := NewSession(uint64(trial), cfg, uv, a, nil)
+		B, _ := NewSession(uint64(trial), cfg, uv, b, nil)
+		if err := Run(A, B, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		total += A.Outcome().Redundant
+	}
+	mean := float64(total) / float64(trials)
+	want := n0 * cbfalgebra.FPSubtract(m, k, 2*n-n0, n, n, n0)
+	// binomial noise of the mean: sd = sqrt(want/trials); allow 5 sd
+	if d := mean - want; d*d > 25*want/float64(trials)+1e-9 {
+		t.Fatalf("mean redundancy %.2f, T7 expects %.2f", mean, want)
+	}
+}
+
+func TestByersDecodes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	for _, cc := range []struct{ kk, nn, size, n0 int }{{100, 200, 16, 30}, {300, 600, 64, 100}} {
+		code, err := erasure.New(cc.kk, cc.nn, cc.size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := make([][]byte, cc.kk)
+		for i := range src {
+			src[i] = blockData(i, cc.size)
+		}
+		coded, err := code.Encode(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		each := (cc.nn + cc.n0) / 2
+		a, b := splitSets(rng, cc.nn, each, each, cc.n0)
+		mk := func(s *Set) *MemBlocks {
+			st := NewMemBlocks(cc.nn, cc.size)
+			for _, i := range s.Indices() {
+				st.Put(i, coded[i])
+			}
+			return st
+		}
+		uv, _ := NewUniverse(cc.nn)
+		cfg := Config{Method: Byers, Code: code, OneWay: true, M: 1024, K: 4}
+		A, _ := NewSession(1, cfg, uv, a, mk(a))
+		B, _ := NewSession(1, cfg, uv, b, mk(b))
+		if err := Run(A, B, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		o := A.Outcome()
+		if !o.Decoded || o.DecodeTime <= 0 {
+			t.Fatalf("%v: not decoded: %+v", code, o)
+		}
+		for i := range src {
+			if !bytes.Equal(A.Source()[i], src[i]) {
+				t.Fatalf("%v: source block %d differs", code, i)
+			}
+		}
+		if o.Redundant != 0 { // a Bloom filter has no false negatives
+			t.Fatalf("Byers redundant = %d", o.Redundant)
+		}
+		if o.Missed+o.Received != each-cc.n0 {
+			t.Fatalf("missed %d + received %d != %d", o.Missed, o.Received, each-cc.n0)
+		}
+		if B.Outcome().Received != 0 || !B.Done() {
+			t.Fatal("one-way responder received blocks")
+		}
+	}
+}
+
+// TestHostileSession: a responder fed bad filters fails with the right error and a
+// reject message, and never panics.
+func TestHostileSession(t *testing.T) {
+	uv, _ := NewUniverse(100)
+	held, _ := SetOf(100, 1, 2, 3, 50)
+	good := func(t *testing.T, cfg Config) Message {
+		s, err := NewSession(5, cfg, uv, held, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return s.Ready()[0]
+	}
+	cfg := Config{}
+	tests := []struct {
+		name   string
+		cfg    Config // responder's
+		mutate func(*Message)
+		want   error
+	}{
+		{"other seed", Config{Seed: 1}, func(*Message) {}, cbfalgebra.ErrNotHomologous},
+		{"other hash", Config{Hash: cbfalgebra.HashSHA1}, func(*Message) {}, cbfalgebra.ErrNotHomologous},
+		{"other r", Config{R: 8}, func(*Message) {}, cbfalgebra.ErrNotHomologous},
+		{"other m", Config{M: 1 << 12}, func(*Message) {}, cbfalgebra.ErrNotHomologous},
+		{"params lie about k", cfg, func(m *Message) { m.Filter.Params.K++ }, cbfalgebra.ErrNotHomologous},
+		{"params lie about m", cfg, func(m *Message) { m.Filter.Params.M *= 2 }, cbfalgebra.ErrNotHomologous},
+		{"corrupt filter", cfg, func(m *Message) { m.Filter.Data = bytes.Clone(m.Filter.Data); m.Filter.Data[40] ^= 1 }, cbfalgebra.ErrCorrupt},
+		{"truncated filter", cfg, func(m *Message) { m.Filter.Data = m.Filter.Data[:len(m.Filter.Data)-3] }, cbfalgebra.ErrCorrupt},
+		{"other universe", cfg, func(m *Message) { m.Filter.Universe = 99 }, ErrUniverse},
+		{"other method", cfg, func(m *Message) { m.Filter.Method = Byers }, ErrMethod},
+		{"other session", cfg, func(m *Message) { m.Session = 6 }, ErrState},
+		{"offer first", cfg, func(m *Message) { *m = Message{Type: MsgOffer, Session: 5} }, ErrState},
+		{"reject", cfg, func(m *Message) { *m = Message{Type: MsgReject, Session: 5, Reason: "no"} }, ErrRejected},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := good(t, cfg)
+			tc.mutate(&m)
+			s, err := NewSession(5, tc.cfg, uv, held, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.Step(m)
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("err = %v, want %v", err, tc.want)
+			}
+			if !s.Done() || s.Err() == nil {
+				t.Fatal("session not over after an error")
+			}
+			if tc.want != ErrRejected {
+				out := s.Ready()
+				if len(out) != 1 || out[0].Type != MsgReject {
+					t.Fatalf("no reject queued: %+v", out)
+				}
+				if _, err := out[0].MarshalBinary(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Step(m); err == nil {
+				t.Fatal("failed session accepts more messages")
+			}
+		})
+	}
+
+	// an offer with an index outside the universe
+	a, _ := NewSession(5, cfg, uv, held, nil)
+	b, _ := NewSession(5, cfg, uv, held, nil)
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range a.Ready() {
+		if err := b.Step(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Ready()
+	if err := a.Step(Message{Type: MsgOffer, Session: 5, Indices: []uint32{3, 100}}); !errors.Is(err, ErrIndex) {
+		t.Fatalf("offer outside universe: %v", err)
+	}
+}
+
+func TestConfigParams(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		n    int
+		want cbfalgebra.Params
+	}{
+		{Config{}, 4000, cbfalgebra.Params{M: 32768, K: 6, R: 4}},
+		{Config{}, 0, cbfalgebra.Params{M: 8, K: 6, R: 4}},
+		{Config{BitsPerElement: 16}, 1000, cbfalgebra.Params{M: 16384, K: 11, R: 4}},
+		{Config{M: 1000, K: 3, R: 8, Seed: 4}, 50, cbfalgebra.Params{M: 1000, K: 3, R: 8, Seed: 4}},
+		{Config{Method: Byers}, 5595, cbfalgebra.Params{M: 65536, K: 8, R: 1}},
+		{Config{Method: Byers, M: 32768, K: 6}, 5595, cbfalgebra.Params{M: 32768, K: 6, R: 1}},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprint(tc.cfg, tc.n), func(t *testing.T) {
+			got, err := tc.cfg.Params(tc.n)
+			if err != nil || got != tc.want {
+				t.Fatalf("Params(%d) = %v, %v; want %v", tc.n, got, err, tc.want)
+			}
+		})
+	}
+	if _, err := (Config{Hash: cbfalgebra.HashSHA1, M: 1000}).Params(10); err == nil {
+		t.Fatal("sha1 with m not a power of two accepted")
+	}
+	if _, err := (Config{BitsPerElement: -1}).Params(10); err == nil {
+		t.Fatal("negative bits per element accepted")
+	}
+}
+
+func TestSet(t *testing.T) {
+	s, err := SetOf(130, 0, 64, 129, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() != 3 || !s.Has(64) || s.Has(1) || s.Has(-1) || s.Has(130) {
+		t.Fatalf("set %v", s.Indices())
+	}
+	if got := s.Indices(); fmt.Sprint(got) != "[0 64 129]" {
+		t.Fatalf("Indices = %v", got)
+	}
+	o, _ := SetOf(130, 64)
+	if s.Difference(o) != 2 || o.Difference(s) != 0 {
+		t.Fatal("Difference")
+	}
+	c := s.Clone()
+	c.Add(5)
+	if s.Has(5) || c.Len() != 4 {
+		t.Fatal("Clone shares state")
+	}
+	if _, err := SetOf(10, 10); !errors.Is(err, ErrIndex) {
+		t.Fatalf("SetOf outside: %v", err)
+	}
+}
+
+// FuzzSessionStep feeds arbitrary bytes, decoded, to a responder and to an
+// initiator waiting for an answer: errors are fine, panics are not.
+func FuzzSessionStep(f *testing.F) {
+	uv, _ := NewUniverse(300)
+	held, _ := SetOf(300, 1, 2, 3, 200, 299)
+	for _, m := range sampleMessages(f) {
+		b, _ := m.MarshalBinary()
+		f.Add(b)
+	}
+	s, _ := NewSession(0, Config{}, uv, held, nil)
+	_ = s.Start()
+	for _, m := range s.Ready() {
+		b, _ := m.MarshalBinary()
+		f.Add(b)
+	}
+	lim := Limits{MaxMessage: 1 << 16, MaxFilterBytes: 1 << 14}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := Decode(b, lim)
+		if err != nil {
+			return
+		}
+		for _, method := range Methods {
+			cfg := Config{Method: method, Limits: lim}
+			r, _ := NewSession(m.Session, cfg, uv, held, NewMemBlocks(300, 4))
+			_ = r.Step(m)
+			r.Ready()
+			i, _ := NewSession(m.Session, cfg, uv, held, NewMemBlocks(300, 4))
+			if err := i.Start(); err != nil {
+				t.Fatal(err)
+			}
+			i.Ready()
+			_ = i.Step(m)
+			i.Ready()
+		}
+	})
+}
