@@ -76,6 +76,9 @@ func (s *Sim) Run(until float64) int {
 	return n
 }
 
+// inf is +Inf, for Run without a time limit.
+var inf = math.Inf(1)
+
 // log2 returns log base 2 of x.
 func log2(x float64) float64 { return math.Log2(x) }
 
