@@ -166,6 +166,34 @@ func TestSaturationStress(t *testing.T) {
 	}
 }
 
+// TestStickySaturationHistory builds S1 and S2 filters whose counters
+// saturated in their past (thousands of elements outside U inserted and
+// deleted again), next to an unsaturated CBF(U): the algebra must treat those
+// saturated counters as unknown and still give no false negatives.
+func TestStickySaturationHistory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for _, p := range []Params{{M: 256, K: 3, R: 4}, {M: 256, K: 4, R: 4, Hash: HashSHA1}} {
+		for trial := 0; trial < 5; trial++ {
+			w := newWorld(t, rng, p, 60, rng.Float64(), rng.Float64(), false)
+			ghosts := keys(fmt.Sprint("ghost", trial), 3000)
+			for _, c := range []*CBF{w.c1, w.c2} {
+				for _, g := range ghosts {
+					c.Insert(g)
+				}
+				for _, g := range ghosts {
+					if err := c.Delete(g); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if w.c2.Saturated() < p.M/2 || w.cu.Saturated() != 0 {
+				t.Fatalf("%v: setup: %d saturated in S2, %d in U", p, w.c2.Saturated(), w.cu.Saturated())
+			}
+			w.checkNoFalseNegatives(t)
+		}
+	}
+}
+
 func TestTheoremsT1T2T8(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, p := range []Params{{M: 1 << 14, K: 4, R: 4}, {M: 1 << 12, K: 6, R: 8, Hash: HashSHA1}} {
