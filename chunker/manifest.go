@@ -110,6 +110,9 @@ func newManifest(files []File, blockSize int, flat []byte) (*Manifest, error) {
 	if len(flat) != m.blockCount*HashSize {
 		return nil, fmt.Errorf("%w: %d block hashes for %d blocks", ErrCorrupt, len(flat)/HashSize, m.blockCount)
 	}
+	if flat == nil {
+		flat = []byte{} // encoded as an empty bin, not as nil
+	}
 	m.hashes = flat
 	var buf bytes.Buffer
 	buf.Grow(64 + len(flat) + 32*len(files))

@@ -1,0 +1,242 @@
+package chunker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"lukechampine.com/blake3"
+)
+
+// writeTree writes files (manifest path without the root name -> bytes) under
+// dir/name and returns dir/name.
+func writeTree(t testing.TB, dir, name string, files map[string][]byte) string {
+	t.Helper()
+	root := filepath.Join(dir, name)
+	for p, b := range files {
+		full := filepath.Join(root, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, b, 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// expectHashes hashes data block by block, the plain way.
+func expectHashes(data []byte, bs int) [][HashSize]byte {
+	var h [][HashSize]byte
+	for off := 0; off < len(data); off += bs {
+		h = append(h, blake3.Sum256(data[off:min(off+bs, len(data))]))
+	}
+	return h
+}
+
+func TestChunkPathFile(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		size int
+		bs   int
+	}{
+		{"empty", 0, MinBlockSize},
+		{"small", 10, MinBlockSize},
+		{"exact", 8 * MinBlockSize, MinBlockSize},
+		{"ragged", 8*MinBlockSize + 1, MinBlockSize},
+		{"default", 3*DefaultBlockSize - 5, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := randBytes(uint64(tc.size), tc.size)
+			p := filepath.Join(dir, tc.name+".bin")
+			if err := os.WriteFile(p, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			m, err := ChunkPath(context.Background(), p, tc.bs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bs := tc.bs
+			if bs == 0 {
+				bs = DefaultBlockSize
+			}
+			want, err := NewManifest([]File{{Path: tc.name + ".bin", Size: int64(tc.size), Mode: 0o600}}, bs, expectHashes(data, bs))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m.ID() != want.ID() {
+				t.Fatalf("manifest %v differs from the expected %v", m.Files(), want.Files())
+			}
+			// ChunkReader over the same bytes gives the same manifest.
+			m2, err := ChunkReader(context.Background(), tc.name+".bin", 0o600, bytes.NewReader(data), tc.bs)
+			if err != nil || m2.ID() != m.ID() {
+				t.Fatalf("ChunkReader: %v, id %s vs %s", err, m2.ID(), m.ID())
+			}
+		})
+	}
+}
+
+func TestChunkPathTree(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string][]byte{
+		"b.txt":        randBytes(1, 1500),
+		"a/z.bin":      randBytes(2, 2500),
+		"a-c":          randBytes(3, 10),
+		"a/empty":      nil,
+		"a/deep/x/y":   randBytes(4, 4096),
+		"0first":       randBytes(5, 1),
+		"unicode-é.md": randBytes(6, 700),
+	}
+	root := writeTree(t, dir, "photos", files)
+	if err := os.Symlink("b.txt", filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, "emptydir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := ChunkPath(context.Background(), root, MinBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Byte-wise path order, the root's name first, symlinks and empty dirs skipped.
+	order := []string{"0first", "a-c", "a/deep/x/y", "a/empty", "a/z.bin", "b.txt", "unicode-é.md"}
+	var stream []byte
+	var want []File
+	for _, p := range order {
+		stream = append(stream, files[p]...)
+		want = append(want, File{Path: "photos/" + p, Size: int64(len(files[p])), Mode: 0o640})
+	}
+	if fmt.Sprint(m.Files()) != fmt.Sprint(want) {
+		t.Fatalf("files\n%v\nwant\n%v", m.Files(), want)
+	}
+	wm, err := NewManifest(want, MinBlockSize, expectHashes(stream, MinBlockSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wm.ID() != m.ID() {
+		t.Fatal("tree manifest differs from the expected one")
+	}
+	// Chunking through a relative path with a trailing slash names the same root.
+	wd, _ := os.Getwd()
+	defer os.Chdir(wd)
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := ChunkPath(context.Background(), "photos/", MinBlockSize)
+	if err != nil || m2.ID() != m.ID() {
+		t.Fatalf("relative path: %v", err)
+	}
+}
+
+func TestChunkPathErrors(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := ChunkPath(context.Background(), filepath.Join(dir, "nope"), 0); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, []byte("x"), 0o644)
+	if _, err := ChunkPath(context.Background(), p, 1000); !errors.Is(err, ErrBadBlockSize) {
+		t.Errorf("block size 1000: %v", err)
+	}
+	if _, err := ChunkPath(context.Background(), "/", 0); !errors.Is(err, ErrBadPath) {
+		t.Errorf("root: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	big := filepath.Join(dir, "big")
+	os.WriteFile(big, make([]byte, 64*MinBlockSize), 0o644)
+	if _, err := ChunkPath(ctx, big, MinBlockSize); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled: %v", err)
+	}
+	if _, err := ChunkReader(context.Background(), "../x", 0, bytes.NewReader(nil), 0); !errors.Is(err, ErrBadPath) {
+		t.Errorf("ChunkReader bad name: %v", err)
+	}
+	errBoom := errors.New("boom")
+	r := io.MultiReader(bytes.NewReader(make([]byte, 5000)), iotestErrReader{errBoom})
+	if _, err := ChunkReader(context.Background(), "x", 0, r, MinBlockSize); !errors.Is(err, errBoom) {
+		t.Errorf("read error: %v", err)
+	}
+}
+
+type iotestErrReader struct{ err error }
+
+func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
+
+// TestChunkWorkers checks that the pipeline gives the same hashes with any number of
+// workers, block sizes and stream lengths.
+func TestChunkWorkers(t *testing.T) {
+	data := randBytes(9, 37*MinBlockSize+123)
+	want := expectHashes(data, MinBlockSize)
+	for _, w := range []int{1, 2, 3, 8} {
+		for _, n := range []int{0, 1, MinBlockSize, 5*MinBlockSize - 1, len(data)} {
+			flat, total, err := chunkStream(context.Background(), bytes.NewReader(data[:n]), MinBlockSize, w, -1)
+			if err != nil || total != int64(n) {
+				t.Fatalf("workers %d, %d bytes: %v, total %d", w, n, err, total)
+			}
+			nb := (n + MinBlockSize - 1) / MinBlockSize
+			if len(flat) != nb*HashSize {
+				t.Fatalf("workers %d, %d bytes: %d hashes", w, n, len(flat)/HashSize)
+			}
+			if n == len(data) {
+				for i := range nb {
+					if !bytes.Equal(flat[i*HashSize:(i+1)*HashSize], want[i][:]) {
+						t.Fatalf("workers %d: block %d hash differs", w, i)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkChunk measures chunking and hashing an in-memory stream against the hash
+// alone over the same bytes, interleaved in the same run so that the load of the
+// machine affects both alike; ratio = hash-alone time / chunk time (goal >= 0.8).
+// workers=1 is the like-for-like comparison (one hashing goroutine).
+func BenchmarkChunk(b *testing.B) {
+	const size = 64 << 20
+	data := randBytes(1, size)
+	bs := DefaultBlockSize
+	for _, w := range []int{1, 2} {
+		b.Run(fmt.Sprintf("workers=%d", w), func(b *testing.B) {
+			var hashNs, chunkNs int64
+			b.SetBytes(size)
+			for b.Loop() {
+				b.StopTimer()
+				start := nanotime()
+				for off := 0; off < len(data); off += bs {
+					HashBlock(data[off:min(off+bs, len(data))])
+				}
+				mid := nanotime()
+				hashNs += mid - start
+				b.StartTimer()
+				if _, _, err := chunkStream(context.Background(), bytes.NewReader(data), bs, w, size); err != nil {
+					b.Fatal(err)
+				}
+				chunkNs += nanotime() - mid
+			}
+			b.ReportMetric(float64(hashNs)/float64(chunkNs), "ratio")
+			b.ReportMetric(float64(size)*float64(b.N)/float64(hashNs)*1e3, "hashMB/s")
+		})
+	}
+}
+
+// BenchmarkChunkPath measures ChunkPath on a file in the page cache.
+func BenchmarkChunkPath(b *testing.B) {
+	const size = 64 << 20
+	p := filepath.Join(b.TempDir(), "f")
+	if err := os.WriteFile(p, randBytes(2, size), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
+	for b.Loop() {
+		if _, err := ChunkPath(context.Background(), p, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
