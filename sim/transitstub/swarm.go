@@ -1,0 +1,340 @@
+package transitstub
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// SwarmConfig configures RunSwarm.
+type SwarmConfig struct {
+	Filter FilterConfig
+	// Blocks is the number of source blocks of the file (kk); 0 means 5000.
+	Blocks int
+	// Share is the fraction of Blocks each peer starts with (complete: that many
+	// random source blocks; Byers: that many random coded blocks); 0 means 0.25.
+	Share float64
+	// Method is the reconciliation protocol; 0 means complete.
+	Method reconcile.Method
+	// Seed drives the initial shares, the neighbour order and the start jitter.
+	Seed uint64
+	// StartJitterMS spreads the peers' first reconciliations over [0, StartJitterMS);
+	// 0 means 100.
+	StartJitterMS float64
+	// MaxReconciliations stops a run that does not converge; 0 means 1000 per peer.
+	MaxReconciliations int
+	// DecodeReps is the number of timed runs of the decode measurement (default 3).
+	DecodeReps int
+}
+
+func (c *SwarmConfig) defaults(peers int) {
+	if c.Filter == (FilterConfig{}) {
+		c.Filter = PaperFilter()
+	}
+	if c.Blocks == 0 {
+		c.Blocks = 5000
+	}
+	if c.Share == 0 {
+		c.Share = 0.25
+	}
+	if c.Method == 0 {
+		c.Method = reconcile.Complete
+	}
+	if c.StartJitterMS == 0 {
+		c.StartJitterMS = 100
+	}
+	if c.MaxReconciliations == 0 {
+		c.MaxReconciliations = 1000 * peers
+	}
+	if c.DecodeReps == 0 {
+		c.DecodeReps = 3
+	}
+}
+
+// SwarmResult summarises a swarm run.
+type SwarmResult struct {
+	Method reconcile.Method `json:"method"`
+	Peers  int              `json:"peers"`
+	Blocks int              `json:"blocks"`
+	// Completed is the number of peers that ended holding the whole file.
+	Completed int `json:"completed"`
+	// Completion time per peer, ms from the start.
+	MedianMS float64 `json:"median_ms"`
+	P95MS    float64 `json:"p95_ms"`
+	MaxMS    float64 `json:"max_ms"`
+	MeanMS   float64 `json:"mean_ms"`
+	// Reconciliations is the number of filter/blocks exchanges; MeanRounds per peer.
+	Reconciliations int     `json:"reconciliations"`
+	MeanRounds      float64 `json:"mean_rounds"`
+	// Bytes on the wire by message type ("filter", "blocks").
+	Bytes map[string]int64 `json:"bytes"`
+	// BlocksSent counts blocks carried by blocks messages; RedundantBlocks those the
+	// receiver already held; MissedBlocks blocks of S_B \ S_A a Bloom filter false
+	// positive withheld (Byers).
+	BlocksSent      int64 `json:"blocks_sent"`
+	RedundantBlocks int64 `json:"redundant_blocks"`
+	MissedBlocks    int64 `json:"missed_blocks"`
+	// Events is the number of simulation events; WallSeconds the run's real time.
+	Events      int     `json:"events"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// Completions are the per-peer completion times in ms (peer order).
+	Completions []float64 `json:"-"`
+}
+
+type swarmPeer struct {
+	set      *reconcile.Set
+	cbf      *cbfalgebra.CBF
+	bloom    *cbfalgebra.BloomFilter
+	nbrs     []int32
+	next     int
+	done     bool
+	decoding bool
+	doneAt   float64
+	rounds   int
+}
+
+// RunSwarm runs a file distribution over net's overlay: every peer starts with a
+// random share of the blocks (every block held somewhere) and, until it holds the
+// whole file, reconciles with its Chord neighbours (successor list, then fingers)
+// in turn, one reconciliation at a time, with the real filter code deciding what
+// each exchange carries and the cost model timing it. A Byers peer decodes once it
+// holds kk distinct coded blocks, then re-encodes and serves all nn. Peers keep
+// serving after they complete. Routes of neighbour pairs are computed up front, in
+// parallel.
+func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error) {
+	start := time.Now()
+	o := net.Overlay
+	n := o.Len()
+	cfg.defaults(n)
+	f := cfg.Filter
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	byers := cfg.Method == reconcile.Byers
+	switch {
+	case !cfg.Method.Valid():
+		return nil, fmt.Errorf("%w: method %v", ErrParams, cfg.Method)
+	case cfg.Blocks < 1 || cfg.Share <= 0 || cfg.Share > 1:
+		return nil, fmt.Errorf("%w: need blocks >= 1 and share in (0, 1]", ErrParams)
+	case byers && cfg.Blocks > f.NN:
+		return nil, fmt.Errorf("%w: %d blocks exceed the code's nn = %d", ErrParams, cfg.Blocks, f.NN)
+	}
+	kk := cfg.Blocks
+	u := kk
+	if byers {
+		u = f.NN
+	}
+	var decodeMS, encodeMS float64
+	if byers {
+		var err error
+		if decodeMS, encodeMS, err = costs.MeasureDecode(f, kk, nil, cfg.DecodeReps, cfg.Seed); err != nil {
+			return nil, err
+		}
+	}
+	pr, err := newProtoRunner(f, u, cfg.Method)
+	if err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x737761726d)) // "swarm"
+
+	// Initial shares.
+	peers := make([]swarmPeer, n)
+	share := max(1, int(cfg.Share*float64(kk)+0.5))
+	share = min(share, u)
+	perm := make([]int, u)
+	for i := range perm {
+		perm[i] = i
+	}
+	held := reconcile.NewSet(u)
+	for i := range peers {
+		p := &peers[i]
+		p.set = reconcile.NewSet(u)
+		for j := range share { // partial Fisher–Yates
+			k := j + rng.IntN(u-j)
+			perm[j], perm[k] = perm[k], perm[j]
+			p.set.Add(perm[j])
+			held.Add(perm[j])
+		}
+	}
+	// Make sure the swarm holds the file: every source block (complete) or at
+	// least kk distinct coded blocks (Byers).
+	need := u
+	if byers {
+		need = kk
+	}
+	for b := 0; held.Len() < need && b < u; b++ {
+		if !held.Has(b) {
+			held.Add(b)
+			peers[rng.IntN(n)].set.Add(b)
+		}
+	}
+	res := &SwarmResult{Method: cfg.Method, Peers: n, Blocks: kk, Bytes: map[string]int64{}}
+	var sim Sim
+	var pairs [][2]int
+	for i := range peers {
+		p := &peers[i]
+		p.nbrs = o.Neighbours(i)
+		p.next = rng.IntN(len(p.nbrs))
+		for _, j := range p.nbrs {
+			pairs = append(pairs, [2]int{o.Router(i), o.Router(int(j))})
+		}
+		if byers {
+			p.bloom, _ = cbfalgebra.NewBloom(f.M, f.K, cbfalgebra.WithHash(f.Hash))
+			for _, b := range p.set.Indices() {
+				p.bloom.AddLocations(pr.at(b))
+			}
+		} else {
+			p.cbf, _ = cbfalgebra.NewFromParams(pr.p)
+			for _, b := range p.set.Indices() {
+				p.cbf.InsertLocations(pr.at(b))
+			}
+		}
+	}
+	net.Paths.Prefetch(pairs, 0)
+	var cbfSize, bloomSize int
+	if byers {
+		bloomSize = peers[0].bloom.EncodedSize()
+	} else {
+		cbfSize = peers[0].cbf.EncodedSize()
+	}
+	filterData := make([]byte, max(cbfSize, bloomSize)) // stand-in payload of the filter's encoded size
+	var idxScratch []int
+	var runErr error
+
+	var startRound func(a int)
+	complete := func(a int) {
+		p := &peers[a]
+		p.done, p.doneAt = true, sim.Now()
+	}
+	startRound = func(a int) {
+		p := &peers[a]
+		if p.done || p.decoding || runErr != nil {
+			return
+		}
+		if res.Reconciliations >= cfg.MaxReconciliations {
+			runErr = fmt.Errorf("transitstub: swarm did not converge within %d reconciliations", cfg.MaxReconciliations)
+			return
+		}
+		res.Reconciliations++
+		p.rounds++
+		b := int(p.nbrs[p.next])
+		p.next = (p.next + 1) % len(p.nbrs)
+		route := o.Route(a, b)
+		var fb int
+		if byers {
+			fb = filterBytes(cfg.Method, p.bloom.Params(), u, p.set.Len(), filterData[:bloomSize])
+		} else {
+			fb = filterBytes(cfg.Method, pr.p, u, p.set.Len(), filterData[:cbfSize])
+		}
+		res.Bytes[reconcile.MsgFilter.String()] += int64(fb)
+		sim.After(route.TransferMS(fb), func() { // B has A's filter
+			q := &peers[b]
+			idxScratch = q.set.AppendIndices(idxScratch[:0])
+			pr.idx = pr.idx[:0]
+			var comp float64
+			newBlocks := 0
+			if byers {
+				for _, i := range idxScratch {
+					if !p.bloom.ContainsLocations(pr.at(i)) {
+						pr.idx = append(pr.idx, uint32(i))
+					} else if !p.set.Has(i) {
+						res.MissedBlocks++
+					}
+				}
+				newBlocks = len(pr.idx)
+				comp = costs.byersMS(len(idxScratch))
+			} else {
+				if err := cbfalgebra.SubtractInto(pr.diff, q.cbf, p.cbf, pr.cu); err != nil {
+					runErr = err
+					return
+				}
+				for _, i := range idxScratch {
+					if pr.diff.ContainsLocations(pr.at(i)) {
+						pr.idx = append(pr.idx, uint32(i))
+						if p.set.Has(i) {
+							res.RedundantBlocks++
+						} else {
+							newBlocks++
+						}
+					} else if !p.set.Has(i) {
+						runErr = fmt.Errorf("transitstub: CBF subtraction missed block %d", i)
+						return
+					}
+				}
+				comp = costs.completeMS(len(idxScratch), newBlocks)
+			}
+			sent := append([]uint32(nil), pr.idx...)
+			bb := pr.blocksBytes(sent)
+			res.Bytes[reconcile.MsgBlocks.String()] += int64(bb)
+			res.BlocksSent += int64(len(sent))
+			sim.After(comp+route.TransferMS(bb), func() { // A has B's blocks
+				for _, i := range sent {
+					if p.set.Add(int(i)) {
+						if byers {
+							p.bloom.AddLocations(pr.at(int(i)))
+						} else {
+							p.cbf.InsertLocations(pr.at(int(i)))
+						}
+					}
+				}
+				switch {
+				case !byers && p.set.Len() == u:
+					complete(a)
+				case byers && p.set.Len() >= kk:
+					p.decoding = true
+					sim.After(decodeMS+encodeMS, func() { // decoded and re-encoded: A holds all nn
+						for i := range u {
+							if p.set.Add(i) {
+								p.bloom.AddLocations(pr.at(i))
+							}
+						}
+						p.decoding = false
+						complete(a)
+					})
+				default:
+					startRound(a)
+				}
+			})
+		})
+	}
+	for i := range peers {
+		p := &peers[i]
+		if (!byers && p.set.Len() == u) || (byers && p.set.Len() >= kk) {
+			p.done = true // starts with the file (or enough to decode at once)
+			if byers {
+				p.doneAt = decodeMS + encodeMS
+				for b := range u {
+					if p.set.Add(b) {
+						p.bloom.AddLocations(pr.at(b))
+					}
+				}
+			}
+			continue
+		}
+		sim.At(rng.Float64()*cfg.StartJitterMS, func() { startRound(i) })
+	}
+	sim.Run(inf)
+	if runErr != nil {
+		return nil, runErr
+	}
+	res.Events = sim.Events()
+	res.Completions = make([]float64, 0, n)
+	rounds := 0
+	for i := range peers {
+		rounds += peers[i].rounds
+		if peers[i].done {
+			res.Completed++
+			res.Completions = append(res.Completions, peers[i].doneAt)
+		}
+	}
+	res.MeanRounds = float64(rounds) / float64(n)
+	res.MedianMS = quantile(res.Completions, 0.5)
+	res.P95MS = quantile(res.Completions, 0.95)
+	res.MaxMS = quantile(res.Completions, 1)
+	res.MeanMS = mean(res.Completions)
+	res.WallSeconds = time.Since(start).Seconds()
+	return res, nil
+}
