@@ -610,10 +610,10 @@ func (s *Store) PutBlock(i int, data []byte) error {
 	switch {
 	case closed:
 		return ErrClosed
-	case held:
-		return nil
 	case s.readOnly:
 		return ErrReadOnly
+	case held:
+		return nil
 	}
 	var files []int
 	err := s.m.segments(i, func(g segment) error {
