@@ -1,0 +1,105 @@
+package peer
+
+import (
+	"errors"
+	"sort"
+	"sync"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// maxSwarm bounds the peers remembered per content for peer exchange.
+const maxSwarm = 1024
+
+// content is one file or tree this peer serves: its manifest and store, the
+// peers seen asking about it, and the fetch running for it, if any.
+type content struct {
+	man   *chunker.Manifest
+	store *chunker.Store
+	coded *codedBlocks // Byers: coded blocks served, nil when not offered
+	recon *responder   // answers reconciliation requests
+
+	mu    sync.Mutex
+	swarm map[lpeer.ID]struct{}
+	sent  map[lpeer.ID]int64
+	fetch *fetch
+}
+
+func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
+	r, err := newResponder(m.BlockCount())
+	if err != nil {
+		return nil, err
+	}
+	return &content{man: m, store: s, recon: r, swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64)}, nil
+}
+
+func (c *content) noteSwarm(id lpeer.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.swarm) < maxSwarm {
+		c.swarm[id] = struct{}{}
+	}
+}
+
+func (c *content) forget(id lpeer.ID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.swarm, id)
+}
+
+func (c *content) swarmPeers() []lpeer.ID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]lpeer.ID, 0, len(c.swarm))
+	for id := range c.swarm {
+		out = append(out, id)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func (c *content) noteSent(id lpeer.ID, n int) {
+	c.mu.Lock()
+	c.sent[id] += int64(n)
+	c.mu.Unlock()
+}
+
+// sentTo returns the bytes of blocks served to each peer so far.
+func (c *content) sentTo() map[lpeer.ID]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[lpeer.ID]int64, len(c.sent))
+	for id, n := range c.sent {
+		out[id] = n
+	}
+	return out
+}
+
+// offerSource tells a running fetch of this content about a peer that has it.
+func (c *content) offerSource(id lpeer.ID) {
+	c.mu.Lock()
+	f := c.fetch
+	c.mu.Unlock()
+	if f != nil {
+		f.addSource(id)
+	}
+}
+
+func (c *content) setFetch(f *fetch) {
+	c.mu.Lock()
+	c.fetch = f
+	c.mu.Unlock()
+}
+
+func (c *content) close() error {
+	if c.store == nil {
+		return nil
+	}
+	err := c.store.Close()
+	if errors.Is(err, chunker.ErrClosed) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,32 @@
+package peer
+
+import "errors"
+
+// Sentinel errors callers can test with errors.Is.
+var (
+	// ErrKeyPermissions means an identity key file can be read or written by
+	// users other than its owner.
+	ErrKeyPermissions = errors.New("peer: identity key file is not private")
+	// ErrBadTicket means a ticket string could not be decoded.
+	ErrBadTicket = errors.New("peer: bad ticket")
+	// ErrFrameTooLarge means a peer announced a frame longer than the limit for
+	// its stream; the stream is reset.
+	ErrFrameTooLarge = errors.New("peer: frame too large")
+	// ErrMalformed means a peer sent bytes that do not decode as the message the
+	// protocol expects; the stream is reset.
+	ErrMalformed = errors.New("peer: malformed message")
+	// ErrNoPeers means no peer could be reached or none had what was needed.
+	ErrNoPeers = errors.New("peer: no reachable peer has the content")
+	// ErrManifestMismatch means a manifest does not hash to the ticket's root id,
+	// or an existing output was made for another manifest.
+	ErrManifestMismatch = errors.New("peer: manifest does not match the ticket")
+	// ErrUnknownRoot means the remote peer does not serve the requested content.
+	ErrUnknownRoot = errors.New("peer: remote does not serve this content")
+	// ErrBadBlock means a peer sent a block whose hash does not match the
+	// manifest; the block is discarded and the peer dropped.
+	ErrBadBlock = errors.New("peer: block failed verification")
+	// ErrRemote means the remote peer answered a request with an error.
+	ErrRemote = errors.New("peer: remote error")
+	// ErrClosed means the peer was closed.
+	ErrClosed = errors.New("peer: closed")
+)

@@ -1,0 +1,204 @@
+package peer
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/host"
+)
+
+// Option configures New. Options that can fail return an error from New.
+type Option func(*config) error
+
+type config struct {
+	listen       []string
+	key          crypto.PrivKey
+	keyFile      string
+	host         host.Host
+	log          *slog.Logger
+	limits       Limits
+	streamIdle   time.Duration
+	stallTimeout time.Duration
+	window       int
+	maxSources   int
+	syncEvery    int
+}
+
+// Limits bound what a remote peer may make this peer allocate or hold open.
+type Limits struct {
+	// MaxManifestBytes is the largest manifest accepted from a peer. Default 256 MiB.
+	MaxManifestBytes int
+	// MaxFilterBytes is the largest reconciliation message (a filter or an index
+	// list) accepted. Default 64 MiB.
+	MaxFilterBytes int
+	// MaxWant is the most blocks one want message may ask for. Default 256.
+	MaxWant int
+	// StreamsPerPeer is the most concurrent inbound streams of one protocol one
+	// remote peer may hold open. Default 8.
+	StreamsPerPeer int
+	// Streams is the most concurrent inbound streams of one protocol over all
+	// peers. Default 512.
+	Streams int
+}
+
+// DefaultLimits are the limits used when WithLimits is not given.
+var DefaultLimits = Limits{
+	MaxManifestBytes: 256 << 20,
+	MaxFilterBytes:   64 << 20,
+	MaxWant:          256,
+	StreamsPerPeer:   8,
+	Streams:          512,
+}
+
+func defaultConfig() config {
+	return config{
+		listen:       []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1", "/ip6/::/tcp/0", "/ip6/::/udp/0/quic-v1"},
+		log:          slog.New(slog.DiscardHandler),
+		limits:       DefaultLimits,
+		streamIdle:   30 * time.Second,
+		stallTimeout: 10 * time.Second,
+		window:       16,
+		maxSources:   32,
+		syncEvery:    1,
+	}
+}
+
+// WithListenAddrs sets the multiaddrs to listen on. Default: every interface,
+// TCP and QUIC v1, IPv4 and IPv6, on ports the system picks.
+func WithListenAddrs(addrs ...string) Option {
+	return func(c *config) error {
+		if len(addrs) == 0 {
+			return errors.New("peer: WithListenAddrs: no address")
+		}
+		c.listen = append([]string(nil), addrs...)
+		return nil
+	}
+}
+
+// WithIdentity sets the peer's identity key. Default: a fresh Ed25519 key.
+func WithIdentity(k crypto.PrivKey) Option {
+	return func(c *config) error {
+		if k == nil {
+			return errors.New("peer: WithIdentity: nil key")
+		}
+		c.key = k
+		return nil
+	}
+}
+
+// WithKeyFile loads the identity key from path, creating it on first use (see
+// LoadOrCreateKey). Default: a fresh key that is not saved.
+func WithKeyFile(path string) Option {
+	return func(c *config) error { c.keyFile = path; return nil }
+}
+
+// WithHost runs the peer on an existing libp2p host (for example one of
+// libp2p's in-process mock network) instead of creating one. The listen,
+// identity and limit options that shape a new host are then ignored, and
+// Close does not close the host.
+func WithHost(h host.Host) Option {
+	return func(c *config) error {
+		if h == nil {
+			return errors.New("peer: WithHost: nil host")
+		}
+		c.host = h
+		return nil
+	}
+}
+
+// WithLogger sets the logger. Default: discard.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l != nil {
+			c.log = l
+		}
+		return nil
+	}
+}
+
+// WithLimits sets the limits on remote peers; zero fields keep their default.
+func WithLimits(l Limits) Option {
+	return func(c *config) error {
+		d := DefaultLimits
+		if l.MaxManifestBytes > 0 {
+			d.MaxManifestBytes = l.MaxManifestBytes
+		}
+		if l.MaxFilterBytes > 0 {
+			d.MaxFilterBytes = l.MaxFilterBytes
+		}
+		if l.MaxWant > 0 {
+			d.MaxWant = l.MaxWant
+		}
+		if l.StreamsPerPeer > 0 {
+			d.StreamsPerPeer = l.StreamsPerPeer
+		}
+		if l.Streams > 0 {
+			d.Streams = l.Streams
+		}
+		c.limits = d
+		return nil
+	}
+}
+
+// WithStreamIdle sets how long a stream may go without progress before it is
+// reset (every read and write has this deadline). Default 30 s.
+func WithStreamIdle(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("peer: WithStreamIdle: duration must be positive")
+		}
+		c.streamIdle = d
+		return nil
+	}
+}
+
+// WithStallTimeout sets how long a fetch waits for a requested block before it
+// gives the peer's outstanding blocks to other peers. Default 10 s.
+func WithStallTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return errors.New("peer: WithStallTimeout: duration must be positive")
+		}
+		c.stallTimeout = d
+		return nil
+	}
+}
+
+// WithWindow sets how many blocks a fetch keeps requested from one peer at a
+// time. Default 16 (4 MiB of 256 KiB blocks per peer).
+func WithWindow(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return errors.New("peer: WithWindow: must be at least 1")
+		}
+		c.window = n
+		return nil
+	}
+}
+
+// WithMaxSources bounds the peers one fetch downloads from at once. Default 32.
+func WithMaxSources(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return errors.New("peer: WithMaxSources: must be at least 1")
+		}
+		c.maxSources = n
+		return nil
+	}
+}
+
+// WithSyncEvery sets how many stored blocks share one fsync during a fetch (see
+// chunker.WithSyncEvery); a crash loses at most that many verified blocks, which
+// are fetched again on resume. Default 1: a block is durable once stored, so a
+// resumed fetch never downloads a block twice.
+func WithSyncEvery(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return errors.New("peer: WithSyncEvery: must be at least 1")
+		}
+		c.syncEvery = n
+		return nil
+	}
+}

@@ -1,0 +1,124 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// SeedOption configures Seed.
+type SeedOption func(*seedConfig) error
+
+type seedConfig struct {
+	blockSize int
+	byers     *ByersParams
+}
+
+// WithBlockSize sets the block size Seed chunks with. Default
+// chunker.DefaultBlockSize (256 KiB).
+func WithBlockSize(n int) SeedOption {
+	return func(c *seedConfig) error {
+		if n < chunker.MinBlockSize || n > chunker.MaxBlockSize {
+			return fmt.Errorf("peer: block size %d not in [%d, %d]: %w", n, chunker.MinBlockSize, chunker.MaxBlockSize, chunker.ErrBadBlockSize)
+		}
+		c.blockSize = n
+		return nil
+	}
+}
+
+// WithByers makes Seed also serve the Reed–Solomon coded blocks of the Byers
+// baseline, so fetchers may use the byers method. Default: off.
+func WithByers(bp ByersParams) SeedOption {
+	return func(c *seedConfig) error {
+		c.byers = &bp
+		return nil
+	}
+}
+
+// Seed chunks the file or tree at path, serves it in place (read-only, without
+// copying) and returns its ticket, naming this peer and its addresses. It
+// serves until Close or Unserve.
+func (p *Peer) Seed(ctx context.Context, path string, opts ...SeedOption) (Ticket, error) {
+	var sc seedConfig
+	for _, o := range opts {
+		if err := o(&sc); err != nil {
+			return Ticket{}, err
+		}
+	}
+	m, err := chunker.ChunkPath(ctx, path, sc.blockSize)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
+	}
+	s, err := chunker.SeedStore(path, m)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
+	}
+	c, err := newContent(m, s)
+	if err != nil {
+		s.Close()
+		return Ticket{}, err
+	}
+	if sc.byers != nil {
+		cb, err := encodeByers(ctx, m, s, *sc.byers)
+		if err != nil {
+			s.Close()
+			return Ticket{}, err
+		}
+		c.coded = cb
+	}
+	if err := p.add(c); err != nil {
+		s.Close()
+		return Ticket{}, err
+	}
+	return p.ticket(m.ID()), nil
+}
+
+// Serve serves the blocks held by an open store (complete or not), for example
+// one a fetch filled earlier. The peer takes ownership of the store and closes
+// it on Close or Unserve.
+func (p *Peer) Serve(s *chunker.Store) (Ticket, error) {
+	c, err := newContent(s.Manifest(), s)
+	if err != nil {
+		return Ticket{}, err
+	}
+	if err := p.add(c); err != nil {
+		return Ticket{}, err
+	}
+	return p.ticket(s.Manifest().ID()), nil
+}
+
+// Unserve stops serving the content with the given root and closes its store.
+// It reports whether the content was served.
+func (p *Peer) Unserve(root chunker.ID) (bool, error) {
+	p.mu.Lock()
+	c, ok := p.contents[root]
+	delete(p.contents, root)
+	p.mu.Unlock()
+	if !ok {
+		return false, nil
+	}
+	return true, c.close()
+}
+
+// Ticket returns a ticket for root naming this peer.
+func (p *Peer) ticket(root chunker.ID) Ticket {
+	return Ticket{Root: root, Peers: []lpeer.AddrInfo{p.AddrInfo()}}
+}
+
+// add registers content; it fails if the root is already served.
+func (p *Peer) add(c *content) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return ErrClosed
+	}
+	id := c.man.ID()
+	if _, dup := p.contents[id]; dup {
+		return fmt.Errorf("peer: content %s is already served by this peer", id)
+	}
+	p.contents[id] = c
+	return nil
+}

@@ -1,0 +1,84 @@
+package peer
+
+import (
+	"fmt"
+	"strings"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/multiformats/go-multibase"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// ticketVersion is the first byte of an encoded ticket.
+const ticketVersion = 1
+
+// maxTicketLen bounds the text ParseTicket accepts.
+const maxTicketLen = 16 << 10
+
+// A Ticket is everything a fetcher needs to start: the root id of the content
+// (the id of its manifest) and at least one peer that serves it, with its
+// addresses. Its text form is one copyable token.
+type Ticket struct {
+	// Root is the id of the manifest of the content.
+	Root chunker.ID
+	// Peers serve the content; the first is usually the seed that made the ticket.
+	Peers []lpeer.AddrInfo
+}
+
+// String encodes the ticket as one token: the multibase base32 (lower case,
+// prefix "b") encoding of a version byte, the 32-byte root and a peers list
+// in the wire format of the peers message.
+func (t Ticket) String() string {
+	b := []byte{ticketVersion}
+	b = append(b, t.Root[:]...)
+	b = appendPeers(b, t.Peers)
+	s, err := multibase.Encode(multibase.Base32, b)
+	if err != nil { // Base32 is always supported.
+		panic(err)
+	}
+	return s
+}
+
+// MarshalText implements encoding.TextMarshaler with String's form.
+func (t Ticket) MarshalText() ([]byte, error) { return []byte(t.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler with ParseTicket.
+func (t *Ticket) UnmarshalText(b []byte) error {
+	v, err := ParseTicket(string(b))
+	if err != nil {
+		return err
+	}
+	*t = v
+	return nil
+}
+
+// ParseTicket decodes a ticket made by String. Any multibase encoding is
+// accepted; surrounding white space is ignored. Errors wrap ErrBadTicket.
+func ParseTicket(s string) (Ticket, error) {
+	s = strings.TrimSpace(s)
+	if len(s) > maxTicketLen {
+		return Ticket{}, fmt.Errorf("%w: %d characters (limit %d)", ErrBadTicket, len(s), maxTicketLen)
+	}
+	if len(s) < 2 {
+		return Ticket{}, fmt.Errorf("%w: empty", ErrBadTicket)
+	}
+	_, b, err := multibase.Decode(s)
+	if err != nil {
+		return Ticket{}, fmt.Errorf("%w: %v", ErrBadTicket, err)
+	}
+	if len(b) < 1+chunker.HashSize+2 || b[0] != ticketVersion {
+		return Ticket{}, fmt.Errorf("%w: not a version-%d ticket", ErrBadTicket, ticketVersion)
+	}
+	var t Ticket
+	copy(t.Root[:], b[1:1+chunker.HashSize])
+	peers, err := decodePeers(b[1+chunker.HashSize:])
+	if err != nil {
+		return Ticket{}, fmt.Errorf("%w: %v", ErrBadTicket, err)
+	}
+	if len(peers) == 0 {
+		return Ticket{}, fmt.Errorf("%w: no peer", ErrBadTicket)
+	}
+	t.Peers = peers
+	return t, nil
+}
