@@ -101,55 +101,147 @@ func (l *lanes) sum(x uint64) uint64 {
 	return (t * l.sumMul) >> l.sumShift
 }
 
-// The word loops below return the sum of the result's counters.
+// Free-function forms of the lane arithmetic for the word loops: the masks
+// come in as arguments so that, once inlined, they live in registers (a
+// method on *lanes would reload them after every store to dst, which may
+// alias). hi is the lanes' top-bit mask and r1 = r-1.
+
+func fillW(h uint64, r1 uint) uint64 { return (h - h>>r1) | h }
+
+func isMaxW(x, hi uint64) uint64 {
+	z := ^x
+	return ^(((z &^ hi) + ^hi) | z) & hi
+}
+
+func lessW(a, b, hi uint64) uint64 {
+	d := ((a | hi) - (b &^ hi)) ^ ((a ^ ^b) & hi)
+	return ((^a & b) | (^(a ^ b) & d)) & hi
+}
+
+func minW(a, b, hi uint64, r1 uint) uint64 {
+	f := fillW(lessW(a, b, hi), r1)
+	return (a & f) | (b &^ f)
+}
+
+func subSatW(a, b, hi uint64, r1 uint) uint64 {
+	d := ((a | hi) - (b &^ hi)) ^ ((a ^ ^b) & hi)
+	return d &^ fillW(((^a&b)|(^(a^b)&d))&hi, r1)
+}
+
+func addSatW(a, b, hi uint64, r1 uint) uint64 {
+	s := ((a &^ hi) + (b &^ hi)) ^ ((a ^ b) & hi)
+	return s | fillW(((a&b)|((a^b)&^s))&hi, r1)
+}
+
+// anySatW reports (as a non-zero result) whether any lane of a, b or u is
+// saturated: the classic exact "has a zero lane" test applied to ^x.
+func anySatW(a, b, u, lo, hi uint64) uint64 {
+	return (((^a - lo) & a) | ((^b - lo) & b) | ((^u - lo) & u)) & hi
+}
+
+func sumW(x, even, mul uint64, r, shift uint) uint64 {
+	return (((x & even) + ((x >> r) & even)) * mul) >> shift
+}
+
+// The word loops below return the sum of the result's counters. In each,
+// fX is the whole-lane mask of X's saturated counters and the "u - x" term
+// of the algebra is (subSat(u, x) &^ fx) | (u & fx) | fu (see lanes.diff).
+// Words without a saturated lane (nearly all of them) take a fast path where
+// u - x is a plain saturating subtraction and the sums of Union and Xor need
+// no saturation: a + min(b, u - a) <= max(a, u) < 2^r-1, and
+// min(a, u - b) + min(b, u - a) <= u < 2^r-1.
 
 func complementWords(dst, u, s []uint64, l *lanes) (sum uint64) {
 	u, s = u[:len(dst)], s[:len(dst)]
+	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
+	lo := hi >> r1
 	for i := range dst {
-		x := l.diff(u[i], s[i])
+		ui, si := u[i], s[i]
+		if anySatW(ui, si, 0, lo, hi) == 0 {
+			x := subSatW(ui, si, hi, r1)
+			dst[i] = x
+			sum += sumW(x, even, mul, r, sh)
+			continue
+		}
+		fs, fu := fillW(isMaxW(si, hi), r1), fillW(isMaxW(ui, hi), r1)
+		x := (subSatW(ui, si, hi, r1) &^ fs) | (ui & fs) | fu
 		dst[i] = x
-		sum += l.sum(x)
+		sum += sumW(x, even, mul, r, sh)
 	}
 	return sum
 }
 
 func intersectWords(dst, a, b []uint64, l *lanes) (sum uint64) {
 	a, b = a[:len(dst)], b[:len(dst)]
+	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
 	for i := range dst {
-		x := l.minw(a[i], b[i])
+		x := minW(a[i], b[i], hi, r1)
 		dst[i] = x
-		sum += l.sum(x)
+		sum += sumW(x, even, mul, r, sh)
 	}
 	return sum
 }
 
 func subtractWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
 	a, b, u = a[:len(dst)], b[:len(dst)], u[:len(dst)]
+	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
+	lo := hi >> r1
 	for i := range dst {
-		x := l.minw(a[i], l.diff(u[i], b[i]))
+		ai, bi, ui := a[i], b[i], u[i]
+		if anySatW(ai, bi, ui, lo, hi) == 0 {
+			x := minW(ai, subSatW(ui, bi, hi, r1), hi, r1)
+			dst[i] = x
+			sum += sumW(x, even, mul, r, sh)
+			continue
+		}
+		fb, fu := fillW(isMaxW(bi, hi), r1), fillW(isMaxW(ui, hi), r1)
+		ub := (subSatW(ui, bi, hi, r1) &^ fb) | (ui & fb) | fu
+		x := minW(ai, ub, hi, r1)
 		dst[i] = x
-		sum += l.sum(x)
+		sum += sumW(x, even, mul, r, sh)
 	}
 	return sum
 }
 
 func unionWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
 	a, b, u = a[:len(dst)], b[:len(dst)], u[:len(dst)]
+	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
+	lo := hi >> r1
 	for i := range dst {
-		x := l.addSat(a[i], l.minw(b[i], l.diff(u[i], a[i])))
+		ai, bi, ui := a[i], b[i], u[i]
+		if anySatW(ai, bi, ui, lo, hi) == 0 {
+			x := ai + minW(bi, subSatW(ui, ai, hi, r1), hi, r1)
+			dst[i] = x
+			sum += sumW(x, even, mul, r, sh)
+			continue
+		}
+		fa, fu := fillW(isMaxW(ai, hi), r1), fillW(isMaxW(ui, hi), r1)
+		ua := (subSatW(ui, ai, hi, r1) &^ fa) | (ui & fa) | fu
+		x := addSatW(ai, minW(bi, ua, hi, r1), hi, r1)
 		dst[i] = x
-		sum += l.sum(x)
+		sum += sumW(x, even, mul, r, sh)
 	}
 	return sum
 }
 
 func xorWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
 	a, b, u = a[:len(dst)], b[:len(dst)], u[:len(dst)]
+	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
+	lo := hi >> r1
 	for i := range dst {
 		ai, bi, ui := a[i], b[i], u[i]
-		x := l.addSat(l.minw(ai, l.diff(ui, bi)), l.minw(bi, l.diff(ui, ai)))
+		if anySatW(ai, bi, ui, lo, hi) == 0 {
+			x := minW(ai, subSatW(ui, bi, hi, r1), hi, r1) + minW(bi, subSatW(ui, ai, hi, r1), hi, r1)
+			dst[i] = x
+			sum += sumW(x, even, mul, r, sh)
+			continue
+		}
+		fa, fb, fu := fillW(isMaxW(ai, hi), r1), fillW(isMaxW(bi, hi), r1), fillW(isMaxW(ui, hi), r1)
+		ub := (subSatW(ui, bi, hi, r1) &^ fb) | (ui & fb) | fu
+		ua := (subSatW(ui, ai, hi, r1) &^ fa) | (ui & fa) | fu
+		x := addSatW(minW(ai, ub, hi, r1), minW(bi, ua, hi, r1), hi, r1)
 		dst[i] = x
-		sum += l.sum(x)
+		sum += sumW(x, even, mul, r, sh)
 	}
 	return sum
 }
