@@ -43,6 +43,9 @@ type Config struct {
 	// session decodes once it holds Code.K() distinct coded blocks. The universe
 	// must then have Code.N() blocks.
 	Code *erasure.Code
+	// Filters, when set, supplies this side's own filters prebuilt (see [Filters]);
+	// it must have been made for exactly the held set given to NewSession.
+	Filters *Filters
 	// Limits bound the filters this side accepts (MaxFilterBytes, MaxUniverse);
 	// zero fields take DefaultLimits.
 	Limits Limits

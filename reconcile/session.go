@@ -75,6 +75,10 @@ type Outcome struct {
 	// subtracting filters, querying, packing and unpacking blocks, and decoding
 	// (Byers). Message encoding by the caller is not included.
 	Compute time.Duration `json:"compute_ns"`
+	// Build is the time spent building (or fetching from Config.Filters) this
+	// side's own filter; part of Compute. A peer keeps its filter between
+	// sessions, so Compute - Build is the cost of the reconciliation proper.
+	Build time.Duration `json:"build_ns"`
 	// DecodeTime is the time spent erasure-decoding (Byers; part of Compute).
 	DecodeTime time.Duration `json:"decode_ns"`
 	// Decoded reports that the Byers session decoded the source blocks.
@@ -153,6 +157,9 @@ func NewSession(id uint64, cfg Config, u *Universe, held *Set, store Blocks) (*S
 	if cfg.Code != nil && store != nil && store.BlockSize() != cfg.Code.BlockSize() {
 		return nil, fmt.Errorf("%w: store blocks of %d bytes, code blocks of %d",
 			ErrUniverse, store.BlockSize(), cfg.Code.BlockSize())
+	}
+	if cfg.Filters != nil && !cfg.Filters.matches(u, held) {
+		return nil, fmt.Errorf("%w: Config.Filters was made for another set", ErrUniverse)
 	}
 	if store != nil && store.BlockSize() < 1 {
 		return nil, fmt.Errorf("%w: block size %d", ErrUniverse, store.BlockSize())
@@ -280,6 +287,16 @@ func (s *Session) build(p cbfalgebra.Params) error {
 	}
 	s.params, s.loc = p, loc
 	s.outcome.Params = p
+	t0 := time.Now()
+	defer func() { s.outcome.Build += time.Since(t0) }()
+	if f := s.cfg.Filters; f != nil {
+		if s.method == Byers {
+			s.mineBF, err = f.Bloom(p)
+		} else {
+			s.mine, err = f.CBF(p)
+		}
+		return err
+	}
 	if s.method == Byers {
 		bf, err := cbfalgebra.NewBloomFromParams(p)
 		if err != nil {

@@ -362,3 +362,41 @@ func FuzzSessionStep(f *testing.F) {
 		}
 	})
 }
+
+func TestFiltersCache(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	uv, _ := NewUniverse(2000)
+	a, b := splitSets(rng, 2000, 1200, 1200, 400)
+	for _, method := range Methods {
+		fa, err := NewFilters(uv, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, _ := NewFilters(uv, b)
+		for trial := range 3 { // the cache serves every session the same
+			cold := Config{Method: method}
+			warmA, warmB := cold, cold
+			warmA.Filters, warmB.Filters = fa, fb
+			A1, _ := NewSession(1, cold, uv, a, nil)
+			B1, _ := NewSession(1, cold, uv, b, nil)
+			A2, err := NewSession(1, warmA, uv, a, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			B2, _ := NewSession(1, warmB, uv, b, nil)
+			if err := Run(A1, B1, Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := Run(A2, B2, Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(A1.Wanted(), B1.Wanted()) != fmt.Sprint(A2.Wanted(), B2.Wanted()) {
+				t.Fatalf("%v trial %d: prebuilt filters change the result", method, trial)
+			}
+		}
+		// a cache for another set is refused
+		if _, err := NewSession(1, Config{Method: method, Filters: fa}, uv, b, nil); !errors.Is(err, ErrUniverse) {
+			t.Fatalf("filters of another set accepted: %v", err)
+		}
+	}
+}

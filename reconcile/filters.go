@@ -1,0 +1,97 @@
+package reconcile
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+)
+
+// Filters caches one side's own filters of a fixed set of blocks, by parameter set,
+// so that a peer answering many sessions with the same blocks builds CBF(S) (or the
+// Bloom filter of S) once rather than once per session. Pass it in Config.Filters.
+// It is safe for concurrent use; build a new one when the set changes.
+type Filters struct {
+	u    *Universe
+	set  *Set
+	mu   sync.Mutex
+	cbf  map[cbfalgebra.Params]*cbfalgebra.CBF
+	bf   map[cbfalgebra.Params]*cbfalgebra.BloomFilter
+	idx  []int
+	once sync.Once
+}
+
+// NewFilters returns an empty cache for the filters of held (copied) in universe u.
+func NewFilters(u *Universe, held *Set) (*Filters, error) {
+	if u == nil || held == nil || held.Universe() != u.Blocks() {
+		return nil, fmt.Errorf("%w: held set and universe disagree", ErrUniverse)
+	}
+	return &Filters{
+		u: u, set: held.Clone(),
+		cbf: map[cbfalgebra.Params]*cbfalgebra.CBF{},
+		bf:  map[cbfalgebra.Params]*cbfalgebra.BloomFilter{},
+	}, nil
+}
+
+// matches reports whether the cache is for exactly the set s in universe u.
+func (f *Filters) matches(u *Universe, s *Set) bool {
+	return f.u == u && f.set.n == s.n && slices.Equal(f.set.words, s.words)
+}
+
+// CBF returns CBF(S) for parameters p, built on first use. Callers must not
+// modify it.
+func (f *Filters) CBF(p cbfalgebra.Params) (*cbfalgebra.CBF, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if c, ok := f.cbf[p]; ok {
+		return c, nil
+	}
+	loc, err := f.u.locator(p)
+	if err != nil {
+		return nil, err
+	}
+	c, err := cbfalgebra.NewFromParams(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range f.indices() {
+		c.InsertLocations(loc.at(i))
+	}
+	if len(f.cbf) >= maxCachedParams {
+		clear(f.cbf)
+	}
+	f.cbf[p] = c
+	return c, nil
+}
+
+// Bloom returns the Bloom filter of S for parameters p (R = 1), built on first use.
+// Callers must not modify it.
+func (f *Filters) Bloom(p cbfalgebra.Params) (*cbfalgebra.BloomFilter, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b, ok := f.bf[p]; ok {
+		return b, nil
+	}
+	loc, err := f.u.locator(p)
+	if err != nil {
+		return nil, err
+	}
+	b, err := cbfalgebra.NewBloomFromParams(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range f.indices() {
+		b.AddLocations(loc.at(i))
+	}
+	if len(f.bf) >= maxCachedParams {
+		clear(f.bf)
+	}
+	f.bf[p] = b
+	return b, nil
+}
+
+func (f *Filters) indices() []int {
+	f.once.Do(func() { f.idx = f.set.Indices() })
+	return f.idx
+}
