@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -56,8 +57,69 @@ func newApp() *cli.App {
 	}
 }
 
+// permuteArgs moves every flag (and its value) in front of the positional
+// arguments of the command it belongs to, so that "reconcile fetch TICKET --out
+// DIR" works: urfave/cli v2 stops parsing flags at the first positional
+// argument. Command names are recognised only before any positional argument,
+// and everything after "--" is left as it is.
+func permuteArgs(app *cli.App, args []string) []string {
+	if len(args) == 0 {
+		return args
+	}
+	out := []string{args[0]}
+	cmds, flags := app.Commands, app.Flags
+	var pending, positional []string
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			positional = append(positional, args[i:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-") && a != "-":
+			pending = append(pending, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && flagTakesValue(flags, name) && i+1 < len(args) {
+				i++
+				pending = append(pending, args[i])
+			}
+		case len(positional) == 0 && findCommand(cmds, a) != nil:
+			sub := findCommand(cmds, a)
+			out = append(append(out, pending...), a)
+			pending = nil
+			cmds, flags = sub.Subcommands, sub.Flags
+		default:
+			positional = append(positional, a)
+		}
+	}
+	return append(append(out, pending...), positional...)
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.HasName(name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// flagTakesValue reports whether the flag called name is defined in flags and
+// takes a value (bool flags do not; unknown flags are assumed not to).
+func flagTakesValue(flags []cli.Flag, name string) bool {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				tv, ok := f.(interface{ TakesValue() bool })
+				return ok && tv.TakesValue()
+			}
+		}
+	}
+	return false
+}
+
 func main() {
-	if err := newApp().Run(os.Args); err != nil {
+	app := newApp()
+	if err := app.Run(permuteArgs(app, os.Args)); err != nil {
 		fmt.Fprintln(os.Stderr, "reconcile: "+err.Error())
 		os.Exit(1)
 	}

@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+// newProgress returns a callback that shows "label done/total (pct) eta" on
+// standard error, redrawn in place, when standard error is a terminal; it
+// prints nothing otherwise (output piped to a file stays clean). Call the
+// returned done function when the work ends to finish the line.
+func newProgress(label string) (update func(done, total int), finish func()) {
+	if !isTerminal(os.Stderr) {
+		return func(int, int) {}, func() {}
+	}
+	start := time.Now()
+	var last time.Time
+	drawn := false
+	update = func(done, total int) {
+		now := time.Now()
+		if done < total && now.Sub(last) < 100*time.Millisecond {
+			return
+		}
+		last = now
+		eta := ""
+		if done > 0 && done < total {
+			left := time.Duration(float64(now.Sub(start)) * float64(total-done) / float64(done))
+			eta = " eta " + left.Round(time.Second).String()
+		}
+		fmt.Fprintf(os.Stderr, "\r\033[K%s %d/%d (%.0f%%)%s", label, done, total, 100*float64(done)/float64(max(total, 1)), eta)
+		drawn = true
+	}
+	finish = func() {
+		if drawn {
+			fmt.Fprintf(os.Stderr, "\r\033[K")
+		}
+	}
+	return update, finish
+}
