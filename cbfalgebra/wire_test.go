@@ -231,57 +231,75 @@ func fuzzSeeds(f *testing.F, bloom bool) {
 	f.Add([]byte{})
 }
 
+// FuzzDecodeCBF feeds arbitrary bytes to both CBF decoders, once as given
+// and once with a valid checksum appended-in-place, so that mutations reach
+// the checks behind the CRC.
 func FuzzDecodeCBF(f *testing.F) {
 	fuzzSeeds(f, false)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := DecodeCBF(b, 1<<20)
-		r, rerr := ReadCBF(bytes.NewReader(b), 1<<20)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("error wraps no sentinel: %v", err)
-			}
-			return
+		fuzzCBF(t, b)
+		if len(b) >= headerLen+trailerLen {
+			fuzzCBF(t, reseal(append([]byte(nil), b...)))
 		}
-		if rerr != nil || !sameCBF(c, r) {
-			t.Fatalf("ReadCBF disagrees: %v", rerr)
-		}
-		again, _ := c.MarshalBinary()
-		if !bytes.Equal(again, b) {
-			t.Fatal("re-encoding differs")
-		}
-		// A decoded filter is fully usable.
-		c.Insert([]byte("z"))
-		if !c.Contains([]byte("z")) {
-			t.Fatal("decoded filter lost an insert")
-		}
-		if _, err := Subtract(c, c, c); err != nil {
-			t.Fatal(err)
-		}
-		_ = c.Saturated() + c.Count([]byte("y"))
 	})
 }
 
+func fuzzCBF(t *testing.T, b []byte) {
+	c, err := DecodeCBF(b, 1<<20)
+	r, rerr := ReadCBF(bytes.NewReader(b), 1<<20)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("error wraps no sentinel: %v", err)
+		}
+		return
+	}
+	if rerr != nil || !sameCBF(c, r) {
+		t.Fatalf("ReadCBF disagrees: %v", rerr)
+	}
+	again, _ := c.MarshalBinary()
+	if !bytes.Equal(again, b) {
+		t.Fatal("re-encoding differs")
+	}
+	// A decoded filter is fully usable.
+	c.Insert([]byte("z"))
+	if !c.Contains([]byte("z")) {
+		t.Fatal("decoded filter lost an insert")
+	}
+	if _, err := Subtract(c, c, c); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Saturated() + c.Count([]byte("y"))
+}
+
+// FuzzDecodeBloom is FuzzDecodeCBF for Bloom filters.
 func FuzzDecodeBloom(f *testing.F) {
 	fuzzSeeds(f, true)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		bf, err := DecodeBloom(b, 1<<20)
-		r, rerr := ReadBloom(bytes.NewReader(b), 1<<20)
-		if err != nil {
-			if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
-				t.Fatalf("error wraps no sentinel: %v", err)
-			}
-			return
-		}
-		if rerr != nil || r.FillRatio() != bf.FillRatio() {
-			t.Fatalf("ReadBloom disagrees: %v", rerr)
-		}
-		again, _ := bf.MarshalBinary()
-		if !bytes.Equal(again, b) {
-			t.Fatal("re-encoding differs")
-		}
-		bf.Add([]byte("z"))
-		if !bf.Contains([]byte("z")) {
-			t.Fatal("decoded filter lost an add")
+		fuzzBloom(t, b)
+		if len(b) >= headerLen+trailerLen {
+			fuzzBloom(t, reseal(append([]byte(nil), b...)))
 		}
 	})
+}
+
+func fuzzBloom(t *testing.T, b []byte) {
+	bf, err := DecodeBloom(b, 1<<20)
+	r, rerr := ReadBloom(bytes.NewReader(b), 1<<20)
+	if err != nil {
+		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("error wraps no sentinel: %v", err)
+		}
+		return
+	}
+	if rerr != nil || r.FillRatio() != bf.FillRatio() {
+		t.Fatalf("ReadBloom disagrees: %v", rerr)
+	}
+	again, _ := bf.MarshalBinary()
+	if !bytes.Equal(again, b) {
+		t.Fatal("re-encoding differs")
+	}
+	bf.Add([]byte("z"))
+	if !bf.Contains([]byte("z")) {
+		t.Fatal("decoded filter lost an add")
+	}
 }
