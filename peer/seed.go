@@ -122,3 +122,20 @@ func (p *Peer) add(c *content) error {
 	p.contents[id] = c
 	return nil
 }
+
+// ServedBytes returns, for the content with the given root, the block bytes
+// this peer has sent to each remote peer (by peer id), or nil if the content
+// is not served.
+func (p *Peer) ServedBytes(root chunker.ID) map[string]int64 {
+	p.mu.Lock()
+	c := p.contents[root]
+	p.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	out := make(map[string]int64)
+	for id, n := range c.sentTo() {
+		out[id.String()] = n
+	}
+	return out
+}
