@@ -56,6 +56,11 @@ var PaperTable4 = []PaperRow{
 	{Row{7500, 500}, 15323, 15187},
 }
 
+// PaperDecodeMS are the Reed–Solomon decode times of the paper's Table 3 (ms, by kk,
+// Pentium dual-core 1.7 GHz), for runs that price Byers' decode as the paper did
+// (prefill Costs.DecodeMS with them).
+var PaperDecodeMS = map[int]float64{5000: 948, 6000: 570, 7000: 266, 7500: 143}
+
 // Table4Config configures RunTable4.
 type Table4Config struct {
 	Filter FilterConfig

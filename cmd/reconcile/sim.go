@@ -1,0 +1,553 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+)
+
+func init() {
+	register(&cli.Command{
+		Name:  "sim",
+		Usage: "simulate reconciliation time on a transit-stub network with a Chord overlay",
+		Description: "A GT-ITM-style transit-stub topology (link delay = rounded length in ms), peers on\n" +
+			"random routers joined by Chord, and an event-driven model of reconciliation time:\n" +
+			"the protocol outcome comes from the real filter code, message sizes from the real\n" +
+			"encoder, compute costs from timing the real code on this machine.\n\n" +
+			"Examples:\n" +
+			"   reconcile sim topology --preset paper --json\n" +
+			"   reconcile sim table4 --preset paper --nodes 200 --trials 100\n" +
+			"   reconcile sim swarm --nodes 500 --method both --plot swarm.png",
+		Subcommands: []*cli.Command{simTopologyCommand(), simTable4Command(), simSwarmCommand()},
+	})
+}
+
+// simNetFlags are the flags that describe the network, shared by every sim command.
+func simNetFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "preset", Usage: "topology preset: paper (5050 routers), large (50100), small (110)", Value: "paper"},
+		&cli.IntFlag{Name: "transit", Usage: "transit domains T (overrides the preset)"},
+		&cli.IntFlag{Name: "transit-routers", Usage: "routers per transit domain Nt"},
+		&cli.IntFlag{Name: "stubs", Usage: "stub domains per transit router K"},
+		&cli.IntFlag{Name: "stub-routers", Usage: "routers per stub domain Ns"},
+		&cli.Float64Flag{Name: "stub-p", Usage: "edge probability inside stub domains (pure random graph)"},
+		&cli.IntFlag{Name: "nodes", Usage: "Chord peers", Value: 200},
+		&cli.IntFlag{Name: "ring-bits", Usage: "Chord identifier bits (160 = SHA-1)", Value: 160},
+		&cli.IntFlag{Name: "successors", Usage: "Chord successor-list length", Value: 8},
+		&cli.Float64Flag{Name: "transit-mbps", Usage: "bandwidth of transit links, Mbit/s", Value: ts.DefaultBandwidth.Transit / 1e6},
+		&cli.Float64Flag{Name: "transit-stub-mbps", Usage: "bandwidth of transit-stub links, Mbit/s", Value: ts.DefaultBandwidth.TransitStub / 1e6},
+		&cli.Float64Flag{Name: "stub-mbps", Usage: "bandwidth of stub links, Mbit/s", Value: ts.DefaultBandwidth.Stub / 1e6},
+		&cli.Float64Flag{Name: "access-mbps", Usage: "bandwidth of a peer's access link, Mbit/s", Value: ts.DefaultBandwidth.Access / 1e6},
+		&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay and the experiment", Value: 1},
+		&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+		&cli.StringFlag{Name: "plot", Usage: "draw a figure to `FILE.png`"},
+	}
+}
+
+// simParams returns the topology parameters from --preset and the overrides.
+func simParams(c *cli.Context) (ts.Params, error) {
+	var p ts.Params
+	switch strings.ToLower(c.String("preset")) {
+	case "paper":
+		p = ts.Paper()
+	case "large":
+		p = ts.Large()
+	case "small":
+		p = ts.Small()
+	default:
+		return p, fmt.Errorf("sim: unknown --preset %q (want paper, large or small)", c.String("preset"))
+	}
+	for name, dst := range map[string]*int{"transit": &p.Transit, "transit-routers": &p.TransitRouters,
+		"stubs": &p.Stubs, "stub-routers": &p.StubRouters} {
+		if c.IsSet(name) {
+			*dst = c.Int(name)
+		}
+	}
+	if c.IsSet("stub-p") {
+		p.StubGraph = ts.GraphModel{Method: ts.PureRandom, Alpha: c.Float64("stub-p")}
+	}
+	if err := p.Validate(); err != nil {
+		return p, fmt.Errorf("sim: %w", err)
+	}
+	return p, nil
+}
+
+func simBandwidth(c *cli.Context) ts.Bandwidth {
+	return ts.Bandwidth{Transit: c.Float64("transit-mbps") * 1e6, TransitStub: c.Float64("transit-stub-mbps") * 1e6,
+		Stub: c.Float64("stub-mbps") * 1e6, Access: c.Float64("access-mbps") * 1e6}
+}
+
+// simNetwork builds the topology, paths and overlay the flags describe.
+func simNetwork(c *cli.Context) (*ts.Network, error) {
+	p, err := simParams(c)
+	if err != nil {
+		return nil, err
+	}
+	bw := simBandwidth(c)
+	if err := bw.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if c.Int("nodes") < 2 {
+		return nil, fmt.Errorf("sim: --nodes must be at least 2, got %d", c.Int("nodes"))
+	}
+	net, err := ts.NewNetwork(p, bw, c.Int("nodes"),
+		ts.ChordConfig{Bits: c.Int("ring-bits"), Successors: c.Int("successors")}, c.Uint64("seed"))
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	return net, nil
+}
+
+// simMethods parses --method.
+func simMethods(c *cli.Context) ([]reconcile.Method, error) {
+	s := strings.ToLower(c.String("method"))
+	if s == "both" {
+		return reconcile.Methods, nil
+	}
+	m, err := reconcile.ParseMethod(s)
+	if err != nil {
+		return nil, fmt.Errorf("sim: --method %q: want complete, byers or both", c.String("method"))
+	}
+	return []reconcile.Method{m}, nil
+}
+
+// simFilter returns the filter parameters from the flags.
+func simFilter(c *cli.Context) ts.FilterConfig {
+	f := ts.PaperFilter()
+	f.M, f.K, f.BlockBytes = c.Int("m"), c.Int("k"), c.Int("block-size")
+	return f
+}
+
+func simFilterFlags() []cli.Flag {
+	f := ts.PaperFilter()
+	return []cli.Flag{
+		&cli.IntFlag{Name: "m", Usage: "filter counters (bits for Byers)", Value: f.M},
+		&cli.IntFlag{Name: "k", Usage: "hash functions", Value: f.K},
+		&cli.IntFlag{Name: "block-size", Usage: "bytes of payload per block on the wire (the paper's blocks are 32-bit integers)", Value: f.BlockBytes},
+		&cli.StringFlag{Name: "method", Usage: "complete, byers or both", Value: "both"},
+	}
+}
+
+// ---- topology ----
+
+type simTopologyReport struct {
+	ts.Stats
+	Params ts.Params      `json:"params"`
+	Seed   uint64         `json:"seed"`
+	Chord  ts.LookupStats `json:"chord"`
+	// Paper's figures for comparison.
+	PaperRouters       int     `json:"paper_routers"`
+	PaperLinks         int     `json:"paper_links"`
+	PaperMeanLinkDelay float64 `json:"paper_mean_link_delay_ms"`
+	Seconds            float64 `json:"seconds"`
+}
+
+func simTopologyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "topology",
+		Usage: "generate a transit-stub topology and print its figures and Chord lookup figures",
+		Description: "Prints routers, links (undirected), arcs (GT-ITM counts each link twice), mean link\n" +
+			"delay, mean shortest-path delay and diameter (exact: all sources, unless --sources),\n" +
+			"and the mean hop count and latency of random Chord lookups among --nodes peers.\n\n" +
+			"Example:\n   reconcile sim topology --preset paper --json",
+		Flags: append(simNetFlags(),
+			&cli.IntFlag{Name: "sources", Usage: "path figures from this many random sources (0 = all routers)"},
+			&cli.IntFlag{Name: "lookups", Usage: "random Chord lookups to measure", Value: 10000},
+		),
+		Action: func(c *cli.Context) error {
+			t0 := time.Now()
+			net, err := simNetwork(c)
+			if err != nil {
+				return err
+			}
+			rep := simTopologyReport{Stats: net.Topology.Stats(c.Int("sources")), Params: net.Topology.Params(),
+				Seed: c.Uint64("seed"), PaperRouters: 5050, PaperLinks: 25168, PaperMeanLinkDelay: 40.5}
+			if rep.Chord, err = net.Overlay.MeasureLookups(c.Int("lookups"), c.Uint64("seed")); err != nil {
+				return fmt.Errorf("sim topology: %w", err)
+			}
+			rep.Seconds = time.Since(t0).Seconds()
+			if p := c.String("plot"); p != "" {
+				if err := plotLinkDelays(net.Topology, p); err != nil {
+					return err
+				}
+			}
+			if c.Bool("json") {
+				return writeJSON(os.Stdout, rep)
+			}
+			w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			fmt.Fprintf(w, "\tthis run\tpaper\n")
+			fmt.Fprintf(w, "routers\t%d\t%d\n", rep.Routers, rep.PaperRouters)
+			fmt.Fprintf(w, "links (undirected)\t%d\t%d / 2 = %d ?\n", rep.Links, rep.PaperLinks, rep.PaperLinks/2)
+			fmt.Fprintf(w, "arcs (2 per link)\t%d\t%d ?\n", rep.Arcs, rep.PaperLinks)
+			fmt.Fprintf(w, "mean link delay ms\t%.2f\t%.1f\n", rep.MeanLinkDelayMS, rep.PaperMeanLinkDelay)
+			fmt.Fprintf(w, "mean path delay ms\t%.1f\t\n", rep.MeanPathDelayMS)
+			fmt.Fprintf(w, "diameter ms\t%.0f\t\n", rep.DiameterMS)
+			fmt.Fprintf(w, "links transit / transit-stub / stub\t%d / %d / %d\t\n", rep.TransitLinks, rep.TransitStubLinks, rep.StubLinks)
+			fmt.Fprintf(w, "Chord peers\t%d\t200\n", net.Overlay.Len())
+			fmt.Fprintf(w, "Chord mean hops (½·log2 N = %.2f)\t%.2f\t\n", rep.Chord.HalfLog2N, rep.Chord.MeanHops)
+			fmt.Fprintf(w, "Chord lookup ms median / p95\t%.0f / %.0f\t\n", rep.Chord.MedianMS, rep.Chord.P95MS)
+			fmt.Fprintf(w, "seconds\t%.2f\t\n", rep.Seconds)
+			return w.Flush()
+		},
+	}
+}
+
+// ---- table4 ----
+
+type simTable4Report struct {
+	Rows        []ts.Table4Row `json:"rows"`
+	Costs       *ts.Costs      `json:"costs"`
+	DecodeCost  string         `json:"decode_cost"`
+	Chord       ts.LookupStats `json:"chord"`
+	Topology    ts.Stats       `json:"topology"`
+	Peers       int            `json:"peers"`
+	Trials      int            `json:"trials"`
+	Seed        uint64         `json:"seed"`
+	WallSeconds float64        `json:"wall_seconds"`
+}
+
+func simTable4Command() *cli.Command {
+	return &cli.Command{
+		Name:  "table4",
+		Usage: "the paper's Table 4: reconciliation time of complete vs Byers between Chord peers",
+		Description: "For each row (kk, n0 as in Table 3; n = 4000, m = 32768, k = 6) and method, --trials\n" +
+			"reconciliations between random pairs of peers (the same pairs for both methods):\n" +
+			"Chord lookup of B, A's filter to B, B's compute, B's blocks back, Byers' RS decode.\n" +
+			"--decode-cost paper prices the decode with the paper's Table 3 times instead of\n" +
+			"measuring the real erasure code here.\n\n" +
+			"Example:\n   reconcile sim table4 --preset paper --nodes 200 --trials 100 --plot table4.png",
+		Flags: append(append(simNetFlags(), simFilterFlags()...),
+			&cli.IntFlag{Name: "trials", Usage: "trials per row and method", Value: 100},
+			&cli.IntFlag{Name: "n", Usage: "blocks held by each of A and B", Value: 4000},
+			&cli.StringFlag{Name: "decode-cost", Usage: "measured (real erasure code here) or paper (Table 3's decode times)", Value: "measured"},
+			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
+		),
+		Action: func(c *cli.Context) error {
+			t0 := time.Now()
+			methods, err := simMethods(c)
+			if err != nil {
+				return err
+			}
+			net, err := simNetwork(c)
+			if err != nil {
+				return err
+			}
+			f := simFilter(c)
+			n := c.Int("n")
+			if n < 1 {
+				return fmt.Errorf("sim table4: --n must be positive, got %d", n)
+			}
+			rows := []ts.Row{}
+			for _, r := range ts.PaperTable4 {
+				rows = append(rows, ts.Row{KK: 2*n - r.N0*n/4000, N0: r.N0 * n / 4000})
+			}
+			costs, err := ts.Calibrate(f, n, 2*n, c.Int("reps"), c.Uint64("seed"))
+			if err != nil {
+				return fmt.Errorf("sim table4: %w", err)
+			}
+			switch c.String("decode-cost") {
+			case "measured":
+			case "paper":
+				for kk, ms := range ts.PaperDecodeMS {
+					costs.DecodeMS[kk] = ms
+					costs.EncodeMS[kk] = 0
+				}
+			default:
+				return fmt.Errorf("sim table4: --decode-cost %q: want measured or paper", c.String("decode-cost"))
+			}
+			res, err := ts.RunTable4(net, ts.Table4Config{Filter: f, N: n, Rows: rows, Trials: c.Int("trials"),
+				Methods: methods, Seed: c.Uint64("seed"), DecodeReps: c.Int("reps")}, costs)
+			if err != nil {
+				return fmt.Errorf("sim table4: %w", err)
+			}
+			rep := simTable4Report{Rows: res, Costs: costs, DecodeCost: c.String("decode-cost"), Peers: net.Overlay.Len(),
+				Trials: c.Int("trials"), Seed: c.Uint64("seed"), Topology: net.Topology.Stats(200)}
+			if rep.Chord, err = net.Overlay.MeasureLookups(2000, c.Uint64("seed")); err != nil {
+				return fmt.Errorf("sim table4: %w", err)
+			}
+			rep.WallSeconds = time.Since(t0).Seconds()
+			if p := c.String("plot"); p != "" {
+				if err := plotTable4(res, p); err != nil {
+					return err
+				}
+			}
+			if c.Bool("json") {
+				return writeJSON(os.Stdout, rep)
+			}
+			printTable4(os.Stdout, rep)
+			return nil
+		},
+	}
+}
+
+func printTable4(out io.Writer, rep simTable4Report) {
+	fmt.Fprintf(out, "Reconciliation time (ms), mean of %d trials; %d Chord peers on %d routers (%d links, mean link delay %.1f ms).\n",
+		rep.Trials, rep.Peers, rep.Topology.Routers, rep.Topology.Links, rep.Topology.MeanLinkDelayMS)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "kk\tn0\tByers\tcomplete\tByers/complete\tpaper Byers\tpaper complete\tpaper ratio\tByers decode\tmissed\tredundant\tlookup\t\n")
+	for _, r := range rep.Rows {
+		cell := func(m *ts.MethodResult, f func(*ts.MethodResult) string) string {
+			if m == nil {
+				return "-"
+			}
+			return f(m)
+		}
+		ms := func(m *ts.MethodResult) string { return fmt.Sprintf("%.0f", m.MeanMS) }
+		pb, pc, pr := "-", "-", "-"
+		if r.Paper != nil {
+			pb, pc, pr = fmt.Sprintf("%.0f", r.Paper.ByersMS), fmt.Sprintf("%.0f", r.Paper.CompleteMS), fmt.Sprintf("%.3f", r.Paper.ByersMS/r.Paper.CompleteMS)
+		}
+		ratio := "-"
+		if r.Ratio > 0 {
+			ratio = fmt.Sprintf("%.3f", r.Ratio)
+		}
+		lookup := r.Complete
+		if lookup == nil {
+			lookup = r.Byers
+		}
+		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t\n", r.KK, r.N0,
+			cell(r.Byers, ms), cell(r.Complete, ms), ratio, pb, pc, pr,
+			cell(r.Byers, func(m *ts.MethodResult) string { return fmt.Sprintf("%.1f", m.DecodeMS) }),
+			cell(r.Byers, func(m *ts.MethodResult) string { return fmt.Sprintf("%.1f", m.Missed) }),
+			cell(r.Complete, func(m *ts.MethodResult) string { return fmt.Sprintf("%.2f", m.Redundant) }),
+			lookup.LookupMS)
+	}
+	w.Flush()
+	fmt.Fprintf(out, "Chord: mean %.2f hops (½·log2 N = %.2f), lookup median %.0f ms, p95 %.0f ms.\n",
+		rep.Chord.MeanHops, rep.Chord.HalfLog2N, rep.Chord.MedianMS, rep.Chord.P95MS)
+	fmt.Fprintf(out, "Compute (measured here): CBF subtract %.3f ms, query %.3f µs/block; Bloom query %.3f µs/block; decode cost: %s.\n",
+		rep.Costs.SubtractMS, rep.Costs.CBFQueryUS, rep.Costs.BloomQueryUS, rep.DecodeCost)
+	fmt.Fprintf(out, "%.2f s\n", rep.WallSeconds)
+}
+
+// ---- swarm ----
+
+type simSwarmReport struct {
+	Runs        []*ts.SwarmResult `json:"runs"`
+	Costs       *ts.Costs         `json:"costs"`
+	Topology    ts.Stats          `json:"topology"`
+	Share       float64           `json:"share"`
+	Seed        uint64            `json:"seed"`
+	WallSeconds float64           `json:"wall_seconds"`
+	// SetupSeconds covers topology generation, overlay construction and calibration.
+	SetupSeconds float64 `json:"setup_seconds"`
+	MaxRSSMiB    float64 `json:"max_rss_mib"`
+}
+
+func simSwarmCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "swarm",
+		Usage: "distribute a file over the Chord swarm by repeated reconciliation with neighbours",
+		Description: "Every peer starts with a random --share of the blocks and reconciles with its Chord\n" +
+			"neighbours (successor list, then fingers) until it holds the file; prints completion\n" +
+			"time per peer (median, p95, max) and bytes by message type for each method.\n\n" +
+			"Example:\n" +
+			"   reconcile sim swarm --preset paper --nodes 200 --method both --plot swarm.png\n" +
+			"   reconcile sim swarm --preset large --nodes 10000 --method complete",
+		Flags: append(append(simNetFlags(), simFilterFlags()...),
+			&cli.IntFlag{Name: "blocks", Usage: "source blocks of the file (kk)", Value: 5000},
+			&cli.Float64Flag{Name: "share", Usage: "fraction of the blocks each peer starts with", Value: 0.25},
+			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
+		),
+		Action: func(c *cli.Context) error {
+			t0 := time.Now()
+			methods, err := simMethods(c)
+			if err != nil {
+				return err
+			}
+			net, err := simNetwork(c)
+			if err != nil {
+				return err
+			}
+			f := simFilter(c)
+			kk := c.Int("blocks")
+			if kk < 2 {
+				return fmt.Errorf("sim swarm: --blocks must be at least 2, got %d", kk)
+			}
+			costs, err := ts.Calibrate(f, max(1, int(float64(kk)*c.Float64("share"))), kk, c.Int("reps"), c.Uint64("seed"))
+			if err != nil {
+				return fmt.Errorf("sim swarm: %w", err)
+			}
+			rep := simSwarmReport{Costs: costs, Share: c.Float64("share"), Seed: c.Uint64("seed"),
+				Topology: net.Topology.Stats(50)}
+			rep.SetupSeconds = time.Since(t0).Seconds()
+			for _, m := range methods {
+				r, err := ts.RunSwarm(net, ts.SwarmConfig{Filter: f, Blocks: kk, Share: c.Float64("share"), Method: m,
+					Seed: c.Uint64("seed"), DecodeReps: c.Int("reps")}, costs)
+				if err != nil {
+					return fmt.Errorf("sim swarm: %v: %w", m, err)
+				}
+				rep.Runs = append(rep.Runs, r)
+			}
+			rep.WallSeconds = time.Since(t0).Seconds()
+			rep.MaxRSSMiB = maxRSSMiB()
+			if p := c.String("plot"); p != "" {
+				if err := plotSwarm(rep.Runs, p); err != nil {
+					return err
+				}
+			}
+			if c.Bool("json") {
+				return writeJSON(os.Stdout, rep)
+			}
+			fmt.Printf("%d peers on %d routers, file of %d blocks, each peer starting with %.0f%%.\n",
+				net.Overlay.Len(), net.Topology.Routers(), kk, 100*rep.Share)
+			w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MB\tblocks MB\tredundant\tmissed\twall s\t\n")
+			for _, r := range rep.Runs {
+				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", r.Method, r.Completed, r.Peers,
+					r.MedianMS, r.P95MS, r.MaxMS, r.MeanRounds, float64(r.Bytes["filter"])/1e6, float64(r.Bytes["blocks"])/1e6,
+					r.RedundantBlocks, r.MissedBlocks, r.WallSeconds)
+			}
+			w.Flush()
+			fmt.Printf("total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
+			return nil
+		},
+	}
+}
+
+// ---- plots ----
+
+func savePlot(p *plot.Plot, file string) error {
+	if !strings.HasSuffix(strings.ToLower(file), ".png") {
+		return errors.New("sim: --plot needs a .png file name")
+	}
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
+		return fmt.Errorf("sim: writing plot: %w", err)
+	}
+	return nil
+}
+
+func plotLinkDelays(t *ts.Topology, file string) error {
+	var v plotter.Values
+	for _, e := range t.Edges() {
+		v = append(v, float64(e.DelayMS))
+	}
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("Link delays: %d routers, %d links, mean %.1f ms", t.Routers(), t.Links(), t.MeanLinkDelay())
+	p.X.Label.Text = "link delay (ms)"
+	p.Y.Label.Text = "links"
+	h, err := plotter.NewHist(v, 60)
+	if err != nil {
+		return fmt.Errorf("sim: plot: %w", err)
+	}
+	p.Add(h)
+	return savePlot(p, file)
+}
+
+func plotTable4(rows []ts.Table4Row, file string) error {
+	p := plot.New()
+	p.Title.Text = "Table 4: reconciliation time, this simulation vs the paper"
+	p.Y.Label.Text = "time (ms)"
+	series := []struct {
+		name string
+		get  func(ts.Table4Row) float64
+	}{
+		{"complete (sim)", func(r ts.Table4Row) float64 {
+			if r.Complete == nil {
+				return 0
+			}
+			return r.Complete.MeanMS
+		}},
+		{"Byers (sim)", func(r ts.Table4Row) float64 {
+			if r.Byers == nil {
+				return 0
+			}
+			return r.Byers.MeanMS
+		}},
+		{"complete (paper)", func(r ts.Table4Row) float64 {
+			if r.Paper == nil {
+				return 0
+			}
+			return r.Paper.CompleteMS
+		}},
+		{"Byers (paper)", func(r ts.Table4Row) float64 {
+			if r.Paper == nil {
+				return 0
+			}
+			return r.Paper.ByersMS
+		}},
+	}
+	w := vg.Points(14)
+	top := 0.0
+	var names []string
+	for _, r := range rows {
+		names = append(names, fmt.Sprintf("kk=%d n0=%d", r.KK, r.N0))
+	}
+	for i, s := range series {
+		var v plotter.Values
+		for _, r := range rows {
+			v = append(v, s.get(r))
+			top = max(top, s.get(r))
+		}
+		b, err := plotter.NewBarChart(v, w)
+		if err != nil {
+			return fmt.Errorf("sim: plot: %w", err)
+		}
+		b.Color = plotutil.Color(i)
+		b.LineStyle.Width = 0
+		b.Offset = w * vg.Length(float64(i)-1.5)
+		p.Add(b)
+		p.Legend.Add(s.name, b)
+	}
+	p.Legend.Top = true
+	p.NominalX(names...)
+	p.Y.Min, p.Y.Max = 0, 1.35*top // room for the legend above the bars
+	return savePlot(p, file)
+}
+
+func plotSwarm(runs []*ts.SwarmResult, file string) error {
+	p := plot.New()
+	p.Title.Text = "Swarm: share of peers holding the whole file"
+	p.X.Label.Text = "time (s)"
+	p.Y.Label.Text = "peers complete"
+	var args []any
+	for _, r := range runs {
+		xs := slices.Clone(r.Completions)
+		slices.Sort(xs)
+		pts := make(plotter.XYs, 0, len(xs)+1)
+		pts = append(pts, plotter.XY{X: 0, Y: 0})
+		for i, x := range xs {
+			pts = append(pts, plotter.XY{X: x / 1000, Y: float64(i+1) / float64(r.Peers)})
+		}
+		args = append(args, fmt.Sprintf("%v (median %.1f s)", r.Method, r.MedianMS/1000), pts)
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return fmt.Errorf("sim: plot: %w", err)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Y.Min, p.Y.Max = 0, 1
+	return savePlot(p, file)
+}
+
+// maxRSSMiB returns the process's peak resident set size in MiB from
+// /proc/self/status (0 where unavailable).
+func maxRSSMiB() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb float64
+			if _, err := fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%f", &kb); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
