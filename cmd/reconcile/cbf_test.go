@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// run runs the CLI with args and stdin, returning stdout and the error.
+func run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	app := newApp()
+	var out bytes.Buffer
+	app.Reader = strings.NewReader(stdin)
+	app.Writer = &out
+	app.ErrWriter = &out
+	full := append([]string{"reconcile"}, args...)
+	err := app.Run(permuteArgs(app, full))
+	return out.String(), err
+}
+
+func TestCBFCommands(t *testing.T) {
+	dir := t.TempDir()
+	f := func(name string) string { return filepath.Join(dir, name) }
+	universe := "alpha\nbeta\ngamma\ndelta\r\nepsilon" // a CRLF line and no final newline
+	if _, err := run(t, universe, "cbf", "build", "--m", "4096", "--k", "4", "--hash", "sha1", "-o", f("u.cbf")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "alpha\nbeta\n", "cbf", "build", "--m", "4096", "--k", "4", "--hash", "sha1", "-o", f("a.cbf")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "beta\ngamma\ndelta\n", "cbf", "build", "--m", "4096", "--k", "4", "--hash", "sha1", "-o", f("b.cbf")); err != nil {
+		t.Fatal(err)
+	}
+	// Flags after the positional arguments work too (-o at the end).
+	if _, err := run(t, "", "cbf", "op", "subtract", "--universe", f("u.cbf"), f("b.cbf"), f("a.cbf"), "-o", f("bma.cbf")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, universe, "cbf", "query", f("bma.cbf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// B \ A = {gamma, delta}: both must be found (no false negatives).
+	if !strings.Contains(out, "gamma\n") || !strings.Contains(out, "delta\n") {
+		t.Errorf("query of B\\A printed %q, want gamma and delta among them", out)
+	}
+	for _, op := range []string{"union", "xor", "intersect"} {
+		if _, err := run(t, "", "cbf", "op", op, "-u", f("u.cbf"), f("a.cbf"), f("b.cbf"), "-o", f(op+".cbf")); err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+	}
+	if _, err := run(t, "", "cbf", "op", "complement", "-u", f("u.cbf"), f("a.cbf"), "-o", f("na.cbf")); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "", "cbf", "info", "--json", "--counters", f("union.cbf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var info cbfInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatalf("info --json: %v\n%s", err, out)
+	}
+	if info.M != 4096 || info.K != 4 || info.R != 4 || info.Hash != "sha1" || len(info.Counters) != 4096 {
+		t.Errorf("info = %+v (counters %d)", info, len(info.Counters))
+	}
+	sum := 0
+	for _, c := range info.Counters {
+		sum += c
+	}
+	if sum != 4*4 { // A ∪ B = {alpha, beta, gamma, delta}, k = 4 each (T8 sums)
+		t.Errorf("union counters sum to %d, want 16", sum)
+	}
+}
+
+func TestCBFErrors(t *testing.T) {
+	dir := t.TempDir()
+	f := func(name string) string { return filepath.Join(dir, name) }
+	if _, err := run(t, "x\n", "cbf", "build", "--m", "1024", "--k", "3", "-o", f("a.cbf")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "x\n", "cbf", "build", "--m", "2048", "--k", "3", "-o", f("b.cbf")); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(f("a.cbf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f("trunc.cbf"), good[:len(good)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)/2] ^= 1
+	if err := os.WriteFile(f("flip.cbf"), flipped, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing", []string{"cbf", "info", f("none.cbf")}, "no such file"},
+		{"truncated", []string{"cbf", "info", f("trunc.cbf")}, "corrupt"},
+		{"checksum", []string{"cbf", "info", f("flip.cbf")}, "corrupt"},
+		{"not homologous", []string{"cbf", "op", "intersect", f("a.cbf"), f("b.cbf"), "-o", f("x.cbf")}, "not homologous"},
+		{"unknown op", []string{"cbf", "op", "nand", "-u", f("a.cbf"), f("a.cbf"), f("a.cbf"), "-o", f("x.cbf")}, "unknown operation"},
+		{"no universe", []string{"cbf", "op", "union", f("a.cbf"), f("a.cbf"), "-o", f("x.cbf")}, "--universe"},
+		{"sha1 m", []string{"cbf", "build", "--m", "1000", "--k", "3", "--hash", "sha1", "-o", f("x.cbf")}, "power of two"},
+		{"no size", []string{"cbf", "build", "-o", f("x.cbf")}, "--m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := run(t, "", tc.args...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans several lines: %q", err)
+			}
+		})
+	}
+	if _, err := os.Stat(f("x.cbf")); !os.IsNotExist(err) {
+		t.Errorf("a failed command left an output file behind (%v)", err)
+	}
+}
+
+func TestExperimentTable1JSON(t *testing.T) {
+	out, err := run(t, "", "experiment", "table1", "--trials", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Rows []struct {
+			M          int      `json:"m"`
+			K          int      `json:"k"`
+			Column     string   `json:"column"`
+			MeasuredFP *float64 `json:"measured_fp"`
+			ExpectedFP *float64 `json:"expected_fp"`
+			MeasuredFN *float64 `json:"measured_fn"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Rows) != 72 {
+		t.Fatalf("%d rows, want 72", len(doc.Rows))
+	}
+	for _, r := range doc.Rows {
+		if r.MeasuredFP == nil || r.ExpectedFP == nil || r.MeasuredFN == nil || *r.MeasuredFN != 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+}
+
+func TestPermuteArgs(t *testing.T) {
+	app := newApp()
+	for _, tc := range []struct{ in, want string }{
+		{"cbf op union a b -o x -u u", "cbf op -o x -u u union a b"},
+		{"cbf info --json f", "cbf info --json f"},
+		{"cbf info f --json", "cbf info --json f"},
+		{"cbf query f -- -o", "cbf query f -- -o"},
+		{"experiment table1 --trials=3 --json", "experiment table1 --trials=3 --json"},
+	} {
+		got := strings.Join(permuteArgs(app, append([]string{"reconcile"}, strings.Fields(tc.in)...))[1:], " ")
+		if got != tc.want {
+			t.Errorf("permuteArgs(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
