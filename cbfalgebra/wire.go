@@ -165,12 +165,20 @@ func wordsOf(payload []byte, p Params) ([]uint64, error) {
 	for i := range words {
 		words[i] = binary.LittleEndian.Uint64(payload[8*i:])
 	}
-	if used := (int64(p.M) * int64(p.R)) % 64; used != 0 && len(words) > 0 {
-		if words[len(words)-1]>>used != 0 {
-			return nil, fmt.Errorf("%w: padding bits after counter %d are not zero", ErrCorrupt, p.M-1)
-		}
+	if err := checkPadding(words, p); err != nil {
+		return nil, err
 	}
 	return words, nil
+}
+
+// checkPadding verifies that the bits after the last counter are zero.
+func checkPadding(words []uint64, p Params) error {
+	if used := (int64(p.M) * int64(p.R)) % 64; used != 0 && len(words) > 0 {
+		if words[len(words)-1]>>used != 0 {
+			return fmt.Errorf("%w: padding bits after counter %d are not zero", ErrCorrupt, p.M-1)
+		}
+	}
+	return nil
 }
 
 // readEncoding reads one encoding from r, never past its end, allocating
@@ -193,27 +201,36 @@ func readEncoding(r io.Reader, magic string, maxBytes int) (header, []uint64, in
 	if size > limit {
 		return header{}, nil, read, fmt.Errorf("%w: %d bytes declared, limit %d", ErrTooLarge, size, limit)
 	}
-	rest := int(size - headerLen)
-	buf := make([]byte, 0, min(rest, 1<<16))
-	for len(buf) < rest {
-		if len(buf) == cap(buf) {
-			nb := make([]byte, len(buf), min(2*cap(buf), rest))
-			copy(nb, buf)
-			buf = nb
-		}
-		k, err := io.ReadFull(r, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+k]
+	// Read the counters in bounded chunks, growing the slice only as the
+	// bytes arrive.
+	nw := wordsFor(h.p.M, h.p.R)
+	words := make([]uint64, 0, min(nw, 1<<12))
+	var chunk [1 << 12]byte
+	crc := crc32.Checksum(hb[:], castagnoli)
+	for len(words) < nw {
+		c := chunk[:8*min(nw-len(words), len(chunk)/8)]
+		k, err := io.ReadFull(r, c)
 		read += int64(k)
 		if err != nil {
 			return header{}, nil, read, fmt.Errorf("%w: truncated after %d of %d bytes: %w", ErrCorrupt, read, size, io.ErrUnexpectedEOF)
 		}
+		crc = crc32.Update(crc, castagnoli, c)
+		for off := 0; off < len(c); off += 8 {
+			words = append(words, binary.LittleEndian.Uint64(c[off:]))
+		}
 	}
-	crc := crc32.Update(crc32.Checksum(hb[:], castagnoli), castagnoli, buf[:rest-trailerLen])
-	if want := binary.LittleEndian.Uint32(buf[rest-trailerLen:]); crc != want {
+	k, err = io.ReadFull(r, chunk[:trailerLen])
+	read += int64(k)
+	if err != nil {
+		return header{}, nil, read, fmt.Errorf("%w: truncated after %d of %d bytes: %w", ErrCorrupt, read, size, io.ErrUnexpectedEOF)
+	}
+	if want := binary.LittleEndian.Uint32(chunk[:]); crc != want {
 		return header{}, nil, read, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorrupt, crc, want)
 	}
-	words, err := wordsOf(buf[:rest-trailerLen], h.p)
-	return h, words, read, err
+	if err := checkPadding(words, h.p); err != nil {
+		return header{}, nil, read, err
+	}
+	return h, words, read, nil
 }
 
 // EncodedSize returns the length of c's encoding in bytes.
