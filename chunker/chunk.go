@@ -18,7 +18,11 @@ import (
 // of path (see the package comment); only regular files are taken. Reading and hashing
 // run in a pipeline over a few block buffers, so memory does not grow with the size
 // of the input (only the manifest grows, by HashSize bytes per block).
-func ChunkPath(ctx context.Context, path string, blockSize int) (*Manifest, error) {
+func ChunkPath(ctx context.Context, path string, blockSize int, opts ...ChunkOption) (*Manifest, error) {
+	cfg := chunkConfig{workers: defaultWorkers()}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if blockSize == 0 {
 		blockSize = DefaultBlockSize
 	}
@@ -35,7 +39,11 @@ func ChunkPath(ctx context.Context, path string, blockSize int) (*Manifest, erro
 	}
 	r := &treeReader{files: files, srcs: srcs}
 	defer r.Close()
-	flat, n, err := chunkStream(ctx, r, blockSize, defaultWorkers(), total)
+	var src io.Reader = r
+	if cfg.progress != nil {
+		src = &progressReader{r: r, total: total, fn: cfg.progress}
+	}
+	flat, n, err := chunkStream(ctx, src, blockSize, cfg.workers, total)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", path, err)
 	}
@@ -47,7 +55,14 @@ func ChunkPath(ctx context.Context, path string, blockSize int) (*Manifest, erro
 
 // ChunkReader chunks the bytes of r up to EOF as one file named name (a manifest path,
 // such as "movie.mkv") with permission bits mode. blockSize 0 means DefaultBlockSize.
-func ChunkReader(ctx context.Context, name string, mode uint32, r io.Reader, blockSize int) (*Manifest, error) {
+func ChunkReader(ctx context.Context, name string, mode uint32, r io.Reader, blockSize int, opts ...ChunkOption) (*Manifest, error) {
+	cfg := chunkConfig{workers: defaultWorkers()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.progress != nil {
+		r = &progressReader{r: r, total: -1, fn: cfg.progress}
+	}
 	if blockSize == 0 {
 		blockSize = DefaultBlockSize
 	}
@@ -57,11 +72,44 @@ func ChunkReader(ctx context.Context, name string, mode uint32, r io.Reader, blo
 	if err := checkPath(name); err != nil {
 		return nil, err
 	}
-	flat, n, err := chunkStream(ctx, r, blockSize, defaultWorkers(), -1)
+	flat, n, err := chunkStream(ctx, r, blockSize, cfg.workers, -1)
 	if err != nil {
 		return nil, fmt.Errorf("chunk %s: %w", name, err)
 	}
 	return newManifest([]File{{Path: name, Size: n, Mode: mode & 0o777}}, blockSize, flat)
+}
+
+// ChunkOption configures ChunkPath and ChunkReader.
+type ChunkOption func(*chunkConfig)
+
+type chunkConfig struct {
+	workers  int
+	progress func(done, total int64)
+}
+
+// WithWorkers sets the number of hashing goroutines (default GOMAXPROCS, at most 8).
+func WithWorkers(n int) ChunkOption { return func(c *chunkConfig) { c.workers = max(n, 1) } }
+
+// WithProgress calls fn as bytes are read, with the bytes read so far and the total
+// (-1 when unknown, as for ChunkReader). fn runs on the reading goroutine and must be
+// quick.
+func WithProgress(fn func(done, total int64)) ChunkOption {
+	return func(c *chunkConfig) { c.progress = fn }
+}
+
+// progressReader reports the bytes read through it.
+type progressReader struct {
+	r     io.Reader
+	done  int64
+	total int64
+	fn    func(done, total int64)
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	p.done += int64(n)
+	p.fn(p.done, p.total)
+	return n, err
 }
 
 // defaultWorkers is the number of hashing goroutines.

@@ -755,15 +755,23 @@ func (s *Store) Sync() error {
 
 // Verify re-hashes every held block. Blocks whose bytes no longer match are reported
 // as corrupt and dropped from the held set (durably, unless the store is read-only).
-func (s *Store) Verify(ctx context.Context) (Report, error) {
+func (s *Store) Verify(ctx context.Context) (Report, error) { return s.VerifyProgress(ctx, nil) }
+
+// VerifyProgress is Verify calling fn (if not nil) after each block with the number
+// of held blocks checked so far and their total.
+func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (Report, error) {
 	if err := s.Sync(); err != nil {
 		return Report{}, err
 	}
 	rep := Report{Blocks: s.m.blockCount, Corrupt: []int{}}
 	var buf []byte
-	for _, i := range s.Held() {
+	held := s.Held()
+	for k, i := range held {
 		if err := ctx.Err(); err != nil {
 			return rep, err
+		}
+		if fn != nil {
+			fn(k, len(held))
 		}
 		var err error
 		buf, err = s.readAt(i, buf)
@@ -799,6 +807,9 @@ func (s *Store) Verify(ctx context.Context) (Report, error) {
 				return rep, fmt.Errorf("chunker: write held log: %w", err)
 			}
 		}
+	}
+	if fn != nil {
+		fn(len(held), len(held))
 	}
 	rep.Held = s.HeldCount()
 	rep.Missing = rep.Blocks - rep.Held
