@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
 	"sync"
 
@@ -51,12 +52,9 @@ func (f *Filters) CBF(p cbfalgebra.Params) (*cbfalgebra.CBF, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := cbfalgebra.NewFromParams(p)
+	c, err := buildCBF(f.u, p, loc, f.set, f.indices())
 	if err != nil {
 		return nil, err
-	}
-	for _, i := range f.indices() {
-		c.InsertLocations(loc.at(i))
 	}
 	if len(f.cbf) >= maxCachedParams {
 		clear(f.cbf)
@@ -94,4 +92,40 @@ func (f *Filters) Bloom(p cbfalgebra.Params) (*cbfalgebra.BloomFilter, error) {
 func (f *Filters) indices() []int {
 	f.once.Do(func() { f.idx = f.set.Indices() })
 	return f.idx
+}
+
+// buildCBF returns CBF(S) of the blocks of set, whose indices are idx. When the set
+// holds more than half the universe it inserts the fewer blocks of U \ S and takes
+// the complement CBF(U) - CBF(U \ S), which is exactly CBF(S) (T2) as long as no
+// counter of CBF(U) is saturated, and otherwise an upper bound that keeps every
+// result free of false negatives (cbfalgebra's saturation rules).
+func buildCBF(u *Universe, p cbfalgebra.Params, loc *locator, set *Set, idx []int) (*cbfalgebra.CBF, error) {
+	c, err := cbfalgebra.NewFromParams(p)
+	if err != nil {
+		return nil, err
+	}
+	if missing := u.Blocks() - set.Len(); missing < set.Len() {
+		full, err := u.Filter(p)
+		if err != nil {
+			return nil, err
+		}
+		for w, word := range set.words {
+			word = ^word
+			if rest := u.Blocks() - w*64; rest < 64 {
+				word &= 1<<uint(rest) - 1
+			}
+			for word != 0 {
+				c.InsertLocations(loc.at(w*64 + bits.TrailingZeros64(word)))
+				word &= word - 1
+			}
+		}
+		if err := cbfalgebra.ComplementInto(c, full, c); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+	for _, i := range idx {
+		c.InsertLocations(loc.at(i))
+	}
+	return c, nil
 }

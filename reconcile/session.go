@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
@@ -308,12 +309,9 @@ func (s *Session) build(p cbfalgebra.Params) error {
 		s.mineBF = bf
 		return nil
 	}
-	c, err := cbfalgebra.NewFromParams(p)
+	c, err := buildCBF(s.u, p, loc, s.orig, s.origIdx)
 	if err != nil {
 		return err
-	}
-	for _, i := range s.origIdx {
-		c.InsertLocations(loc.at(i))
 	}
 	s.mine = c
 	return nil
@@ -360,7 +358,7 @@ func (s *Session) onFilter(f *FilterMsg) error {
 	}
 	// Decode the peer's filter before anything is sized by its parameters: the
 	// decoder checks that the bytes present match them.
-	var hits []int
+	hits := make([]uint32, 0, len(s.origIdx))
 	if s.method == Byers {
 		theirs, err := cbfalgebra.DecodeBloom(f.Data, s.limits.MaxFilterBytes)
 		if err != nil {
@@ -374,7 +372,7 @@ func (s *Session) onFilter(f *FilterMsg) error {
 		}
 		for _, i := range s.origIdx {
 			if !theirs.ContainsLocations(s.loc.at(i)) {
-				hits = append(hits, i)
+				hits = append(hits, uint32(i))
 			}
 		}
 	} else {
@@ -398,7 +396,7 @@ func (s *Session) onFilter(f *FilterMsg) error {
 		}
 		for _, i := range s.origIdx {
 			if theirs.ContainsLocations(s.loc.at(i)) {
-				hits = append(hits, i)
+				hits = append(hits, uint32(i))
 			}
 		}
 	}
@@ -414,16 +412,14 @@ func (s *Session) onFilter(f *FilterMsg) error {
 }
 
 // respond queues the blocks (or the offer) of hits.
-func (s *Session) respond(hits []int) error {
-	m := Message{Type: MsgOffer, Session: s.id, Indices: make([]uint32, len(hits))}
-	for j, i := range hits {
-		m.Indices[j] = uint32(i)
-	}
+func (s *Session) respond(hits []uint32) error {
+	m := Message{Type: MsgOffer, Session: s.id, Indices: hits}
 	if s.store != nil {
 		size := s.store.BlockSize()
 		m.Type, m.BlockSize = MsgBlocks, size
 		m.Data = make([]byte, 0, len(hits)*size)
-		for _, i := range hits {
+		for _, i32 := range hits {
+			i := int(i32)
 			b := s.store.Block(i)
 			if len(b) != size {
 				return s.fail(fmt.Errorf("reconcile: store has %d bytes for block %d, want %d", len(b), i, size))
@@ -457,6 +453,7 @@ func (s *Session) onResponse(m *Message) error {
 			arena = make([]byte, 0, len(m.Data))
 		}
 	}
+	s.wanted = slices.Grow(s.wanted, len(m.Indices))
 	for j, i32 := range m.Indices {
 		i := int(i32)
 		s.outcome.Received++

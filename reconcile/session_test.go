@@ -400,3 +400,37 @@ func TestFiltersCache(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildCBF: the complement route builds exactly the CBF that inserting every
+// block builds, for sets on both sides of half the universe.
+func TestBuildCBF(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	for _, u := range []int{1, 63, 64, 65, 1000, 4097} {
+		uv, _ := NewUniverse(u)
+		p := cbfalgebra.Params{M: 2048, K: 4, R: 4}
+		loc, err := uv.locator(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, u / 3, u / 2, u/2 + 1, u - 1, u} {
+			s := NewSet(u)
+			for _, i := range rng.Perm(u)[:n] {
+				s.Add(i)
+			}
+			got, err := buildCBF(uv, p, loc, s, s.Indices())
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := cbfalgebra.NewFromParams(p)
+			for _, i := range s.Indices() {
+				want.InsertLocations(loc.at(i))
+			}
+			if full, _ := uv.Filter(p); full.Saturated() > 0 {
+				continue // only an upper bound then
+			}
+			if eq, err := cbfalgebra.Equal(got, want); err != nil || !eq {
+				t.Fatalf("u=%d n=%d: complement build differs", u, n)
+			}
+		}
+	}
+}
