@@ -158,6 +158,13 @@ func (c *CBF) ContainsLocations(locs []uint32) bool {
 	return true
 }
 
+// Probe is Contains that also returns the number of counters read before
+// the answer was known (it stops at the first zero counter).
+func (c *CBF) Probe(key []byte) (member bool, probes int) {
+	var buf [MaxK]uint32
+	return c.ProbeLocations(c.p.Locations(buf[:0], key))
+}
+
 // ProbeLocations is ContainsLocations that also returns the number of
 // counters read before the answer was known (for probe-count experiments).
 func (c *CBF) ProbeLocations(locs []uint32) (member bool, probes int) {

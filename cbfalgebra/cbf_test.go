@@ -222,6 +222,18 @@ func TestOutOfRangeLocations(t *testing.T) {
 	if ok, probes := c.ProbeLocations([]uint32{3, 4, 5}); ok || probes != 2 {
 		t.Fatalf("ProbeLocations = %v, %d", ok, probes)
 	}
+	c.InsertLocations([]uint32{4, 5})
+	if ok, probes := c.ProbeLocations([]uint32{3, 4, 5}); !ok || probes != 3 {
+		t.Fatalf("ProbeLocations of a member = %v, %d", ok, probes)
+	}
+	d, _ := New(1<<10, 4)
+	d.Insert([]byte("m"))
+	if ok, probes := d.Probe([]byte("m")); !ok || probes != 4 {
+		t.Fatalf("Probe(member) = %v, %d", ok, probes)
+	}
+	if ok, probes := d.Probe([]byte("not there")); ok || probes < 1 || probes > 4 {
+		t.Fatalf("Probe(absent) = %v, %d", ok, probes)
+	}
 }
 
 func TestCloneResetIndependent(t *testing.T) {

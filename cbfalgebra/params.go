@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"math"
 	"math/bits"
 	"strings"
@@ -161,40 +160,32 @@ func fastLocations(dst []uint32, key []byte, m, k int, seed uint64) []uint32 {
 	return dst
 }
 
-// sha1State is the reusable scratch of one SHA-1 address computation.
-type sha1State struct {
-	h    hash.Hash
-	seed [8]byte
-	buf  []byte
-}
+// sha1Scratch is the reusable message and digest buffer of one SHA-1
+// address computation.
+type sha1Scratch struct{ msg, digests []byte }
 
-var sha1Pool = sync.Pool{New: func() any {
-	return &sha1State{h: sha1.New(), buf: make([]byte, 0, 4*sha1.Size+8)}
-}}
+var sha1Pool = sync.Pool{New: func() any { return new(sha1Scratch) }}
 
 func sha1Locations(dst []uint32, key []byte, m, k int, seed uint64) []uint32 {
 	a := bits.TrailingZeros64(uint64(m)) // A = log2 m, 1..32
 	t := (k*a + 8*sha1.Size - 1) / (8 * sha1.Size)
-	st := sha1Pool.Get().(*sha1State)
-	buf := st.buf[:0]
-	binary.BigEndian.PutUint64(st.seed[:], seed)
-	for q := 1; q <= t; q++ {
-		st.h.Reset()
-		if seed != 0 {
-			st.h.Write(st.seed[:])
-		}
-		for i := 0; i < q; i++ {
-			st.h.Write(key)
-		}
-		buf = st.h.Sum(buf)
+	st := sha1Pool.Get().(*sha1Scratch)
+	msg, out := st.msg[:0], st.digests[:0]
+	if seed != 0 {
+		msg = binary.BigEndian.AppendUint64(msg, seed)
 	}
-	buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0) // room for the last 8-byte window
+	for q := 1; q <= t; q++ {
+		msg = append(msg, key...) // seed? || key repeated q times
+		d := sha1.Sum(msg)
+		out = append(out, d[:]...)
+	}
+	out = append(out, 0, 0, 0, 0, 0, 0, 0, 0) // room for the last 8-byte window
 	for j := 0; j < k; j++ {
 		bit := j * a
-		w := binary.BigEndian.Uint64(buf[bit>>3:])
+		w := binary.BigEndian.Uint64(out[bit>>3:])
 		dst = append(dst, uint32((w<<(bit&7))>>(64-a)))
 	}
-	st.buf = buf[:0]
+	st.msg, st.digests = msg[:0], out[:0]
 	sha1Pool.Put(st)
 	return dst
 }
