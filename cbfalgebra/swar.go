@@ -51,8 +51,11 @@ func lanesFor(r int) *lanes {
 // words returns the number of 64-bit words holding m counters of r bits.
 func wordsFor(m, r int) int { return int((int64(m)*int64(r) + 63) / 64) }
 
+// The methods below are the lane arithmetic with l's masks; the word loops
+// use the free-function forms further down directly.
+
 // fill turns a mask of lane top bits into a mask of whole lanes.
-func (l *lanes) fill(h uint64) uint64 { return (h >> (l.r - 1)) * l.max }
+func (l *lanes) fill(h uint64) uint64 { return fillW(h, l.r-1) }
 
 // nonzero returns the top bit of every lane of x that is not zero.
 func (l *lanes) nonzero(x uint64) uint64 {
@@ -60,46 +63,22 @@ func (l *lanes) nonzero(x uint64) uint64 {
 }
 
 // isMax returns the top bit of every lane of x that is saturated (2^r-1).
-func (l *lanes) isMax(x uint64) uint64 { return ^l.nonzero(^x) & l.hi }
+func (l *lanes) isMax(x uint64) uint64 { return isMaxW(x, l.hi) }
 
 // less returns the top bit of every lane where a < b.
-func (l *lanes) less(a, b uint64) uint64 {
-	d := ((a | l.hi) - (b &^ l.hi)) ^ ((a ^ ^b) & l.hi)
-	return ((^a & b) | (^(a ^ b) & d)) & l.hi
-}
+func (l *lanes) less(a, b uint64) uint64 { return lessW(a, b, l.hi) }
 
 // subSat returns a - b per lane, clamped at 0.
-func (l *lanes) subSat(a, b uint64) uint64 {
-	d := ((a | l.hi) - (b &^ l.hi)) ^ ((a ^ ^b) & l.hi)
-	borrow := ((^a & b) | (^(a ^ b) & d)) & l.hi
-	return d &^ l.fill(borrow)
-}
+func (l *lanes) subSat(a, b uint64) uint64 { return subSatW(a, b, l.hi, l.r-1) }
 
 // addSat returns a + b per lane, saturating at 2^r-1.
-func (l *lanes) addSat(a, b uint64) uint64 {
-	s := ((a &^ l.hi) + (b &^ l.hi)) ^ ((a ^ b) & l.hi)
-	carry := ((a & b) | ((a ^ b) &^ s)) & l.hi
-	return s | l.fill(carry)
-}
+func (l *lanes) addSat(a, b uint64) uint64 { return addSatW(a, b, l.hi, l.r-1) }
 
 // minw returns min(a, b) per lane.
-func (l *lanes) minw(a, b uint64) uint64 {
-	f := l.fill(l.less(a, b))
-	return (a & f) | (b &^ f)
-}
-
-// diff returns the "u - b" term of the algebra with the saturation rules:
-// saturated if u is, u if b is saturated, else u - b clamped at 0.
-func (l *lanes) diff(u, b uint64) uint64 {
-	fb := l.fill(l.isMax(b))
-	return (l.subSat(u, b) &^ fb) | (u & fb) | l.fill(l.isMax(u))
-}
+func (l *lanes) minw(a, b uint64) uint64 { return minW(a, b, l.hi, l.r-1) }
 
 // sum returns the sum of the lanes of x.
-func (l *lanes) sum(x uint64) uint64 {
-	t := (x & l.even) + ((x >> l.r) & l.even)
-	return (t * l.sumMul) >> l.sumShift
-}
+func (l *lanes) sum(x uint64) uint64 { return sumW(x, l.even, l.sumMul, l.r, l.sumShift) }
 
 // Free-function forms of the lane arithmetic for the word loops: the masks
 // come in as arguments so that, once inlined, they live in registers (a
@@ -145,7 +124,8 @@ func sumW(x, even, mul uint64, r, shift uint) uint64 {
 
 // The word loops below return the sum of the result's counters. In each,
 // fX is the whole-lane mask of X's saturated counters and the "u - x" term
-// of the algebra is (subSat(u, x) &^ fx) | (u & fx) | fu (see lanes.diff).
+// of the algebra is (subSat(u, x) &^ fx) | (u & fx) | fu: saturated if u is,
+// u if x is saturated, else u - x clamped at 0.
 // Words without a saturated lane (nearly all of them) take a fast path where
 // u - x is a plain saturating subtraction and the sums of Union and Xor need
 // no saturation: a + min(b, u - a) <= max(a, u) < 2^r-1, and
