@@ -45,10 +45,10 @@ func ChunkPath(ctx context.Context, path string, blockSize int, opts ...ChunkOpt
 	}
 	flat, n, err := chunkStream(ctx, src, blockSize, cfg.workers, total)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", path, err)
+		return nil, fmt.Errorf("chunker: chunk %s: %w", path, err)
 	}
 	if n != total {
-		return nil, fmt.Errorf("chunk %s: read %d bytes, expected %d: files changed while chunking", path, n, total)
+		return nil, fmt.Errorf("chunker: chunk %s: read %d bytes, expected %d: files changed while chunking", path, n, total)
 	}
 	return newManifest(files, blockSize, flat)
 }
@@ -74,7 +74,7 @@ func ChunkReader(ctx context.Context, name string, mode uint32, r io.Reader, blo
 	}
 	flat, n, err := chunkStream(ctx, r, blockSize, cfg.workers, -1)
 	if err != nil {
-		return nil, fmt.Errorf("chunk %s: %w", name, err)
+		return nil, fmt.Errorf("chunker: chunk %s: %w", name, err)
 	}
 	return newManifest([]File{{Path: name, Size: n, Mode: mode & 0o777}}, blockSize, flat)
 }
@@ -133,7 +133,7 @@ func rootName(abs string) (string, error) {
 func listTree(path string) ([]File, []string, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("chunk %s: %w", path, err)
+		return nil, nil, fmt.Errorf("chunker: chunk %s: %w", path, err)
 	}
 	name, err := rootName(abs)
 	if err != nil {
@@ -141,13 +141,13 @@ func listTree(path string) ([]File, []string, error) {
 	}
 	info, err := os.Stat(abs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("chunk: %w", err)
+		return nil, nil, fmt.Errorf("chunker: %w", err)
 	}
 	if info.Mode().IsRegular() {
 		return []File{{Path: name, Size: info.Size(), Mode: uint32(info.Mode().Perm())}}, []string{abs}, nil
 	}
 	if !info.IsDir() {
-		return nil, nil, fmt.Errorf("chunk %s: not a regular file or directory", path)
+		return nil, nil, fmt.Errorf("chunker: chunk %s: not a regular file or directory", path)
 	}
 	type entry struct {
 		f   File
@@ -177,7 +177,7 @@ func listTree(path string) ([]File, []string, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("chunk %s: %w", path, err)
+		return nil, nil, fmt.Errorf("chunker: chunk %s: %w", path, err)
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].f.Path < list[j].f.Path })
 	files := make([]File, len(list))

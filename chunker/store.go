@@ -585,10 +585,15 @@ func (s *Store) file(k int) (*os.File, error) {
 	if s.readOnly {
 		flag = os.O_RDONLY
 	}
-	f, err := s.root.OpenFile(s.m.files[k].Path, flag, 0)
+	name := s.m.files[k].Path
+	f, err := s.root.OpenFile(name, flag, 0)
 	if err != nil && flag == os.O_RDWR && errors.Is(err, fs.ErrPermission) {
-		// A complete store's files may have read-only modes.
-		f, err = s.root.OpenFile(s.m.files[k].Path, os.O_RDONLY, 0)
+		// A complete store's files get the manifest's modes, which may be read-only.
+		if s.Complete() {
+			f, err = s.root.OpenFile(name, os.O_RDONLY, 0)
+		} else if s.root.Chmod(name, fs.FileMode(s.m.files[k].Mode|0o600)) == nil {
+			f, err = s.root.OpenFile(name, flag, 0)
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("chunker: %w", err)

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+func TestChunkCommand(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "data.bin")
+	if err := os.WriteFile(f, make([]byte, 5000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "", "chunk", f, "--block-size", "1KiB", "--json", "--manifest", filepath.Join(dir, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep chunkReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if rep.Blocks != 5 || rep.LastBlock != 904 || rep.TotalSize != 5000 || len(rep.Files) != 1 || rep.Files[0].Path != "data.bin" {
+		t.Fatalf("report %+v", rep)
+	}
+	enc, err := os.ReadFile(filepath.Join(dir, "m"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := chunker.DecodeManifest(enc, 0)
+	if err != nil || m.ID().String() != rep.ID {
+		t.Fatalf("--manifest file: %v", err)
+	}
+	out, err = run(t, "", "chunk", f)
+	if err != nil || !strings.Contains(out, "blocks    1 of 256 KiB, last one 5000 bytes") {
+		t.Fatalf("human output %q, %v", out, err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"chunk"}, "want exactly one PATH"},
+		{[]string{"chunk", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"chunk", f, "--block-size", "512"}, "1KiB to 16MiB"},
+		{[]string{"chunk", f, "--block-size", "32MiB"}, "1KiB to 16MiB"},
+		{[]string{"chunk", f, "--block-size", "lots"}, "--block-size"},
+		{[]string{"verify", dir}, "not a block store"},
+		{[]string{"verify"}, "want exactly one STORE"},
+	} {
+		if _, err := run(t, "", tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: err = %v, want one line containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestVerifyCommand(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte(strings.Repeat("reconcile ", 1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := chunker.SeedStore(src, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seed.Close()
+	out := filepath.Join(dir, "out")
+	st, err := chunker.CreateStore(out, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.BlockCount() - 2 {
+		b, _ := seed.ReadBlock(i, nil)
+		if err := st.PutBlock(i, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	verify := func() (verifyReport, error) {
+		s, err := run(t, "", "verify", out, "--json")
+		var rep verifyReport
+		if jerr := json.Unmarshal([]byte(s), &rep); jerr != nil {
+			t.Fatalf("%v in %q", jerr, s)
+		}
+		return rep, err
+	}
+	rep, err := verify()
+	if err != nil || rep.Held != m.BlockCount()-2 || rep.Missing != 2 || len(rep.Corrupt) != 0 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	// Damage block 1 on disk: reported, dropped, and the command fails.
+	fh, _ := os.OpenFile(filepath.Join(out, "src"), os.O_WRONLY, 0)
+	fh.WriteAt([]byte("X"), chunker.MinBlockSize+3)
+	fh.Close()
+	rep, err = verify()
+	if err == nil || len(rep.Corrupt) != 1 || rep.Corrupt[0] != 1 || rep.Missing != 3 {
+		t.Fatalf("after damage: %+v, %v", rep, err)
+	}
+	if rep, err = verify(); err != nil || rep.Missing != 3 {
+		t.Fatalf("second verify: %+v, %v", rep, err)
+	}
+}
