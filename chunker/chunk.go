@@ -214,6 +214,9 @@ func (t *treeReader) Read(p []byte) (int, error) {
 			t.cur, t.left = f, t.files[t.i].Size
 		}
 		if t.left == 0 {
+			if info, err := t.cur.Stat(); err == nil && info.Size() != t.files[t.i].Size {
+				return 0, fmt.Errorf("%s: size changed from %d to %d while chunking", t.srcs[t.i], t.files[t.i].Size, info.Size())
+			}
 			t.cur.Close()
 			t.cur = nil
 			t.i++

@@ -1,8 +1,10 @@
 package chunker
 
 import (
+	"bufio"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"math/bits"
 
 	"github.com/zeebo/xxh3"
@@ -44,34 +46,47 @@ func appendRecord(b []byte, seed uint64, index int, op uint32) []byte {
 	return append(b, r[:]...)
 }
 
-// replayLog checks the header of log b against id and applies its records to held
-// (a bitset over blockCount blocks). It returns the length of the valid prefix of b
-// (whole records) and the number of records that failed their check.
-func replayLog(b []byte, id ID, blockCount int, held bitset) (valid int64, bad int, err error) {
-	if len(b) < logHeaderSize {
-		return 0, 0, fmt.Errorf("%w: held log has %d bytes, no header", ErrCorrupt, len(b))
+// replayLog reads a held log from r, checks its header against id and applies its
+// records to held (a bitset over blockCount blocks). It reads in constant memory and
+// returns the length of the valid prefix (header and whole records), the number of
+// records read and the number of those that failed their check.
+func replayLog(r io.Reader, id ID, blockCount int, held bitset) (valid int64, records, bad int, err error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	h := make([]byte, logHeaderSize)
+	if n, err := io.ReadFull(br, h); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return 0, 0, 0, fmt.Errorf("%w: held log has %d bytes, no header", ErrCorrupt, n)
+		}
+		return 0, 0, 0, fmt.Errorf("chunker: read held log: %w", err)
 	}
-	h := b[:logHeaderSize]
 	if string(h[:16]) != logMagic || binary.LittleEndian.Uint64(h[56:]) != xxh3.Hash(h[:56]) {
-		return 0, 0, fmt.Errorf("%w: held log header", ErrCorrupt)
+		return 0, 0, 0, fmt.Errorf("%w: held log header", ErrCorrupt)
 	}
 	if ID(h[16:48]) != id {
-		return 0, 0, fmt.Errorf("%w: held log belongs to manifest %x", ErrManifestMismatch, h[16:48])
+		return 0, 0, 0, fmt.Errorf("%w: held log belongs to manifest %x", ErrManifestMismatch, h[16:48])
 	}
 	seed := logSeed(id)
-	n := (len(b) - logHeaderSize) / logRecordSize
-	for k := range n {
-		r := b[logHeaderSize+k*logRecordSize:][:logRecordSize]
-		if binary.LittleEndian.Uint64(r[8:]) != xxh3.HashSeed(r[:8], seed) {
+	valid = logHeaderSize
+	var rec [logRecordSize]byte
+	for {
+		if _, err := io.ReadFull(br, rec[:]); err != nil {
+			if err == io.EOF || err == io.ErrUnexpectedEOF {
+				return valid, records, bad, nil // a partial record at the end is torn
+			}
+			return valid, records, bad, fmt.Errorf("chunker: read held log: %w", err)
+		}
+		valid += logRecordSize
+		records++
+		if binary.LittleEndian.Uint64(rec[8:]) != xxh3.HashSeed(rec[:8], seed) {
 			bad++
 			continue
 		}
-		i := int(binary.LittleEndian.Uint32(r[0:]))
+		i := int(binary.LittleEndian.Uint32(rec[0:]))
 		if i >= blockCount {
 			bad++
 			continue
 		}
-		switch binary.LittleEndian.Uint32(r[4:]) {
+		switch binary.LittleEndian.Uint32(rec[4:]) {
 		case opHeld:
 			held.set(i)
 		case opDropped:
@@ -80,7 +95,6 @@ func replayLog(b []byte, id ID, blockCount int, held bitset) (valid int64, bad i
 			bad++
 		}
 	}
-	return int64(logHeaderSize + n*logRecordSize), bad, nil
 }
 
 // bitset is a set of block indices.

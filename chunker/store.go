@@ -280,19 +280,22 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 		return nil, err
 	}
 	// The held log.
-	b, err := root.ReadFile(heldName)
+	var valid int64
+	records := 0
+	lf, err := root.Open(heldName)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if err := writeAtomic(root, heldName, logHeader(m.id)); err != nil {
 			return fail(fmt.Errorf("chunker: open store: %w", err))
 		}
-		b = logHeader(m.id)
+		valid = logHeaderSize
 	case err != nil:
 		return fail(fmt.Errorf("chunker: open store: %w", err))
-	}
-	var valid int64
-	if !cfg.verify {
-		valid, _, err = replayLog(b, m.id, m.blockCount, s.held)
+	case cfg.verify:
+		lf.Close() // rebuilt from the files below
+	default:
+		valid, records, _, err = replayLog(lf, m.id, m.blockCount, s.held)
+		lf.Close()
 		if err != nil {
 			return fail(fmt.Errorf("open store %s: %w (reopen with verify to rebuild it)", dir, err))
 		}
@@ -330,7 +333,8 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 		if err := s.verifyAll(context.Background()); err != nil {
 			return fail(err)
 		}
-	case len(drop) > 0:
+	case len(drop) > 0 || records > 2*s.held.count()+1024:
+		// Drop the blocks of damaged files, or compact a log grown by drops.
 		if err := s.rewriteLog(); err != nil {
 			return fail(err)
 		}
@@ -788,6 +792,9 @@ func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (R
 		}
 	}
 	if len(rep.Corrupt) > 0 {
+		// Under syncMu, so that a block put again after being dropped gets its held
+		// record after the dropped one.
+		s.syncMu.Lock()
 		s.mu.Lock()
 		for _, i := range rep.Corrupt {
 			if s.held.has(i) {
@@ -796,21 +803,20 @@ func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (R
 			}
 		}
 		s.mu.Unlock()
+		var err error
 		if !s.readOnly {
-			s.syncMu.Lock()
 			buf := make([]byte, 0, len(rep.Corrupt)*logRecordSize)
 			for _, i := range rep.Corrupt {
 				buf = appendRecord(buf, s.seed, i, opDropped)
 			}
-			_, err := s.log.WriteAt(buf, s.logOff)
-			if err == nil {
+			if _, err = s.log.WriteAt(buf, s.logOff); err == nil {
 				s.logOff += int64(len(buf))
 				err = s.log.Sync()
 			}
-			s.syncMu.Unlock()
-			if err != nil {
-				return rep, fmt.Errorf("chunker: write held log: %w", err)
-			}
+		}
+		s.syncMu.Unlock()
+		if err != nil {
+			return rep, fmt.Errorf("chunker: write held log: %w", err)
 		}
 	}
 	if fn != nil {
