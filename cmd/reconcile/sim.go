@@ -137,7 +137,7 @@ func simFilterFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "m", Usage: "filter counters (bits for Byers)", Value: f.M},
 		&cli.IntFlag{Name: "k", Usage: "hash functions", Value: f.K},
-		&cli.IntFlag{Name: "block-size", Usage: "bytes of payload per block on the wire (the paper's blocks are 32-bit integers)", Value: f.BlockBytes},
+		&cli.IntFlag{Name: "block-size", Usage: "bytes per block (a multiple of 64 for the RS(8191, kk) code of Byers)", Value: f.BlockBytes},
 		&cli.StringFlag{Name: "method", Usage: "complete, byers or both", Value: "both"},
 	}
 }
@@ -210,7 +210,8 @@ func simTopologyCommand() *cli.Command {
 
 type simTable4Report struct {
 	Rows        []ts.Table4Row `json:"rows"`
-	Costs       *ts.Costs      `json:"costs"`
+	Costs       *ts.Costs      `json:"costs,omitempty"`
+	Compute     string         `json:"compute"`
 	DecodeCost  string         `json:"decode_cost"`
 	Chord       ts.LookupStats `json:"chord"`
 	Topology    ts.Stats       `json:"topology"`
@@ -226,7 +227,8 @@ func simTable4Command() *cli.Command {
 		Usage: "the paper's Table 4: reconciliation time of complete vs Byers between Chord peers",
 		Description: "For each row (kk, n0 as in Table 3; n = 4000, m = 32768, k = 6) and method, --trials\n" +
 			"reconciliations between random pairs of peers (the same pairs for both methods):\n" +
-			"Chord lookup of B, A's filter to B, B's compute, B's blocks back, Byers' RS decode.\n" +
+			"Chord lookup of B, then real reconcile sessions whose messages cross the simulated\n" +
+			"network: A's filter to B, B's compute, B's blocks back, Byers' RS decode.\n" +
 			"--decode-cost paper prices the decode with the paper's Table 3 times instead of\n" +
 			"measuring the real erasure code here.\n\n" +
 			"Example:\n   reconcile sim table4 --preset paper --nodes 200 --trials 100 --plot table4.png",
@@ -234,7 +236,8 @@ func simTable4Command() *cli.Command {
 			&cli.IntFlag{Name: "trials", Usage: "trials per row and method", Value: 100},
 			&cli.IntFlag{Name: "n", Usage: "blocks held by each of A and B", Value: 4000},
 			&cli.StringFlag{Name: "decode-cost", Usage: "measured (real erasure code here) or paper (Table 3's decode times)", Value: "measured"},
-			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
+			&cli.StringFlag{Name: "compute", Usage: "measured (wall clock around every real session step) or model (costs calibrated once; deterministic)", Value: "measured"},
+			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost calibration (median), with --compute model", Value: 5},
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
@@ -255,26 +258,28 @@ func simTable4Command() *cli.Command {
 			for _, r := range ts.PaperTable4 {
 				rows = append(rows, ts.Row{KK: 2*n - r.N0*n/4000, N0: r.N0 * n / 4000})
 			}
-			costs, err := ts.Calibrate(f, n, 2*n, c.Int("reps"), c.Uint64("seed"))
-			if err != nil {
-				return fmt.Errorf("sim table4: %w", err)
-			}
+			cfg := ts.Table4Config{Filter: f, N: n, Rows: rows, Trials: c.Int("trials"), Methods: methods, Seed: c.Uint64("seed")}
 			switch c.String("decode-cost") {
 			case "measured":
 			case "paper":
-				for kk, ms := range ts.PaperDecodeMS {
-					costs.DecodeMS[kk] = ms
-					costs.EncodeMS[kk] = 0
-				}
+				cfg.DecodeMS = ts.PaperDecodeMS
 			default:
 				return fmt.Errorf("sim table4: --decode-cost %q: want measured or paper", c.String("decode-cost"))
 			}
-			res, err := ts.RunTable4(net, ts.Table4Config{Filter: f, N: n, Rows: rows, Trials: c.Int("trials"),
-				Methods: methods, Seed: c.Uint64("seed"), DecodeReps: c.Int("reps")}, costs)
+			switch c.String("compute") {
+			case "measured":
+			case "model":
+				if cfg.Costs, err = ts.Calibrate(f, n, 2*n, c.Int("reps"), c.Uint64("seed")); err != nil {
+					return fmt.Errorf("sim table4: %w", err)
+				}
+			default:
+				return fmt.Errorf("sim table4: --compute %q: want measured or model", c.String("compute"))
+			}
+			res, err := ts.RunTable4(net, cfg)
 			if err != nil {
 				return fmt.Errorf("sim table4: %w", err)
 			}
-			rep := simTable4Report{Rows: res, Costs: costs, DecodeCost: c.String("decode-cost"), Peers: net.Overlay.Len(),
+			rep := simTable4Report{Rows: res, Costs: cfg.Costs, Compute: c.String("compute"), DecodeCost: c.String("decode-cost"), Peers: net.Overlay.Len(),
 				Trials: c.Int("trials"), Seed: c.Uint64("seed"), Topology: net.Topology.Stats(200)}
 			if rep.Chord, err = net.Overlay.MeasureLookups(2000, c.Uint64("seed")); err != nil {
 				return fmt.Errorf("sim table4: %w", err)
@@ -329,8 +334,11 @@ func printTable4(out io.Writer, rep simTable4Report) {
 	w.Flush()
 	fmt.Fprintf(out, "Chord: mean %.2f hops (½·log2 N = %.2f), lookup median %.0f ms, p95 %.0f ms.\n",
 		rep.Chord.MeanHops, rep.Chord.HalfLog2N, rep.Chord.MedianMS, rep.Chord.P95MS)
-	fmt.Fprintf(out, "Compute (measured here): CBF subtract %.3f ms, query %.3f µs/block; Bloom query %.3f µs/block; decode cost: %s.\n",
-		rep.Costs.SubtractMS, rep.Costs.CBFQueryUS, rep.Costs.BloomQueryUS, rep.DecodeCost)
+	if rep.Costs != nil {
+		fmt.Fprintf(out, "Compute model (calibrated here): CBF subtract %.3f ms, query %.3f µs/block; Bloom query %.3f µs/block.\n",
+			rep.Costs.SubtractMS, rep.Costs.CBFQueryUS, rep.Costs.BloomQueryUS)
+	}
+	fmt.Fprintf(out, "Compute: %s; decode cost: %s.\n", rep.Compute, rep.DecodeCost)
 	fmt.Fprintf(out, "%.2f s\n", rep.WallSeconds)
 }
 

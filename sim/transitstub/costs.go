@@ -25,18 +25,18 @@ type FilterConfig struct {
 	Hash cbfalgebra.HashFamily
 	// NN is the number of coded blocks of the Byers Reed–Solomon code.
 	NN int
-	// BlockBytes is the payload of one block (or coded block) on the wire.
+	// BlockBytes is the payload of one block (or coded block) on the wire and in
+	// the Reed–Solomon code; the Leopard GF(2^16) code (nn > 256) needs a multiple
+	// of 64.
 	BlockBytes int
-	// CodeBlockBytes is the block size used to measure Reed–Solomon decoding; the
-	// Leopard GF(2^16) code needs a multiple of 64.
-	CodeBlockBytes int
 }
 
-// PaperFilter returns the paper's parameters: m = 32768, k = 6, r = 4, RS(8191, kk)
-// over the paper's 32-bit blocks (4-byte payloads), decode measured with 64-byte
-// blocks (the smallest the Leopard code accepts).
+// PaperFilter returns the paper's parameters: m = 32768, k = 6, r = 4, RS(8191, kk),
+// with 64-byte blocks (the paper's blocks are 32-bit integers; 64 bytes is the
+// smallest block the Leopard code behind RS(8191, kk) accepts, and both methods
+// carry the same blocks).
 func PaperFilter() FilterConfig {
-	return FilterConfig{M: 32768, K: 6, R: 4, NN: 8191, BlockBytes: 4, CodeBlockBytes: 64}
+	return FilterConfig{M: 32768, K: 6, R: 4, NN: 8191, BlockBytes: 64}
 }
 
 // Validate checks the parameters against what the filter and code packages accept.
@@ -44,7 +44,7 @@ func (f FilterConfig) Validate() error {
 	if _, err := cbfalgebra.New(f.M, f.K, cbfalgebra.WithCounterBits(f.R), cbfalgebra.WithHash(f.Hash)); err != nil {
 		return fmt.Errorf("%w: filter: %w", ErrParams, err)
 	}
-	if f.NN < 1 || f.NN > erasure.MaxBlocks || f.BlockBytes < 1 || f.CodeBlockBytes < 1 {
+	if f.NN < 1 || f.NN > erasure.MaxBlocks || f.BlockBytes < 1 {
 		return fmt.Errorf("%w: need 1 <= nn <= %d and positive block sizes", ErrParams, erasure.MaxBlocks)
 	}
 	return nil
@@ -226,14 +226,14 @@ func (c *Costs) MeasureDecode(f FilterConfig, kk int, have []int, reps int, seed
 	if ok1 && ok2 {
 		return dm, em, nil
 	}
-	code, err := erasure.New(kk, f.NN, f.CodeBlockBytes)
+	code, err := erasure.New(kk, f.NN, f.BlockBytes)
 	if err != nil {
 		return 0, 0, fmt.Errorf("transitstub: RS(%d, %d): %w", f.NN, kk, err)
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(kk)))
 	src := make([][]byte, kk)
 	for i := range src {
-		src[i] = make([]byte, f.CodeBlockBytes)
+		src[i] = make([]byte, f.BlockBytes)
 		for j := range src[i] {
 			src[i][j] = byte(rng.Uint32())
 		}

@@ -1,10 +1,14 @@
 package transitstub
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"time"
 
-	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/erasure"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -72,10 +76,16 @@ type Table4Config struct {
 	Trials int
 	// Methods to run; nil means both.
 	Methods []reconcile.Method
-	// Seed drives the choice of peers and of the block sets.
+	// Seed drives the choice of peers, of the block sets and of the block payloads.
 	Seed uint64
-	// DecodeReps is the number of timed runs per decode measurement (default 3).
-	DecodeReps int
+	// Costs, when set, times every protocol step with this cost model (deterministic
+	// results); when nil each step is timed by the wall clock around the real
+	// Session.Step (reconcile.Outcome's Compute minus Build: a peer keeps its own
+	// filter between sessions), so figures vary slightly from run to run.
+	Costs *Costs
+	// DecodeMS, when it has an entry for a row's kk, replaces the Reed–Solomon
+	// decode time of A's last step (for example PaperDecodeMS).
+	DecodeMS map[int]float64
 }
 
 // MethodResult is the outcome of one method on one row, averaged over trials.
@@ -134,31 +144,18 @@ func (c *Table4Config) defaults() {
 	if c.Methods == nil {
 		c.Methods = reconcile.Methods
 	}
-	if c.DecodeReps == 0 {
-		c.DecodeReps = 3
-	}
-}
-
-// trial is the outcome of running the real protocol code for one pair of peers.
-type trial struct {
-	setB                int // blocks (or coded blocks) B queries
-	sent, redundant     int
-	missed              int
-	filterBytes, blocks int
-	have                []int // coded blocks A holds afterwards (Byers)
-	ok                  bool
 }
 
 // RunTable4 runs the paper's experiment 4 on net: for every row and method, Trials
 // reconciliations between random pairs of peers A, B (the same pairs for both
-// methods). Each trial runs the real
-// protocol (filters built, encoded, decoded, subtracted and queried by package
-// cbfalgebra; messages sized by package reconcile's encoder) to find what B sends,
-// and the event-driven model to time it: A looks B up through Chord, sends its
-// filter, B computes (costs), B's blocks return, and for Byers A decodes. costs
-// supplies the compute costs; decode costs missing from it are measured with the
-// real erasure code on the first trial's blocks.
-func RunTable4(net *Network, cfg Table4Config, costs *Costs) ([]Table4Row, error) {
+// methods). Each trial drives two real reconcile.Session state machines (A pulls
+// from B, one way, as in the paper) through the event engine: A looks B up through
+// Chord, then every message the sessions emit is encoded, carried over the route
+// between the two peers (delay plus size / bottleneck bandwidth, messages of one
+// step back to back), decoded and stepped into the other session, whose compute
+// time delays its answers. The trial ends when A holds the file (Byers: decoded it
+// with the real erasure code and real payloads).
+func RunTable4(net *Network, cfg Table4Config) ([]Table4Row, error) {
 	cfg.defaults()
 	if err := cfg.Filter.Validate(); err != nil {
 		return nil, err
@@ -166,11 +163,16 @@ func RunTable4(net *Network, cfg Table4Config, costs *Costs) ([]Table4Row, error
 	if cfg.Trials < 1 || cfg.N < 1 {
 		return nil, fmt.Errorf("%w: trials and n must be positive", ErrParams)
 	}
+	for _, m := range cfg.Methods {
+		if !m.Valid() {
+			return nil, fmt.Errorf("%w: method %v", ErrParams, m)
+		}
+	}
 	for _, r := range cfg.Rows {
 		if r.N0 < 0 || r.N0 > cfg.N || r.KK != 2*cfg.N-r.N0 {
 			return nil, fmt.Errorf("%w: row kk=%d n0=%d: need 0 <= n0 <= n and kk = 2n - n0 (n = %d)", ErrParams, r.KK, r.N0, cfg.N)
 		}
-		if r.KK > cfg.Filter.NN {
+		if r.KK > cfg.Filter.NN && slices.Contains(cfg.Methods, reconcile.Byers) {
 			return nil, fmt.Errorf("%w: row kk=%d exceeds nn=%d", ErrParams, r.KK, cfg.Filter.NN)
 		}
 	}
@@ -200,7 +202,7 @@ func RunTable4(net *Network, cfg Table4Config, costs *Costs) ([]Table4Row, error
 		}
 		for _, m := range cfg.Methods {
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(ri)<<8|uint64(m)))
-			res, err := runRow(net, cfg, costs, r, m, pairs, rng)
+			res, err := runRow(net, cfg, r, m, pairs, rng)
 			if err != nil {
 				return nil, fmt.Errorf("row kk=%d n0=%d %v: %w", r.KK, r.N0, m, err)
 			}
@@ -224,80 +226,70 @@ func RunTable4(net *Network, cfg Table4Config, costs *Costs) ([]Table4Row, error
 // runRow runs cfg.Trials trials of method m for row r, all started at time 0 in one
 // event-driven simulation (the model has no link contention, so trials do not
 // interact).
-func runRow(net *Network, cfg Table4Config, costs *Costs, r Row, m reconcile.Method, pairs [][2]int, rng *rand.Rand) (*MethodResult, error) {
+func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][2]int, rng *rand.Rand) (*MethodResult, error) {
 	f := cfg.Filter
 	o := net.Overlay
 	res := &MethodResult{Method: m, Trials: cfg.Trials}
-	var proto *protoRunner
-	var err error
-	if m == reconcile.Complete {
-		proto, err = newProtoRunner(f, r.KK, m)
-	} else {
-		proto, err = newProtoRunner(f, f.NN, m)
-	}
+	fx, err := newFixture(f, r, m, cfg.N, rng)
 	if err != nil {
 		return nil, err
 	}
-	var sim Sim
-	times := make([]float64, 0, cfg.Trials)
-	var decodeMS float64
-	for t, pair := range pairs {
-		a, b := pair[0], pair[1]
-		var tr trial
-		if m == reconcile.Complete {
-			tr, err = proto.complete(cfg.N, r, rng)
-		} else {
-			tr, err = proto.byers(r, rng)
-		}
-		if err != nil {
-			return nil, err
-		}
-		if m == reconcile.Byers && t == 0 {
-			if decodeMS, _, err = costs.MeasureDecode(f, r.KK, tr.have, cfg.DecodeReps, cfg.Seed); err != nil {
+	scfg := reconcile.Config{Method: m, M: f.M, K: f.K, R: f.R, Hash: f.Hash, OneWay: true}
+	if m == reconcile.Byers {
+		scfg.Code = fx.code
+		if _, ok := cfg.DecodeMS[r.KK]; !ok && cfg.Costs != nil {
+			if _, _, err := cfg.Costs.MeasureDecode(f, r.KK, nil, 3, cfg.Seed); err != nil {
 				return nil, err
 			}
 		}
-		res.Sent += float64(tr.sent)
-		res.Redundant += float64(tr.redundant)
-		res.Missed += float64(tr.missed)
-		res.FilterBytes += float64(tr.filterBytes)
-		res.BlocksBytes += float64(tr.blocks)
-		if !tr.ok {
-			res.Failed++
+	}
+	var sim Sim
+	times := make([]float64, 0, cfg.Trials)
+	var runErr error
+	for t, pair := range pairs {
+		sa, sb := fx.split(rng)
+		A, err := reconcile.NewSession(uint64(t+1), scfg, fx.u, sa, fx.store(sa))
+		if err != nil {
+			return nil, err
 		}
-		// The timeline, as chained events.
-		look := o.Lookup(a, o.ID(b))
-		route := o.Route(a, b)
+		B, err := reconcile.NewSession(uint64(t+1), scfg, fx.u, sb, fx.store(sb))
+		if err != nil {
+			return nil, err
+		}
+		look := o.Lookup(pair[0], o.ID(pair[1]))
 		res.MeanHops += float64(look.Hops)
 		res.LookupMS += look.LatencyMS
-		start := 0.0
-		sim.At(start+look.LatencyMS, func() { // A knows B's address: send the filter
-			filterMS := route.TransferMS(tr.filterBytes)
-			res.FilterMS += filterMS
-			sim.After(filterMS, func() { // B has the filter: compute
-				var comp float64
-				if m == reconcile.Complete {
-					comp = costs.completeMS(tr.setB, tr.sent-tr.redundant)
-				} else {
-					comp = costs.byersMS(tr.setB)
-				}
-				res.ComputeMS += comp
-				sim.After(comp, func() { // B sends its blocks
-					blocksMS := route.TransferMS(tr.blocks)
-					res.BlocksMS += blocksMS
-					sim.After(blocksMS, func() { // A has the blocks
-						if m == reconcile.Byers && tr.ok {
-							res.DecodeMS += decodeMS
-							sim.After(decodeMS, func() { times = append(times, sim.Now()-start) })
-							return
-						}
-						times = append(times, sim.Now()-start)
-					})
-				})
-			})
+		pr := &pairRun{sim: &sim, route: o.Route(pair[0], pair[1]), a: A, b: B, res: res, cfg: &cfg, kk: r.KK,
+			setB: sb.Len(), fail: func(err error) { runErr = cmp.Or(runErr, err) }}
+		pr.finish = func(at float64) {
+			oa := A.Outcome()
+			res.Sent += float64(oa.Received)
+			res.Redundant += float64(oa.Redundant)
+			res.Missed += float64(sb.Difference(sa) - (oa.Received - oa.Redundant))
+			ok := A.Held().Len() == fx.u.Blocks()
+			if m == reconcile.Byers {
+				ok = oa.Decoded && fx.checkSource(A.Source())
+			}
+			if !ok {
+				res.Failed++
+			}
+			times = append(times, at)
+		}
+		sim.At(look.LatencyMS, func() { // A knows B's address: start
+			if err := A.Start(); err != nil {
+				pr.fail(err)
+				return
+			}
+			pr.send(A, B, sim.Now())
 		})
 	}
 	sim.Run(inf)
+	if runErr != nil {
+		return nil, runErr
+	}
+	if len(times) != cfg.Trials {
+		return nil, fmt.Errorf("transitstub: %d of %d trials ended", len(times), cfg.Trials)
+	}
 	n := float64(cfg.Trials)
 	res.MeanMS = mean(times)
 	res.MedianMS = quantile(times, 0.5)
@@ -309,155 +301,177 @@ func runRow(net *Network, cfg Table4Config, costs *Costs, r Row, m reconcile.Met
 	return res, nil
 }
 
-// protoRunner runs the real filter code of one method over a universe of u blocks.
-type protoRunner struct {
-	f      FilterConfig
-	m      reconcile.Method
-	u      int
-	p      cbfalgebra.Params
-	locs   []uint32
-	cu     *cbfalgebra.CBF // CBF(U), complete only
-	ca, cb *cbfalgebra.CBF
-	diff   *cbfalgebra.CBF
-	bloom  *cbfalgebra.BloomFilter
-	zero   []byte
-	idx    []uint32
+// pairRun carries the messages of one pair of sessions through the simulation.
+type pairRun struct {
+	sim    *Sim
+	route  Route
+	a, b   *reconcile.Session
+	res    *MethodResult
+	cfg    *Table4Config
+	kk     int
+	setB   int
+	fail   func(error)
+	finish func(at float64)
+	ended  bool
 }
 
-func newProtoRunner(f FilterConfig, u int, m reconcile.Method) (*protoRunner, error) {
-	pr := &protoRunner{f: f, m: m, u: u, p: f.cbfParams(), locs: f.locTable(u), zero: make([]byte, u*f.BlockBytes)}
+// send carries from's queued messages to to, leaving back to back from time at.
+func (p *pairRun) send(from, to *reconcile.Session, at float64) {
+	t := at
+	for _, m := range from.Ready() {
+		size := m.EncodedSize()
+		buf, err := m.MarshalBinary()
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		ser := float64(size) * 8 / p.route.BottleneckBps * 1000
+		t += ser
+		cost := ser + float64(p.route.DelayMS)
+		if m.Type == reconcile.MsgFilter {
+			p.res.FilterBytes += float64(size)
+			p.res.FilterMS += cost
+		} else {
+			p.res.BlocksBytes += float64(size)
+			p.res.BlocksMS += cost
+		}
+		p.sim.At(t+float64(p.route.DelayMS), func() { p.deliver(to, from, buf) })
+	}
+}
+
+// deliver decodes a message at its receiver, steps it in and sends the answers
+// after the step's compute time.
+func (p *pairRun) deliver(to, from *reconcile.Session, buf []byte) {
+	if p.ended {
+		return
+	}
+	m, err := reconcile.Decode(buf, reconcile.Limits{})
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	before := to.Outcome()
+	if err := to.Step(m); err != nil {
+		p.fail(err)
+		return
+	}
+	after := to.Outcome()
+	decode := float64(after.DecodeTime-before.DecodeTime) / float64(time.Millisecond)
+	comp := float64((after.Compute-before.Compute)-(after.Build-before.Build))/float64(time.Millisecond) - decode
+	if c := p.cfg.Costs; c != nil { // the cost model instead of the wall clock
+		switch {
+		case m.Type == reconcile.MsgFilter && after.Method == reconcile.Complete:
+			comp = c.completeMS(p.setB, 0)
+		case m.Type == reconcile.MsgFilter:
+			comp = c.byersMS(p.setB)
+		case after.Method == reconcile.Complete:
+			comp = float64(after.Received-after.Redundant) * c.CBFInsertUS / 1000
+		default:
+			comp = 0
+		}
+		if decode > 0 || after.Decoded && !before.Decoded {
+			decode = c.DecodeMS[p.kk]
+		}
+	}
+	if ms, ok := p.cfg.DecodeMS[p.kk]; ok && after.Decoded && !before.Decoded {
+		decode = ms
+	}
+	p.res.ComputeMS += comp
+	p.res.DecodeMS += decode
+	now := p.sim.Now() + comp + decode
+	if to == p.a && to.Done() {
+		p.ended = true
+		if err := to.Err(); err != nil {
+			p.fail(err)
+			return
+		}
+		p.finish(now)
+		return
+	}
+	p.send(to, from, now)
+}
+
+// fixture holds what one row shares between its trials: the universe, the
+// payloads of the blocks and, for Byers, the code and the coded blocks.
+type fixture struct {
+	f        FilterConfig
+	r        Row
+	n        int
+	u        *reconcile.Universe
+	source   [][]byte
+	blocks   [][]byte // the blocks peers hold: source (complete) or coded (Byers)
+	code     *erasure.Code
+	verified bool
+}
+
+func newFixture(f FilterConfig, r Row, m reconcile.Method, n int, rng *rand.Rand) (*fixture, error) {
+	fx := &fixture{f: f, r: r, n: n}
+	buf := make([]byte, r.KK*f.BlockBytes)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	fx.source = make([][]byte, r.KK)
+	for i := range fx.source {
+		fx.source[i] = buf[i*f.BlockBytes : (i+1)*f.BlockBytes : (i+1)*f.BlockBytes]
+	}
+	fx.blocks = fx.source
+	universe := r.KK
+	if m == reconcile.Byers {
+		var err error
+		if fx.code, err = erasure.New(r.KK, f.NN, f.BlockBytes); err != nil {
+			return nil, fmt.Errorf("%w: RS(%d, %d): %w", ErrParams, f.NN, r.KK, err)
+		}
+		if fx.blocks, err = fx.code.Encode(fx.source); err != nil {
+			return nil, err
+		}
+		universe = f.NN
+	}
 	var err error
-	if m == reconcile.Complete {
-		if pr.cu, err = cbfalgebra.NewFromParams(pr.p); err != nil {
-			return nil, err
-		}
-		for i := range u {
-			pr.cu.InsertLocations(pr.at(i))
-		}
-		pr.ca, _ = cbfalgebra.NewFromParams(pr.p)
-		pr.cb, _ = cbfalgebra.NewFromParams(pr.p)
-		pr.diff, _ = cbfalgebra.NewFromParams(pr.p)
-	} else {
-		if pr.bloom, err = cbfalgebra.NewBloom(f.M, f.K, cbfalgebra.WithHash(f.Hash)); err != nil {
+	if fx.u, err = reconcile.NewUniverse(universe); err != nil {
+		return nil, err
+	}
+	if m == reconcile.Complete { // CBF(U) depends only on the file: built once, before any session
+		if _, err := fx.u.Filter(f.cbfParams()); err != nil {
 			return nil, err
 		}
 	}
-	return pr, nil
+	return fx, nil
 }
 
-func (pr *protoRunner) at(i int) []uint32 { return pr.locs[i*pr.f.K : (i+1)*pr.f.K] }
-
-// blocksBytes is the encoded size of a MsgBlocks message carrying the given sorted
-// indices.
-func (pr *protoRunner) blocksBytes(idx []uint32) int {
-	msg := reconcile.Message{Type: reconcile.MsgBlocks, Indices: idx, BlockSize: pr.f.BlockBytes,
-		Data: pr.zero[:len(idx)*pr.f.BlockBytes]}
-	return msg.EncodedSize()
+// split draws the two peers' sets: complete, n blocks each sharing n0 and covering
+// the file; Byers, (nn+n0)/2 coded blocks each sharing n0 and covering all nn.
+func (fx *fixture) split(rng *rand.Rand) (sa, sb *reconcile.Set) {
+	if fx.code == nil {
+		return splitSets(rng, fx.r.KK, fx.r.N0, fx.n, fx.n)
+	}
+	nn := fx.f.NN
+	na := (nn + fx.r.N0 + 1) / 2
+	return splitSets(rng, nn, fx.r.N0, na, nn+fx.r.N0-na)
 }
 
-func filterBytes(m reconcile.Method, p cbfalgebra.Params, universe, setSize int, data []byte) int {
-	msg := reconcile.Message{Type: reconcile.MsgFilter, Filter: reconcile.FilterMsg{
-		Method: m, Params: p, Universe: universe, SetSize: setSize, Data: data}}
-	return msg.EncodedSize()
+func (fx *fixture) store(s *reconcile.Set) *reconcile.MemBlocks {
+	st := reconcile.NewMemBlocks(s.Universe(), fx.f.BlockBytes)
+	for _, i := range s.Indices() {
+		st.Put(i, fx.blocks[i])
+	}
+	return st
 }
 
-// splitSets draws S_A and S_B over [0, u) with |S_A ∩ S_B| = shared, |S_A| = na,
-// |S_B| = nb (na + nb - shared <= u).
-func splitSets(rng *rand.Rand, u, shared, na, nb int) (sa, sb *reconcile.Set) {
-	perm := rng.Perm(u)
-	sa, sb = reconcile.NewSet(u), reconcile.NewSet(u)
-	for _, i := range perm[:shared] {
-		sa.Add(i)
-		sb.Add(i)
+// checkSource compares decoded source blocks with the originals (every block on
+// the first call, a sample afterwards).
+func (fx *fixture) checkSource(src [][]byte) bool {
+	if len(src) != len(fx.source) {
+		return false
 	}
-	for _, i := range perm[shared:na] {
-		sa.Add(i)
+	step := 1
+	if fx.verified {
+		step = 97
 	}
-	for _, i := range perm[na : na+nb-shared] {
-		sb.Add(i)
-	}
-	return sa, sb
-}
-
-// complete runs complete reconciliation (paper §7) for one pair: S_A, S_B of n
-// blocks each sharing r.N0 and covering U; A's CBF goes over the wire, B subtracts
-// it and returns every block of its own that the difference filter holds.
-func (pr *protoRunner) complete(n int, r Row, rng *rand.Rand) (trial, error) {
-	sa, sb := splitSets(rng, pr.u, r.N0, n, n)
-	pr.ca.Reset()
-	pr.cb.Reset()
-	for _, i := range sa.Indices() {
-		pr.ca.InsertLocations(pr.at(i))
-	}
-	bIdx := sb.Indices()
-	for _, i := range bIdx {
-		pr.cb.InsertLocations(pr.at(i))
-	}
-	data, err := pr.ca.MarshalBinary()
-	if err != nil {
-		return trial{}, err
-	}
-	tr := trial{setB: len(bIdx), filterBytes: filterBytes(reconcile.Complete, pr.p, pr.u, sa.Len(), data)}
-	got, err := cbfalgebra.DecodeCBF(data, 0) // B's side of the wire
-	if err != nil {
-		return tr, err
-	}
-	if err := cbfalgebra.SubtractInto(pr.diff, pr.cb, got, pr.cu); err != nil {
-		return tr, err
-	}
-	pr.idx = pr.idx[:0]
-	for _, i := range bIdx {
-		if pr.diff.ContainsLocations(pr.at(i)) {
-			pr.idx = append(pr.idx, uint32(i))
-			if sa.Has(i) {
-				tr.redundant++
-			}
-		} else if !sa.Has(i) {
-			return tr, fmt.Errorf("transitstub: CBF subtraction missed block %d of S_B \\ S_A", i)
+	for i := 0; i < len(src); i += step {
+		if !bytes.Equal(src[i], fx.source[i]) {
+			return false
 		}
 	}
-	tr.sent = len(pr.idx)
-	tr.blocks = pr.blocksBytes(pr.idx)
-	tr.ok = sa.Len()+tr.sent-tr.redundant == pr.u
-	return tr, nil
-}
-
-// byers runs the Byers baseline for one pair: SE_A and SE_B are coded blocks of
-// RS(nn, kk), (nn+n0)/2 each with n0 shared and together all nn; A sends the Bloom
-// filter of SE_A, B returns its coded blocks the filter says A lacks; A can decode
-// once it holds kk distinct coded blocks.
-func (pr *protoRunner) byers(r Row, rng *rand.Rand) (trial, error) {
-	nn := pr.u
-	na := (nn + r.N0 + 1) / 2
-	nb := nn + r.N0 - na
-	sa, sb := splitSets(rng, nn, r.N0, na, nb)
-	pr.bloom.Reset()
-	for _, i := range sa.Indices() {
-		pr.bloom.AddLocations(pr.at(i))
-	}
-	data, err := pr.bloom.MarshalBinary()
-	if err != nil {
-		return trial{}, err
-	}
-	p := pr.bloom.Params()
-	tr := trial{setB: sb.Len(), filterBytes: filterBytes(reconcile.Byers, p, nn, sa.Len(), data)}
-	got, err := cbfalgebra.DecodeBloom(data, 0)
-	if err != nil {
-		return tr, err
-	}
-	pr.idx = pr.idx[:0]
-	have := sa.Clone()
-	for _, i := range sb.Indices() {
-		if !got.ContainsLocations(pr.at(i)) {
-			pr.idx = append(pr.idx, uint32(i))
-			have.Add(i)
-		} else if !sa.Has(i) {
-			tr.missed++
-		}
-	}
-	tr.sent = len(pr.idx)
-	tr.blocks = pr.blocksBytes(pr.idx)
-	tr.ok = have.Len() >= r.KK
-	tr.have = have.Indices()
-	return tr, nil
+	fx.verified = true
+	return true
 }

@@ -28,11 +28,11 @@ func smallTable4() Table4Config {
 func TestRunTable4(t *testing.T) {
 	net := smallNet(t, 30, ChordConfig{})
 	cfg := smallTable4()
-	rows, err := RunTable4(net, cfg, fixedCosts(600, 900))
+	rows, err := RunTable4(net, withCosts(cfg, fixedCosts(600, 900)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := RunTable4(net, cfg, fixedCosts(600, 900))
+	again, err := RunTable4(net, withCosts(cfg, fixedCosts(600, 900)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,23 +76,55 @@ func TestRunTable4(t *testing.T) {
 		}
 	}
 	only, err := RunTable4(net, Table4Config{Filter: cfg.Filter, N: 500, Rows: cfg.Rows[:1], Trials: 2,
-		Methods: []reconcile.Method{reconcile.Complete}}, fixedCosts())
+		Methods: []reconcile.Method{reconcile.Complete}, Costs: fixedCosts()})
 	if err != nil || only[0].Byers != nil || only[0].Ratio != 0 {
 		t.Fatalf("complete only: %+v %v", only, err)
 	}
 }
 
-func TestRunTable4MeasuresDecode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("measures the real Reed–Solomon decoder")
+func withCosts(cfg Table4Config, c *Costs) Table4Config {
+	cfg.Costs = c
+	return cfg
+}
+
+// Without a cost model every step is timed around the real session code.
+func TestRunTable4Measured(t *testing.T) {
+	net := smallNet(t, 20, ChordConfig{})
+	cfg := smallTable4()
+	cfg.Trials = 3
+	rows, err := RunTable4(net, cfg)
+	if err != nil {
+		t.Fatal(err)
 	}
+	for _, r := range rows {
+		if r.Complete.Failed+r.Byers.Failed != 0 {
+			t.Fatalf("row %+v: failed trials", r.Row)
+		}
+		if !(r.Byers.DecodeMS > 0 && r.Complete.ComputeMS > 0 && r.Complete.DecodeMS == 0) {
+			t.Fatalf("row %+v: measured decode %.3f, compute %.3f", r.Row, r.Byers.DecodeMS, r.Complete.ComputeMS)
+		}
+	}
+	// A decode time given per kk replaces the measured one.
+	cfg.DecodeMS = map[int]float64{600: 1234}
+	cfg.Methods = []reconcile.Method{reconcile.Byers}
+	rows, err = RunTable4(net, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows[0].Byers.DecodeMS != 1234 || rows[1].Byers.DecodeMS == 1234 {
+		t.Fatalf("decode override: %.1f, %.1f", rows[0].Byers.DecodeMS, rows[1].Byers.DecodeMS)
+	}
+}
+
+// With a cost model missing a decode cost, it is measured with the real code.
+func TestRunTable4MeasuresDecode(t *testing.T) {
 	net := smallNet(t, 20, ChordConfig{})
 	cfg := smallTable4()
 	cfg.Rows = cfg.Rows[:1]
 	cfg.Trials = 2
 	cfg.Methods = []reconcile.Method{reconcile.Byers}
 	costs := fixedCosts()
-	if _, err := RunTable4(net, cfg, costs); err != nil {
+	if _, err := RunTable4(net, withCosts(cfg, costs)); err != nil {
 		t.Fatal(err)
 	}
 	if costs.DecodeMS[600] <= 0 {
@@ -116,7 +148,7 @@ func TestRunTable4Errors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallTable4()
 			tc.edit(&cfg)
-			if _, err := RunTable4(net, cfg, fixedCosts(600, 900)); !errors.Is(err, ErrParams) {
+			if _, err := RunTable4(net, withCosts(cfg, fixedCosts(600, 900))); !errors.Is(err, ErrParams) {
 				t.Fatalf("err = %v, want ErrParams", err)
 			}
 		})
@@ -153,7 +185,7 @@ func BenchmarkTable4Paper(b *testing.B) {
 	}
 	costs := fixedCosts(5000, 6000, 7000, 7500)
 	for b.Loop() {
-		if _, err := RunTable4(net, Table4Config{Trials: 10, Seed: 1}, costs); err != nil {
+		if _, err := RunTable4(net, Table4Config{Trials: 10, Seed: 1, Costs: costs}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,0 +1,78 @@
+package transitstub
+
+import (
+	"math/rand/v2"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// protoRunner runs the real filter code of one method over a universe of u blocks.
+type protoRunner struct {
+	f      FilterConfig
+	m      reconcile.Method
+	u      int
+	p      cbfalgebra.Params
+	locs   []uint32
+	cu     *cbfalgebra.CBF // CBF(U), complete only
+	ca, cb *cbfalgebra.CBF
+	diff   *cbfalgebra.CBF
+	bloom  *cbfalgebra.BloomFilter
+	zero   []byte
+	idx    []uint32
+}
+
+func newProtoRunner(f FilterConfig, u int, m reconcile.Method) (*protoRunner, error) {
+	pr := &protoRunner{f: f, m: m, u: u, p: f.cbfParams(), locs: f.locTable(u), zero: make([]byte, u*f.BlockBytes)}
+	var err error
+	if m == reconcile.Complete {
+		if pr.cu, err = cbfalgebra.NewFromParams(pr.p); err != nil {
+			return nil, err
+		}
+		for i := range u {
+			pr.cu.InsertLocations(pr.at(i))
+		}
+		pr.ca, _ = cbfalgebra.NewFromParams(pr.p)
+		pr.cb, _ = cbfalgebra.NewFromParams(pr.p)
+		pr.diff, _ = cbfalgebra.NewFromParams(pr.p)
+	} else {
+		if pr.bloom, err = cbfalgebra.NewBloom(f.M, f.K, cbfalgebra.WithHash(f.Hash)); err != nil {
+			return nil, err
+		}
+	}
+	return pr, nil
+}
+
+func (pr *protoRunner) at(i int) []uint32 { return pr.locs[i*pr.f.K : (i+1)*pr.f.K] }
+
+// blocksBytes is the encoded size of a MsgBlocks message carrying the given sorted
+// indices.
+func (pr *protoRunner) blocksBytes(idx []uint32) int {
+	msg := reconcile.Message{Type: reconcile.MsgBlocks, Indices: idx, BlockSize: pr.f.BlockBytes,
+		Data: pr.zero[:len(idx)*pr.f.BlockBytes]}
+	return msg.EncodedSize()
+}
+
+func filterBytes(m reconcile.Method, p cbfalgebra.Params, universe, setSize int, data []byte) int {
+	msg := reconcile.Message{Type: reconcile.MsgFilter, Filter: reconcile.FilterMsg{
+		Method: m, Params: p, Universe: universe, SetSize: setSize, Data: data}}
+	return msg.EncodedSize()
+}
+
+// splitSets draws S_A and S_B over [0, u) with |S_A ∩ S_B| = shared, |S_A| = na,
+// |S_B| = nb (na + nb - shared <= u).
+func splitSets(rng *rand.Rand, u, shared, na, nb int) (sa, sb *reconcile.Set) {
+	perm := rng.Perm(u)
+	sa, sb = reconcile.NewSet(u), reconcile.NewSet(u)
+	for _, i := range perm[:shared] {
+		sa.Add(i)
+		sb.Add(i)
+	}
+	for _, i := range perm[shared:na] {
+		sa.Add(i)
+	}
+	for _, i := range perm[na : na+nb-shared] {
+		sb.Add(i)
+	}
+	return sa, sb
+}
