@@ -49,33 +49,36 @@
 // # The reconciliation model: what a message costs, what is measured, what is modelled
 //
 //   - A message of b bytes from peer A to peer B costs the route's delay plus
-//     b·8 / bottleneck bandwidth. There is no queueing and no contention: concurrent
-//     messages do not slow each other, and links do not lose packets (no TCP
-//     dynamics, no handshake).
+//     b·8 / bottleneck bandwidth; messages one step emits leave back to back. There
+//     is no queueing and no contention: concurrent messages do not slow each other,
+//     and links do not lose packets (no TCP dynamics, no connection set-up).
 //   - Locating B costs a Chord lookup from A (Table 4); swarm peers already know
 //     their neighbours from their routing tables and send directly.
-//   - What is exchanged is not modelled but computed by running the real code: A's
-//     CBF (or Bloom filter) is built, encoded, decoded and subtracted with package
-//     cbfalgebra, B queries each of its blocks against the result, and the
-//     redundant blocks (complete) and missed blocks (Byers' false positives) are
-//     those of that run. Message sizes are Message.EncodedSize of package reconcile
-//     for the filter message and the blocks message (indices plus BlockBytes per
-//     block).
-//   - Compute time is a cost model calibrated on this machine by timing the real
-//     code (Calibrate): B decodes the filter, subtracts (complete), queries each of
-//     its blocks; A inserts what it receives. Byers' decode of RS(NN, kk) is
-//     measured with the real package erasure code (Leopard GF(2^16), 64-byte blocks,
-//     on the blocks A actually holds after the first trial) and, in swarms, the
-//     re-encoding of all NN coded blocks after it. Costs can also be set by hand (or
-//     the decode priced with the paper's Table 3 times, PaperDecodeMS) for
-//     reproducible figures; the rest of a run is deterministic for a seed.
-//   - Table 4 (RunTable4): A and B hold n = 4000 blocks each, n0 shared, U = S_A ∪ S_B
-//     of kk blocks (Byers: (nn+n0)/2 coded blocks each, all nn together). Time runs
-//     from A's lookup of B until A holds the file: lookup, filter A→B, B's compute,
-//     blocks B→A, and for Byers A's decode. Both methods use the same pairs of peers.
+//   - Table 4 (RunTable4) runs the real protocol: two reconcile.Session state
+//     machines per trial (A pulls from B, one way), with real block payloads.
+//     Every message they emit is encoded with package reconcile's codec, its encoded
+//     size crosses the route, and it is decoded and stepped into the other session
+//     at its arrival time. What is sent, the redundant blocks (complete) and the
+//     missed ones (Byers' Bloom false positives) are those of that run, and Byers'
+//     A really decodes RS(NN, kk) (package erasure, Leopard GF(2^16)) and the result
+//     is checked against the source.
+//   - Compute time of a step is, by default, measured: the wall-clock time the
+//     session reports for the step (reconcile.Outcome.Compute) minus the time spent
+//     building the peer's own filter (a peer keeps it between sessions), so figures
+//     vary slightly between runs and with machine load. Table4Config.Costs replaces
+//     it by a cost model (Costs, calibrated once by Calibrate, which times the real
+//     cbfalgebra code) for deterministic figures; Table4Config.DecodeMS replaces the
+//     decode time (PaperDecodeMS prices it as the paper's Table 3 measured it).
 //   - Swarm (RunSwarm): every peer starts with a random share of the blocks, and
 //     until it holds the file reconciles with one neighbour at a time, taking its
-//     successor list and fingers in turn. Peers keep serving after they complete.
+//     successor list and fingers in turn; peers keep serving after they complete.
+//     For speed with thousands of peers, each exchange runs the real filter code
+//     directly (package cbfalgebra: A's incrementally kept CBF or Bloom filter,
+//     B's subtraction and queries, no payloads) rather than sessions, message sizes
+//     come from reconcile.Message.EncodedSize, and compute is timed by the
+//     calibrated cost model; a Byers peer decodes (and re-encodes all NN coded
+//     blocks, both costs measured with the real erasure code) once it holds kk
+//     distinct coded blocks.
 //
 // The paper's Table 4 times (about 15 s) cannot be derived from what the paper
 // states; this model's absolute times depend on the topology's scales and the
