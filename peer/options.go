@@ -24,6 +24,7 @@ type config struct {
 	window       int
 	maxSources   int
 	syncEvery    int
+	serveRate    float64
 }
 
 // Limits bound what a remote peer may make this peer allocate or hold open.
@@ -199,6 +200,19 @@ func WithSyncEvery(n int) Option {
 			return errors.New("peer: WithSyncEvery: must be at least 1")
 		}
 		c.syncEvery = n
+		return nil
+	}
+}
+
+// WithServeRate caps the bytes per second of blocks this peer serves, over all
+// remote peers (to share a slow uplink, or to watch a swarm at work). Default:
+// no cap.
+func WithServeRate(bytesPerSecond float64) Option {
+	return func(c *config) error {
+		if bytesPerSecond < 0 {
+			return errors.New("peer: WithServeRate: rate must not be negative")
+		}
+		c.serveRate = bytesPerSecond
 		return nil
 	}
 }

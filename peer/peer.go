@@ -22,6 +22,7 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
+	"golang.org/x/time/rate"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -58,6 +59,9 @@ type Peer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// upload caps the rate of served blocks; nil means no cap.
+	upload *rate.Limiter
+
 	mu       sync.Mutex
 	contents map[chunker.ID]*content
 	closed   bool
@@ -75,6 +79,10 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 	}
 	p := &Peer{cfg: cfg, log: cfg.log, contents: make(map[chunker.ID]*content)}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	if cfg.serveRate > 0 {
+		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
+		p.upload.ReserveN(time.Now(), chunker.MaxBlockSize) // start empty: no initial burst
+	}
 	if cfg.host != nil {
 		p.h = cfg.host
 	} else {
@@ -386,6 +394,11 @@ func (p *Peer) serveBlocks(ss *serverStream) error {
 				data, ok = buf, true
 			}
 			if ok {
+				if p.upload != nil {
+					if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
+						return err
+					}
+				}
 				err = ss.send(appendBlockHeader(hdr[:0], i), data)
 				c.noteSent(remote, len(data))
 			} else {

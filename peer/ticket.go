@@ -82,3 +82,6 @@ func ParseTicket(s string) (Ticket, error) {
 	t.Peers = peers
 	return t, nil
 }
+
+// AddrInfo is a peer id and its addresses (libp2p's peer.AddrInfo), as tickets carry them.
+type AddrInfo = lpeer.AddrInfo

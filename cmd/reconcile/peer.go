@@ -57,6 +57,13 @@ func newCLIPeer(ctx context.Context, c *cli.Context) (*peer.Peer, error) {
 		}
 		opts = append(opts, peer.WithListenAddrs(l...))
 	}
+	if r := c.String("rate"); r != "" {
+		n, err := parseByteSize(r)
+		if err != nil {
+			return nil, fmt.Errorf("--rate: %v", err)
+		}
+		opts = append(opts, peer.WithServeRate(float64(n)))
+	}
 	if d := c.Duration("stall-timeout"); d > 0 {
 		opts = append(opts, peer.WithStallTimeout(d))
 	}
@@ -116,6 +123,7 @@ func seedCommand() *cli.Command {
 		Flags: append(peerFlags(),
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size (1KiB to 16MiB)"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
+			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate, e.g. 4MiB (per second)"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
 			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation (default 64)"},
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation (default 2k)"},

@@ -1,0 +1,328 @@
+package peer
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// seedFile makes a file of size bytes in dir and seeds it from a new peer.
+func seedFile(t *testing.T, dir string, size, blockSize int, opts ...Option) (*Peer, Ticket, string) {
+	t.Helper()
+	src := writeRandomFile(t, dir, "data.bin", size, uint64(size))
+	p := newTestPeer(t, opts...)
+	tk, err := p.Seed(context.Background(), src, WithBlockSize(blockSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, tk, src
+}
+
+// misbehave replaces p's blocks handler with serve, which gets the stream
+// after the hello was read.
+func misbehave(p *Peer, serve func(s network.Stream, fr *frameReader, bw *bufio.Writer)) {
+	p.Host().SetStreamHandler(ProtoBlocks, func(s network.Stream) {
+		defer s.Close()
+		fr := newFrameReader(s, 1<<20)
+		if _, err := fr.next(); err != nil {
+			return
+		}
+		serve(s, fr, bufio.NewWriter(s))
+	})
+}
+
+// TestWrongBlockPeer: a peer that sends wrong bytes has its block rejected and
+// refetched elsewhere, and is dropped; the file completes.
+func TestWrongBlockPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10)
+	liar := newTestPeer(t)
+	if _, err := liar.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	m := seed.lookup(tk.Root[:]).man
+	misbehave(liar, func(s network.Stream, fr *frameReader, bw *bufio.Writer) {
+		for {
+			f, err := fr.next()
+			if err != nil {
+				return
+			}
+			idx, err := decodeWant(nil, f, 1<<20, m.BlockCount())
+			if err != nil {
+				return
+			}
+			for _, i := range idx {
+				junk := make([]byte, m.BlockLen(i))
+				for j := range junk {
+					junk[j] = byte(rand.Uint32())
+				}
+				writeFrame(bw, appendBlockHeader(nil, i), junk)
+			}
+			bw.Flush()
+		}
+	})
+	tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
+	fetcher := newTestPeer(t)
+	out := filepath.Join(dir, "out")
+	sum, err := fetcher.Fetch(ctx, tk, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	if sum.Rejected == 0 {
+		t.Fatalf("no block rejected: %+v", sum)
+	}
+	var liarShare *PeerShare
+	for i := range sum.Peers {
+		if sum.Peers[i].Peer == liar.ID().String() {
+			liarShare = &sum.Peers[i]
+		}
+	}
+	if liarShare == nil || liarShare.Dropped == "" || liarShare.Blocks != 0 || liarShare.Rejected == 0 {
+		t.Fatalf("liar not dropped: %+v", sum.Peers)
+	}
+	if got := fetcher.Host().Network().Connectedness(liar.ID()); got == network.Connected {
+		t.Errorf("still connected to the liar")
+	}
+}
+
+// TestStalledPeer: a peer that never answers has its blocks moved to others.
+func TestStalledPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10)
+	mute := newTestPeer(t)
+	if _, err := mute.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	misbehave(mute, func(s network.Stream, fr *frameReader, bw *bufio.Writer) {
+		for {
+			if _, err := fr.next(); err != nil {
+				return
+			}
+		}
+	})
+	tk.Peers = append([]AddrInfo{mute.AddrInfo()}, tk.Peers...)
+	fetcher := newTestPeer(t, WithStallTimeout(300*time.Millisecond))
+	out := filepath.Join(dir, "out")
+	sum, err := fetcher.Fetch(ctx, tk, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	for _, ps := range sum.Peers {
+		if ps.Peer == mute.ID().String() && ps.Blocks != 0 {
+			t.Errorf("mute peer sent %d blocks", ps.Blocks)
+		}
+	}
+	if sum.Redundant != 0 || sum.Fetched != sum.Blocks {
+		t.Errorf("summary %+v", sum)
+	}
+}
+
+// TestMalformedStreams: garbage, oversized frames and out-of-range requests
+// reset the stream; the peer goes on serving and memory stays bounded.
+func TestMalformedStreams(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
+	evil := newTestPeer(t)
+	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	hi := hello{Root: tk.Root[:]}.append(nil)
+	uv := func(n uint64) []byte { return binary.AppendUvarint(nil, n) }
+	frame := func(b []byte) []byte { return append(uv(uint64(len(b))), b...) }
+	cases := []struct {
+		name  string
+		proto string
+		send  []byte
+	}{
+		{"huge hello", string(ProtoManifest), uv(1 << 40)},
+		{"garbage hello", string(ProtoBlocks), frame([]byte{0x77, 1, 2, 3})},
+		{"bad root length", string(ProtoPeers), frame([]byte{msgHello, 200, 0})},
+		{"want beyond the file", string(ProtoBlocks), append(frame(hi), frame(appendWant(nil, []int{1 << 20}))...)},
+		{"want too many", string(ProtoBlocks), append(frame(hi), frame(appendWant(nil, make([]int, 5000)))...)},
+		{"oversized want", string(ProtoBlocks), append(frame(hi), uv(1<<30)...)},
+		{"garbage filter", string(ProtoReconcile), append(frame(hi), frame([]byte{msgPayload, 0xc1, 0xc1})...)},
+		{"filter over the limit", string(ProtoReconcile), append(frame(hi), uv(1<<40)...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := evil.Host().NewStream(ctx, seed.ID(), protocolID(tc.proto))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Reset()
+			if _, err := s.Write(tc.send); err != nil {
+				t.Fatal(err)
+			}
+			s.SetReadDeadline(time.Now().Add(5 * time.Second))
+			_, err = io.ReadAll(s)
+			if !errors.Is(err, network.ErrReset) {
+				t.Fatalf("read after %s: %v, want a reset", tc.name, err)
+			}
+		})
+	}
+	// A frame that claims 60 MiB but carries a few bytes must not make the
+	// server allocate what it claims.
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	var streams []network.Stream
+	for range 8 {
+		s, err := evil.Host().NewStream(ctx, seed.ID(), ProtoReconcile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+		s.Write(append(frame(hi), append(uv(60<<20), msgPayload, 1, 2, 3)...))
+	}
+	time.Sleep(300 * time.Millisecond)
+	runtime.ReadMemStats(&after)
+	for _, s := range streams {
+		s.Reset()
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
+		t.Errorf("8 streams claiming 60 MiB each allocated %d MiB", grew>>20)
+	}
+	// The seed still serves.
+	sum, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
+	_ = sum
+}
+
+// TestResume: a fetch cut off midway and started again continues from the
+// verified blocks and never downloads a stored block again.
+func TestResume(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10)
+	out := filepath.Join(dir, "out")
+
+	first := newTestPeer(t, WithWindow(2))
+	cctx, stop := context.WithCancel(ctx)
+	sum1, err := first.Fetch(cctx, tk, out, WithProgress(func(p Progress) {
+		if p.Blocks >= 40 {
+			stop()
+		}
+	}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut-off fetch: %v", err)
+	}
+	first.Close() // as if the process died
+	if sum1.Fetched < 40 || sum1.Fetched >= sum1.Blocks {
+		t.Fatalf("first run fetched %d of %d", sum1.Fetched, sum1.Blocks)
+	}
+
+	second := newTestPeer(t)
+	sum2, err := second.Fetch(ctx, tk, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	if sum2.Resumed != sum1.Fetched || sum2.Fetched != sum2.Blocks-sum2.Resumed {
+		t.Fatalf("resumed %d (first run stored %d), fetched %d of %d", sum2.Resumed, sum1.Fetched, sum2.Fetched, sum2.Blocks)
+	}
+	served := seed.ServedBytes(tk.Root)[second.ID().String()]
+	if want := sum2.Bytes - int64(sum2.Resumed)*16<<10; served != want {
+		t.Errorf("seed served %d bytes to the resumed fetch, want %d", served, want)
+	}
+	_ = chunker.MetaDir
+}
+
+// TestSwarmHalves: a seed and two fetchers that each start with a different
+// half of the blocks; every copy ends identical, and the fetchers send each
+// other blocks.
+func TestSwarmHalves(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10, WithServeRate(4<<20))
+	m := seed.lookup(tk.Root[:]).man
+	a, b := newTestPeer(t), newTestPeer(t)
+	outs := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
+	for j, out := range outs {
+		prefill(t, src, m, out, func(i int) bool { return (i < m.BlockCount()/2) == (j == 0) })
+	}
+	type result struct {
+		sum *Summary
+		err error
+	}
+	res := make(chan result, 2)
+	for j, p := range []*Peer{a, b} {
+		other := []*Peer{b, a}[j]
+		go func() {
+			s, err := p.Fetch(ctx, tk, outs[j], WithPeers(other.Addrs()...))
+			res <- result{s, err}
+		}()
+	}
+	fromPeers := 0
+	for range 2 {
+		r := <-res
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.sum.Resumed != m.BlockCount()/2 && r.sum.Resumed != m.BlockCount()-m.BlockCount()/2 {
+			t.Errorf("resumed %d", r.sum.Resumed)
+		}
+		for _, ps := range r.sum.Peers {
+			if ps.Peer != seed.ID().String() {
+				fromPeers += ps.Blocks
+			}
+		}
+	}
+	for _, out := range outs {
+		sameFile(t, src, filepath.Join(out, "data.bin"))
+	}
+	if fromPeers == 0 {
+		t.Errorf("the fetchers sent each other no block")
+	}
+}
+
+// prefill creates a store for m in out holding the blocks of src for which keep is true.
+func prefill(t testing.TB, src string, m *chunker.Manifest, out string, keep func(int) bool) {
+	t.Helper()
+	seedStore, err := chunker.SeedStore(src, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seedStore.Close()
+	st, err := chunker.CreateStore(out, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var buf []byte
+	for i := 0; i < m.BlockCount(); i++ {
+		if !keep(i) {
+			continue
+		}
+		buf, err = seedStore.ReadBlock(i, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutBlock(i, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
