@@ -27,6 +27,19 @@
 // record fails its checksum and is ignored. SeedStore serves an original file or tree
 // in place, read-only, without copying it.
 //
+// A store folder holds one manifest: OpenOrCreateStore resumes it for the same
+// manifest and refuses another one (ErrManifestMismatch) without touching anything.
+// CreateStore never overwrites a file that is already there (ErrExists). All file
+// access goes through an os.Root, so a symbolic link planted in the folder cannot
+// make the store write outside it. An output file found missing or resized on
+// reopening is recreated and its blocks are fetched again.
+//
+// Durability: with the default WithSyncEvery(1) a block is on disk, and recorded,
+// when PutBlock returns; with WithSyncEvery(n) the data of up to n blocks is fsynced
+// once and their records are written after it. Either way no record ever precedes
+// its data. WithVerify (and Store.Verify) re-hash blocks for when the disk itself is
+// in doubt.
+//
 // A Store is safe for concurrent use: a peer serves held blocks (ReadBlock, which does
 // not re-hash) while it writes others.
 package chunker

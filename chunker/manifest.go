@@ -28,9 +28,9 @@ const (
 	Version = 1
 	// MaxPathLen bounds the length in bytes of a file path in a manifest.
 	MaxPathLen = 4096
-	// MaxBlocks bounds the block count of a manifest (the store's held log
-	// records indices as uint32).
-	MaxBlocks = math.MaxUint32
+	// MaxBlocks bounds the block count of a manifest, so that an index fits an int
+	// on every platform and the uint32 of a held-log record.
+	MaxBlocks = math.MaxInt32
 	// DefaultMaxManifestBytes is the manifest size limit used when reopening a store.
 	DefaultMaxManifestBytes = 1 << 30
 )

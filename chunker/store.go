@@ -9,6 +9,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 )
@@ -174,7 +175,12 @@ func writeAtomic(root *os.Root, name string, data []byte) error {
 	return syncDir(root, path.Dir(name))
 }
 
+// syncDir fsyncs a folder so that the entries created in it are durable (a no-op on
+// Windows, which cannot fsync a folder).
 func syncDir(root *os.Root, name string) error {
+	if runtime.GOOS == "windows" {
+		return nil
+	}
 	d, err := root.Open(name)
 	if err != nil {
 		return err
