@@ -30,9 +30,12 @@ func init() {
 			"encoder, compute costs from timing the real code on this machine.\n\n" +
 			"Examples:\n" +
 			"   reconcile sim topology --preset paper --json\n" +
-			"   reconcile sim table4 --preset paper --nodes 200 --trials 100\n" +
+			"   reconcile sim table4 --preset paper --nodes 200 --trials 100   (also: reconcile sim)\n" +
 			"   reconcile sim swarm --nodes 500 --method both --plot swarm.png",
 		Subcommands: []*cli.Command{simTopologyCommand(), simTable4Command(), simSwarmCommand()},
+		// "reconcile sim" alone runs table4.
+		Flags:  simTable4Command().Flags,
+		Action: simTable4Command().Action,
 	})
 }
 
@@ -165,7 +168,7 @@ func simTopologyCommand() *cli.Command {
 			"and the mean hop count and latency of random Chord lookups among --nodes peers.\n\n" +
 			"Example:\n   reconcile sim topology --preset paper --json",
 		Flags: append(simNetFlags(),
-			&cli.IntFlag{Name: "sources", Usage: "path figures from this many random sources (0 = all routers)"},
+			&cli.IntFlag{Name: "sources", Usage: "path figures from this many random sources (0 = all routers; default all up to 10000 routers, else 500)"},
 			&cli.IntFlag{Name: "lookups", Usage: "random Chord lookups to measure", Value: 10000},
 		),
 		Action: func(c *cli.Context) error {
@@ -174,7 +177,11 @@ func simTopologyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			rep := simTopologyReport{Stats: net.Topology.Stats(c.Int("sources")), Params: net.Topology.Params(),
+			sources := c.Int("sources")
+			if !c.IsSet("sources") && net.Topology.Routers() > 10000 {
+				sources = 500 // all-pairs on a large topology takes minutes
+			}
+			rep := simTopologyReport{Stats: net.Topology.Stats(sources), Params: net.Topology.Params(),
 				Seed: c.Uint64("seed"), PaperRouters: 5050, PaperLinks: 25168, PaperMeanLinkDelay: 40.5}
 			if rep.Chord, err = net.Overlay.MeasureLookups(c.Int("lookups"), c.Uint64("seed")); err != nil {
 				return fmt.Errorf("sim topology: %w", err)
@@ -385,6 +392,9 @@ func simSwarmCommand() *cli.Command {
 			kk := c.Int("blocks")
 			if kk < 2 {
 				return fmt.Errorf("sim swarm: --blocks must be at least 2, got %d", kk)
+			}
+			if sh := c.Float64("share"); !(sh > 0 && sh <= 1) {
+				return fmt.Errorf("sim swarm: --share must be in (0, 1], got %g", sh)
 			}
 			costs, err := ts.Calibrate(f, max(1, int(float64(kk)*c.Float64("share"))), kk, c.Int("reps"), c.Uint64("seed"))
 			if err != nil {

@@ -35,13 +35,29 @@ func (m GraphMethod) String() string {
 	return "random"
 }
 
+// MarshalText implements encoding.TextMarshaler (JSON shows the name).
+func (m GraphMethod) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (m *GraphMethod) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "random":
+		*m = PureRandom
+	case "waxman":
+		*m = Waxman
+	default:
+		return fmt.Errorf("%w: graph method %q (want random or waxman)", ErrParams, b)
+	}
+	return nil
+}
+
 // GraphModel is the random-graph method and its parameters for one level.
 type GraphModel struct {
-	Method GraphMethod
+	Method GraphMethod `json:"method"`
 	// Alpha is the edge probability (PureRandom) or Waxman's alpha.
-	Alpha float64
+	Alpha float64 `json:"alpha"`
 	// Beta is Waxman's beta; unused by PureRandom.
-	Beta float64
+	Beta float64 `json:"beta,omitempty"`
 }
 
 // prob returns the probability of an edge between two nodes at distance d in a square
@@ -61,37 +77,37 @@ func (g GraphModel) prob(d, side float64) float64 {
 // one millisecond of link delay.
 type Params struct {
 	// Transit is the number of transit domains (T).
-	Transit int
+	Transit int `json:"transit"`
 	// TransitRouters is the number of routers per transit domain (Nt).
-	TransitRouters int
+	TransitRouters int `json:"transit_routers"`
 	// Stubs is the number of stub domains hanging off each transit router (K).
-	Stubs int
+	Stubs int `json:"stubs"`
 	// StubRouters is the number of routers per stub domain (Ns).
-	StubRouters int
+	StubRouters int `json:"stub_routers"`
 
 	// Scale is the side of the square in which transit domains are centred.
-	Scale float64
+	Scale float64 `json:"scale"`
 	// TransitScale is the side of the square, centred on its domain's centre, in
 	// which a transit domain's routers lie.
-	TransitScale float64
+	TransitScale float64 `json:"transit_scale"`
 	// StubScale is the side of the square, centred on its transit router, in which a
 	// stub domain's routers lie.
-	StubScale float64
+	StubScale float64 `json:"stub_scale"`
 
 	// Top is the graph between transit domains; each of its edges becomes one link
 	// between random routers of the two domains.
-	Top GraphModel
+	Top GraphModel `json:"top"`
 	// TransitGraph is the graph inside each transit domain.
-	TransitGraph GraphModel
+	TransitGraph GraphModel `json:"transit_graph"`
 	// StubGraph is the graph inside each stub domain.
-	StubGraph GraphModel
+	StubGraph GraphModel `json:"stub_graph"`
 
 	// ExtraTransitStub is the number of extra links between a random stub router and
 	// a random transit router (besides the one link each stub domain hangs by).
-	ExtraTransitStub int
+	ExtraTransitStub int `json:"extra_transit_stub"`
 	// ExtraStubStub is the number of extra links between routers of two different
 	// random stub domains.
-	ExtraStubStub int
+	ExtraStubStub int `json:"extra_stub_stub"`
 }
 
 // Routers returns T·Nt·(1 + K·Ns).
