@@ -85,7 +85,7 @@ func (l *lanes) sum(x uint64) uint64 { return sumW(x, l.even, l.sumMul, l.r, l.s
 // method on *lanes would reload them after every store to dst, which may
 // alias). hi is the lanes' top-bit mask and r1 = r-1.
 
-func fillW(h uint64, r1 uint) uint64 { return (h - h>>r1) | h }
+func fillW(h uint64, r1 uint) uint64 { return (h - h>>(r1&63)) | h }
 
 func isMaxW(x, hi uint64) uint64 {
 	z := ^x
@@ -119,7 +119,7 @@ func anySatW(a, b, u, lo, hi uint64) uint64 {
 }
 
 func sumW(x, even, mul uint64, r, shift uint) uint64 {
-	return (((x & even) + ((x >> r) & even)) * mul) >> shift
+	return (((x & even) + ((x >> (r & 63)) & even)) * mul) >> (shift & 63)
 }
 
 // The word loops below return the sum of the result's counters. In each,
@@ -132,6 +132,9 @@ func sumW(x, even, mul uint64, r, shift uint) uint64 {
 // min(a, u - b) + min(b, u - a) <= u < 2^r-1.
 
 func complementWords(dst, u, s []uint64, l *lanes) (sum uint64) {
+	if l.r == 4 {
+		return complementWords4(dst, u, s)
+	}
 	u, s = u[:len(dst)], s[:len(dst)]
 	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
 	lo := hi >> r1
@@ -152,6 +155,9 @@ func complementWords(dst, u, s []uint64, l *lanes) (sum uint64) {
 }
 
 func intersectWords(dst, a, b []uint64, l *lanes) (sum uint64) {
+	if l.r == 4 {
+		return intersectWords4(dst, a, b)
+	}
 	a, b = a[:len(dst)], b[:len(dst)]
 	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
 	for i := range dst {
@@ -163,6 +169,9 @@ func intersectWords(dst, a, b []uint64, l *lanes) (sum uint64) {
 }
 
 func subtractWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
+	if l.r == 4 {
+		return subtractWords4(dst, a, b, u)
+	}
 	a, b, u = a[:len(dst)], b[:len(dst)], u[:len(dst)]
 	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
 	lo := hi >> r1
@@ -184,6 +193,9 @@ func subtractWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
 }
 
 func unionWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
+	if l.r == 4 {
+		return unionWords4(dst, a, b, u)
+	}
 	a, b, u = a[:len(dst)], b[:len(dst)], u[:len(dst)]
 	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
 	lo := hi >> r1
@@ -205,6 +217,9 @@ func unionWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
 }
 
 func xorWords(dst, a, b, u []uint64, l *lanes) (sum uint64) {
+	if l.r == 4 {
+		return xorWords4(dst, a, b, u)
+	}
 	a, b, u = a[:len(dst)], b[:len(dst)], u[:len(dst)]
 	hi, r1, even, mul, r, sh := l.hi, l.r-1, l.even, l.sumMul, l.r, l.sumShift
 	lo := hi >> r1
