@@ -67,7 +67,7 @@ func TestStoreCrash(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	for trial := range trials {
 		dir := t.TempDir()
-		prev, kills := 0, 0
+		prev, kills, midway := 0, 0, 0
 		for round := 0; ; round++ {
 			if round > 200 {
 				t.Fatalf("trial %d: no progress after %d rounds", trial, round)
@@ -126,8 +126,11 @@ func TestStoreCrash(t *testing.T) {
 				t.Fatalf("trial %d round %d: %d blocks held, %d before", trial, round, n, prev)
 			}
 			prev = n
+			if !finished && n > 0 && n < m.BlockCount() {
+				midway++
+			}
 			if n == m.BlockCount() {
-				t.Logf("trial %d: complete after %d rounds, %d kills", trial, round+1, kills)
+				t.Logf("trial %d: complete after %d rounds, %d kills, %d of them midway through the blocks", trial, round+1, kills, midway)
 				break
 			}
 		}
