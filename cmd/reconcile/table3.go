@@ -11,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/reconcile/table3"
 )
 
@@ -28,6 +29,7 @@ func init() {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "trials", Value: 100, Usage: "trials per row and method"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same counts)"},
+			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family of the filters: sha1 (the paper's) or fast"},
 			&cli.IntFlag{Name: "block-size", Value: 64, Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
 			&cli.StringFlag{Name: "plot", Usage: "draw mean times by row into `FILE.png`"},
@@ -40,8 +42,12 @@ func runTable3Command(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("table3 takes no arguments, got %q", c.Args().First())
 	}
+	h, err := cbfalgebra.ParseHashFamily(c.String("hash"))
+	if err != nil {
+		return err
+	}
 	cfg := table3.Default()
-	cfg.Trials, cfg.Seed, cfg.BlockSize = c.Int("trials"), c.Uint64("seed"), c.Int("block-size")
+	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = c.Int("trials"), c.Uint64("seed"), c.Int("block-size"), h
 	if cfg.Trials < 1 {
 		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
 	}
@@ -71,8 +77,8 @@ func runTable3Command(c *cli.Context) error {
 }
 
 func printTable3(w io.Writer, cfg table3.Config, rows []table3.Row) error {
-	fmt.Fprintf(w, "Table 3: n = %d, m = %d, k = %d, RS(%d, kk), %d-byte blocks, %d trials (means)\n\n",
-		cfg.N, cfg.M, cfg.K, cfg.NN, cfg.BlockSize, cfg.Trials)
+	fmt.Fprintf(w, "Table 3: n = %d, m = %d, k = %d, hash %v, RS(%d, kk), %d-byte blocks, %d trials (means)\n\n",
+		cfg.N, cfg.M, cfg.K, cfg.Hash, cfg.NN, cfg.BlockSize, cfg.Trials)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "kk\tn0\tmethod\ttime ms\tcompute ms\tdecode ms\tmissed\t(theory)\tredundant\t(T7)\tdecoded\twire KiB\tpaper ms\tpaper decode\tpaper missed/redundant\t")
 	paperF := func(v float64, format string) string {

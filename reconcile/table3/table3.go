@@ -40,13 +40,15 @@ type Config struct {
 	M, K int
 	// NN is the number of coded blocks of Byers' code.
 	NN int
+	// Hash is the hash family of both methods' filters (the paper used SHA-1).
+	Hash cbfalgebra.HashFamily
 	// Progress, when set, is called after every trial with (done, total).
 	Progress func(done, total int)
 }
 
 // Default returns the paper's configuration with 100 trials and 64-byte blocks.
 func Default() Config {
-	return Config{Trials: 100, Seed: 1, BlockSize: 64, N: 4000, N0s: []int{3000, 2000, 1000, 500}, M: 32768, K: 6, NN: 8191}
+	return Config{Trials: 100, Seed: 1, BlockSize: 64, N: 4000, N0s: []int{3000, 2000, 1000, 500}, M: 32768, K: 6, NN: 8191, Hash: cbfalgebra.HashSHA1}
 }
 
 // Row is one (row, method) line of the result; the JSON names are the command's
@@ -154,7 +156,6 @@ type row struct {
 	source   [][]byte
 	coded    [][]byte
 	code     *erasure.Code
-	uc, ub   *reconcile.Universe
 	complete sums
 	byers    sums
 }
@@ -185,17 +186,25 @@ func newRow(cfg Config, n0 int, rng *rand.Rand) (*row, error) {
 	if r.coded, err = r.code.Encode(r.source); err != nil {
 		return nil, err
 	}
-	if r.uc, err = reconcile.NewUniverse(kk); err != nil {
-		return nil, err
-	}
-	if r.ub, err = reconcile.NewUniverse(cfg.NN); err != nil {
-		return nil, err
-	}
-	// CBF(U) depends only on the file: every peer builds it once, before any session.
-	if _, err := r.uc.Filter(cbfalgebra.Params{M: cfg.M, K: cfg.K, R: cbfalgebra.DefaultCounterBits}); err != nil {
-		return nil, err
-	}
 	return r, nil
+}
+
+// universe returns a fresh universe of n blocks with its per-file tables (block
+// addresses, CBF(U)) built for p: every peer builds them once per file, before any
+// session, so they stay out of the timing. Each trial draws a new hash seed, which
+// stands for the paper's fresh random 32-bit integers: the blocks' positions in the
+// filters are new in every trial, as they were in the paper.
+func universe(n int, p cbfalgebra.Params) (*reconcile.Universe, error) {
+	u, err := reconcile.NewUniverse(n)
+	if err != nil {
+		return nil, err
+	}
+	if p.R == 1 {
+		_, err = u.Locations(p, nil, 0)
+	} else {
+		_, err = u.Filter(p)
+	}
+	return u, err
 }
 
 // split draws two sets of na and nb indices of [0, u) sharing shared, at random.
@@ -226,12 +235,20 @@ func storeOf(s *reconcile.Set, blocks [][]byte, size int) *reconcile.MemBlocks {
 func (r *row) completeTrial() error {
 	a, b := r.split(r.kk, r.cfg.N, r.cfg.N, r.n0)
 	sa, sb := storeOf(a, r.source, r.cfg.BlockSize), storeOf(b, r.source, r.cfg.BlockSize)
-	cfg := reconcile.Config{Method: reconcile.Complete, M: r.cfg.M, K: r.cfg.K, OneWay: true}
-	A, err := reconcile.NewSession(1, cfg, r.uc, a, sa)
+	cfg := reconcile.Config{Method: reconcile.Complete, M: r.cfg.M, K: r.cfg.K, Hash: r.cfg.Hash, Seed: r.rng.Uint64(), OneWay: true}
+	p, err := cfg.Params(r.cfg.N)
 	if err != nil {
 		return err
 	}
-	B, err := reconcile.NewSession(1, cfg, r.uc, b, sb)
+	u, err := universe(r.kk, p)
+	if err != nil {
+		return err
+	}
+	A, err := reconcile.NewSession(1, cfg, u, a, sa)
+	if err != nil {
+		return err
+	}
+	B, err := reconcile.NewSession(1, cfg, u, b, sb)
 	if err != nil {
 		return err
 	}
@@ -254,12 +271,20 @@ func (r *row) byersTrial() error {
 	extra := nn - r.n0
 	a, b := r.split(nn, r.n0+extra/2, r.n0+extra-extra/2, r.n0)
 	sa, sb := storeOf(a, r.coded, r.cfg.BlockSize), storeOf(b, r.coded, r.cfg.BlockSize)
-	cfg := reconcile.Config{Method: reconcile.Byers, M: r.cfg.M, K: r.cfg.K, OneWay: true, Code: r.code}
-	A, err := reconcile.NewSession(1, cfg, r.ub, a, sa)
+	cfg := reconcile.Config{Method: reconcile.Byers, M: r.cfg.M, K: r.cfg.K, Hash: r.cfg.Hash, Seed: r.rng.Uint64(), OneWay: true, Code: r.code}
+	p, err := cfg.Params(a.Len())
 	if err != nil {
 		return err
 	}
-	B, err := reconcile.NewSession(1, cfg, r.ub, b, sb)
+	u, err := universe(nn, p)
+	if err != nil {
+		return err
+	}
+	A, err := reconcile.NewSession(1, cfg, u, a, sa)
+	if err != nil {
+		return err
+	}
+	B, err := reconcile.NewSession(1, cfg, u, b, sb)
 	if err != nil {
 		return err
 	}

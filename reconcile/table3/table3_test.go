@@ -78,5 +78,5 @@ func Example() {
 	}
 	// Output:
 	// complete kk=300 n0=100 missed=0 decoded=100%
-	// byers kk=300 n0=100 missed=4 decoded=100%
+	// byers kk=300 n0=100 missed=10 decoded=100%
 }
