@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+)
+
+var (
+	e2eOnce sync.Once
+	e2eBin  string
+	e2eErr  error
+)
+
+// e2eBinary builds the reconcile command once per test run.
+func e2eBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	e2eOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "reconcile-e2e")
+		if err != nil {
+			e2eErr = err
+			return
+		}
+		e2eBin = filepath.Join(dir, "reconcile")
+		out, err := exec.Command("go", "build", "-o", e2eBin, ".").CombinedOutput()
+		if err != nil {
+			e2eErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if e2eErr != nil {
+		t.Fatal(e2eErr)
+	}
+	return e2eBin
+}
+
+// startSeed runs "reconcile seed" and returns its ticket file once written.
+func startSeed(t *testing.T, bin, dir, file string, args ...string) string {
+	t.Helper()
+	tk := filepath.Join(dir, "ticket")
+	cmd := exec.Command(bin, append([]string{"seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--ticket-file", tk}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("seed did not shut down cleanly: %v\n%s", err, stderr.String())
+			}
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("seed did not stop on SIGINT")
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if b, err := os.ReadFile(tk); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			return tk
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("seed wrote no ticket: %s", stderr.String())
+	return ""
+}
+
+func writeRandom(t *testing.T, path string, size int) {
+	t.Helper()
+	b := make([]byte, size)
+	r := rand.New(rand.NewPCG(uint64(size), 7))
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// prefillStore creates a store for path's content in out holding the blocks keep selects.
+func prefillStore(t *testing.T, path, out string, blockSize int, keep func(i, n int) bool) {
+	t.Helper()
+	m, err := chunker.ChunkPath(context.Background(), path, blockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := chunker.SeedStore(path, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	st, err := chunker.CreateStore(out, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var buf []byte
+	for i := 0; i < m.BlockCount(); i++ {
+		if !keep(i, m.BlockCount()) {
+			continue
+		}
+		if buf, err = src.ReadBlock(i, buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.PutBlock(i, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func keyID(t *testing.T, path string) lpeer.ID {
+	t.Helper()
+	k, err := peer.LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := lpeer.IDFromPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func sameBytes(t *testing.T, a, b string) {
+	t.Helper()
+	x, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x, y) {
+		t.Fatalf("%s and %s differ", a, b)
+	}
+}
+
+// TestE2ESeedTwoHalves: the built binary seeds a file; two fetchers, each
+// starting with a different half of the blocks, fetch from the seed and from
+// each other; all three copies end byte-identical.
+func TestE2ESeedTwoHalves(t *testing.T) {
+	bin := e2eBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "data.bin")
+	writeRandom(t, file, 4<<20+77)
+	tk := startSeed(t, bin, dir, file, "--block-size", "64KiB", "--rate", "8MiB")
+	names := []string{"a", "b"}
+	ports := []int{freePort(t), freePort(t)}
+	ids := []lpeer.ID{keyID(t, filepath.Join(dir, "a.key")), keyID(t, filepath.Join(dir, "b.key"))}
+	for j, n := range names {
+		prefillStore(t, file, filepath.Join(dir, n), 64<<10, func(i, count int) bool { return (i < count/2) == (j == 0) })
+	}
+	var wg sync.WaitGroup
+	sums := make([]peer.Summary, 2)
+	errs := make([]error, 2)
+	for j, n := range names {
+		o := 1 - j
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", filepath.Join(dir, n),
+				"--key", filepath.Join(dir, n+".key"), "--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", ports[j]),
+				"--peer", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/p2p/%s", ports[o], ids[o]), "--json")
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				errs[j] = fmt.Errorf("fetch %s: %v: %s", n, err, stderr.String())
+				return
+			}
+			errs[j] = json.Unmarshal(out, &sums[j])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for j, n := range names {
+		sameBytes(t, file, filepath.Join(dir, n, "data.bin"))
+		s := sums[j]
+		if s.Resumed+s.Fetched != s.Blocks || s.Resumed < s.Blocks/2 || s.Redundant != 0 {
+			t.Errorf("%s: %+v", n, s)
+		}
+		t.Logf("%s: resumed %d, fetched %d, peers %+v", n, s.Resumed, s.Fetched, s.Peers)
+	}
+}
+
+// TestE2EKillResume: a fetch killed with SIGKILL and started again ends
+// byte-identical and downloads no stored block again.
+func TestE2EKillResume(t *testing.T) {
+	bin := e2eBinary(t)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "data.bin")
+	writeRandom(t, file, 3<<20)
+	tk := startSeed(t, bin, dir, file, "--block-size", "32KiB", "--rate", "2MiB")
+	out := filepath.Join(dir, "out")
+	cmd := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it once some blocks are recorded as held (the seed's rate cap
+	// leaves more than a second before the last one).
+	held := filepath.Join(out, chunker.MetaDir, "held")
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if fi, err := os.Stat(held); err == nil && fi.Size() > 256 {
+			break
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	res, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json").Output()
+	if err != nil {
+		t.Fatalf("resumed fetch: %v", err)
+	}
+	var s peer.Summary
+	if err := json.Unmarshal(res, &s); err != nil {
+		t.Fatal(err)
+	}
+	sameBytes(t, file, filepath.Join(out, "data.bin"))
+	if s.Resumed == 0 || s.Resumed == s.Blocks || s.Resumed+s.Fetched != s.Blocks {
+		t.Fatalf("after kill -9: resumed %d, fetched %d of %d", s.Resumed, s.Fetched, s.Blocks)
+	}
+	t.Logf("killed after %d of %d blocks; the restart fetched the other %d", s.Resumed, s.Blocks, s.Fetched)
+}
+
+// TestE2EErrors: errors a user can act on give one line and a non-zero exit.
+func TestE2EErrors(t *testing.T) {
+	bin := e2eBinary(t)
+	dir := t.TempDir()
+	deadKey := filepath.Join(dir, "dead.key")
+	id := keyID(t, deadKey)
+	addr := fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", freePort(t))
+	var root chunker.ID
+	ai, err := lpeer.AddrInfoFromString(addr + "/p2p/" + id.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := peer.Ticket{Root: root, Peers: []lpeer.AddrInfo{*ai}}.String()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"bad ticket", []string{"fetch", "not-a-ticket", "--out", dir}, "bad ticket"},
+		{"no peer", []string{"fetch", dead, "--out", filepath.Join(dir, "o"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no reachable peer"},
+		{"bad method", []string{"fetch", dead, "--method", "magic"}, "--method"},
+		{"missing file", []string{"seed", filepath.Join(dir, "nope"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no such file"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var stderr bytes.Buffer
+			cmd := exec.CommandContext(ctx, bin, tc.args...)
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			if err == nil {
+				t.Fatalf("exit 0, stderr %q", stderr.String())
+			}
+			msg := strings.TrimSpace(stderr.String())
+			if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, tc.want) {
+				t.Fatalf("stderr %q, want one line containing %q", msg, tc.want)
+			}
+		})
+	}
+}
