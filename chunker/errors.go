@@ -7,6 +7,8 @@ var (
 	ErrBadBlock = errors.New("chunker: block does not match its hash")
 	// ErrBadIndex is returned for a block index outside [0, BlockCount).
 	ErrBadIndex = errors.New("chunker: block index out of range")
+	// ErrNotHeld is returned by Store.ReadBlock for a block the store does not hold.
+	ErrNotHeld = errors.New("chunker: block not held")
 	// ErrCorrupt is returned when an encoding or on-disk state is malformed.
 	ErrCorrupt = errors.New("chunker: corrupt data")
 	// ErrManifestMismatch is returned when a store holds a different manifest than the

@@ -720,7 +720,7 @@ func (s *Store) flush() error {
 
 // ReadBlock appends block i to dst[:0] and returns it, without re-hashing it (the
 // block was verified when it was put). It fails with ErrBadIndex if i is out of
-// range or not held.
+// range and ErrNotHeld if the block is not held.
 func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 	if i < 0 || i >= s.m.blockCount {
 		return dst[:0], fmt.Errorf("%w: block %d of %d", ErrBadIndex, i, s.m.blockCount)
@@ -732,7 +732,7 @@ func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 		return dst[:0], ErrClosed
 	}
 	if !held {
-		return dst[:0], fmt.Errorf("%w: block %d is not held", ErrBadIndex, i)
+		return dst[:0], fmt.Errorf("%w: block %d", ErrNotHeld, i)
 	}
 	return s.readAt(i, dst)
 }

@@ -151,7 +151,7 @@ func TestStoreBadInput(t *testing.T) {
 		t.Fatalf("held %v after bad puts", s.Held())
 	}
 	checkStore(t, s, data)
-	if _, err := s.ReadBlock(2, nil); !errors.Is(err, ErrBadIndex) {
+	if _, err := s.ReadBlock(2, nil); !errors.Is(err, ErrNotHeld) {
 		t.Errorf("ReadBlock of a missing block: %v", err)
 	}
 	if _, err := s.ReadBlock(99, nil); !errors.Is(err, ErrBadIndex) {
