@@ -84,7 +84,7 @@ type Row struct {
 
 // PaperRow is one row of the paper's Table 3 (Pentium dual-core 1.7 GHz, 2010).
 type PaperRow struct {
-	KK, N0                                  int
+	KK, N0                                   int
 	ByersMS, DecodeMS, ByersMissed, Complete float64
 	// CompleteRedundant is NaN where the paper's figure is illegible.
 	CompleteRedundant float64
