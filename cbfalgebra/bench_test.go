@@ -31,9 +31,11 @@ func BenchmarkInsert(b *testing.B) {
 			b.Run(fmt.Sprintf("hash=%s/m=2^%d", h, lg), func(b *testing.B) {
 				c, _ := New(1<<lg, 6, WithHash(h))
 				b.ReportAllocs()
+				cpu := cpuTime()
 				for i := 0; b.Loop(); i++ {
 					c.Insert(ks[i&(len(ks)-1)])
 				}
+				reportCPUPerOp(b, cpuTime()-cpu)
 			})
 		}
 	}
@@ -50,11 +52,13 @@ func BenchmarkContains(b *testing.B) {
 				}
 				b.ReportAllocs()
 				hits := 0
+				cpu := cpuTime()
 				for i := 0; b.Loop(); i++ {
 					if c.Contains(ks[i&(len(ks)-1)]) {
 						hits++
 					}
 				}
+				reportCPUPerOp(b, cpuTime()-cpu)
 				_ = hits
 			})
 		}
@@ -78,9 +82,11 @@ func BenchmarkContainsLocations(b *testing.B) {
 				}
 			}
 			b.ReportAllocs()
+			cpu := cpuTime()
 			for i := 0; b.Loop(); i++ {
 				c.ContainsLocations(locs[i&(len(locs)-1)])
 			}
+			reportCPUPerOp(b, cpuTime()-cpu)
 		})
 	}
 }
@@ -98,6 +104,14 @@ func randomFilter(p Params, rng *rand.Rand, load float64) *CBF {
 		c.InsertLocations(locs)
 	}
 	return c
+}
+
+// reportCPUPerOp reports process CPU nanoseconds per operation beside the
+// wall-clock ns/op, which a loaded machine inflates.
+func reportCPUPerOp(b *testing.B, cpu time.Duration) {
+	if cpu > 0 {
+		b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	}
 }
 
 // reportCounters reports counters per second of wall time and per second
