@@ -436,8 +436,10 @@ func (s *Session) onResponse(m *Message) error {
 	if !s.needResponse {
 		return s.fail(fmt.Errorf("%w: %v", ErrState, m.Type))
 	}
-	if n := len(m.Indices); n > 0 && int(m.Indices[n-1]) >= s.u.Blocks() {
-		return s.fail(fmt.Errorf("%w: %d outside [0, %d)", ErrIndex, m.Indices[n-1], s.u.Blocks()))
+	for _, i := range m.Indices { // Decode's are sorted, but Step may get hand-made messages
+		if int(i) >= s.u.Blocks() {
+			return s.fail(fmt.Errorf("%w: %d outside [0, %d)", ErrIndex, i, s.u.Blocks()))
+		}
 	}
 	var arena []byte
 	size := 0

@@ -267,7 +267,7 @@ func TestHostileSession(t *testing.T) {
 		}
 	}
 	b.Ready()
-	if err := a.Step(Message{Type: MsgOffer, Session: 5, Indices: []uint32{3, 100}}); !errors.Is(err, ErrIndex) {
+	if err := a.Step(Message{Type: MsgOffer, Session: 5, Indices: []uint32{1000, 3}}); !errors.Is(err, ErrIndex) {
 		t.Fatalf("offer outside universe: %v", err)
 	}
 }
