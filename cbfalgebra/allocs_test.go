@@ -8,6 +8,9 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 		t.Skip("coverage instrumentation may allocate")
 	}
 	for _, h := range []HashFamily{HashFast, HashSHA1} {
+		if h == HashSHA1 && raceEnabled {
+			continue // its scratch comes from a sync.Pool, which -race empties at random
+		}
 		p := Params{M: 1 << 16, K: 6, R: 4, Hash: h}
 		a, b, u := sampleCBF(t, p, 100), sampleCBF(t, p, 200), sampleCBF(t, p, 300)
 		dst, _ := NewFromParams(p)
