@@ -249,3 +249,30 @@ func TestCloneResetIndependent(t *testing.T) {
 		t.Fatalf("Reset: len %d sum %d, original sum %d", d.Len(), d.Sum(), c.Sum())
 	}
 }
+
+// TestConcurrentReads: queries may run in parallel on a shared filter (run
+// with -race).
+func TestConcurrentReads(t *testing.T) {
+	for _, h := range []HashFamily{HashFast, HashSHA1} {
+		p := Params{M: 1 << 12, K: 5, R: 4, Hash: h}
+		in := keys("conc", 200)
+		c := build(t, p, in)
+		done := make(chan error, 4)
+		for g := 0; g < 4; g++ {
+			go func() {
+				for _, k := range in {
+					if !c.Contains(k) || c.Count(k) < 1 {
+						done <- fmt.Errorf("%s: false negative for %s", h, k)
+						return
+					}
+				}
+				done <- nil
+			}()
+		}
+		for g := 0; g < 4; g++ {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
