@@ -36,6 +36,10 @@
 //	A       the same in the other direction with D' = CBF(S_A) \ CBF(S_B)
 //	A -> B  blocks (or offer)
 //
+// With Config.OneWay only the first filter and B's answer flow; B then skips
+// building CBF(S_B): for its own blocks, membership in D equals membership in
+// ~CBF(S_A) = CBF(U) - CBF(S_A), since CBF(S_B) >= 1 on their counters.
+//
 // D has no false negatives, so every block of S_B \ S_A reaches A (missed = 0) along
 // with a few redundant blocks of S_A ∩ S_B (expected |S_A ∩ S_B| times
 // cbfalgebra.FPSubtract). Byers runs the same messages with a plain Bloom filter of

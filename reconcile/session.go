@@ -383,16 +383,30 @@ func (s *Session) onFilter(f *FilterMsg) error {
 		if theirs.Params() != f.Params {
 			return s.fail(fmt.Errorf("%w: filter bytes say %v, message %v", cbfalgebra.ErrNotHomologous, theirs.Params(), f.Params))
 		}
-		if err := s.build(f.Params); err != nil {
-			return s.fail(err)
-		}
 		full, err := s.u.Filter(f.Params)
 		if err != nil {
 			return s.fail(err)
 		}
-		// D = CBF(S_mine) \ CBF(S_theirs), written over the peer's filter.
-		if err := cbfalgebra.SubtractInto(theirs, s.mine, theirs, full); err != nil {
-			return s.fail(err)
+		if s.initiator || f.Reply { // this side's filter exists or must be sent anyway
+			if err := s.build(f.Params); err != nil {
+				return s.fail(err)
+			}
+			// D = CBF(S_mine) \ CBF(S_theirs), written over the peer's filter.
+			if err := cbfalgebra.SubtractInto(theirs, s.mine, theirs, full); err != nil {
+				return s.fail(err)
+			}
+		} else {
+			// A one-way responder never sends its filter, so it skips building it:
+			// every block x of S_mine has CBF(S_mine) >= 1 on its counters, so x is
+			// in min(CBF(S_mine), CBF(U) - CBF(S_theirs)) exactly when it is in
+			// CBF(U) - CBF(S_theirs) = ~CBF(S_theirs). Same answers, less work.
+			if s.loc, err = s.u.locator(f.Params); err != nil {
+				return s.fail(err)
+			}
+			s.params, s.outcome.Params = f.Params, f.Params
+			if err := cbfalgebra.ComplementInto(theirs, full, theirs); err != nil {
+				return s.fail(err)
+			}
 		}
 		for _, i := range s.origIdx {
 			if theirs.ContainsLocations(s.loc.at(i)) {

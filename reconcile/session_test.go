@@ -67,6 +67,7 @@ func TestCompleteProperty(t *testing.T) {
 			Hash:           cbfalgebra.HashFamily(rng.IntN(2)),
 			Seed:           rng.Uint64(),
 		}
+		cfg.OneWay = trial%3 == 2
 		var sa, sb Blocks
 		if trial%2 == 1 {
 			sa, sb = storeOf(a, 8), storeOf(b, 8)
@@ -88,6 +89,22 @@ func TestCompleteProperty(t *testing.T) {
 			t.Fatalf("trial %d (u=%d na=%d nb=%d shared=%d %v): missed %d, %d", trial, u, na, nb, shared, oa.Params, oa.Missed, ob.Missed)
 		}
 		union := na + nb - shared
+		if cfg.OneWay {
+			if A.Held().Len() != union || B.Held().Len() != nb || ob.Received != 0 {
+				t.Fatalf("trial %d one-way: hold %d and %d, union %d", trial, A.Held().Len(), B.Held().Len(), union)
+			}
+			// the responder's shortcut gives the same answer as the two-way subtraction
+			cfg.OneWay = false
+			A2, _ := NewSession(uint64(trial), cfg, uv, a, nil)
+			B2, _ := NewSession(uint64(trial), cfg, uv, b, nil)
+			if err := Run(A2, B2, Limits{}); err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(A.Wanted()) != fmt.Sprint(A2.Wanted()) || oa.Redundant != A2.Outcome().Redundant {
+				t.Fatalf("trial %d: one-way and two-way offers differ", trial)
+			}
+			continue
+		}
 		if A.Held().Len() != union || B.Held().Len() != union {
 			t.Fatalf("trial %d: hold %d and %d, union %d", trial, A.Held().Len(), B.Held().Len(), union)
 		}
