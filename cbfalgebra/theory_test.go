@@ -114,8 +114,9 @@ func TestDoubleFormulas(t *testing.T) {
 	}
 }
 
-// TestTheoryAgreesWithMeasurement: the measured fp of a Subtract result is
-// within a few standard errors of FPSubtract (a small version of Table 1).
+// TestTheoryAgreesWithMeasurement: the measured fp of every algebra result
+// is within a few standard errors of its formula (a small Table 1, with the
+// paper's SHA-1 scheme).
 func TestTheoryAgreesWithMeasurement(t *testing.T) {
 	const m, k, u, n1, n2, n3, probes = 1 << 13, 4, 3000, 1500, 1500, 500, 20000
 	U := keys("theory-u", u)
@@ -123,16 +124,34 @@ func TestTheoryAgreesWithMeasurement(t *testing.T) {
 	s2 := U[n1-n3 : n1-n3+n2]
 	p := Params{M: m, K: k, R: 4, Hash: HashSHA1}
 	cu, c1, c2 := build(t, p, U), build(t, p, s1), build(t, p, s2)
-	d, _ := Subtract(c1, c2, cu)
-	fp := 0
-	for _, x := range keys("theory-out", probes) {
-		if d.Contains(x) {
-			fp++
+	comp, _ := Complement(cu, c2)
+	inter, _ := Intersect(c1, c2)
+	sub, _ := Subtract(c1, c2, cu)
+	uni, _ := Union(c1, c2, cu)
+	xor, _ := Xor(c1, c2, cu)
+	out := keys("theory-out", probes)
+	for _, tc := range []struct {
+		name string
+		c    *CBF
+		want float64
+	}{
+		{"S1", c1, FP(m, k, n1)},
+		{"complement", comp, FPComplement(m, k, u, n2)},
+		{"intersect", inter, FPIntersect(m, k, n1, n2, n3)},
+		{"subtract", sub, FPSubtract(m, k, u, n1, n2, n3)},
+		{"union", uni, FPUnion(m, k, n1, n2, n3)},
+		{"xor", xor, FPXor(m, k, u, n1, n2, n3)},
+	} {
+		fp := 0
+		for _, x := range out {
+			if tc.c.Contains(x) {
+				fp++
+			}
 		}
-	}
-	got, want := float64(fp)/probes, FPSubtract(m, k, u, n1, n2, n3)
-	se := math.Sqrt(want * (1 - want) / probes)
-	if math.Abs(got-want) > 5*se+0.002 {
-		t.Fatalf("measured fp %.4f, theory %.4f (se %.4f)", got, want, se)
+		got := float64(fp) / probes
+		se := math.Sqrt(tc.want * (1 - tc.want) / probes)
+		if math.Abs(got-tc.want) > 5*se+0.002 {
+			t.Errorf("%s: measured fp %.4f, theory %.4f (se %.4f)", tc.name, got, tc.want, se)
+		}
 	}
 }
