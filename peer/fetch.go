@@ -332,7 +332,14 @@ type fetch struct {
 	resumed  int
 
 	progMu sync.Mutex
+
+	writes    chan writeJob
+	writersWG sync.WaitGroup
+	bufs      sync.Pool
 }
+
+// fetchWriters is the number of goroutines that verify and store received blocks.
+const fetchWriters = 4
 
 // source is one remote peer a fetch downloads from.
 type source struct {
@@ -342,6 +349,8 @@ type source struct {
 	seen     uint64
 	share    *PeerShare // in fetch.shares
 	failures int
+	err      error         // set by a writer when the source sent a bad block
+	cs       *clientStream // the current blocks stream, to abort it
 }
 
 func newFetch(p *Peer, c *content, t target, fc fetchConfig) *fetch {
@@ -371,6 +380,12 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	stop := context.AfterFunc(f.p.ctx, func() { cancel(ErrClosed) })
 	defer stop()
 	f.lastLive = time.Now()
+	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
+	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
+	for range fetchWriters {
+		f.writersWG.Add(1)
+		go f.writer()
+	}
 	f.c.setFetch(f)
 	defer f.c.setFetch(nil)
 	for _, id := range srcs {
@@ -404,6 +419,8 @@ loop:
 	}
 	cancel(nil)
 	f.wg.Wait()
+	close(f.writes)
+	f.writersWG.Wait()
 	if f.c.store.Complete() {
 		err = nil
 	}
@@ -536,11 +553,17 @@ func (f *fetch) hasClaimable(src *source) bool {
 
 // drop bans a misbehaving source and closes its connections.
 func (f *fetch) drop(src *source, err error) {
-	f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
 	f.mu.Lock()
-	src.share.Dropped = err.Error()
-	f.banned[src.id] = err.Error()
+	_, already := f.banned[src.id]
+	if !already {
+		src.share.Dropped = err.Error()
+		f.banned[src.id] = err.Error()
+	}
 	f.mu.Unlock()
+	if already {
+		return
+	}
+	f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
 	f.c.forget(src.id)
 	f.p.h.Network().ClosePeer(src.id)
 }
@@ -656,6 +679,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if cs == nil {
 			return
 		}
+		f.mu.Lock()
+		src.cs = nil
+		f.mu.Unlock()
 		if err != nil {
 			cs.reset()
 		} else {
@@ -692,6 +718,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 				if err != nil {
 					return err
 				}
+				f.mu.Lock()
+				src.cs = cs
+				f.mu.Unlock()
 			}
 			sort.Ints(batch)
 			want = appendWant(want[:0], batch)
@@ -707,6 +736,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		}
 		fr, err := cs.nextWithin(f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
 		if err != nil {
+			if ferr := f.failed(src); ferr != nil {
+				return ferr
+			}
 			return fmt.Errorf("waiting for %d blocks: %w", len(inflight), err)
 		}
 		i, data, ok, err := decodeBlock(fr, limit)
@@ -721,9 +753,75 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			f.unclaim(src, map[int]struct{}{i: {}})
 			continue
 		}
-		if err := f.store(src, i, data); err != nil {
+		// Hand the block to the writers (verification and fsync run there,
+		// so the stream keeps moving) and read on.
+		buf := f.getBuf()
+		buf = append(buf[:0], data...)
+		select {
+		case f.writes <- writeJob{src: src, i: i, data: buf}:
+		case <-f.ctx.Done():
+			f.putBuf(buf)
+			return nil
+		}
+		if err := f.failed(src); err != nil {
 			return err
 		}
+	}
+}
+
+// writeJob is a received block on its way to the store.
+type writeJob struct {
+	src  *source
+	i    int
+	data []byte
+}
+
+// writer stores received blocks until writes is closed. Several writers run,
+// so block verification and fsyncs overlap (the store groups concurrent
+// fsyncs) and the network is never idle waiting for the disk.
+func (f *fetch) writer() {
+	defer f.writersWG.Done()
+	for job := range f.writes {
+		err := f.store(job.src, job.i, job.data)
+		f.putBuf(job.data)
+		if errors.Is(err, ErrBadBlock) {
+			f.fail(job.src, err)
+		}
+	}
+}
+
+// fail marks src as failed with err and aborts its blocks stream, so that its
+// worker drops it.
+func (f *fetch) fail(src *source, err error) {
+	f.mu.Lock()
+	if src.err == nil {
+		src.err = err
+	}
+	cs := src.cs
+	f.mu.Unlock()
+	if cs != nil {
+		cs.s.Reset()
+	}
+	f.drop(src, err)
+}
+
+// failed returns the error src was marked with, if any.
+func (f *fetch) failed(src *source) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return src.err
+}
+
+func (f *fetch) getBuf() []byte {
+	if b, ok := f.bufs.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 0, f.t.unitSize())
+}
+
+func (f *fetch) putBuf(b []byte) {
+	if cap(b) >= f.t.unitSize() {
+		f.bufs.Put(&b)
 	}
 }
 

@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+)
+
+func init() { register(benchCommand()) }
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "bench",
+		Usage: "measure fetch speed over loopback against a plain TCP copy, one seed against several",
+		Description: "Runs every party as its own process of this binary, on loopback, in one run:\n" +
+			"  1. a plain TCP copy of the file between two processes (sendfile on one side,\n" +
+			"     write and fsync on the other): the baseline;\n" +
+			"  2. reconcile fetch from one full seed (reconcile seed FILE);\n" +
+			"  3. reconcile fetch from --seeds seeds that each hold 1/--seeds of the blocks.\n" +
+			"It reports MB/s, the ratio of each fetch to the TCP copy, the ratio of the\n" +
+			"multi-seed fetch to the one-seed fetch, and the peak resident memory of each fetch\n" +
+			"process. The timed span of a fetch is the fetch's own (connect, manifest,\n" +
+			"reconciliation, transfer, verification, fsync), not the seeds' chunking.\n\n" +
+			"Example:\n" +
+			"   reconcile bench --size 1GiB\n" +
+			"   reconcile bench --size 64MiB --seeds 4 --json",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "size", Value: "256MiB", Usage: "file size"},
+			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size"},
+			&cli.IntFlag{Name: "seeds", Value: 4, Usage: "seeds of the multi-seed run, each holding an equal part (1 to 16)"},
+			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
+			&cli.StringFlag{Name: "tcp-send", Hidden: true, Usage: "internal: send --file to this address and exit"},
+			&cli.StringFlag{Name: "file", Hidden: true, Usage: "internal: the file of --tcp-send"},
+		},
+		Action: runBench,
+	}
+}
+
+// benchReport holds the figures of one bench run.
+type benchReport struct {
+	Bytes      int64           `json:"bytes"`
+	BlockSize  int64           `json:"block_size"`
+	TCP        benchRun        `json:"tcp_copy"`
+	OneSeed    benchRun        `json:"one_seed"`
+	MultiSeed  benchRun        `json:"multi_seed"`
+	Seeds      int             `json:"seeds"`
+	OneVsTCP   float64         `json:"one_seed_vs_tcp"`
+	MultiVsOne float64         `json:"multi_seed_vs_one_seed"`
+	MultiVsTCP float64         `json:"multi_seed_vs_tcp"`
+	Summaries  []*peer.Summary `json:"summaries,omitempty"`
+}
+
+type benchRun struct {
+	Seconds    float64 `json:"seconds"`
+	MBps       float64 `json:"mb_per_s"`
+	PeakRSSMiB float64 `json:"peak_rss_mib,omitempty"`
+}
+
+func runBench(c *cli.Context) error {
+	if addr := c.String("tcp-send"); addr != "" {
+		return benchTCPSend(addr, c.String("file"))
+	}
+	size, err := parseByteSize(c.String("size"))
+	if err != nil {
+		return fmt.Errorf("--size: %v", err)
+	}
+	bs, err := parseByteSize(c.String("block-size"))
+	if err != nil {
+		return fmt.Errorf("--block-size: %v", err)
+	}
+	nseeds := c.Int("seeds")
+	if nseeds < 1 || nseeds > 16 {
+		return fmt.Errorf("--seeds %d: want 1 to 16", nseeds)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir := c.String("dir")
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "reconcile-bench"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	logf := func(format string, args ...any) {
+		if !c.Bool("json") {
+			fmt.Fprintf(os.Stderr, format, args...)
+		}
+	}
+	file := filepath.Join(dir, "bench.bin")
+	logf("writing a %.0f MiB file...\n", mib(size))
+	if err := writeDemoFile(file, size, 42); err != nil {
+		return err
+	}
+	rep := benchReport{Bytes: size, BlockSize: bs, Seeds: nseeds}
+	mbps := func(secs float64) float64 { return float64(size) / 1e6 / secs }
+
+	// 1. The baseline: a plain TCP copy between two processes.
+	logf("plain TCP copy...\n")
+	secs, err := benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"))
+	if err != nil {
+		return fmt.Errorf("bench: tcp copy: %w", err)
+	}
+	rep.TCP = benchRun{Seconds: secs, MBps: mbps(secs)}
+	os.Remove(filepath.Join(dir, "tcp.out"))
+
+	// 2. One full seed.
+	logf("fetch from one seed...\n")
+	tk, stopSeeds, err := benchSeeds(ctx, self, dir, []string{file}, bs)
+	if err != nil {
+		return err
+	}
+	sum, rss, err := benchFetch(ctx, self, tk, nil, filepath.Join(dir, "one"))
+	stopSeeds()
+	if err != nil {
+		return err
+	}
+	rep.OneSeed = benchRun{Seconds: sum.Seconds, MBps: mbps(sum.Seconds), PeakRSSMiB: rss}
+	rep.Summaries = append(rep.Summaries, sum)
+	os.RemoveAll(filepath.Join(dir, "one"))
+
+	// 3. Several seeds holding a part each.
+	logf("preparing %d partial seeds...\n", nseeds)
+	m, err := chunker.ChunkPath(ctx, file, int(bs))
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for j := 0; j < nseeds; j++ {
+		out := filepath.Join(dir, fmt.Sprintf("part%d", j))
+		lo, hi := j*m.BlockCount()/nseeds, (j+1)*m.BlockCount()/nseeds
+		if _, err := prefillDemo(file, m, out, lo, hi); err != nil {
+			return err
+		}
+		parts = append(parts, out)
+	}
+	logf("fetch from %d partial seeds...\n", nseeds)
+	tks, stopSeeds, err := benchSeedsAll(ctx, self, dir, parts, bs)
+	if err != nil {
+		return err
+	}
+	var extra []string
+	for _, t := range tks[1:] {
+		for _, ai := range t.Peers {
+			for _, a := range ai.Addrs {
+				extra = append(extra, a.String()+"/p2p/"+ai.ID.String())
+			}
+		}
+	}
+	sum, rss, err = benchFetch(ctx, self, tks[0], extra, filepath.Join(dir, "multi"))
+	stopSeeds()
+	if err != nil {
+		return err
+	}
+	rep.MultiSeed = benchRun{Seconds: sum.Seconds, MBps: mbps(sum.Seconds), PeakRSSMiB: rss}
+	rep.Summaries = append(rep.Summaries, sum)
+	rep.OneVsTCP = rep.OneSeed.MBps / rep.TCP.MBps
+	rep.MultiVsOne = rep.MultiSeed.MBps / rep.OneSeed.MBps
+	rep.MultiVsTCP = rep.MultiSeed.MBps / rep.TCP.MBps
+	if c.Bool("json") {
+		return writeJSON(os.Stdout, rep)
+	}
+	fmt.Printf("%.0f MiB file, %d KiB blocks, loopback, every party its own process\n", mib(size), bs>>10)
+	fmt.Printf("  plain TCP copy           %8.1f MB/s  (%.2f s)\n", rep.TCP.MBps, rep.TCP.Seconds)
+	fmt.Printf("  fetch, 1 full seed       %8.1f MB/s  (%.2f s)  %.2f x TCP, peak RSS %.0f MiB\n", rep.OneSeed.MBps, rep.OneSeed.Seconds, rep.OneVsTCP, rep.OneSeed.PeakRSSMiB)
+	fmt.Printf("  fetch, %d partial seeds   %8.1f MB/s  (%.2f s)  %.2f x TCP, %.2f x one seed, peak RSS %.0f MiB\n", nseeds, rep.MultiSeed.MBps, rep.MultiSeed.Seconds, rep.MultiVsTCP, rep.MultiVsOne, rep.MultiSeed.PeakRSSMiB)
+	return nil
+}
+
+// benchTCP times a plain copy of file from a child process to this one.
+func benchTCP(ctx context.Context, self, file, out string) (float64, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	child := exec.CommandContext(ctx, self, "bench", "--tcp-send", l.Addr().String(), "--file", file)
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		return 0, err
+	}
+	defer child.Wait()
+	conn, err := l.Accept()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	start := time.Now()
+	f, err := os.Create(out)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if _, err := io.CopyBuffer(f, conn, make([]byte, 1<<20)); err != nil {
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+// benchTCPSend is the sending child of benchTCP.
+func benchTCPSend(addr, file string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_, err = io.Copy(conn, f) // sendfile(2) on Linux
+	return err
+}
+
+// benchSeeds starts one seed process per path and returns the first ticket.
+func benchSeeds(ctx context.Context, self, dir string, paths []string, bs int64) (peer.Ticket, func(), error) {
+	tks, stop, err := benchSeedsAll(ctx, self, dir, paths, bs)
+	if err != nil {
+		return peer.Ticket{}, nil, err
+	}
+	return tks[0], stop, nil
+}
+
+func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int64) ([]peer.Ticket, func(), error) {
+	var cmds []*exec.Cmd
+	stop := func() {
+		for _, c := range cmds {
+			c.Process.Signal(os.Interrupt)
+			c.Wait()
+		}
+	}
+	var tks []peer.Ticket
+	for j, p := range paths {
+		tf := filepath.Join(dir, fmt.Sprintf("seed%d.ticket", j))
+		os.Remove(tf)
+		cmd := exec.CommandContext(ctx, self, "seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf)
+		cmd.Stdout = io.Discard
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			stop()
+			return nil, nil, err
+		}
+		cmds = append(cmds, cmd)
+		tk, err := waitTicket(ctx, tf)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		tks = append(tks, tk)
+	}
+	return tks, stop, nil
+}
+
+func waitTicket(ctx context.Context, path string) (peer.Ticket, error) {
+	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); {
+		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			return peer.ParseTicket(string(b))
+		}
+		select {
+		case <-ctx.Done():
+			return peer.Ticket{}, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return peer.Ticket{}, errors.New("bench: a seed wrote no ticket")
+}
+
+// benchFetch runs a fetch process and returns its summary and peak RSS in MiB.
+func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string) (*peer.Summary, float64, error) {
+	args := []string{"fetch", tk.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json"}
+	for _, e := range extra {
+		args = append(args, "--peer", e)
+	}
+	cmd := exec.CommandContext(ctx, self, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		return nil, 0, fmt.Errorf("bench: fetch: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	var sum peer.Summary
+	if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(stdout))).Decode(&sum); err != nil {
+		return nil, 0, fmt.Errorf("bench: fetch summary: %w", err)
+	}
+	rss := 0.0
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	return &sum, rss, nil
+}
