@@ -139,12 +139,18 @@ func listTree(path string) ([]File, []string, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	info, err := os.Stat(abs)
+	// A symbolic link given as the path itself is followed; the manifest keeps the
+	// link's name.
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("chunker: %w", err)
+	}
+	info, err := os.Stat(real)
 	if err != nil {
 		return nil, nil, fmt.Errorf("chunker: %w", err)
 	}
 	if info.Mode().IsRegular() {
-		return []File{{Path: name, Size: info.Size(), Mode: uint32(info.Mode().Perm())}}, []string{abs}, nil
+		return []File{{Path: name, Size: info.Size(), Mode: uint32(info.Mode().Perm())}}, []string{real}, nil
 	}
 	if !info.IsDir() {
 		return nil, nil, fmt.Errorf("chunker: chunk %s: not a regular file or directory", path)
@@ -154,9 +160,12 @@ func listTree(path string) ([]File, []string, error) {
 		src string
 	}
 	var list []entry
-	err = filepath.WalkDir(abs, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(real, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.IsDir() && d.Name() == MetaDir && p != real {
+			return filepath.SkipDir // a block store's metadata
 		}
 		if !d.Type().IsRegular() {
 			return nil
@@ -165,7 +174,7 @@ func listTree(path string) ([]File, []string, error) {
 		if err != nil {
 			return err
 		}
-		rel, err := filepath.Rel(abs, p)
+		rel, err := filepath.Rel(real, p)
 		if err != nil {
 			return err
 		}

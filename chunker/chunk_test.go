@@ -240,3 +240,45 @@ func BenchmarkChunkPath(b *testing.B) {
 		}
 	}
 }
+
+// TestChunkSymlinkRoot checks that a symbolic link given as the path is followed,
+// keeps its name, and can be seeded; and that store metadata inside a tree is skipped.
+func TestChunkSymlinkRoot(t *testing.T) {
+	dir := t.TempDir()
+	real := writeTree(t, dir, "real", map[string][]byte{"x": randBytes(1, 3000), "y/z": randBytes(2, 10)})
+	if err := os.Symlink(real, filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(real, "x"), filepath.Join(dir, "filelink")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path  string
+		files string
+	}{
+		{filepath.Join(dir, "link"), "[{link/x 3000 416} {link/y/z 10 416}]"},
+		{filepath.Join(dir, "filelink"), "[{filelink 3000 416}]"},
+	} {
+		m, err := ChunkPath(context.Background(), tc.path, MinBlockSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(m.Files()); got != tc.files {
+			t.Fatalf("%s: files %s, want %s", tc.path, got, tc.files)
+		}
+		s, err := SeedStore(tc.path, m, WithVerify())
+		if err != nil {
+			t.Fatalf("seed through %s: %v", tc.path, err)
+		}
+		s.Close()
+	}
+	// A store's metadata folder inside the tree is not content.
+	if err := os.MkdirAll(filepath.Join(real, MetaDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(real, MetaDir, "held"), []byte("changes all the time"), 0o644)
+	m, err := ChunkPath(context.Background(), real, MinBlockSize)
+	if err != nil || m.FileCount() != 2 {
+		t.Fatalf("with a metadata folder: %v, files %v", err, m.Files())
+	}
+}

@@ -13,7 +13,9 @@
 // Paths in a manifest start with the base name of the chunked path: chunking
 // /data/movie.mkv gives the single file "movie.mkv", chunking /data/photos gives
 // "photos/a.jpg", "photos/2024/b.jpg", ... Only regular files are taken; symbolic
-// links, devices and empty directories are skipped.
+// links inside a tree, devices, empty directories and the metadata folders of block
+// stores (MetaDir) are skipped. A symbolic link given as the path itself is followed
+// and keeps its own name.
 //
 // # Stores
 //

@@ -101,6 +101,8 @@ type Store struct {
 	fmu   sync.Mutex // guards files
 	files []*os.File // lazily opened output files
 
+	top [2]string // a seed store's manifest root name and its name on disk
+
 	syncMu sync.Mutex // serializes flushes; guards log and logOff
 	log    *os.File
 	logOff int64
@@ -496,7 +498,11 @@ func SeedStore(p string, m *Manifest, opts ...StoreOption) (*Store, error) {
 			return nil, fmt.Errorf("%w: manifest file %s is not under %s", ErrManifestMismatch, f.Path, name)
 		}
 	}
-	dir := filepath.Dir(abs)
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: seed: %w", ErrManifestMismatch, err)
+	}
+	dir := filepath.Dir(real)
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, fmt.Errorf("chunker: seed %s: %w", p, err)
@@ -505,9 +511,10 @@ func SeedStore(p string, m *Manifest, opts ...StoreOption) (*Store, error) {
 		m: m, dir: dir, root: root, cfg: cfg, readOnly: true, seed: logSeed(m.id),
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
 		files: make([]*os.File, len(m.files)),
+		top:   [2]string{name, filepath.Base(real)},
 	}
-	for _, f := range m.files {
-		info, err := root.Stat(f.Path)
+	for k, f := range m.files {
+		info, err := root.Stat(s.diskPath(k))
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("%w: seed %s: %w", ErrManifestMismatch, f.Path, err)
@@ -595,7 +602,7 @@ func (s *Store) file(k int) (*os.File, error) {
 	if s.readOnly {
 		flag = os.O_RDONLY
 	}
-	name := s.m.files[k].Path
+	name := s.diskPath(k)
 	f, err := s.root.OpenFile(name, flag, 0)
 	if err != nil && flag == os.O_RDWR && errors.Is(err, fs.ErrPermission) {
 		// A complete store's files get the manifest's modes, which may be read-only.
@@ -610,6 +617,15 @@ func (s *Store) file(k int) (*os.File, error) {
 	}
 	s.files[k] = f
 	return f, nil
+}
+
+// diskPath returns the path of file k under the store's root.
+func (s *Store) diskPath(k int) string {
+	p := s.m.files[k].Path
+	if s.top[0] != s.top[1] && s.top[0] != "" {
+		p = s.top[1] + p[len(s.top[0]):]
+	}
+	return p
 }
 
 // PutBlock stores block i: it checks data against the manifest (ErrBadIndex,
