@@ -243,7 +243,7 @@ func simTable4Command() *cli.Command {
 			&cli.IntFlag{Name: "trials", Usage: "trials per row and method", Value: 100},
 			&cli.IntFlag{Name: "n", Usage: "blocks held by each of A and B", Value: 4000},
 			&cli.StringFlag{Name: "decode-cost", Usage: "measured (real erasure code here) or paper (Table 3's decode times)", Value: "measured"},
-			&cli.StringFlag{Name: "compute", Usage: "measured (wall clock around every real session step) or model (costs calibrated once; deterministic)", Value: "measured"},
+			&cli.StringFlag{Name: "compute", Usage: "model (step costs calibrated once from the real code, medians: robust to machine load, deterministic for a calibration) or measured (wall clock around every real session step)", Value: "model"},
 			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost calibration (median), with --compute model", Value: 5},
 		),
 		Action: func(c *cli.Context) error {
