@@ -57,7 +57,8 @@ func ParseID(s string) (ID, error) {
 // manifest's block stream.
 type File struct {
 	// Path is slash-separated and relative ("photos/2024/a.jpg"): no empty, "." or
-	// ".." element, no leading slash, no backslash or NUL, valid UTF-8.
+	// ".." element, no leading slash, no backslash or NUL, valid UTF-8, and not in
+	// MetaDir (where a store keeps its metadata).
 	Path string
 	// Size is the length of the file in bytes.
 	Size int64
@@ -172,6 +173,8 @@ func checkPath(p string) error {
 		return fmt.Errorf("%w: %q has a backslash or NUL", ErrBadPath, p)
 	case p[0] == '/':
 		return fmt.Errorf("%w: %q is absolute", ErrBadPath, p)
+	case p == MetaDir || strings.HasPrefix(p, MetaDir+"/"):
+		return fmt.Errorf("%w: %q is in %s, reserved for a store's metadata", ErrBadPath, p, MetaDir)
 	}
 	for _, el := range strings.Split(p, "/") {
 		switch el {

@@ -173,6 +173,8 @@ func TestManifestBadFiles(t *testing.T) {
 		{"unsorted", []File{{Path: "b", Size: 1}, {Path: "a", Size: 0}}, ErrBadPath},
 		{"file is a dir", []File{{Path: "a", Size: 1}, {Path: "a/b", Size: 0}}, ErrBadPath},
 		{"file is a deep dir", []File{{Path: "a/b", Size: 1}, {Path: "a/b-", Size: 0}, {Path: "a/b/c/d", Size: 0}}, ErrBadPath},
+		{"store metadata", []File{{Path: ".reconcile/held", Size: 1}}, ErrBadPath},
+		{"store metadata folder", []File{{Path: ".reconcile", Size: 1}}, ErrBadPath},
 		{"negative size", []File{{Path: "a", Size: -1}}, ErrCorrupt},
 		{"bad mode", []File{{Path: "a", Size: 1, Mode: 0o4755}}, ErrCorrupt},
 	} {
