@@ -310,7 +310,7 @@ func printTable4(out io.Writer, rep simTable4Report) {
 	fmt.Fprintf(out, "Reconciliation time (ms), mean of %d trials; %d Chord peers on %d routers (%d links, mean link delay %.1f ms).\n",
 		rep.Trials, rep.Peers, rep.Topology.Routers, rep.Topology.Links, rep.Topology.MeanLinkDelayMS)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "kk\tn0\tByers\tcomplete\tByers/complete\tpaper Byers\tpaper complete\tpaper ratio\tByers decode\tmissed\tredundant\tlookup\t\n")
+	fmt.Fprintf(w, "kk\tn0\tByers\tcomplete\tByers/complete\tByers-complete\tpaper Byers\tpaper complete\tpaper ratio\tpaper diff\tByers decode\tmissed\tredundant\tlookup\t\n")
 	for _, r := range rep.Rows {
 		cell := func(m *ts.MethodResult, f func(*ts.MethodResult) string) string {
 			if m == nil {
@@ -319,20 +319,22 @@ func printTable4(out io.Writer, rep simTable4Report) {
 			return f(m)
 		}
 		ms := func(m *ts.MethodResult) string { return fmt.Sprintf("%.0f", m.MeanMS) }
-		pb, pc, pr := "-", "-", "-"
+		pb, pc, pr, pd := "-", "-", "-", "-"
 		if r.Paper != nil {
 			pb, pc, pr = fmt.Sprintf("%.0f", r.Paper.ByersMS), fmt.Sprintf("%.0f", r.Paper.CompleteMS), fmt.Sprintf("%.3f", r.Paper.ByersMS/r.Paper.CompleteMS)
+			pd = fmt.Sprintf("%.0f", r.Paper.ByersMS-r.Paper.CompleteMS)
 		}
-		ratio := "-"
+		ratio, diff := "-", "-"
 		if r.Ratio > 0 {
 			ratio = fmt.Sprintf("%.3f", r.Ratio)
+			diff = fmt.Sprintf("%.0f", r.Byers.MeanMS-r.Complete.MeanMS)
 		}
 		lookup := r.Complete
 		if lookup == nil {
 			lookup = r.Byers
 		}
-		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t\n", r.KK, r.N0,
-			cell(r.Byers, ms), cell(r.Complete, ms), ratio, pb, pc, pr,
+		fmt.Fprintf(w, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.0f\t\n", r.KK, r.N0,
+			cell(r.Byers, ms), cell(r.Complete, ms), ratio, diff, pb, pc, pr, pd,
 			cell(r.Byers, func(m *ts.MethodResult) string { return fmt.Sprintf("%.1f", m.DecodeMS) }),
 			cell(r.Byers, func(m *ts.MethodResult) string { return fmt.Sprintf("%.1f", m.Missed) }),
 			cell(r.Complete, func(m *ts.MethodResult) string { return fmt.Sprintf("%.2f", m.Redundant) }),
