@@ -451,3 +451,40 @@ func TestBuildCBF(t *testing.T) {
 		}
 	}
 }
+
+// FuzzStepRaw builds messages field by field, without the decoder's checks (as a
+// caller of Step might), and feeds them to sessions in every state: no panics.
+func FuzzStepRaw(f *testing.F) {
+	f.Add(uint8(2), uint16(4), []byte{1, 0, 0, 0, 0xff, 0xff, 0, 0}, []byte("abcdefgh"))
+	f.Add(uint8(3), uint16(4), []byte{9, 0, 0, 0, 1, 0, 0, 0}, []byte("abcdefgh"))
+	f.Add(uint8(1), uint16(0), []byte{}, []byte("RCBF"))
+	uv, _ := NewUniverse(300)
+	held, _ := SetOf(300, 1, 2, 3, 200, 299)
+	f.Fuzz(func(t *testing.T, typ uint8, size uint16, idx []byte, data []byte) {
+		m := Message{Type: MsgType(typ % 6), BlockSize: int(size), Data: data, Reason: string(data)}
+		for j := 0; j+4 <= len(idx); j += 4 {
+			m.Indices = append(m.Indices, uint32(idx[j])|uint32(idx[j+1])<<8|uint32(idx[j+2])<<16|uint32(idx[j+3])<<24)
+		}
+		m.Filter = FilterMsg{Method: Method(size % 4), Universe: 300, SetSize: int(size), Reply: size%2 == 0, Data: data,
+			Params: cbfalgebra.Params{M: int(size), K: int(typ % 9), R: int(typ % 17), Hash: cbfalgebra.HashFamily(typ % 3)}}
+		for _, method := range Methods {
+			for _, store := range []Blocks{nil, NewMemBlocks(300, 4)} {
+				cfg := Config{Method: method}
+				r, _ := NewSession(0, cfg, uv, held, store)
+				_ = r.Step(m)
+				r.Ready()
+				i, _ := NewSession(0, cfg, uv, held, store)
+				if err := i.Start(); err != nil {
+					t.Fatal(err)
+				}
+				i.Ready()
+				_ = i.Step(m)
+				for _, out := range i.Ready() {
+					if _, err := out.MarshalBinary(); err != nil {
+						t.Fatalf("session emitted an unencodable message: %v", err)
+					}
+				}
+			}
+		}
+	})
+}
