@@ -367,8 +367,15 @@ func (s *Session) onFilter(f *FilterMsg) error {
 		if theirs.Params() != f.Params {
 			return s.fail(fmt.Errorf("%w: filter bytes say %v, message %v", cbfalgebra.ErrNotHomologous, theirs.Params(), f.Params))
 		}
-		if err := s.build(f.Params); err != nil {
-			return s.fail(err)
+		if s.initiator || f.Reply { // this side's filter exists or must be sent
+			if err := s.build(f.Params); err != nil {
+				return s.fail(err)
+			}
+		} else {
+			if s.loc, err = s.u.locator(f.Params); err != nil {
+				return s.fail(err)
+			}
+			s.params, s.outcome.Params = f.Params, f.Params
 		}
 		for _, i := range s.origIdx {
 			if !theirs.ContainsLocations(s.loc.at(i)) {
