@@ -19,14 +19,18 @@ type Network struct {
 	Overlay  *Overlay
 }
 
+// rowBudget bounds the memory NewNetwork's path cache spends on full rows.
+const rowBudget = 512 << 20
+
 // NewNetwork generates a topology from p, attaches peers Chord peers to random
-// routers and returns the three layers. Everything derives from seed.
+// routers and returns the three layers. Everything derives from seed. The path
+// cache keeps as many full shortest-path rows as fit in 512 MiB.
 func NewNetwork(p Params, bw Bandwidth, peers int, chord ChordConfig, seed uint64) (*Network, error) {
 	t, err := Generate(p, seed)
 	if err != nil {
 		return nil, err
 	}
-	paths, err := NewPaths(t, bw, 0)
+	paths, err := NewPaths(t, bw, max(16, rowBudget/(8*t.Routers())))
 	if err != nil {
 		return nil, err
 	}
