@@ -7,38 +7,31 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-// protoRunner runs the real filter code of one method over a universe of u blocks.
+// protoRunner holds what the swarm's exchanges share over a universe of u blocks:
+// the k addresses of every block, CBF(U) and a scratch difference filter
+// (complete), and buffers for sizing messages.
 type protoRunner struct {
-	f      FilterConfig
-	m      reconcile.Method
-	u      int
-	p      cbfalgebra.Params
-	locs   []uint32
-	cu     *cbfalgebra.CBF // CBF(U), complete only
-	ca, cb *cbfalgebra.CBF
-	diff   *cbfalgebra.CBF
-	bloom  *cbfalgebra.BloomFilter
-	zero   []byte
-	idx    []uint32
+	f    FilterConfig
+	u    int
+	p    cbfalgebra.Params
+	locs []uint32
+	cu   *cbfalgebra.CBF // CBF(U), complete only
+	diff *cbfalgebra.CBF
+	zero []byte
+	idx  []uint32
 }
 
 func newProtoRunner(f FilterConfig, u int, m reconcile.Method) (*protoRunner, error) {
-	pr := &protoRunner{f: f, m: m, u: u, p: f.cbfParams(), locs: f.locTable(u), zero: make([]byte, u*f.BlockBytes)}
-	var err error
+	pr := &protoRunner{f: f, u: u, p: f.cbfParams(), locs: f.locTable(u), zero: make([]byte, u*f.BlockBytes)}
 	if m == reconcile.Complete {
+		var err error
 		if pr.cu, err = cbfalgebra.NewFromParams(pr.p); err != nil {
 			return nil, err
 		}
 		for i := range u {
 			pr.cu.InsertLocations(pr.at(i))
 		}
-		pr.ca, _ = cbfalgebra.NewFromParams(pr.p)
-		pr.cb, _ = cbfalgebra.NewFromParams(pr.p)
 		pr.diff, _ = cbfalgebra.NewFromParams(pr.p)
-	} else {
-		if pr.bloom, err = cbfalgebra.NewBloom(f.M, f.K, cbfalgebra.WithHash(f.Hash)); err != nil {
-			return nil, err
-		}
 	}
 	return pr, nil
 }
@@ -53,6 +46,7 @@ func (pr *protoRunner) blocksBytes(idx []uint32) int {
 	return msg.EncodedSize()
 }
 
+// filterBytes is the encoded size of a MsgFilter message with the given filter bytes.
 func filterBytes(m reconcile.Method, p cbfalgebra.Params, universe, setSize int, data []byte) int {
 	msg := reconcile.Message{Type: reconcile.MsgFilter, Filter: reconcile.FilterMsg{
 		Method: m, Params: p, Universe: universe, SetSize: setSize, Data: data}}
