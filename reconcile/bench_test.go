@@ -16,7 +16,7 @@ import (
 // when A sends it). prebuilt=true gives both sides their filters ready (Filters), as
 // a peer that keeps them between sessions has.
 func BenchmarkComplete(b *testing.B) {
-	for _, n0 := range []int{3000, 500} {
+	for _, n0 := range []int{3000, 2000, 1000, 500} {
 		for _, oneWay := range []bool{true, false} {
 			for _, payload := range []bool{false, true} {
 				for _, warm := range []bool{false, true} {

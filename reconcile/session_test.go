@@ -488,3 +488,32 @@ func FuzzStepRaw(f *testing.F) {
 		}
 	})
 }
+
+// TestConcurrentSessions shares one Universe and one Filters between sessions on
+// several goroutines (run with -race).
+func TestConcurrentSessions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	uv, _ := NewUniverse(3000)
+	a, b := splitSets(rng, 3000, 2000, 2000, 1000)
+	fb, _ := NewFilters(uv, b)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			cfg := Config{M: 1 << 14, K: 5 + g%2}
+			cfgB := cfg
+			cfgB.Filters = fb
+			A, _ := NewSession(uint64(g), cfg, uv, a, nil)
+			B, _ := NewSession(uint64(g), cfgB, uv, b, nil)
+			err := Run(A, B, Limits{})
+			if err == nil && A.Outcome().Missed != 0 {
+				err = fmt.Errorf("missed %d", A.Outcome().Missed)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
