@@ -152,11 +152,15 @@ func verifyCommand() *cli.Command {
 		Description: "STORE is the folder of a block store (the --out folder of a fetch). Every block\n" +
 			"the store records as held is read back and re-hashed; blocks whose bytes no longer\n" +
 			"match are reported as corrupt and dropped from the store, so that a resumed fetch\n" +
-			"downloads them again. Exits with status 1 when corrupt blocks were found.\n\n" +
+			"downloads them again. Exits with status 1 when corrupt blocks were found.\n" +
+			"--rebuild re-hashes every block, recorded or not, and rebuilds the store's record\n" +
+			"of held blocks from those that match (for a damaged record, or files copied in).\n\n" +
 			"Examples:\n" +
 			"   reconcile verify ~/Downloads/movie\n" +
-			"   reconcile verify ./out --json",
+			"   reconcile verify ./out --json\n" +
+			"   reconcile verify ./out --rebuild",
 		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "rebuild", Usage: "re-hash every block and rebuild the record of held blocks"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 		},
 		Action: runVerify,
@@ -180,10 +184,18 @@ func runVerify(c *cli.Context) error {
 		return fmt.Errorf("verify: want exactly one STORE folder, got %d arguments (see reconcile verify --help)", c.NArg())
 	}
 	dir := c.Args().First()
-	st, err := chunker.OpenStore(dir)
+	var opts []chunker.StoreOption
+	if c.Bool("rebuild") {
+		opts = append(opts, chunker.WithVerify())
+	}
+	start := time.Now()
+	st, err := chunker.OpenStore(dir, opts...)
 	if err != nil {
 		if errors.Is(err, chunker.ErrNotFound) {
 			return fmt.Errorf("verify: %s is not a block store (no %s/manifest in it)", dir, chunker.MetaDir)
+		}
+		if errors.Is(err, chunker.ErrCorrupt) {
+			return fmt.Errorf("%v; run reconcile verify --rebuild %s", err, dir)
 		}
 		return err
 	}
@@ -192,7 +204,6 @@ func runVerify(c *cli.Context) error {
 	defer stop()
 	m := st.Manifest()
 	update, finish := newProgress("verifying blocks")
-	start := time.Now()
 	checked := st.HeldCount()
 	r, err := st.VerifyProgress(ctx, update)
 	finish()

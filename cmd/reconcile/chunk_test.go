@@ -108,4 +108,25 @@ func TestVerifyCommand(t *testing.T) {
 	if rep, err = verify(); err != nil || rep.Missing != 3 {
 		t.Fatalf("second verify: %+v, %v", rep, err)
 	}
+	// A damaged record: verify says how to rebuild it, --rebuild does, from the bytes.
+	orig, _ := os.ReadFile(src)
+	fh, _ = os.OpenFile(filepath.Join(out, "src"), os.O_WRONLY, 0)
+	fh.WriteAt(orig[chunker.MinBlockSize+3:][:1], chunker.MinBlockSize+3) // restore the byte
+	fh.Close()
+	if err := os.WriteFile(filepath.Join(out, chunker.MetaDir, "held"), []byte("garbage"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run(t, "", "verify", out); err == nil || !strings.Contains(err.Error(), "--rebuild") {
+		t.Fatalf("damaged record: %v", err)
+	}
+	s, err := run(t, "", "verify", out, "--rebuild", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = verifyReport{}
+	json.Unmarshal([]byte(s), &rep)
+	// Blocks 0..7 were written (block 1 restored by hand); the last two never were.
+	if rep.Held != m.BlockCount()-2 {
+		t.Fatalf("rebuild: %+v", rep)
+	}
 }
