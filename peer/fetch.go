@@ -339,7 +339,7 @@ type fetch struct {
 }
 
 // fetchWriters is the number of goroutines that verify and store received blocks.
-const fetchWriters = 4
+const fetchWriters = 8
 
 // source is one remote peer a fetch downloads from.
 type source struct {
