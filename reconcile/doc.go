@@ -10,6 +10,8 @@
 //   - [Universe]: the blocks [0, n) of one file. It caches, per filter parameter set,
 //     the k addresses of every block and CBF(U); build one per file and share it.
 //   - [Set]: the block indices a side holds (a bitmap).
+//   - [Filters]: a side's own filters of a fixed set, built once and shared by
+//     the sessions it answers (Config.Filters).
 //   - [Config]: the per-session configuration: [Method] ([Complete] or [Byers]),
 //     filter parameter overrides (M, K, BitsPerElement), counter width R, hash family
 //     and seed (both sides must agree on these), one-way or two-way, the erasure code

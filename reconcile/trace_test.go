@@ -1,0 +1,130 @@
+package reconcile
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/erasure"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.golden from the current output")
+
+// traceRun drives a and b like Run, writing one line per message: direction, type,
+// encoded size and the fields that matter. The golden file pins the message flow and
+// the wire sizes, so schema changes show up in review.
+func traceRun(w *strings.Builder, a, b *Session) {
+	if err := a.Start(); err != nil {
+		fmt.Fprintf(w, "start: %v\n", err)
+		return
+	}
+	names := map[*Session]string{a: "A", b: "B"}
+	for round := 0; round < 6 && !(a.Done() && b.Done()); round++ {
+		for _, pair := range [][2]*Session{{a, b}, {b, a}} {
+			from, to := pair[0], pair[1]
+			for _, m := range from.Ready() {
+				wire, err := m.MarshalBinary()
+				if err != nil {
+					fmt.Fprintf(w, "encode: %v\n", err)
+					return
+				}
+				fmt.Fprintf(w, "%s->%s %-6v %6d B", names[from], names[to], m.Type, len(wire))
+				switch m.Type {
+				case MsgFilter:
+					fmt.Fprintf(w, " %v universe=%d set=%d reply=%v %v", m.Filter.Method, m.Filter.Universe, m.Filter.SetSize, m.Filter.Reply, m.Filter.Params)
+				case MsgOffer, MsgBlocks:
+					fmt.Fprintf(w, " blocks=%d", len(m.Indices))
+				case MsgReject:
+					fmt.Fprintf(w, " %q", m.Reason)
+				}
+				fmt.Fprintln(w)
+				got, err := Decode(wire, Limits{})
+				if err != nil {
+					fmt.Fprintf(w, "decode: %v\n", err)
+					return
+				}
+				if err := to.Step(got); err != nil {
+					fmt.Fprintf(w, "%s: %v\n", names[to], err)
+				}
+			}
+		}
+	}
+	for _, s := range []*Session{a, b} {
+		o := s.Outcome()
+		fmt.Fprintf(w, "%s: done=%v held=%d sent=%d received=%d redundant=%d decoded=%v wire=%d\n",
+			names[s], s.Done(), s.Held().Len(), o.Sent, o.Received, o.Redundant, o.Decoded, o.WireBytes())
+	}
+}
+
+func TestTrace(t *testing.T) {
+	const u = 600
+	a, b := NewSet(u), NewSet(u)
+	for i := range 400 {
+		a.Add(i)
+		b.Add(u - 1 - i)
+	}
+	uv, _ := NewUniverse(u)
+	code, err := erasure.New(300, u, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := make([][]byte, 300)
+	for i := range src {
+		src[i] = blockData(i, 64)
+	}
+	coded, _ := code.Encode(src)
+	store := func(s *Set) *MemBlocks {
+		st := NewMemBlocks(u, 64)
+		for _, i := range s.Indices() {
+			st.Put(i, coded[i])
+		}
+		return st
+	}
+	scenarios := []struct {
+		name       string
+		cfgA, cfgB Config
+		blocks     bool
+	}{
+		{"complete two-way, offers", Config{}, Config{}, false},
+		{"complete one-way, blocks", Config{OneWay: true}, Config{}, true},
+		{"complete, sha1 and a seed", Config{Hash: cbfalgebra.HashSHA1, Seed: 9, M: 4096, K: 4}, Config{Hash: cbfalgebra.HashSHA1, Seed: 9}, false},
+		{"byers one-way, decode", Config{Method: Byers, OneWay: true, Code: code}, Config{Method: Byers, Code: code}, true},
+		{"non-homologous: other seed", Config{}, Config{Seed: 1}, false},
+		{"other method", Config{}, Config{Method: Byers}, false},
+	}
+	var out strings.Builder
+	for _, sc := range scenarios {
+		fmt.Fprintf(&out, "# %s\n", sc.name)
+		var sa, sb Blocks
+		if sc.blocks {
+			sa, sb = store(a), store(b)
+		}
+		A, err := NewSession(1, sc.cfgA, uv, a, sa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		B, err := NewSession(1, sc.cfgB, uv, b, sb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		traceRun(&out, A, B)
+		out.WriteString("\n")
+	}
+	golden := filepath.Join("testdata", "trace.golden")
+	if *rewrite {
+		if err := os.WriteFile(golden, []byte(out.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestTrace -rewrite)", err)
+	}
+	if out.String() != string(want) {
+		t.Fatalf("trace differs from %s (go test -run TestTrace -rewrite to accept):\n%s", golden, out.String())
+	}
+}
