@@ -23,7 +23,8 @@ func init() {
 			"Complete: CBF subtraction over the kk = 2n - n0 blocks of the file. Byers: RS(8191, kk)\n" +
 			"coded blocks (Leopard GF(2^16)), each peer holding (8191 + n0)/2 of them, a Bloom filter\n" +
 			"of A's, decoding once A holds kk. Time runs from A building its filter until A holds\n" +
-			"the whole file (every byte checked), through the real message codec; A pulls from B.\n" +
+			"the whole file, through the real message codec; A pulls from B. Every trial checks\n" +
+			"A's file byte for byte afterwards (\"decoded\") and draws a fresh hash seed.\n" +
 			"Prints means over the trials next to the paper's figures (a 1.7 GHz Pentium, 2010).\n\n" +
 			"Example:\n   reconcile experiment table3 --trials 100 --plot table3.png",
 		Flags: []cli.Flag{
