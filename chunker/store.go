@@ -436,17 +436,18 @@ func (s *Store) rewriteLog() error {
 // verifyAll re-hashes every block, fsyncs the files and rewrites the log with
 // exactly the matching blocks.
 func (s *Store) verifyAll(ctx context.Context) error {
+	all := make([]int, s.m.blockCount)
+	for i := range all {
+		all[i] = i
+	}
+	bad, err := s.checkBlocks(ctx, all, nil)
+	if err != nil {
+		return err
+	}
 	s.held = newBitset(s.m.blockCount)
-	var buf []byte
-	for i := range s.m.blockCount {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var err error
-		buf, err = s.readAt(i, buf)
-		if err == nil && VerifyBlock(s.m, i, buf) == nil {
-			s.held.set(i)
-		}
+	s.held.setAll(s.m.blockCount)
+	for _, i := range bad {
+		s.held.clear(i)
 	}
 	if !s.readOnly {
 		for k := range s.m.files {
@@ -461,6 +462,58 @@ func (s *Store) verifyAll(ctx context.Context) error {
 		return s.rewriteLog()
 	}
 	return nil
+}
+
+// checkBlocks re-hashes the given blocks on GOMAXPROCS goroutines and returns, in
+// increasing order, those that cannot be read or do not match. fn, if not nil, is
+// called with the number checked so far and the total.
+func (s *Store) checkBlocks(ctx context.Context, idx []int, fn func(done, total int)) ([]int, error) {
+	var (
+		mu   sync.Mutex
+		bad  = []int{}
+		next int
+		done int
+		wg   sync.WaitGroup
+	)
+	if fn != nil {
+		fn(0, len(idx))
+	}
+	for range min(runtime.GOMAXPROCS(0), max(len(idx), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for ctx.Err() == nil {
+				mu.Lock()
+				k := next
+				next++
+				mu.Unlock()
+				if k >= len(idx) {
+					return
+				}
+				i := idx[k]
+				var err error
+				if buf, err = s.readAt(i, buf); err == nil {
+					err = VerifyBlock(s.m, i, buf)
+				}
+				mu.Lock()
+				if err != nil {
+					bad = append(bad, i)
+				}
+				done++
+				if fn != nil {
+					fn(done, len(idx))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	slices.Sort(bad)
+	return bad, nil
 }
 
 // finish sets the final modes of a complete store's files.
@@ -794,24 +847,11 @@ func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (R
 	if err := s.Sync(); err != nil {
 		return Report{}, err
 	}
-	rep := Report{Blocks: s.m.blockCount, Corrupt: []int{}}
-	var buf []byte
+	rep := Report{Blocks: s.m.blockCount}
 	held := s.Held()
-	for k, i := range held {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		if fn != nil {
-			fn(k, len(held))
-		}
-		var err error
-		buf, err = s.readAt(i, buf)
-		if err == nil {
-			err = VerifyBlock(s.m, i, buf)
-		}
-		if err != nil {
-			rep.Corrupt = append(rep.Corrupt, i)
-		}
+	var err error
+	if rep.Corrupt, err = s.checkBlocks(ctx, held, fn); err != nil {
+		return rep, err
 	}
 	if len(rep.Corrupt) > 0 {
 		// Under syncMu, so that a block put again after being dropped gets its held
@@ -840,9 +880,6 @@ func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (R
 		if err != nil {
 			return rep, fmt.Errorf("chunker: write held log: %w", err)
 		}
-	}
-	if fn != nil {
-		fn(len(held), len(held))
 	}
 	rep.Held = s.HeldCount()
 	rep.Missing = rep.Blocks - rep.Held
