@@ -131,3 +131,31 @@ func TestTreeReaderShrink(t *testing.T) {
 		t.Fatal("a grown file read without error")
 	}
 }
+
+func TestVerifyProgress(t *testing.T) {
+	m, data := testManifest(t, MinBlockSize, 40*MinBlockSize+3)
+	s, err := CreateStore(t.TempDir(), m, WithSyncEvery(64))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := 0; i < m.BlockCount(); i += 2 {
+		s.PutBlock(i, block(m, data, i))
+	}
+	last, calls := -1, 0
+	rep, err := s.VerifyProgress(context.Background(), func(done, total int) {
+		if total != 21 || done < last || done > total {
+			t.Errorf("progress %d/%d after %d", done, total, last)
+		}
+		last = done
+		calls++
+	})
+	if err != nil || rep.Held != 21 || rep.Missing != 20 || len(rep.Corrupt) != 0 || last != 21 || calls != 22 {
+		t.Fatalf("report %+v, %v, last %d, calls %d", rep, err, last, calls)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Verify(ctx); err == nil {
+		t.Fatal("Verify with a cancelled context succeeded")
+	}
+}
