@@ -228,3 +228,56 @@ func BenchmarkDecode(b *testing.B) {
 		b.Run(fmt.Sprintf("RS(%d,%d)x%d", cc.nn, cc.kk, cc.size), func(b *testing.B) { benchCode(b, cc.kk, cc.nn, cc.size, true) })
 	}
 }
+
+// FuzzDecode feeds arbitrary blocks (indices, sizes, contents) to small codes of
+// both fields: errors are fine, panics are not, and whenever kk distinct genuine
+// blocks are present the source comes back.
+func FuzzDecode(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7}, uint8(16), false)
+	f.Add([]byte{9, 9, 200, 1}, uint8(64), true)
+	type setup struct {
+		c     *Code
+		coded [][]byte
+	}
+	var codes []setup
+	for _, cc := range []struct {
+		kk, nn, size int
+		gf16         bool
+	}{{4, 8, 16, false}, {4, 8, 64, true}, {3, 300, 64, false}} {
+		c, err := New(cc.kk, cc.nn, cc.size, WithGF16(cc.gf16))
+		if err != nil {
+			f.Fatal(err)
+		}
+		coded, err := c.Encode(randomBlocks(rand.New(rand.NewPCG(1, 1)), cc.kk, cc.size))
+		if err != nil {
+			f.Fatal(err)
+		}
+		codes = append(codes, setup{c, coded})
+	}
+	f.Fuzz(func(t *testing.T, picks []byte, size uint8, corrupt bool) {
+		for _, s := range codes {
+			var blocks []Block
+			genuine := map[int]bool{}
+			for j, p := range picks {
+				i := int(p) - 8 // some negative, some beyond nn
+				if i >= 0 && i < s.c.N() && !corrupt {
+					blocks = append(blocks, Block{Index: i, Data: s.coded[i]})
+					genuine[i] = true
+				} else {
+					blocks = append(blocks, Block{Index: i, Data: make([]byte, int(size)+j%2)})
+				}
+			}
+			src, err := s.c.Decode(blocks)
+			if err == nil && len(src) != s.c.K() {
+				t.Fatalf("%v: %d source blocks", s.c, len(src))
+			}
+			if err == nil && len(genuine) == len(blocks) && len(genuine) >= s.c.K() {
+				for i := range src {
+					if !bytes.Equal(src[i], s.coded[i]) {
+						t.Fatalf("%v: wrong source block %d", s.c, i)
+					}
+				}
+			}
+		}
+	})
+}
