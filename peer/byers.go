@@ -161,6 +161,13 @@ func decodeCodedHeader(b []byte, m *chunker.Manifest) (*codedBlocks, error) {
 	if bs != uint64(m.BlockSize()) || size != uint64(m.TotalSize()) || k == 0 || n < k || n > erasure.MaxBlocks {
 		return nil, fmt.Errorf("%w: coded header (k %d, n %d, %d-byte blocks, %d bytes) does not fit the manifest", ErrMalformed, k, n, bs, size)
 	}
+	// Check the hashes present against the coded block count before building
+	// anything sized by the header's claims.
+	span := k * bs
+	gens := max((size+span-1)/span, 1)
+	if uint64(len(d.b)) != gens*n*chunker.HashSize {
+		return nil, fmt.Errorf("%w: %d bytes of hashes for %d coded blocks", ErrMalformed, len(d.b), gens*n)
+	}
 	cb, err := newCodedBlocks(m, ByersParams{K: int(k), N: int(n)})
 	if err != nil {
 		return nil, err

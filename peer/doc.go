@@ -1,0 +1,53 @@
+// Package peer seeds and fetches files between real hosts over libp2p, with
+// complete set reconciliation of counting Bloom filters: every peer sends a
+// fetcher only the blocks the fetcher lacks.
+//
+// # Peers
+//
+// [New] starts a libp2p host (TCP and QUIC v1, TLS 1.3 and Noise, yamux) with an
+// Ed25519 identity that is either fresh or kept in a key file readable by its
+// owner only ([WithKeyFile], [LoadOrCreateKey]), and a resource manager that
+// bounds the streams each remote peer may hold open per protocol. [Peer.Seed]
+// chunks a file or folder (package chunker) and serves it in place;
+// [Peer.Fetch] downloads the content of a [Ticket] into a folder; [Peer.Close]
+// stops everything. A ticket is one copyable token: the content's root id (the
+// hash of its manifest) and the seed's peer id and addresses.
+//
+// # Fetching
+//
+// A fetch connects to the ticket's peers and to [WithPeers] peers, gets the
+// manifest from any of them and checks that it hashes to the ticket's root,
+// then runs one worker per peer. A worker reconciles: it sends the counting
+// Bloom filter of the blocks held (package reconcile, one-way complete
+// session); the peer computes CBF(S_peer) \ CBF(S_fetcher) and answers with the
+// indices of its blocks in that difference, which has no false negatives. The
+// worker then pulls those blocks over one stream, keeping a window of requests
+// open. A block is claimed by one worker at a time, so no two peers are asked
+// for the same block unless one fails or stalls ([WithStallTimeout]); then its
+// claims go back to the others. Received blocks are verified against the
+// manifest and written by a pool of writers (package chunker's store fsyncs a
+// block and records it before PutBlock returns, grouping concurrent fsyncs).
+// A peer that sends a block that fails verification, or a malformed message,
+// is dropped and its connection closed. When a worker has nothing left to
+// pull it reconciles again after a pause, as the peer may have gained blocks.
+//
+// Fetchers serve what they hold while they fetch (and after, until Close):
+// a peer that reconciles with a fetcher is added to its sources, and every
+// second a fetch asks its peers for other peers of the content
+// ([ProtoPeers]), so fetchers find and feed each other (a swarm). A fetch
+// started again on the same folder resumes from the verified blocks, after an
+// interrupt or a kill -9, and downloads none of them again.
+//
+// [WithMethod](reconcile.Byers) runs the Byers baseline instead: a seed made
+// with [WithByers] serves Reed–Solomon coded blocks (package erasure), fetchers
+// reconcile plain Bloom filters of coded blocks, and decode each generation
+// once they hold enough of them.
+//
+// # Protocols
+//
+// All under /reconcile/1/: manifest, reconcile, blocks and peers (see the
+// Proto constants). Every stream carries length-prefixed frames with a limit
+// per frame ([Limits]) and buffers that grow only as bytes arrive; every read
+// and write has a deadline ([WithStreamIdle]). A malformed or oversized message
+// resets the stream.
+package peer

@@ -1,0 +1,129 @@
+package peer
+
+import (
+	"crypto/rand"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+)
+
+func newKeyID(t testing.TB) lpeer.ID {
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := lpeer.IDFromPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func memStats() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
+}
+
+func TestTicketRoundTrip(t *testing.T) {
+	var tk Ticket
+	copy(tk.Root[:], randomBytes(32))
+	tk.Peers = testAddrInfos(t, 2)
+	s := tk.String()
+	if !strings.HasPrefix(s, "b") || strings.ContainsAny(s, " \n/+=") {
+		t.Fatalf("ticket %q is not one copyable base32 token", s)
+	}
+	got, err := ParseTicket("  " + s + "\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Root != tk.Root || len(got.Peers) != 2 || got.Peers[1].ID != tk.Peers[1].ID || !got.Peers[0].Addrs[1].Equal(tk.Peers[0].Addrs[1]) {
+		t.Fatalf("got %+v, want %+v", got, tk)
+	}
+	var viaText Ticket
+	if err := viaText.UnmarshalText([]byte(s)); err != nil || viaText.Root != tk.Root {
+		t.Fatalf("UnmarshalText: %v", err)
+	}
+}
+
+func TestParseTicketErrors(t *testing.T) {
+	var tk Ticket
+	tk.Peers = testAddrInfos(t, 1)
+	good := tk.String()
+	noPeer := Ticket{}.String()
+	for name, s := range map[string]string{
+		"empty":       "",
+		"not base":    "hello world",
+		"truncated":   good[:len(good)-5],
+		"no peer":     noPeer,
+		"too long":    "b" + strings.Repeat("a", maxTicketLen),
+		"bad version": "baeaqaaaa",
+	} {
+		if _, err := ParseTicket(s); !errors.Is(err, ErrBadTicket) {
+			t.Errorf("%s: %v, want ErrBadTicket", name, err)
+		}
+	}
+}
+
+func TestLoadOrCreateKey(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "sub", "key")
+	k1, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file mode %v, want 0600", fi.Mode().Perm())
+	}
+	k2, err := LoadOrCreateKey(path)
+	if err != nil || !k1.Equals(k2) {
+		t.Fatalf("reload gave another key: %v", err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(path); !errors.Is(err, ErrKeyPermissions) {
+		t.Fatalf("world-readable key: %v", err)
+	}
+	bad := filepath.Join(dir, "bad")
+	os.WriteFile(bad, []byte("not a key"), 0o600)
+	if _, err := LoadOrCreateKey(bad); err == nil {
+		t.Fatal("garbage key file accepted")
+	}
+}
+
+// TestLoadOrCreateKeyRace: processes (here goroutines) creating the key at
+// once all end up with the same key.
+func TestLoadOrCreateKeyRace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "key")
+	keys := make([]crypto.PrivKey, 8)
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k, err := LoadOrCreateKey(path)
+			if err != nil {
+				t.Error(err)
+			}
+			keys[i] = k
+		}()
+	}
+	wg.Wait()
+	for _, k := range keys[1:] {
+		if k == nil || !k.Equals(keys[0]) {
+			t.Fatal("racing creators got different keys")
+		}
+	}
+}
