@@ -896,7 +896,7 @@ func (f *fetch) discover() {
 		f.mu.Lock()
 		var ids []lpeer.ID
 		for id := range f.sources {
-			if time.Since(asked[id]) > 3*time.Second {
+			if time.Since(asked[id]) > time.Second {
 				ids = append(ids, id)
 			}
 		}

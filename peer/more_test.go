@@ -1,0 +1,147 @@
+package peer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// TestByers: the baseline over the network: a seed serving coded blocks, two
+// fetchers reconciling Bloom filters of coded blocks and decoding.
+func TestByers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", 1<<20+5000, 9)
+	seed := newTestPeer(t)
+	tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10), WithByers(ByersParams{K: 16, N: 32}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := newTestPeer(t), newTestPeer(t)
+	type res struct {
+		s   *Summary
+		err error
+	}
+	ch := make(chan res, 2)
+	for i, p := range []*Peer{a, b} {
+		other := []*Peer{b, a}[i]
+		go func() {
+			s, err := p.Fetch(ctx, tk, filepath.Join(dir, p.ID().String()), WithMethod(reconcile.Byers), WithPeers(other.Addrs()...))
+			ch <- res{s, err}
+		}()
+	}
+	for range 2 {
+		r := <-ch
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.s.Method != "byers" || r.s.Fetched != r.s.Blocks {
+			t.Errorf("summary %+v", r.s)
+		}
+	}
+	for _, p := range []*Peer{a, b} {
+		sameFile(t, src, filepath.Join(dir, p.ID().String(), "data.bin"))
+	}
+	// A seed without coded blocks cannot serve the baseline.
+	plain := newTestPeer(t)
+	tk2, err := plain.Seed(ctx, src, WithBlockSize(32<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTestPeer(t).Fetch(ctx, tk2, filepath.Join(dir, "x"), WithMethod(reconcile.Byers)); !errors.Is(err, ErrNoPeers) {
+		t.Fatalf("byers from a plain seed: %v", err)
+	}
+}
+
+// TestDiscovery: fetchers given only the seed's ticket find each other through
+// the peers protocol and send each other blocks.
+func TestDiscovery(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(1<<20))
+	fetchers := []*Peer{newTestPeer(t), newTestPeer(t), newTestPeer(t)}
+	ch := make(chan *Summary, len(fetchers))
+	errs := make(chan error, len(fetchers))
+	for _, p := range fetchers {
+		go func() {
+			s, err := p.Fetch(ctx, tk, filepath.Join(dir, p.ID().String()))
+			ch <- s
+			errs <- err
+		}()
+	}
+	fromPeers := 0
+	for range fetchers {
+		s := <-ch
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		for _, ps := range s.Peers {
+			if ps.Peer != tk.Peers[0].ID.String() {
+				fromPeers += ps.Blocks
+			}
+		}
+	}
+	for _, p := range fetchers {
+		sameFile(t, src, filepath.Join(dir, p.ID().String(), "data.bin"))
+	}
+	if fromPeers == 0 {
+		t.Fatal("no fetcher got a block from another fetcher")
+	}
+	t.Logf("%d blocks came from fetchers", fromPeers)
+}
+
+// TestManifestMismatch: a peer that sends a manifest not matching the root is
+// refused, and an output folder holding other content is not touched.
+func TestManifestMismatch(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, _ := seedFile(t, dir, 100<<10, 16<<10)
+	other := writeRandomFile(t, dir, "other.bin", 50<<10, 5)
+	otk, err := seed.Seed(ctx, other, WithBlockSize(16<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherManifest, _ := seed.lookup(otk.Root[:]).man.MarshalBinary()
+	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
+		defer s.Close()
+		bw := bufio.NewWriter(s)
+		fr := newFrameReader(s, helloMax)
+		fr.next()
+		writeFrame(bw, []byte{msgManifest}, otherManifest)
+		bw.Flush()
+	})
+	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "o1")); !errors.Is(err, ErrManifestMismatch) {
+		t.Fatalf("wrong manifest: %v", err)
+	}
+	// An output holding other content.
+	prefill(t, other, seed.lookup(otk.Root[:]).man, filepath.Join(dir, "o2"), func(int) bool { return true })
+	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "o2")); !errors.Is(err, ErrManifestMismatch) {
+		t.Fatalf("output of other content: %v", err)
+	}
+}
+
+// TestNoPeer: a ticket whose peers are all unreachable fails with ErrNoPeers.
+func TestNoPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	gone := newTestPeer(t)
+	tk, err := gone.Seed(ctx, writeRandomFile(t, dir, "f", 10<<10, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.Close()
+	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "o")); !errors.Is(err, ErrNoPeers) {
+		t.Fatalf("got %v, want ErrNoPeers", err)
+	}
+}

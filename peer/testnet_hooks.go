@@ -1,0 +1,126 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// Hooks for package testnet, which starts hundreds of peers at once. Fetch
+// connects first and serves its content only then, so a peer asked by a
+// neighbour that has not yet reached that point would be dropped as one that
+// "does not serve the content"; Prepare serves first and Run downloads later.
+// Prepare also lets a Byers peer start with a share of the coded blocks, as
+// peers do in the paper's setting.
+
+// A Prepared fetch serves its content (the blocks, or coded blocks, it starts
+// with) from Prepare on; Run downloads the rest.
+type Prepared struct {
+	p  *Peer
+	c  *content
+	t  target
+	bt *byersTarget
+}
+
+// Prepare serves the store s (any subset of its blocks held; the peer takes
+// ownership of it) and returns a fetch of the rest that starts on Run. With
+// reconcile.Byers, header is a Byers seed's coded header (see CodedBlocks) and
+// coded the coded blocks the peer starts with (index to data, kept and served
+// read-only, not copied); generations held whole are decoded at once.
+func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte, coded map[int][]byte) (*Prepared, error) {
+	m := s.Manifest()
+	c, err := newContent(m, s)
+	if err != nil {
+		return nil, err
+	}
+	pf := &Prepared{p: p, c: c, t: blockTarget{c}}
+	switch method {
+	case reconcile.Complete:
+	case reconcile.Byers:
+		cb, err := decodeCodedHeader(header, m)
+		if err != nil {
+			return nil, err
+		}
+		c.coded = cb
+		bt := &byersTarget{c: c, cb: cb, perGen: make([]int, cb.gens.Count()), decoded: make([]bool, cb.gens.Count())}
+		for i, b := range coded {
+			if i < 0 || i >= cb.count() || cb.data[i] != nil {
+				return nil, fmt.Errorf("%w: coded block %d of %d", ErrMalformed, i, cb.count())
+			}
+			cb.data[i] = b
+			cb.n++
+			g, _ := cb.gens.Locate(i)
+			bt.perGen[g]++
+		}
+		k := cb.gens.Code().K()
+		for g := range bt.decoded {
+			whole := true
+			for i := g * k; i < min((g+1)*k, m.BlockCount()); i++ {
+				whole = whole && s.Has(i)
+			}
+			bt.decoded[g] = whole
+			if !whole && bt.perGen[g] >= k {
+				if err := bt.decode(g); err != nil {
+					return nil, err
+				}
+			}
+		}
+		pf.t, pf.bt = bt, bt
+	default:
+		return nil, fmt.Errorf("peer: method %v: %w", method, reconcile.ErrMethod)
+	}
+	if err := p.add(c); err != nil {
+		return nil, err
+	}
+	return pf, nil
+}
+
+// Run downloads the blocks the prepared content lacks from srcs (peers this
+// peer is connected to), from every peer that reconciles with it meanwhile
+// and from the peers they name, as Fetch does. The content stays served
+// afterwards.
+func (pf *Prepared) Run(ctx context.Context, srcs []lpeer.ID, opts ...FetchOption) (*Summary, error) {
+	fc := fetchConfig{method: pf.t.method(), noPeer: 10 * time.Second}
+	for _, o := range opts {
+		if err := o(&fc); err != nil {
+			return nil, err
+		}
+	}
+	if fc.method != pf.t.method() {
+		return nil, fmt.Errorf("peer: prepared for %v, not %v: %w", pf.t.method(), fc.method, reconcile.ErrMethod)
+	}
+	start := time.Now()
+	f := newFetch(pf.p, pf.c, pf.t, fc)
+	sum, err := f.run(ctx, srcs)
+	sum.Out = pf.c.store.Dir()
+	sum.Seconds = time.Since(start).Seconds()
+	if pf.bt != nil {
+		pf.bt.mu.Lock()
+		sum.DecodeSeconds = pf.bt.decodeTime.Seconds()
+		pf.bt.mu.Unlock()
+	}
+	if serr := pf.c.store.Sync(); serr != nil && err == nil && !errors.Is(serr, chunker.ErrClosed) {
+		err = fmt.Errorf("peer: sync %s: %w", pf.c.store.Dir(), serr)
+	}
+	return sum, err
+}
+
+// CodedBlocks returns the coded header and the coded blocks this peer serves
+// for root with the Byers baseline (a seed made with WithByers, or a Byers
+// fetch), or ok false if it serves none. get returns a coded block's bytes,
+// which must not be modified.
+func (p *Peer) CodedBlocks(root chunker.ID) (header []byte, get func(i int) ([]byte, bool), ok bool) {
+	p.mu.Lock()
+	c := p.contents[root]
+	p.mu.Unlock()
+	if c == nil || c.coded == nil {
+		return nil, nil, false
+	}
+	return c.coded.encodeHashes(), c.coded.get, true
+}
