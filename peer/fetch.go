@@ -117,7 +117,8 @@ func WithMethod(m reconcile.Method) FetchOption {
 }
 
 // WithNoPeerTimeout sets how long a fetch goes on with no peer left to
-// download from before it fails with ErrNoPeers. Default 10 s.
+// download from, or with peers that have none of the missing blocks, before
+// it fails with ErrNoPeers. Default 10 s.
 func WithNoPeerTimeout(d time.Duration) FetchOption {
 	return func(c *fetchConfig) error { c.noPeer = d; return nil }
 }
@@ -327,9 +328,11 @@ type fetch struct {
 	active   int           // sources with a running worker
 	sending  int           // sources with blocks in flight
 	lastLive time.Time
-	sum      Summary
-	received int64
-	resumed  int
+	// lastProgress is the last time a block was stored or in flight.
+	lastProgress time.Time
+	sum          Summary
+	received     int64
+	resumed      int
 
 	progMu sync.Mutex
 
@@ -380,6 +383,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	stop := context.AfterFunc(f.p.ctx, func() { cancel(ErrClosed) })
 	defer stop()
 	f.lastLive = time.Now()
+	f.lastProgress = time.Now()
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
 	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
 	for range fetchWriters {
@@ -409,10 +413,18 @@ loop:
 			if f.active > 0 {
 				f.lastLive = time.Now()
 			}
-			idle := time.Since(f.lastLive)
+			if len(f.claimed) > 0 {
+				f.lastProgress = time.Now()
+			}
+			idle, stuck, active := time.Since(f.lastLive), time.Since(f.lastProgress), f.active
 			f.mu.Unlock()
+			missing := m.BlockCount() - f.c.store.HeldCount()
 			if idle > f.fc.noPeer {
-				err = fmt.Errorf("%w: %d of %d blocks missing", ErrNoPeers, m.BlockCount()-f.c.store.HeldCount(), m.BlockCount())
+				err = fmt.Errorf("%w: %d of %d blocks missing", ErrNoPeers, missing, m.BlockCount())
+				break loop
+			}
+			if stuck > f.fc.noPeer {
+				err = fmt.Errorf("%w: none of the %d peers reached has the %d blocks still missing", ErrNoPeers, active, missing)
 				break loop
 			}
 		}
@@ -433,7 +445,7 @@ func (f *fetch) summary() *Summary {
 	s := f.sum
 	s.Received = f.received
 	s.Fetched = f.c.store.HeldCount() - f.resumed
-	s.Peers = nil
+	s.Peers = make([]PeerShare, 0, len(f.shares))
 	for _, sh := range f.shares {
 		s.Peers = append(s.Peers, *sh)
 	}
@@ -734,7 +746,8 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if len(inflight) == 0 {
 			return nil
 		}
-		fr, err := cs.nextWithin(f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
+		// Read the frame straight into a buffer the writers will own.
+		fr, err := cs.nextInto(f.getBuf(), f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
 				return ferr
@@ -750,17 +763,16 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		}
 		delete(inflight, i)
 		if !ok {
+			f.putBuf(fr)
 			f.unclaim(src, map[int]struct{}{i: {}})
 			continue
 		}
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.
-		buf := f.getBuf()
-		buf = append(buf[:0], data...)
 		select {
-		case f.writes <- writeJob{src: src, i: i, data: buf}:
+		case f.writes <- writeJob{src: src, i: i, data: data, buf: fr}:
 		case <-f.ctx.Done():
-			f.putBuf(buf)
+			f.putBuf(fr)
 			return nil
 		}
 		if err := f.failed(src); err != nil {
@@ -774,6 +786,7 @@ type writeJob struct {
 	src  *source
 	i    int
 	data []byte
+	buf  []byte // the frame data lies in, returned to the pool after
 }
 
 // writer stores received blocks until writes is closed. Several writers run,
@@ -783,7 +796,7 @@ func (f *fetch) writer() {
 	defer f.writersWG.Done()
 	for job := range f.writes {
 		err := f.store(job.src, job.i, job.data)
-		f.putBuf(job.data)
+		f.putBuf(job.buf)
 		if errors.Is(err, ErrBadBlock) {
 			f.fail(job.src, err)
 		}
@@ -816,11 +829,11 @@ func (f *fetch) getBuf() []byte {
 	if b, ok := f.bufs.Get().(*[]byte); ok {
 		return *b
 	}
-	return make([]byte, 0, f.t.unitSize())
+	return make([]byte, 0, f.t.unitSize()+1+binaryMaxVarint)
 }
 
 func (f *fetch) putBuf(b []byte) {
-	if cap(b) >= f.t.unitSize() {
+	if cap(b) >= f.t.unitSize()+1+binaryMaxVarint {
 		f.bufs.Put(&b)
 	}
 }
@@ -859,6 +872,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	}
 	src.share.Blocks++
 	src.share.Bytes += int64(len(data))
+	f.lastProgress = time.Now()
 	held := f.c.store.HeldCount()
 	var prog Progress
 	if f.fc.progress != nil {

@@ -145,3 +145,32 @@ func TestNoPeer(t *testing.T) {
 		t.Fatalf("got %v, want ErrNoPeers", err)
 	}
 }
+
+// TestPeersLackBlocks: when the only peer holds part of the content, the
+// fetch stores that part and then fails with ErrNoPeers, keeping it.
+func TestPeersLackBlocks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
+	m := seed.lookup(tk.Root[:]).man
+	half := filepath.Join(dir, "half")
+	prefill(t, src, m, half, func(i int) bool { return i%2 == 0 })
+	seed.Close()
+	p := newTestPeer(t)
+	st, err := openStoreForTest(half)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk2, err := p.Serve(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, err := newTestPeer(t).Fetch(ctx, tk2, filepath.Join(dir, "out"), WithNoPeerTimeout(500*time.Millisecond))
+	if !errors.Is(err, ErrNoPeers) {
+		t.Fatalf("got %v, want ErrNoPeers", err)
+	}
+	if sum == nil || sum.Fetched != (m.BlockCount()+1)/2 {
+		t.Fatalf("summary %+v", sum)
+	}
+}

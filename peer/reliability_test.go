@@ -326,3 +326,5 @@ func prefill(t testing.TB, src string, m *chunker.Manifest, out string, keep fun
 		}
 	}
 }
+
+func openStoreForTest(dir string) (*chunker.Store, error) { return chunker.OpenStore(dir) }

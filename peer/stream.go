@@ -51,6 +51,16 @@ func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
 	return f, err
 }
 
+// nextInto reads a frame of at most max bytes within d into buf's memory
+// (when it fits) and hands that memory to the caller: the reader keeps no
+// reference to it.
+func (cs *clientStream) nextInto(buf []byte, max int, d time.Duration) ([]byte, error) {
+	cs.fr.buf = buf[:0]
+	f, err := cs.nextWithin(max, d)
+	cs.fr.buf = nil
+	return f, err
+}
+
 // close ends the request politely: the remote sees EOF.
 func (cs *clientStream) close() {
 	cs.stop()
