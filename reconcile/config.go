@@ -49,6 +49,22 @@ type Config struct {
 	// Limits bound the filters this side accepts (MaxFilterBytes, MaxUniverse);
 	// zero fields take DefaultLimits.
 	Limits Limits
+	// IBLTCells is the number of coded cells the initiator of an [IBLT] session
+	// sends in its first batch; 0 means DefaultIBLTCells. The responder asks for
+	// more (MsgMore) until it decodes, sizing each request from what it has seen.
+	IBLTCells int
+}
+
+// DefaultIBLTCells is the first batch of an [IBLT] session: enough to decode a
+// difference of about 15 blocks in one round trip, about 350 bytes for a file of
+// fewer than 65536 blocks.
+const DefaultIBLTCells = 32
+
+func (c Config) ibltFirst() int {
+	if c.IBLTCells > 0 {
+		return c.IBLTCells
+	}
+	return DefaultIBLTCells
 }
 
 func (c Config) method() Method {

@@ -33,12 +33,19 @@ const (
 	// MsgReject ends a session: the sender could not accept the peer's message
 	// (for instance a non-homologous filter). Reason says why.
 	MsgReject MsgType = 4
+	// MsgMore asks the initiator of an [IBLT] session for Cells more coded cells:
+	// the responder could not decode the difference from those it has.
+	MsgMore MsgType = 5
+	// MsgWant lists the blocks the responder of a two-way [IBLT] session lacks and
+	// the initiator holds (Indices); the initiator answers with blocks or an offer.
+	MsgWant MsgType = 6
 )
 
 // msgTypes lists the valid message types.
-var msgTypes = []MsgType{MsgFilter, MsgOffer, MsgBlocks, MsgReject}
+var msgTypes = []MsgType{MsgFilter, MsgOffer, MsgBlocks, MsgReject, MsgMore, MsgWant}
 
-// String returns the type's name: "filter", "offer", "blocks" or "reject".
+// String returns the type's name: "filter", "offer", "blocks", "reject", "more" or
+// "want".
 func (t MsgType) String() string {
 	switch t {
 	case MsgFilter:
@@ -49,6 +56,10 @@ func (t MsgType) String() string {
 		return "blocks"
 	case MsgReject:
 		return "reject"
+	case MsgMore:
+		return "more"
+	case MsgWant:
+		return "want"
 	}
 	return fmt.Sprintf("msgtype(%d)", uint8(t))
 }
@@ -75,6 +86,8 @@ func (t *MsgType) UnmarshalText(b []byte) error {
 //	MsgBlocks   Indices, BlockSize, Data (len(Indices)*BlockSize bytes, block Indices[i]
 //	            at Data[i*BlockSize:(i+1)*BlockSize])
 //	MsgReject   Reason
+//	MsgMore     Cells
+//	MsgWant     Indices
 //
 // Indices are strictly increasing. Session identifies the session when several share
 // one stream (0 is fine otherwise).
@@ -89,6 +102,7 @@ type Message struct {
 	BlockSize int
 	Data      []byte
 	Reason    string
+	Cells     int
 }
 
 // FilterMsg is the body of a [MsgFilter] message.
@@ -105,7 +119,10 @@ type FilterMsg struct {
 	// Reply asks the receiver to send its own filter back, so that the exchange runs
 	// in both directions.
 	Reply bool
-	// Data is the filter in the cbfalgebra wire format (MarshalBinary).
+	// Data is the filter: for Complete and Byers in the cbfalgebra wire format
+	// (MarshalBinary), for CCBF that compressed ([CompressFilter]), for Bitfield
+	// the bitfield ([Set.AppendBitfield]), for IBLT a batch of coded cells (start
+	// index, count, cells).
 	Data []byte
 }
 
@@ -232,7 +249,7 @@ func (m *Message) encode(w io.Writer) error {
 		put(e.EncodeUint(uint64(f.SetSize)))
 		put(e.EncodeBool(f.Reply))
 		put(e.EncodeBytes(f.Data))
-	case MsgOffer, MsgBlocks:
+	case MsgOffer, MsgBlocks, MsgWant:
 		packed, perr := packIndices(m.Indices)
 		if perr != nil {
 			return perr
@@ -261,6 +278,15 @@ func (m *Message) encode(w io.Writer) error {
 		put(e.EncodeUint(uint64(m.Type)))
 		put(e.EncodeUint(m.Session))
 		put(e.EncodeString(m.Reason))
+	case MsgMore:
+		if m.Cells < 1 {
+			return fmt.Errorf("%w: more asks for %d cells", ErrMessage, m.Cells)
+		}
+		put(e.EncodeArrayLen(4))
+		put(e.EncodeUint(Version))
+		put(e.EncodeUint(uint64(m.Type)))
+		put(e.EncodeUint(m.Session))
+		put(e.EncodeUint(uint64(m.Cells)))
 	default:
 		return fmt.Errorf("%w: unknown message type %d", ErrMessage, uint8(m.Type))
 	}
@@ -331,7 +357,7 @@ func Decode(b []byte, lim Limits) (Message, error) {
 	if d.err != nil {
 		return m, d.err
 	}
-	want := map[MsgType]int{MsgFilter: 13, MsgOffer: 5, MsgBlocks: 7, MsgReject: 4}[m.Type]
+	want := map[MsgType]int{MsgFilter: 13, MsgOffer: 5, MsgBlocks: 7, MsgReject: 4, MsgMore: 4, MsgWant: 5}[m.Type]
 	if want == 0 {
 		return m, fmt.Errorf("%w: unknown message type %d", ErrMessage, uint8(m.Type))
 	}
@@ -354,7 +380,7 @@ func Decode(b []byte, lim Limits) (Message, error) {
 		if d.err == nil && f.SetSize > f.Universe {
 			d.err = fmt.Errorf("%w: set of %d blocks in a universe of %d", ErrMessage, f.SetSize, f.Universe)
 		}
-	case MsgOffer, MsgBlocks:
+	case MsgOffer, MsgBlocks, MsgWant:
 		cnt := int(d.uint(uint64(lim.MaxIndices)))
 		packed := d.bytes(lim.MaxMessage)
 		if d.err == nil {
@@ -370,6 +396,11 @@ func Decode(b []byte, lim Limits) (Message, error) {
 		}
 	case MsgReject:
 		m.Reason = string(d.bytes(lim.MaxReason))
+	case MsgMore:
+		m.Cells = int(d.uint(uint64(ibltMaxCells(lim.MaxUniverse))))
+		if d.err == nil && m.Cells < 1 {
+			d.err = fmt.Errorf("%w: more asks for 0 cells", ErrMessage)
+		}
 	}
 	if d.err == nil && d.off != len(b) {
 		d.err = fmt.Errorf("%w: %d trailing bytes", ErrMessage, len(b)-d.off)

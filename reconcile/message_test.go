@@ -200,7 +200,7 @@ func normal(m Message) Message {
 }
 
 func TestMethodParse(t *testing.T) {
-	for _, m := range Methods {
+	for _, m := range AllMethods {
 		got, err := ParseMethod(m.String())
 		if err != nil || got != m {
 			t.Fatalf("ParseMethod(%q) = %v, %v", m, got, err)
@@ -214,7 +214,10 @@ func TestMethodParse(t *testing.T) {
 	if got, err := ParseMethod("BYERS"); err != nil || got != Byers {
 		t.Fatalf("case-insensitive parse: %v %v", got, err)
 	}
-	for _, s := range []string{"", "iblt", "complete "} {
+	if got, err := ParseMethod("IBLT"); err != nil || got != IBLT {
+		t.Fatalf("case-insensitive parse: %v %v", got, err)
+	}
+	for _, s := range []string{"", "iblt2", "complete ", "zstd"} {
 		if _, err := ParseMethod(s); !errors.Is(err, ErrMethod) {
 			t.Fatalf("ParseMethod(%q) err = %v", s, err)
 		}

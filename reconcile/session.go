@@ -84,6 +84,12 @@ type Outcome struct {
 	DecodeTime time.Duration `json:"decode_ns"`
 	// Decoded reports that the Byers session decoded the source blocks.
 	Decoded bool `json:"decoded"`
+	// Cells is the number of coded IBLT cells this side sent or received.
+	Cells int `json:"cells,omitempty"`
+	// Flights is the number of one-way message flights of the exchange (A to B,
+	// B to A, ...; a round trip is two). A session cannot count them alone; [Run]
+	// fills it in.
+	Flights int `json:"flights,omitempty"`
 }
 
 // WireBytes is the total of bytes sent and received.
@@ -132,6 +138,15 @@ type Session struct {
 
 	needFilter, needResponse bool
 	responded                bool
+
+	// IBLT state: this side's cells, the difference decoder (responder), the
+	// peer's set size and reply flag from its first batch, and whether the
+	// initiator still awaits the responder's MsgWant (two-way).
+	ibltEnc      *ibltEncoder
+	ibltDec      *ibltDecoder
+	ibltPeerSize int
+	ibltReply    bool
+	needWant     bool
 
 	out     []Message
 	outcome Outcome
@@ -189,6 +204,18 @@ func (s *Session) Start() error {
 	t0 := time.Now()
 	defer func() { s.outcome.Compute += time.Since(t0) }()
 	s.started, s.initiator = true, true
+	switch s.method {
+	case Bitfield:
+		s.needResponse = true
+		s.needFilter = !s.cfg.OneWay
+		return s.sendFilter(!s.cfg.OneWay)
+	case IBLT:
+		s.needResponse, s.needWant, s.needFilter = true, !s.cfg.OneWay, false
+		s.params = cbfalgebra.Params{Seed: s.cfg.Seed}
+		s.outcome.Params = s.params
+		s.buildIBLT()
+		return s.sendCells(s.cfg.ibltFirst())
+	}
 	p, err := s.cfg.Params(s.orig.Len())
 	if err != nil {
 		return s.fail(err)
@@ -224,6 +251,10 @@ func (s *Session) Step(m Message) error {
 		return s.onFilter(&m.Filter)
 	case MsgOffer, MsgBlocks:
 		return s.onResponse(&m)
+	case MsgMore:
+		return s.onMore(&m)
+	case MsgWant:
+		return s.onWant(&m)
 	}
 	return s.fail(fmt.Errorf("%w: message type %d", ErrMessage, uint8(m.Type)))
 }
@@ -244,7 +275,7 @@ func (s *Session) Done() bool {
 	if s.err != nil {
 		return true
 	}
-	return (s.started || s.responded) && !s.needFilter && !s.needResponse
+	return (s.started || s.responded) && !s.needFilter && !s.needResponse && !s.needWant
 }
 
 // Err returns the error that ended the session, if any.
@@ -320,9 +351,16 @@ func (s *Session) build(p cbfalgebra.Params) error {
 func (s *Session) sendFilter(reply bool) error {
 	var data []byte
 	var err error
-	if s.method == Byers {
+	switch s.method {
+	case Byers:
 		data, err = s.mineBF.MarshalBinary()
-	} else {
+	case Bitfield:
+		data = s.orig.AppendBitfield(nil)
+	case CCBF:
+		if data, err = s.mine.MarshalBinary(); err == nil {
+			data = CompressFilter(nil, data)
+		}
+	default:
 		data, err = s.mine.MarshalBinary()
 	}
 	if err != nil {
@@ -336,6 +374,9 @@ func (s *Session) sendFilter(reply bool) error {
 }
 
 func (s *Session) onFilter(f *FilterMsg) error {
+	if s.method == IBLT {
+		return s.onCells(f)
+	}
 	switch {
 	case !s.needFilter:
 		return s.fail(fmt.Errorf("%w: filter", ErrState))
@@ -352,6 +393,9 @@ func (s *Session) onFilter(f *FilterMsg) error {
 			cbfalgebra.ErrNotHomologous, f.Params, s.params))
 	case len(f.Data) > s.limits.MaxFilterBytes:
 		return s.fail(fmt.Errorf("%w: filter of %d bytes > %d", ErrLimit, len(f.Data), s.limits.MaxFilterBytes))
+	}
+	if s.method == Bitfield {
+		return s.onBitfield(f)
 	}
 	if err := s.cfg.accept(f.Params); err != nil {
 		return s.fail(err)
@@ -383,7 +427,14 @@ func (s *Session) onFilter(f *FilterMsg) error {
 			}
 		}
 	} else {
-		theirs, err := cbfalgebra.DecodeCBF(f.Data, s.limits.MaxFilterBytes)
+		data := f.Data
+		if s.method == CCBF {
+			var err error
+			if data, err = DecompressFilter(data, s.limits.MaxFilterBytes); err != nil {
+				return s.fail(fmt.Errorf("reconcile: peer's filter: %w", err))
+			}
+		}
+		theirs, err := cbfalgebra.DecodeCBF(data, s.limits.MaxFilterBytes)
 		if err != nil {
 			return s.fail(fmt.Errorf("reconcile: peer's filter: %w", err))
 		}
@@ -517,12 +568,16 @@ func (s *Session) decode() {
 	}
 }
 
+// maxRunRounds bounds the round trips of Run (an IBLT session needs a few).
+const maxRunRounds = 64
+
 // Run drives two sessions over the same file to completion in memory: a starts,
 // and every message is encoded, decoded with lim and delivered in order, as a
 // network would. It then fills in Missed on both outcomes from the sets the sessions
 // started with. Run is what tests, the table3 experiment and simulators that need
 // real compute costs use.
 func Run(a, b *Session, lim Limits) error {
+	a.outcome.Flights, b.outcome.Flights = 0, 0
 	if err := a.Start(); err != nil {
 		return err
 	}
@@ -554,13 +609,15 @@ func Run(a, b *Session, lim Limits) error {
 		if err != nil {
 			return err
 		}
-		if na+nb == 0 || round > 8 {
+		a.outcome.Flights += min(na, 1) + min(nb, 1)
+		if na+nb == 0 || round > maxRunRounds {
 			return fmt.Errorf("%w: exchange stalled", ErrState)
 		}
 	}
 	if err := errors.Join(a.Err(), b.Err()); err != nil {
 		return err
 	}
+	b.outcome.Flights = a.outcome.Flights
 	a.outcome.Missed = b.orig.Difference(a.orig) - (a.outcome.Received - a.outcome.Redundant)
 	if !a.cfg.OneWay {
 		b.outcome.Missed = a.orig.Difference(b.orig) - (b.outcome.Received - b.outcome.Redundant)
