@@ -29,8 +29,9 @@ func benchCommand() *cli.Command {
 		Name:  "bench",
 		Usage: "measure fetch speed over loopback against a plain TCP copy, one seed against several",
 		Description: "Runs every party as its own process of this binary, on loopback, in one run:\n" +
-			"  1. a plain TCP copy of the file between two processes (sendfile on one side,\n" +
-			"     write and fsync on the other): the baseline;\n" +
+			"  1. plain TCP copies of the file between two processes, written to a file and\n" +
+			"     fsynced: with the kernel's zero-copy paths (sendfile, splice) and with a\n" +
+			"     read/write loop through user space (as nc does): the baselines;\n" +
 			"  2. reconcile fetch from one full seed (reconcile seed FILE);\n" +
 			"  3. reconcile fetch from --seeds seeds that each hold 1/--seeds of the blocks.\n" +
 			"It reports MB/s, the ratio of each fetch to the TCP copy, the ratio of the\n" +
@@ -48,6 +49,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
 			&cli.StringFlag{Name: "tcp-send", Hidden: true, Usage: "internal: send --file to this address and exit"},
 			&cli.StringFlag{Name: "file", Hidden: true, Usage: "internal: the file of --tcp-send"},
+			&cli.BoolFlag{Name: "zero-copy", Hidden: true, Usage: "internal: --tcp-send with sendfile"},
 		},
 		Action: runBench,
 	}
@@ -55,16 +57,18 @@ func benchCommand() *cli.Command {
 
 // benchReport holds the figures of one bench run.
 type benchReport struct {
-	Bytes      int64           `json:"bytes"`
-	BlockSize  int64           `json:"block_size"`
-	TCP        benchRun        `json:"tcp_copy"`
-	OneSeed    benchRun        `json:"one_seed"`
-	MultiSeed  benchRun        `json:"multi_seed"`
-	Seeds      int             `json:"seeds"`
-	OneVsTCP   float64         `json:"one_seed_vs_tcp"`
-	MultiVsOne float64         `json:"multi_seed_vs_one_seed"`
-	MultiVsTCP float64         `json:"multi_seed_vs_tcp"`
-	Summaries  []*peer.Summary `json:"summaries,omitempty"`
+	Bytes        int64           `json:"bytes"`
+	BlockSize    int64           `json:"block_size"`
+	TCP          benchRun        `json:"tcp_copy"`
+	TCPUser      benchRun        `json:"tcp_copy_userspace"`
+	OneSeed      benchRun        `json:"one_seed"`
+	MultiSeed    benchRun        `json:"multi_seed"`
+	Seeds        int             `json:"seeds"`
+	OneVsTCP     float64         `json:"one_seed_vs_tcp"`
+	OneVsTCPUser float64         `json:"one_seed_vs_tcp_userspace"`
+	MultiVsOne   float64         `json:"multi_seed_vs_one_seed"`
+	MultiVsTCP   float64         `json:"multi_seed_vs_tcp"`
+	Summaries    []*peer.Summary `json:"summaries,omitempty"`
 }
 
 type benchRun struct {
@@ -75,7 +79,7 @@ type benchRun struct {
 
 func runBench(c *cli.Context) error {
 	if addr := c.String("tcp-send"); addr != "" {
-		return benchTCPSend(addr, c.String("file"))
+		return benchTCPSend(addr, c.String("file"), c.Bool("zero-copy"))
 	}
 	size, err := parseByteSize(c.String("size"))
 	if err != nil {
@@ -117,13 +121,21 @@ func runBench(c *cli.Context) error {
 	rep := benchReport{Bytes: size, BlockSize: bs, Seeds: nseeds}
 	mbps := func(secs float64) float64 { return float64(size) / 1e6 / secs }
 
-	// 1. The baseline: a plain TCP copy between two processes.
-	logf("plain TCP copy...\n")
-	secs, err := benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"))
+	// 1. The baselines: plain TCP copies between two processes, with the
+	// kernel's zero-copy paths (sendfile, splice) and with a read/write loop
+	// through user space (what nc or a simple Go program does).
+	logf("plain TCP copies...\n")
+	secs, err := benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), true)
 	if err != nil {
 		return fmt.Errorf("bench: tcp copy: %w", err)
 	}
 	rep.TCP = benchRun{Seconds: secs, MBps: mbps(secs)}
+	os.Remove(filepath.Join(dir, "tcp.out"))
+	secs, err = benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), false)
+	if err != nil {
+		return fmt.Errorf("bench: tcp copy: %w", err)
+	}
+	rep.TCPUser = benchRun{Seconds: secs, MBps: mbps(secs)}
 	os.Remove(filepath.Join(dir, "tcp.out"))
 
 	// 2. One full seed.
@@ -177,26 +189,29 @@ func runBench(c *cli.Context) error {
 	rep.MultiSeed = benchRun{Seconds: sum.Seconds, MBps: mbps(sum.Seconds), PeakRSSMiB: rss}
 	rep.Summaries = append(rep.Summaries, sum)
 	rep.OneVsTCP = rep.OneSeed.MBps / rep.TCP.MBps
+	rep.OneVsTCPUser = rep.OneSeed.MBps / rep.TCPUser.MBps
 	rep.MultiVsOne = rep.MultiSeed.MBps / rep.OneSeed.MBps
 	rep.MultiVsTCP = rep.MultiSeed.MBps / rep.TCP.MBps
 	if c.Bool("json") {
 		return writeJSON(os.Stdout, rep)
 	}
 	fmt.Printf("%.0f MiB file, %d KiB blocks, loopback, every party its own process\n", mib(size), bs>>10)
-	fmt.Printf("  plain TCP copy           %8.1f MB/s  (%.2f s)\n", rep.TCP.MBps, rep.TCP.Seconds)
-	fmt.Printf("  fetch, 1 full seed       %8.1f MB/s  (%.2f s)  %.2f x TCP, peak RSS %.0f MiB\n", rep.OneSeed.MBps, rep.OneSeed.Seconds, rep.OneVsTCP, rep.OneSeed.PeakRSSMiB)
-	fmt.Printf("  fetch, %d partial seeds   %8.1f MB/s  (%.2f s)  %.2f x TCP, %.2f x one seed, peak RSS %.0f MiB\n", nseeds, rep.MultiSeed.MBps, rep.MultiSeed.Seconds, rep.MultiVsTCP, rep.MultiVsOne, rep.MultiSeed.PeakRSSMiB)
+	fmt.Printf("  plain TCP copy, sendfile/splice  %8.1f MB/s  (%.2f s)\n", rep.TCP.MBps, rep.TCP.Seconds)
+	fmt.Printf("  plain TCP copy, read/write loop  %8.1f MB/s  (%.2f s)\n", rep.TCPUser.MBps, rep.TCPUser.Seconds)
+	fmt.Printf("  fetch, 1 full seed               %8.1f MB/s  (%.2f s)  %.2f x TCP (sendfile), %.2f x TCP (read/write), peak RSS %.0f MiB\n", rep.OneSeed.MBps, rep.OneSeed.Seconds, rep.OneVsTCP, rep.OneVsTCPUser, rep.OneSeed.PeakRSSMiB)
+	fmt.Printf("  fetch, %d partial seeds           %8.1f MB/s  (%.2f s)  %.2f x TCP, %.2f x one seed, peak RSS %.0f MiB\n", nseeds, rep.MultiSeed.MBps, rep.MultiSeed.Seconds, rep.MultiVsTCP, rep.MultiVsOne, rep.MultiSeed.PeakRSSMiB)
 	return nil
 }
 
-// benchTCP times a plain copy of file from a child process to this one.
-func benchTCP(ctx context.Context, self, file, out string) (float64, error) {
+// benchTCP times a plain copy of file from a child process to this one, with
+// the kernel's zero-copy paths (sendfile, splice) or through user space.
+func benchTCP(ctx context.Context, self, file, out string, zeroCopy bool) (float64, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
-	child := exec.CommandContext(ctx, self, "bench", "--tcp-send", l.Addr().String(), "--file", file)
+	child := exec.CommandContext(ctx, self, "bench", "--tcp-send", l.Addr().String(), "--file", file, fmt.Sprintf("--zero-copy=%v", zeroCopy))
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
 		return 0, err
@@ -213,7 +228,12 @@ func benchTCP(ctx context.Context, self, file, out string) (float64, error) {
 		return 0, err
 	}
 	defer f.Close()
-	if _, err := io.CopyBuffer(f, conn, make([]byte, 1<<20)); err != nil {
+	var dst io.Writer = f
+	var src io.Reader = conn
+	if !zeroCopy {
+		dst, src = struct{ io.Writer }{f}, struct{ io.Reader }{conn}
+	}
+	if _, err := io.CopyBuffer(dst, src, make([]byte, 256<<10)); err != nil {
 		return 0, err
 	}
 	if err := f.Sync(); err != nil {
@@ -223,7 +243,7 @@ func benchTCP(ctx context.Context, self, file, out string) (float64, error) {
 }
 
 // benchTCPSend is the sending child of benchTCP.
-func benchTCPSend(addr, file string) error {
+func benchTCPSend(addr, file string, zeroCopy bool) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -234,7 +254,11 @@ func benchTCPSend(addr, file string) error {
 		return err
 	}
 	defer conn.Close()
-	_, err = io.Copy(conn, f) // sendfile(2) on Linux
+	if zeroCopy {
+		_, err = io.Copy(conn, f) // sendfile(2) on Linux
+		return err
+	}
+	_, err = io.CopyBuffer(struct{ io.Writer }{conn}, struct{ io.Reader }{f}, make([]byte, 256<<10))
 	return err
 }
 
