@@ -341,8 +341,12 @@ type fetch struct {
 	bufs      sync.Pool
 }
 
-// fetchWriters is the number of goroutines that verify and store received blocks.
-const fetchWriters = 8
+// maxFetchWriters bounds the goroutines that verify and store received
+// blocks. Each PutBlock returns only once its block is fsynced and recorded;
+// the store groups the fsyncs of concurrent calls, so more writers mean
+// larger groups and fewer fsyncs per block. Writers hold at most 64 MiB of
+// blocks (4 writers at least).
+const maxFetchWriters = 32
 
 // source is one remote peer a fetch downloads from.
 type source struct {
@@ -386,7 +390,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.lastProgress = time.Now()
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
 	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
-	for range fetchWriters {
+	for range min(maxFetchWriters, max(4, (64<<20)/f.t.unitSize())) {
 		f.writersWG.Add(1)
 		go f.writer()
 	}
