@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,5 +173,42 @@ func TestPeersLackBlocks(t *testing.T) {
 	}
 	if sum == nil || sum.Fetched != (m.BlockCount()+1)/2 {
 		t.Fatalf("summary %+v", sum)
+	}
+}
+
+// TestQUIC: seed and fetch over QUIC only.
+func TestQUIC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	quic := WithListenAddrs("/ip4/127.0.0.1/udp/0/quic-v1")
+	_, tk, src := seedFile(t, dir, 300<<10, 16<<10, quic)
+	for _, ai := range tk.Peers {
+		for _, a := range ai.Addrs {
+			if !strings.Contains(a.String(), "quic-v1") {
+				t.Fatalf("seed listens on %s", a)
+			}
+		}
+	}
+	if _, err := newTestPeer(t, quic).Fetch(ctx, tk, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
+}
+
+// TestUnserve: content stops being served after Unserve.
+func TestUnserve(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, _ := seedFile(t, dir, 64<<10, 16<<10)
+	if ok, err := seed.Unserve(tk.Root); !ok || err != nil {
+		t.Fatalf("Unserve: %v %v", ok, err)
+	}
+	if ok, _ := seed.Unserve(tk.Root); ok {
+		t.Fatal("second Unserve found the content")
+	}
+	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "out")); !errors.Is(err, ErrNoPeers) {
+		t.Fatalf("fetch of unserved content: %v", err)
 	}
 }
