@@ -168,16 +168,16 @@ func TestIBLTDetectsBadCells(t *testing.T) {
 		n := 1 + rng.IntN(64)
 		cells := make([]ibltCell, n)
 		for i := range cells {
-			cells[i] = ibltCell{key: rng.Uint64N(u), check: rng.Uint64(), count: int64(rng.IntN(3) - 1)}
+			cells[i] = ibltCell{sum: rng.Uint64(), count: int64(rng.IntN(3) - 1)}
 		}
 		if trial%2 == 0 { // plausible pure cells of elements b holds, claimed as a's
 			for i := range cells {
 				x := uint64(b.Indices()[rng.IntN(b.Len())])
-				cells[i] = ibltCell{key: x, check: ibltChecksum(0, x), count: 1}
+				cells[i] = ibltCell{sum: ibltHash(0, x), count: 1}
 			}
 		}
 		m := Message{Type: MsgFilter, Session: 1, Filter: FilterMsg{Method: IBLT, Universe: u, SetSize: 200,
-			Data: appendIBLTCells(nil, u, 0, cells)}}
+			Data: appendIBLTCells(nil, 0, cells)}}
 		err := B.Step(m)
 		out := B.Ready()
 		if err != nil {
@@ -191,23 +191,49 @@ func TestIBLTDetectsBadCells(t *testing.T) {
 
 // TestIBLTCellCodec round-trips cells and rejects malformed batches.
 func TestIBLTCellCodec(t *testing.T) {
-	for _, u := range []int{1, 255, 256, 70000, 1 << 24} {
-		cells := []ibltCell{{key: uint64(u - 1), check: 1<<64 - 1, count: -3}, {}, {key: 0, check: 5, count: 1 << 40}}
-		b := appendIBLTCells(nil, u, 17, cells)
-		start, got, err := decodeIBLTCells(b, u, 100)
-		if err != nil || start != 17 || !slices.Equal(got, cells) {
-			t.Fatalf("u=%d: got %d %v %v", u, start, got, err)
+	for _, start := range []int{0, 17, 1 << 30} {
+		cells := []ibltCell{{sum: 1<<64 - 1, count: -3}, {}, {sum: 5, count: 1 << 40}}
+		b := appendIBLTCells(nil, start, cells)
+		got0, got, err := decodeIBLTCells(b, 100)
+		if err != nil || got0 != start || !slices.Equal(got, cells) {
+			t.Fatalf("start=%d: got %d %v %v", start, got0, got, err)
 		}
-		if _, _, err := decodeIBLTCells(b, u, 2); !errors.Is(err, ErrLimit) {
-			t.Fatalf("u=%d: limit: %v", u, err)
+		if _, _, err := decodeIBLTCells(b, 2); !errors.Is(err, ErrLimit) {
+			t.Fatalf("limit: %v", err)
 		}
 		for cut := range len(b) {
-			if _, _, err := decodeIBLTCells(b[:cut], u, 100); err == nil {
-				t.Fatalf("u=%d: truncated at %d accepted", u, cut)
+			if _, _, err := decodeIBLTCells(b[:cut], 100); err == nil {
+				t.Fatalf("truncated at %d accepted", cut)
 			}
 		}
-		if _, _, err := decodeIBLTCells(append(b, 0), u, 100); err == nil {
-			t.Fatalf("u=%d: trailing byte accepted", u)
+		if _, _, err := decodeIBLTCells(append(b, 0), 100); err == nil {
+			t.Fatal("trailing byte accepted")
+		}
+	}
+}
+
+// TestIBLTHash: the element hash is a bijection, inverted by ibltUnhash, for
+// every seed; distinct seeds give unrelated hashes.
+func TestIBLTHash(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 10000 {
+		seed, x := rng.Uint64(), rng.Uint64()
+		if rng.IntN(2) == 0 {
+			x %= 1 << 24
+		}
+		h := ibltHash(seed, x)
+		if got := ibltUnhash(seed, h); got != x {
+			t.Fatalf("unhash(hash(%d)) = %d (seed %d)", x, got, seed)
+		}
+		if ibltHash(seed+1, x) == h {
+			t.Fatalf("seeds %d and %d hash %d alike", seed, seed+1, x)
+		}
+	}
+	// A random sum decodes to an index inside a universe of 2^24 blocks with
+	// probability 2^-40: none of a million do.
+	for range 1 << 20 {
+		if ibltUnhash(0, rng.Uint64()) < 1<<24 {
+			t.Fatal("a random cell looks pure")
 		}
 	}
 }

@@ -28,6 +28,13 @@ func sampleMessages(t testing.TB) []Message {
 		{Type: MsgBlocks, Session: 4, Indices: []uint32{3, 9}, BlockSize: 4, Data: []byte("abcdefgh")},
 		{Type: MsgBlocks, Session: 4, BlockSize: 64},
 		{Type: MsgReject, Session: 5, Reason: "not homologous"},
+		{Type: MsgFilter, Session: 6, Filter: FilterMsg{Method: IBLT, Params: cbfalgebra.Params{Seed: 3}, Universe: 1000, SetSize: 2, Reply: true,
+			Data: appendIBLTCells(nil, 0, []ibltCell{{sum: ibltHash(3, 5) ^ ibltHash(3, 9), count: 2}})}},
+		{Type: MsgFilter, Session: 7, Filter: FilterMsg{Method: Bitfield, Universe: 12, SetSize: 3, Data: []byte{0x07, 0x00}}},
+		{Type: MsgFilter, Session: 8, Filter: FilterMsg{Method: CCBF, Params: c.Params(), Universe: 1000, SetSize: 1, Data: CompressFilter(nil, data)}},
+		{Type: MsgMore, Session: 9, Cells: 1234},
+		{Type: MsgWant, Session: 10, Indices: []uint32{4, 8, 15, 16, 23, 42}},
+		{Type: MsgWant, Session: 11},
 	}
 }
 

@@ -33,7 +33,7 @@ const (
 	// Alizadeh, SIGCOMM 2024): A streams coded cells of S_A in batches until B has
 	// peeled the whole symmetric difference out of them, then B answers exactly
 	// S_B \ S_A. Traffic grows with the difference d (about 1.35–1.5 cells per
-	// element for large d, 11–13 bytes a cell), not with the set; each extra batch
+	// element for large d, 9 bytes a cell), not with the set; each extra batch
 	// costs a round trip. A decode that fails is detected (checksummed cells,
 	// membership checks), never answered with a wrong set.
 	IBLT Method = 4

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"slices"
 )
 
@@ -14,44 +13,65 @@ import (
 //
 // A side's set is coded into an unbounded sequence of cells; element x goes into
 // cell j with probability 1/(1+j/2) (always into cell 0), by a pseudo-random index
-// sequence seeded with the element's checksum. A cell holds the XOR of its
-// elements, the XOR of their 64-bit checksums and their count. The receiver
+// sequence seeded with the element's hash. An element enters the cells as its
+// 64-bit hash, a keyed bijective mix of the block index, so a cell holds just the
+// XOR of its elements' hashes and their count: a cell holding one element is
+// recognised and decoded by inverting the mix, which yields an index inside the
+// universe (a chance of about u/2^64 for any other content). The receiver
 // subtracts its own cells from the peer's: what remains codes the symmetric
-// difference, +1 for the sender's elements and -1 for its own. A cell holding one
-// element (count ±1 and the checksum of the key matches) is pure; peeling it out of
-// every cell it maps to makes others pure, until every cell is empty (decoded) or
-// none is pure (more cells are needed).
+// difference, +1 for the sender's elements and -1 for its own. Peeling a pure cell
+// out of every cell its element maps to makes others pure, until every cell is
+// empty (decoded) or none is pure (more cells are needed).
 
 // ErrDecode reports an IBLT that does not decode: no cells left to ask for, or an
 // inconsistent result (a checksum collision or a hostile peer). The session never
 // answers from a decode that failed.
 var ErrDecode = errors.New("reconcile: IBLT decode failed")
 
-// ibltCheckBytes is the size of a cell's checksum on the wire.
-const ibltCheckBytes = 8
+// ibltSumBytes is the size of a cell's hash sum on the wire.
+const ibltSumBytes = 8
 
 // ibltCell is one coded cell.
 type ibltCell struct {
-	key   uint64 // XOR of the elements
-	check uint64 // XOR of their checksums
+	sum   uint64 // XOR of the elements' hashes
 	count int64  // sum of their signs
 }
 
-func (c *ibltCell) apply(x, check uint64, sign int64) {
-	c.key ^= x
-	c.check ^= check
+func (c *ibltCell) apply(h uint64, sign int64) {
+	c.sum ^= h
 	c.count += sign
 }
 
-func (c *ibltCell) empty() bool { return c.key == 0 && c.check == 0 && c.count == 0 }
+func (c *ibltCell) empty() bool { return c.sum == 0 && c.count == 0 }
 
-// ibltChecksum is the checksum of element x under the session's seed: a bijective
-// 64-bit mix (SplitMix64's finalizer), so distinct elements never share one.
-func ibltChecksum(seed, x uint64) uint64 {
-	z := x + seed*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
+// Constants of the mix: SplitMix64's finalizer multipliers and their inverses
+// modulo 2^64.
+const (
+	mixMul1 = 0xbf58476d1ce4e5b9
+	mixMul2 = 0x94d049bb133111eb
+	mixInv1 = 0x96de1b173f119089
+	mixInv2 = 0x319642b2d24d8ec3
+	mixAdd  = 0x632be59bd9b4e019
+	mixSeed = 0x9e3779b97f4a7c15
+)
+
+// ibltHash is the hash of element x under the session's seed: a keyed bijective
+// 64-bit mix (SplitMix64's finalizer), inverted by ibltUnhash.
+func ibltHash(seed, x uint64) uint64 {
+	z := x + seed*mixSeed + mixAdd
+	z = (z ^ z>>30) * mixMul1
+	z = (z ^ z>>27) * mixMul2
 	return z ^ z>>31
+}
+
+// ibltUnhash inverts ibltHash.
+func ibltUnhash(seed, h uint64) uint64 {
+	z := h ^ h>>31 ^ h>>62
+	z *= mixInv2
+	z ^= z>>27 ^ z>>54
+	z *= mixInv1
+	z ^= z>>30 ^ z>>60
+	return z - seed*mixSeed - mixAdd
 }
 
 // ibltNoIndex is past every cell index a session can reach.
@@ -78,20 +98,16 @@ func (m *ibltMapping) advance() {
 
 // ibltEncoder makes the cells of one set.
 type ibltEncoder struct {
-	seed   uint64
-	elems  []uint64
-	checks []uint64
+	hashes []uint64
 	maps   []ibltMapping
 	cells  []ibltCell
 }
 
 func newIBLTEncoder(seed uint64, elems []int) *ibltEncoder {
-	e := &ibltEncoder{seed: seed, elems: make([]uint64, len(elems)),
-		checks: make([]uint64, len(elems)), maps: make([]ibltMapping, len(elems))}
+	e := &ibltEncoder{hashes: make([]uint64, len(elems)), maps: make([]ibltMapping, len(elems))}
 	for i, x := range elems {
-		e.elems[i] = uint64(x)
-		e.checks[i] = ibltChecksum(seed, uint64(x))
-		e.maps[i] = ibltMapping{prng: e.checks[i]}
+		e.hashes[i] = ibltHash(seed, uint64(x))
+		e.maps[i] = ibltMapping{prng: e.hashes[i]}
 	}
 	return e
 }
@@ -102,10 +118,10 @@ func (e *ibltEncoder) extend(n int) {
 		return
 	}
 	e.cells = slices.Grow(e.cells, n-len(e.cells))[:n]
-	for i := range e.elems {
+	for i, h := range e.hashes {
 		m := &e.maps[i]
 		for m.next < uint64(n) {
-			e.cells[m.next].apply(e.elems[i], e.checks[i], 1)
+			e.cells[m.next].apply(h, 1)
 			m.advance()
 		}
 	}
@@ -113,10 +129,10 @@ func (e *ibltEncoder) extend(n int) {
 
 // ibltPeeled is an element the decoder has peeled, and where it goes next.
 type ibltPeeled struct {
-	x     uint64
-	check uint64
-	sign  int64
-	m     ibltMapping
+	x    uint64
+	h    uint64
+	sign int64
+	m    ibltMapping
 }
 
 // ibltDecoder peels the difference between the peer's cells and this side's.
@@ -134,14 +150,14 @@ func newIBLTDecoder(seed uint64, universe int) *ibltDecoder {
 }
 
 func (d *ibltDecoder) pure(c *ibltCell) bool {
-	return (c.count == 1 || c.count == -1) && c.key < d.universe && ibltChecksum(d.seed, c.key) == c.check
+	return (c.count == 1 || c.count == -1) && ibltUnhash(d.seed, c.sum) < d.universe
 }
 
 // touch applies an element to cell j and keeps the bookkeeping.
-func (d *ibltDecoder) touch(j int, x, check uint64, sign int64) {
+func (d *ibltDecoder) touch(j int, h uint64, sign int64) {
 	c := &d.cells[j]
 	was := c.empty()
-	c.apply(x, check, sign)
+	c.apply(h, sign)
 	switch now := c.empty(); {
 	case was && !now:
 		d.nonEmpty++
@@ -161,7 +177,7 @@ func (d *ibltDecoder) add(theirs, mine []ibltCell) error {
 	n := start + len(theirs)
 	for i := range theirs {
 		c := theirs[i]
-		c.apply(mine[i].key, mine[i].check, -mine[i].count)
+		c.apply(mine[i].sum, -mine[i].count)
 		d.cells = append(d.cells, c)
 		if !c.empty() {
 			d.nonEmpty++
@@ -170,7 +186,7 @@ func (d *ibltDecoder) add(theirs, mine []ibltCell) error {
 	for i := range d.peeled { // remove what is already peeled from the new cells
 		p := &d.peeled[i]
 		for p.m.next < uint64(n) {
-			d.touch(int(p.m.next), p.x, p.check, -p.sign)
+			d.touch(int(p.m.next), p.h, -p.sign)
 			p.m.advance()
 		}
 	}
@@ -190,9 +206,9 @@ func (d *ibltDecoder) peel() error {
 		if !d.pure(&c) {
 			continue
 		}
-		p := ibltPeeled{x: c.key, check: c.check, sign: c.count, m: ibltMapping{prng: c.check}}
+		p := ibltPeeled{x: ibltUnhash(d.seed, c.sum), h: c.sum, sign: c.count, m: ibltMapping{prng: c.sum}}
 		for p.m.next < uint64(len(d.cells)) {
-			d.touch(int(p.m.next), p.x, p.check, -p.sign)
+			d.touch(int(p.m.next), p.h, -p.sign)
 			p.m.advance()
 		}
 		d.peeled = append(d.peeled, p)
@@ -277,24 +293,14 @@ func ibltCellsFor(d float64) int {
 // probability.
 func ibltMaxCells(u int) int { return 3*u + 64 }
 
-// ibltKeyBytes is the width of a cell key on the wire: the bytes that hold every
-// block index of the universe (XORs of them fit too).
-func ibltKeyBytes(universe int) int {
-	return max(1, (bits.Len64(uint64(max(universe-1, 0)))+7)/8)
-}
-
-// appendIBLTCells encodes cells [start, start+len(cells)) of a universe: uvarint
-// start, uvarint count, then per cell the key (ibltKeyBytes, little-endian), the
-// checksum (8 bytes, little-endian) and the count (zigzag varint).
-func appendIBLTCells(dst []byte, universe, start int, cells []ibltCell) []byte {
-	kb := ibltKeyBytes(universe)
+// appendIBLTCells encodes cells [start, start+len(cells)): uvarint start, uvarint
+// count, then per cell the hash sum (8 bytes, little-endian) and the count (zigzag
+// varint): 9 bytes a cell but for the first few, whose counts are larger.
+func appendIBLTCells(dst []byte, start int, cells []ibltCell) []byte {
 	dst = binary.AppendUvarint(dst, uint64(start))
 	dst = binary.AppendUvarint(dst, uint64(len(cells)))
-	var b [8]byte
 	for _, c := range cells {
-		binary.LittleEndian.PutUint64(b[:], c.key)
-		dst = append(dst, b[:kb]...)
-		dst = binary.LittleEndian.AppendUint64(dst, c.check)
+		dst = binary.LittleEndian.AppendUint64(dst, c.sum)
 		dst = binary.AppendVarint(dst, c.count)
 	}
 	return dst
@@ -303,8 +309,7 @@ func appendIBLTCells(dst []byte, universe, start int, cells []ibltCell) []byte {
 // decodeIBLTCells parses [appendIBLTCells]. It accepts at most maxCells cells and
 // allocates only for cells whose minimum encoding is present; errors wrap
 // ErrMessage or ErrLimit.
-func decodeIBLTCells(b []byte, universe, maxCells int) (start int, cells []ibltCell, err error) {
-	kb := ibltKeyBytes(universe)
+func decodeIBLTCells(b []byte, maxCells int) (start int, cells []ibltCell, err error) {
 	s, k := binary.Uvarint(b)
 	if k <= 0 || s > ibltNoIndex {
 		return 0, nil, fmt.Errorf("%w: IBLT cells: bad start", ErrMessage)
@@ -315,7 +320,7 @@ func decodeIBLTCells(b []byte, universe, maxCells int) (start int, cells []ibltC
 		return 0, nil, fmt.Errorf("%w: IBLT cells: bad count", ErrMessage)
 	}
 	b = b[k:]
-	per := kb + ibltCheckBytes + 1
+	per := ibltSumBytes + 1
 	switch {
 	case n > uint64(maxCells):
 		return 0, nil, fmt.Errorf("%w: %d IBLT cells > %d", ErrLimit, n, maxCells)
@@ -323,15 +328,12 @@ func decodeIBLTCells(b []byte, universe, maxCells int) (start int, cells []ibltC
 		return 0, nil, fmt.Errorf("%w: IBLT cells: %d cells in %d bytes", ErrMessage, n, len(b))
 	}
 	cells = make([]ibltCell, n)
-	var key [8]byte
 	for i := range cells {
-		if len(b) < kb+ibltCheckBytes {
+		if len(b) < ibltSumBytes {
 			return 0, nil, fmt.Errorf("%w: IBLT cells: truncated cell %d", ErrMessage, i)
 		}
-		copy(key[:kb], b[:kb])
-		cells[i].key = binary.LittleEndian.Uint64(key[:])
-		cells[i].check = binary.LittleEndian.Uint64(b[kb:])
-		b = b[kb+ibltCheckBytes:]
+		cells[i].sum = binary.LittleEndian.Uint64(b)
+		b = b[ibltSumBytes:]
 		c, k := binary.Varint(b)
 		if k <= 0 {
 			return 0, nil, fmt.Errorf("%w: IBLT cells: bad count in cell %d", ErrMessage, i)

@@ -59,7 +59,7 @@ func (s *Session) sendCells(n int) error {
 	s.outcome.Cells += n
 	s.out = append(s.out, Message{Type: MsgFilter, Session: s.id, Filter: FilterMsg{
 		Method: IBLT, Params: s.params, Universe: s.u.Blocks(), SetSize: s.orig.Len(),
-		Reply: !s.cfg.OneWay, Data: appendIBLTCells(nil, s.u.Blocks(), start, s.ibltEnc.cells[start:]),
+		Reply: !s.cfg.OneWay, Data: appendIBLTCells(nil, start, s.ibltEnc.cells[start:]),
 	}})
 	return nil
 }
@@ -88,7 +88,7 @@ func (s *Session) onCells(f *FilterMsg) error {
 		return s.fail(fmt.Errorf("%w: IBLT batch changes the set size or reply flag", ErrMessage))
 	}
 	dec := s.ibltDec
-	start, cells, err := decodeIBLTCells(f.Data, s.u.Blocks(), ibltMaxCells(s.u.Blocks())-len(dec.cells))
+	start, cells, err := decodeIBLTCells(f.Data, ibltMaxCells(s.u.Blocks())-len(dec.cells))
 	switch {
 	case err != nil:
 		return s.fail(fmt.Errorf("reconcile: peer's IBLT cells: %w", err))

@@ -352,11 +352,13 @@ func FuzzSessionStep(f *testing.F) {
 		b, _ := m.MarshalBinary()
 		f.Add(b)
 	}
-	s, _ := NewSession(0, Config{}, uv, held, nil)
-	_ = s.Start()
-	for _, m := range s.Ready() {
-		b, _ := m.MarshalBinary()
-		f.Add(b)
+	for _, method := range AllMethods {
+		s, _ := NewSession(0, Config{Method: method}, uv, held, nil)
+		_ = s.Start()
+		for _, m := range s.Ready() {
+			b, _ := m.MarshalBinary()
+			f.Add(b)
+		}
 	}
 	lim := Limits{MaxMessage: 1 << 16, MaxFilterBytes: 1 << 14}
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -364,7 +366,7 @@ func FuzzSessionStep(f *testing.F) {
 		if err != nil {
 			return
 		}
-		for _, method := range Methods {
+		for _, method := range AllMethods {
 			cfg := Config{Method: method, Limits: lim}
 			r, _ := NewSession(m.Session, cfg, uv, held, NewMemBlocks(300, 4))
 			_ = r.Step(m)
@@ -384,7 +386,7 @@ func TestFiltersCache(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	uv, _ := NewUniverse(2000)
 	a, b := splitSets(rng, 2000, 1200, 1200, 400)
-	for _, method := range Methods {
+	for _, method := range AllMethods {
 		fa, err := NewFilters(uv, a)
 		if err != nil {
 			t.Fatal(err)
@@ -461,13 +463,13 @@ func FuzzStepRaw(f *testing.F) {
 	uv, _ := NewUniverse(300)
 	held, _ := SetOf(300, 1, 2, 3, 200, 299)
 	f.Fuzz(func(t *testing.T, typ uint8, size uint16, idx []byte, data []byte) {
-		m := Message{Type: MsgType(typ % 6), BlockSize: int(size), Data: data, Reason: string(data)}
+		m := Message{Type: MsgType(typ % 8), Cells: int(size), BlockSize: int(size), Data: data, Reason: string(data)}
 		for j := 0; j+4 <= len(idx); j += 4 {
 			m.Indices = append(m.Indices, uint32(idx[j])|uint32(idx[j+1])<<8|uint32(idx[j+2])<<16|uint32(idx[j+3])<<24)
 		}
-		m.Filter = FilterMsg{Method: Method(size % 4), Universe: 300, SetSize: int(size), Reply: size%2 == 0, Data: data,
+		m.Filter = FilterMsg{Method: Method(size % 7), Universe: 300, SetSize: int(size), Reply: size%2 == 0, Data: data,
 			Params: cbfalgebra.Params{M: int(size), K: int(typ % 9), R: int(typ % 17), Hash: cbfalgebra.HashFamily(typ % 3)}}
-		for _, method := range Methods {
+		for _, method := range AllMethods {
 			for _, store := range []Blocks{nil, NewMemBlocks(300, 4)} {
 				cfg := Config{Method: method}
 				r, _ := NewSession(0, cfg, uv, held, store)

@@ -23,7 +23,7 @@ func traceRun(w *strings.Builder, a, b *Session) {
 		return
 	}
 	names := map[*Session]string{a: "A", b: "B"}
-	for round := 0; round < 6 && !(a.Done() && b.Done()); round++ {
+	for round := 0; round < 20 && !(a.Done() && b.Done()); round++ {
 		for _, pair := range [][2]*Session{{a, b}, {b, a}} {
 			from, to := pair[0], pair[1]
 			for _, m := range from.Ready() {
@@ -36,8 +36,10 @@ func traceRun(w *strings.Builder, a, b *Session) {
 				switch m.Type {
 				case MsgFilter:
 					fmt.Fprintf(w, " %v universe=%d set=%d reply=%v %v", m.Filter.Method, m.Filter.Universe, m.Filter.SetSize, m.Filter.Reply, m.Filter.Params)
-				case MsgOffer, MsgBlocks:
+				case MsgOffer, MsgBlocks, MsgWant:
 					fmt.Fprintf(w, " blocks=%d", len(m.Indices))
+				case MsgMore:
+					fmt.Fprintf(w, " cells=%d", m.Cells)
 				case MsgReject:
 					fmt.Fprintf(w, " %q", m.Reason)
 				}
@@ -55,8 +57,12 @@ func traceRun(w *strings.Builder, a, b *Session) {
 	}
 	for _, s := range []*Session{a, b} {
 		o := s.Outcome()
-		fmt.Fprintf(w, "%s: done=%v held=%d sent=%d received=%d redundant=%d decoded=%v wire=%d\n",
+		fmt.Fprintf(w, "%s: done=%v held=%d sent=%d received=%d redundant=%d decoded=%v wire=%d",
 			names[s], s.Done(), s.Held().Len(), o.Sent, o.Received, o.Redundant, o.Decoded, o.WireBytes())
+		if o.Cells > 0 {
+			fmt.Fprintf(w, " cells=%d", o.Cells)
+		}
+		fmt.Fprintln(w)
 	}
 }
 
@@ -95,6 +101,12 @@ func TestTrace(t *testing.T) {
 		{"byers one-way, decode", Config{Method: Byers, OneWay: true, Code: code}, Config{Method: Byers, Code: code}, true},
 		{"non-homologous: other seed", Config{}, Config{Seed: 1}, false},
 		{"other method", Config{}, Config{Method: Byers}, false},
+		{"bitfield two-way, offers", Config{Method: Bitfield}, Config{Method: Bitfield}, false},
+		{"bitfield one-way, blocks", Config{Method: Bitfield, OneWay: true}, Config{Method: Bitfield}, true},
+		{"iblt one-way, blocks (batches until decoded)", Config{Method: IBLT, OneWay: true}, Config{Method: IBLT}, true},
+		{"iblt two-way, offers, 512 cells first", Config{Method: IBLT, IBLTCells: 512}, Config{Method: IBLT}, false},
+		{"iblt, other seed", Config{Method: IBLT}, Config{Method: IBLT, Seed: 1}, false},
+		{"ccbf two-way, offers", Config{Method: CCBF}, Config{Method: CCBF}, false},
 	}
 	var out strings.Builder
 	for _, sc := range scenarios {
