@@ -26,7 +26,7 @@ type Progress struct {
 	Bytes, TotalBytes int64
 	// Received is the block bytes received in this run (including rejected ones).
 	Received int64
-	// Peers is the number of peers currently sending blocks.
+	// Peers is the number of peers the fetch downloads from.
 	Peers int
 }
 
@@ -326,7 +326,6 @@ type fetch struct {
 	release  uint64        // bumped when a claimed block is released
 	wake     chan struct{} // closed and replaced on release or new blocks
 	active   int           // sources with a running worker
-	sending  int           // sources with blocks in flight
 	lastLive time.Time
 	// lastProgress is the last time a block was stored or in flight.
 	lastProgress time.Time
@@ -704,14 +703,6 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			cs.close()
 		}
 	}()
-	sending := false
-	defer func() {
-		if sending {
-			f.mu.Lock()
-			f.sending--
-			f.mu.Unlock()
-		}
-	}()
 	limit := f.t.count()
 	var want []byte
 	for {
@@ -720,10 +711,6 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		}
 		f.mu.Lock()
 		batch := f.claim(src, window-len(inflight))
-		if len(batch) > 0 && !sending {
-			sending = true
-			f.sending++
-		}
 		f.mu.Unlock()
 		for _, i := range batch {
 			inflight[i] = struct{}{}
@@ -880,7 +867,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	held := f.c.store.HeldCount()
 	var prog Progress
 	if f.fc.progress != nil {
-		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.sending, TotalBytes: f.c.man.TotalSize()}
+		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.man.TotalSize()}
 	}
 	f.mu.Unlock()
 	if f.fc.progress != nil {
