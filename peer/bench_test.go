@@ -1,10 +1,16 @@
 package peer
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"path/filepath"
 	"testing"
+
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
 )
 
 // BenchmarkFetch fetches a file from one seed over loopback TCP, both peers in
@@ -37,3 +43,101 @@ var benchOpts []Option
 
 // benchSizes are the file sizes of BenchmarkFetch (kept small for CI).
 var benchSizes = []int{16 << 20}
+
+// BenchmarkFetchSeeds fetches a file from 1 full seed and from 4 seeds that
+// each hold a quarter, all in this process over loopback TCP; the ratio of
+// the two MB/s is the multi-seed figure of the issue.
+func BenchmarkFetchSeeds(b *testing.B) {
+	size := benchSizes[0]
+	for _, n := range []int{1, 4} {
+		b.Run(fmt.Sprintf("seeds=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			dir := b.TempDir()
+			src := writeRandomFile(b, dir, "data.bin", size, 4)
+			full := newTestPeer(b)
+			tk, err := full.Seed(ctx, src)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m := full.lookup(tk.Root[:]).man
+			var extra []ma.Multiaddr
+			if n > 1 {
+				full.Close()
+				tk.Peers = nil
+				for j := range n {
+					part := filepath.Join(dir, fmt.Sprint("part", j))
+					prefill(b, src, m, part, func(i int) bool { return i*n/m.BlockCount() == j })
+					st, err := chunker.OpenStore(part)
+					if err != nil {
+						b.Fatal(err)
+					}
+					p := newTestPeer(b)
+					if _, err := p.Serve(st); err != nil {
+						b.Fatal(err)
+					}
+					if j == 0 {
+						tk.Peers = []AddrInfo{p.AddrInfo()}
+					} else {
+						extra = append(extra, p.Addrs()...)
+					}
+				}
+			}
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for i := range b.N {
+				f := newTestPeer(b, benchOpts...)
+				if _, err := f.Fetch(ctx, tk, filepath.Join(dir, fmt.Sprint("out", i)), WithPeers(extra...)); err != nil {
+					b.Fatal(err)
+				}
+				f.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkFrameReader reads 256 KiB block frames from memory.
+func BenchmarkFrameReader(b *testing.B) {
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	block := make([]byte, 256<<10)
+	for range 16 {
+		writeFrame(bw, appendBlockHeader(nil, 7), block)
+	}
+	bw.Flush()
+	in := buf.Bytes()
+	b.SetBytes(int64(len(in)))
+	b.ReportAllocs()
+	fr := newFrameReader(nil, 1<<20)
+	r := bytes.NewReader(in)
+	for range b.N {
+		r.Reset(in)
+		fr.r.Reset(r)
+		for range 16 {
+			f, err := fr.next()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, _, err := decodeBlock(f, 8); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkDecodeWant decodes a want of 256 indices.
+func BenchmarkDecodeWant(b *testing.B) {
+	idx := make([]int, 256)
+	for i := range idx {
+		idx[i] = i * 1000
+	}
+	f := appendWant(nil, idx)
+	b.ReportAllocs()
+	var dst []int
+	for range b.N {
+		var err error
+		if dst, err = decodeWant(dst, f, 256, 1<<30); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(f))/256, "bytes/index")
+}
