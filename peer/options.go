@@ -32,8 +32,12 @@ type Limits struct {
 	// MaxManifestBytes is the largest manifest accepted from a peer. Default 256 MiB.
 	MaxManifestBytes int
 	// MaxFilterBytes is the largest reconciliation message (a filter or an index
-	// list) accepted. Default 64 MiB.
+	// list) accepted. Default 16 MiB (a CBF of 2^25 4-bit counters).
 	MaxFilterBytes int
+	// Reconciles is the most reconciliation requests answered at once, over
+	// all peers; more wait their turn. With MaxFilterBytes it bounds the
+	// memory remote filters can take. Default 8.
+	Reconciles int
 	// MaxWant is the most blocks one want message may ask for. Default 256.
 	MaxWant int
 	// StreamsPerPeer is the most concurrent inbound streams of one protocol one
@@ -47,7 +51,8 @@ type Limits struct {
 // DefaultLimits are the limits used when WithLimits is not given.
 var DefaultLimits = Limits{
 	MaxManifestBytes: 256 << 20,
-	MaxFilterBytes:   64 << 20,
+	MaxFilterBytes:   16 << 20,
+	Reconciles:       8,
 	MaxWant:          256,
 	StreamsPerPeer:   8,
 	Streams:          512,
@@ -131,6 +136,9 @@ func WithLimits(l Limits) Option {
 		}
 		if l.MaxWant > 0 {
 			d.MaxWant = l.MaxWant
+		}
+		if l.Reconciles > 0 {
+			d.Reconciles = l.Reconciles
 		}
 		if l.StreamsPerPeer > 0 {
 			d.StreamsPerPeer = l.StreamsPerPeer

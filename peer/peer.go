@@ -59,6 +59,8 @@ type Peer struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// reconciles holds a token per reconciliation being answered.
+	reconciles chan struct{}
 	// upload caps the rate of served blocks; nil means no cap.
 	upload *rate.Limiter
 
@@ -77,7 +79,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 			return nil, err
 		}
 	}
-	p := &Peer{cfg: cfg, log: cfg.log, contents: make(map[chunker.ID]*content)}
+	p := &Peer{cfg: cfg, log: cfg.log, contents: make(map[chunker.ID]*content), reconciles: make(chan struct{}, cfg.limits.Reconciles)}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.serveRate > 0 {
 		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
@@ -341,6 +343,14 @@ func (p *Peer) serveManifest(ss *serverStream) error {
 
 // serveReconcile answers one reconciliation session.
 func (p *Peer) serveReconcile(ss *serverStream) error {
+	select {
+	case p.reconciles <- struct{}{}:
+		defer func() { <-p.reconciles }()
+	case <-time.After(p.cfg.streamIdle):
+		return fmt.Errorf("busy: %w", context.DeadlineExceeded)
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
 	c := ss.c
 	var err error
 	if ss.hello.Coded {

@@ -31,7 +31,7 @@ func newResponder(blocks int) (*responder, error) {
 
 // reconcileLimits are the decoder limits of package reconcile for our limits.
 func (p *Peer) reconcileLimits() reconcile.Limits {
-	return reconcile.Limits{MaxMessage: p.cfg.limits.MaxFilterBytes, MaxFilterBytes: p.cfg.limits.MaxFilterBytes}
+	return reconcile.Limits{MaxMessage: p.cfg.limits.MaxFilterBytes + 64<<10, MaxFilterBytes: p.cfg.limits.MaxFilterBytes}
 }
 
 // heldSet returns the set of held indices in a universe of n.
@@ -52,7 +52,7 @@ func (p *Peer) answerSession(ss *serverStream, r *responder, method reconcile.Me
 	var s *reconcile.Session
 	var out []byte
 	for {
-		f, err := ss.next(1 + p.cfg.limits.MaxFilterBytes)
+		f, err := ss.next(1 + p.cfg.limits.MaxFilterBytes + 64<<10)
 		if err != nil {
 			return s, err
 		}
@@ -126,7 +126,7 @@ func (p *Peer) pullSession(cs *clientStream, u *reconcile.Universe, method recon
 		if s.Done() {
 			return s, s.Err()
 		}
-		f, err := cs.next(1 + p.cfg.limits.MaxFilterBytes)
+		f, err := cs.next(1 + p.cfg.limits.MaxFilterBytes + 64<<10)
 		if err != nil {
 			return s, err
 		}
