@@ -143,6 +143,11 @@ type ibltDecoder struct {
 	peeled   []ibltPeeled
 	nonEmpty int
 	queue    []int
+	logq     []float64 // log(1-ρ_j) by cell index, for estimate
+	// raw are the counts of the cells as they arrived (peer's minus own, before
+	// peeling), rawNonEmpty how many were non-empty: for estimate.
+	raw         []int64
+	rawNonEmpty int
 }
 
 func newIBLTDecoder(seed uint64, universe int) *ibltDecoder {
@@ -179,8 +184,10 @@ func (d *ibltDecoder) add(theirs, mine []ibltCell) error {
 		c := theirs[i]
 		c.apply(mine[i].sum, -mine[i].count)
 		d.cells = append(d.cells, c)
+		d.raw = append(d.raw, c.count)
 		if !c.empty() {
 			d.nonEmpty++
+			d.rawNonEmpty++
 		}
 	}
 	for i := range d.peeled { // remove what is already peeled from the new cells
@@ -247,38 +254,64 @@ func (d *ibltDecoder) result() (theirs, mine []uint32, err error) {
 	return theirs, mine, nil
 }
 
-// remaining estimates how many elements the non-empty cells still hold: the e for
-// which the expected number of non-empty cells, sum over j of 1-(1-1/(1+j/2))^e,
-// equals the number observed. ok is false when every cell is non-empty (then e is
-// only known to be large).
-func (d *ibltDecoder) remaining() (e float64, ok bool) {
-	n := len(d.cells)
-	if d.nonEmpty == 0 {
-		return 0, true
+// estimate estimates the size of the whole difference from the cells as they
+// arrived (before peeling, which empties cells selectively). With enough empty
+// cells it solves for the e at which the expected number of non-empty cells, sum
+// over j of 1-(1-ρ_j)^e with ρ_j = 1/(1+j/2), equals the number observed. With
+// few, that says only "many", and the counts speak instead: an element is in cell j
+// with probability ρ_j and adds ±1, so with δ the count of cell 0 (which holds
+// every element), E[c_j²] = e ρ_j(1-ρ_j) + δ²ρ_j², and e = sum of (c_j² - δ²ρ_j²)
+// over sum of ρ_j(1-ρ_j), for j >= 1. The result is at least what is already
+// peeled, plus one while a cell is non-empty.
+func (d *ibltDecoder) estimate() float64 {
+	n := len(d.raw)
+	floor := float64(len(d.peeled))
+	if d.nonEmpty > 0 {
+		floor++
 	}
-	if d.nonEmpty >= n {
-		return 0, false
+	if n == 0 {
+		return floor
 	}
-	expect := func(e float64) float64 {
-		s := 0.0
-		for j := range n {
-			s += 1 - math.Exp(e*math.Log1p(-1/(1+float64(j)/2+1e-12)))
+	rho := func(j int) float64 { return 1 / (1 + float64(j)/2) }
+	var e float64
+	if empty := n - d.rawNonEmpty; empty >= 8 {
+		for len(d.logq) < n { // log(1-ρ_j), cached; -inf for j = 0
+			d.logq = append(d.logq, math.Log1p(-rho(len(d.logq))))
 		}
-		return s
-	}
-	lo, hi := 0.0, 1.0
-	for expect(hi) < float64(d.nonEmpty) && hi < 1e12 {
-		lo, hi = hi, hi*2
-	}
-	for range 40 {
-		mid := (lo + hi) / 2
-		if expect(mid) < float64(d.nonEmpty) {
-			lo = mid
-		} else {
-			hi = mid
+		expect := func(e float64) float64 {
+			s := 0.0
+			for _, l := range d.logq[:n] {
+				s += 1 - math.Exp(e*l)
+			}
+			return s
+		}
+		lo, hi := 0.5, 1.0
+		for expect(hi) < float64(d.rawNonEmpty) && hi < 1e12 {
+			lo, hi = hi, hi*2
+		}
+		for hi-lo > 0.01*hi { // 1 % is plenty
+			mid := (lo + hi) / 2
+			if expect(mid) < float64(d.rawNonEmpty) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		e = hi
+	} else {
+		delta := float64(d.raw[0])
+		num, den := 0.0, 0.0
+		for j := 1; j < n; j++ {
+			r, c := rho(j), float64(d.raw[j])
+			num += c*c - delta*delta*r*r
+			den += r * (1 - r)
+		}
+		e = math.Abs(delta)
+		if den > 0 {
+			e = max(e, num/den)
 		}
 	}
-	return hi, true
+	return max(e, floor)
 }
 
 // ibltCellsFor is the number of cells to ask for, in all, to decode a difference

@@ -150,20 +150,14 @@ func (s *Session) checkDecoded(peerOnly, mineOnly []uint32) error {
 	return nil
 }
 
-// ibltMore sizes the responder's request for more cells: from the estimated size of
-// the whole difference (peeled plus remaining) when the cells say, else four times
-// what arrived so far; never less than a quarter more, nor past the session's cap.
-// It returns 0 when the cap is reached.
+// ibltMore sizes the responder's request for more cells from the estimated size
+// of the whole difference (at least the difference of the set sizes): never less than a quarter more than arrived so far, nor past the
+// session's cap. It returns 0 when the cap is reached.
 func (s *Session) ibltMore() int {
 	dec := s.ibltDec
 	n := len(dec.cells)
 	lower := math.Abs(float64(s.ibltPeerSize - s.orig.Len()))
-	target := 4 * n
-	if e, ok := dec.remaining(); ok {
-		target = ibltCellsFor(max(float64(len(dec.peeled))+e, lower))
-	} else {
-		target = max(target, ibltCellsFor(lower))
-	}
+	target := ibltCellsFor(max(dec.estimate(), lower))
 	target = max(target, n+max(n/4, 8))
 	target = min(target, ibltMaxCells(s.u.Blocks()))
 	return target - n
