@@ -754,8 +754,15 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		}
 		delete(inflight, i)
 		if !ok {
+			// The source lacks a block it offered: others may have it, this
+			// source is not asked again until it reconciles again.
 			f.putBuf(fr)
-			f.unclaim(src, map[int]struct{}{i: {}})
+			f.mu.Lock()
+			if f.claimed[i] == src.id {
+				delete(f.claimed, i)
+			}
+			f.mu.Unlock()
+			f.notify()
 			continue
 		}
 		// Hand the block to the writers (verification and fsync run there,
@@ -848,7 +855,6 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		if errors.Is(err, ErrBadBlock) {
 			f.sum.Rejected++
 			src.share.Rejected++
-			src.deferred = append(src.deferred, i)
 			f.mu.Unlock()
 			f.notify()
 			return fmt.Errorf("block %d from %s: %w", i, src.id, err)

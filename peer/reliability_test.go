@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -328,3 +329,47 @@ func prefill(t testing.TB, src string, m *chunker.Manifest, out string, keep fun
 }
 
 func openStoreForTest(dir string) (*chunker.Store, error) { return chunker.OpenStore(dir) }
+
+// TestMissingBlocks: a peer that offers blocks but then says it lacks them is
+// not asked for them again; the others send them.
+func TestMissingBlocks(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10)
+	m := seed.lookup(tk.Root[:]).man
+	flaky := newTestPeer(t)
+	if _, err := flaky.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	misbehave(flaky, func(s network.Stream, fr *frameReader, bw *bufio.Writer) {
+		for {
+			f, err := fr.next()
+			if err != nil {
+				return
+			}
+			idx, err := decodeWant(nil, f, 1<<20, m.BlockCount())
+			if err != nil {
+				return
+			}
+			for _, i := range idx {
+				asked.Add(1)
+				writeFrame(bw, appendMissing(nil, i))
+			}
+			bw.Flush()
+		}
+	})
+	tk.Peers = append([]AddrInfo{flaky.AddrInfo()}, tk.Peers...)
+	sum, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
+	if n := asked.Load(); n > int64(2*m.BlockCount()) {
+		t.Errorf("the flaky peer was asked %d times for %d blocks", n, m.BlockCount())
+	}
+	if sum.Fetched != sum.Blocks {
+		t.Errorf("summary %+v", sum)
+	}
+}
