@@ -23,7 +23,7 @@ type protoRunner struct {
 
 func newProtoRunner(f FilterConfig, u int, m reconcile.Method) (*protoRunner, error) {
 	pr := &protoRunner{f: f, u: u, p: f.cbfParams(), locs: f.locTable(u), zero: make([]byte, u*f.BlockBytes)}
-	if m == reconcile.Complete {
+	if m == reconcile.Complete || m == reconcile.CCBF {
 		var err error
 		if pr.cu, err = cbfalgebra.NewFromParams(pr.p); err != nil {
 			return nil, err

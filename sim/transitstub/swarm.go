@@ -17,7 +17,9 @@ type SwarmConfig struct {
 	// Share is the fraction of Blocks each peer starts with (complete: that many
 	// random source blocks; Byers: that many random coded blocks); 0 means 0.25.
 	Share float64
-	// Method is the reconciliation protocol; 0 means complete.
+	// Method is the reconciliation protocol; 0 means complete. The swarm models
+	// complete, byers, bitfield and ccbf; iblt (several round trips an exchange)
+	// runs in RunTable4 only.
 	Method reconcile.Method
 	// Seed drives the initial shares, the neighbour order and the start jitter.
 	Seed uint64
@@ -117,6 +119,8 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	switch {
 	case !cfg.Method.Valid():
 		return nil, fmt.Errorf("%w: method %v", ErrParams, cfg.Method)
+	case cfg.Method == reconcile.IBLT:
+		return nil, fmt.Errorf("%w: the swarm model does not run iblt (several round trips an exchange); sim table4 does", ErrParams)
 	case cfg.Blocks < 1 || cfg.Share <= 0 || cfg.Share > 1:
 		return nil, fmt.Errorf("%w: need blocks >= 1 and share in (0, 1]", ErrParams)
 	case byers && cfg.Blocks > f.NN:
@@ -200,7 +204,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	} else {
 		cbfSize = peers[0].cbf.EncodedSize()
 	}
-	filterData := make([]byte, max(cbfSize, bloomSize)) // stand-in payload of the filter's encoded size
+	filterData := make([]byte, max(cbfSize, bloomSize, (u+7)/8)) // stand-in payload of the filter's encoded size
 	var idxScratch []int
 	var runErr error
 
@@ -224,9 +228,19 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		p.next = (p.next + 1) % len(p.nbrs)
 		route := o.Route(a, b)
 		var fb int
-		if byers {
+		switch cfg.Method {
+		case reconcile.Byers:
 			fb = filterBytes(cfg.Method, p.bloom.Params(), u, p.set.Len(), filterData[:bloomSize])
-		} else {
+		case reconcile.Bitfield:
+			fb = filterBytes(cfg.Method, cbfalgebra.Params{}, u, p.set.Len(), filterData[:(u+7)/8])
+		case reconcile.CCBF: // the real compressed size of A's filter
+			raw, err := p.cbf.MarshalBinary()
+			if err != nil {
+				runErr = err
+				return
+			}
+			fb = filterBytes(cfg.Method, pr.p, u, p.set.Len(), reconcile.CompressFilter(nil, raw))
+		default:
 			fb = filterBytes(cfg.Method, pr.p, u, p.set.Len(), filterData[:cbfSize])
 		}
 		res.Bytes[reconcile.MsgFilter.String()] += int64(fb)
@@ -246,6 +260,14 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 				}
 				newBlocks = len(pr.idx)
 				comp = costs.byersMS(len(idxScratch))
+			} else if cfg.Method == reconcile.Bitfield {
+				// Exactly S_B \ S_A; a bitmap difference costs microseconds (comp 0).
+				for _, i := range idxScratch {
+					if !p.set.Has(i) {
+						pr.idx = append(pr.idx, uint32(i))
+					}
+				}
+				newBlocks = len(pr.idx)
 			} else {
 				if err := cbfalgebra.SubtractInto(pr.diff, q.cbf, p.cbf, pr.cu); err != nil {
 					runErr = err
