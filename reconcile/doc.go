@@ -1,7 +1,10 @@
 // Package reconcile holds the reconciliation protocols as pure engines: complete set
-// reconciliation by counting Bloom filter subtraction (paper §7) and the Byers
-// baseline (a plain Bloom filter of Reed–Solomon coded blocks), one versioned msgpack
-// message schema for both, and the outcome figures of every session. It does no IO
+// reconciliation by counting Bloom filter subtraction (paper §7), the Byers
+// baseline (a plain Bloom filter of Reed–Solomon coded blocks), and beyond the
+// paper the exact baselines other systems use, a bitfield (BitTorrent) and a
+// rateless invertible Bloom lookup table (IBLT), and complete reconciliation with
+// entropy-coded filters (CCBF); one versioned msgpack message schema for all, and
+// the outcome figures of every session. It does no IO
 // and keeps no global state, so the libp2p peer, the event-driven simulator and the
 // testnet drive the same code.
 //
@@ -12,7 +15,8 @@
 //   - [Set]: the block indices a side holds (a bitmap).
 //   - [Filters]: a side's own filters of a fixed set, built once and shared by
 //     the sessions it answers (Config.Filters).
-//   - [Config]: the per-session configuration: [Method] ([Complete] or [Byers]),
+//   - [Config]: the per-session configuration: [Method] ([Complete], [Byers],
+//     [Bitfield], [IBLT] or [CCBF]; [ParseMethod] reads their names),
 //     filter parameter overrides (M, K, BitsPerElement), counter width R, hash family
 //     and seed (both sides must agree on these), one-way or two-way, the erasure code
 //     (Byers) and decoder [Limits]. [Config.Params] picks m and k from a set size:
@@ -22,8 +26,9 @@
 //     peer, [Session.Ready] for the messages to send, [Session.Done],
 //     [Session.Outcome].
 //   - [Message]: the one envelope ([MsgFilter], [MsgOffer], [MsgBlocks],
-//     [MsgReject]); [Message.MarshalBinary] and [Decode] (bounded by [Limits], never
-//     panics) are the codec, [Message.EncodedSize] the size on the wire.
+//     [MsgReject], and for the IBLT [MsgMore] and [MsgWant]); [Message.MarshalBinary]
+//     and [Decode] (bounded by [Limits], never panics) are the codec,
+//     [Message.EncodedSize] the size on the wire.
 //   - [Run]: drives two sessions in memory through the codec (tests, experiments,
 //     compute costs for the simulator).
 //
@@ -48,6 +53,27 @@
 // the coded blocks held: B sends the blocks the filter says A lacks, false positives
 // make B miss some, and A decodes (Config.Code) once it holds kk distinct ones.
 //
+// # The other methods
+//
+// [Bitfield] and [CCBF] run the same messages as Complete: the filter is a bitfield
+// of ceil(u/8) bytes ([Set.AppendBitfield]) answered with exactly S_B \ S_A, or the
+// CBF Huffman coded ([CompressFilter], about 42 % of r*m bits at the optimal load)
+// with the same answers as Complete. [IBLT] streams coded cells until the
+// responder has decoded the symmetric difference, then answers exactly:
+//
+//	A -> B  filter: the first IBLTCells coded cells of S_A (reply requested if two-way)
+//	B -> A  more: n cells                  (while the cells do not decode)
+//	A -> B  filter: the next n cells
+//	B -> A  blocks (or offer): S_B \ S_A   (exactly)
+//	B -> A  want: S_A \ S_B                (two-way only)
+//	A -> B  blocks (or offer)              (two-way only)
+//
+// A decoded difference is checked (pure cells are recognised by inverting a keyed
+// 64-bit hash into the universe; every element's membership in the responder's own
+// set; the set sizes) and a failure ends the session with [ErrDecode]; a wrong set
+// is never answered. [Outcome.Cells] counts the cells,
+// and [Run] fills in [Outcome.Flights] (round trips = Flights/2).
+//
 // A session with a [Blocks] store answers with [MsgBlocks] (indices and payloads) and
 // stores what it receives. Without one it answers with [MsgOffer] (indices only): the
 // caller moves the bytes itself, and [Session.Wanted] lists the offered blocks this
@@ -69,6 +95,7 @@
 //	for _, m := range s.Ready() { ... } // the last answer
 //	o := s.Outcome()                    // sent, received, redundant, bytes, compute
 //
+// The loop is the same for every method: an IBLT session simply takes more turns.
 // Messages are not self-delimiting on a stream: frame them (e.g. with a length
 // prefix). Errors wrap the sentinels of this package or of cbfalgebra
 // (cbfalgebra.ErrNotHomologous, ErrCorrupt, ErrTooLarge).

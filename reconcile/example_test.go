@@ -53,3 +53,34 @@ func Example() {
 	// A got 400 new blocks; B got 400
 	// redundant at most a few: true true
 }
+
+// The exact methods: a bitfield and a rateless IBLT deliver exactly the blocks A
+// lacks, nothing redundant; the IBLT's traffic follows the difference (here 20
+// blocks of a 10000-block file) instead of the file.
+func Example_exactMethods() {
+	u, _ := reconcile.NewUniverse(10000)
+	a, b := reconcile.NewSet(10000), reconcile.NewSet(10000)
+	for i := range 10000 {
+		if i >= 10 {
+			a.Add(i) // A lacks 0..9
+		}
+		if i < 9990 {
+			b.Add(i) // B lacks 9990..9999
+		}
+	}
+	for _, name := range []string{"bitfield", "iblt"} {
+		m, _ := reconcile.ParseMethod(name)
+		cfg := reconcile.Config{Method: m, OneWay: true}
+		sa, _ := reconcile.NewSession(1, cfg, u, a, nil)
+		sb, _ := reconcile.NewSession(1, cfg, u, b, nil)
+		if err := reconcile.Run(sa, sb, reconcile.Limits{}); err != nil {
+			panic(err)
+		}
+		o := sa.Outcome()
+		fmt.Printf("%s: wanted %v, redundant %d, %d bytes of filters\n",
+			m, sa.Wanted(), o.Redundant, o.WireSent[reconcile.MsgFilter])
+	}
+	// Output:
+	// bitfield: wanted [0 1 2 3 4 5 6 7 8 9], redundant 0, 1270 bytes of filters
+	// iblt: wanted [0 1 2 3 4 5 6 7 8 9], redundant 0, 504 bytes of filters
+}

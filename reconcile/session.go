@@ -117,7 +117,9 @@ func (o *Outcome) WireBytes() int {
 //	B -> A  filter(S_B), then offer/blocks: what B holds that A may lack
 //	A -> B  offer/blocks: what A holds that B may lack
 //
-// With Config.OneWay only the first two messages flow, without B's filter.
+// With Config.OneWay only the first two messages flow, without B's filter. Bitfield
+// and CCBF sessions exchange the same messages; IBLT sessions add MsgMore round
+// trips and, two-way, a MsgWant (see the package documentation).
 type Session struct {
 	id        uint64
 	cfg       Config
