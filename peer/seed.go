@@ -139,3 +139,15 @@ func (p *Peer) ServedBytes(root chunker.ID) map[string]int64 {
 	}
 	return out
 }
+
+// Held reports, for the content with the given root, how many blocks this
+// peer holds and how many the content has (ok false if it is not served).
+func (p *Peer) Held(root chunker.ID) (held, total int, ok bool) {
+	p.mu.Lock()
+	c := p.contents[root]
+	p.mu.Unlock()
+	if c == nil {
+		return 0, 0, false
+	}
+	return c.store.HeldCount(), c.man.BlockCount(), true
+}

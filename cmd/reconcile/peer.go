@@ -143,7 +143,6 @@ type seedReport struct {
 	Ticket string   `json:"ticket"`
 	Blocks int      `json:"blocks"`
 	Held   int      `json:"held"`
-	Bytes  int64    `json:"bytes"`
 }
 
 func runSeed(c *cli.Context) error {
@@ -163,13 +162,12 @@ func runSeed(c *cli.Context) error {
 	}
 	defer p.Close()
 	var tk peer.Ticket
-	var store *chunker.Store
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
 		st, err := chunker.OpenStore(path)
 		if err != nil {
 			return oneLine(fmt.Errorf("seed %s: %w", path, err))
 		}
-		store = st
+
 		tk, err = p.Serve(st)
 		if err != nil {
 			st.Close()
@@ -189,11 +187,7 @@ func runSeed(c *cli.Context) error {
 	for _, a := range p.Addrs() {
 		rep.Addrs = append(rep.Addrs, a.String())
 	}
-	if store != nil {
-		rep.Blocks, rep.Held, rep.Bytes = store.Manifest().BlockCount(), store.HeldCount(), store.Manifest().TotalSize()
-	} else {
-		rep.Blocks = -1
-	}
+	rep.Held, rep.Blocks, _ = p.Held(tk.Root)
 	if f := c.String("ticket-file"); f != "" {
 		if err := os.WriteFile(f, []byte(rep.Ticket+"\n"), 0o644); err != nil {
 			return fmt.Errorf("--ticket-file: %v", err)
@@ -205,9 +199,7 @@ func runSeed(c *cli.Context) error {
 		}
 	} else {
 		fmt.Printf("seeding %s (root %s)\n", path, rep.Root)
-		if store != nil {
-			fmt.Printf("serving %d of %d blocks\n", rep.Held, rep.Blocks)
-		}
+		fmt.Printf("serving %d of %d blocks\n", rep.Held, rep.Blocks)
 		fmt.Println("listening on:")
 		for _, a := range rep.Addrs {
 			fmt.Println("   " + a)
