@@ -206,7 +206,7 @@ func (p *Peer) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []m
 	var ok []lpeer.ID
 	var wg sync.WaitGroup
 	for _, ai := range all {
-		if ai.ID == p.h.ID() {
+		if ai.ID == p.h.ID() || p.isBanned(ai.ID) {
 			continue
 		}
 		wg.Add(1)
@@ -240,6 +240,9 @@ func dedup(ids []lpeer.ID) []lpeer.ID {
 
 // request opens a stream of proto to id for root and sends the hello.
 func (p *Peer) request(ctx context.Context, id lpeer.ID, proto string, root chunker.ID, coded bool) (*clientStream, error) {
+	if p.isBanned(id) {
+		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
+	}
 	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "reconcile"), id, protocolID(proto))
 	if err != nil {
 		return nil, err
@@ -580,7 +583,7 @@ func (f *fetch) drop(src *source, err error) {
 	}
 	f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
 	f.c.forget(src.id)
-	f.p.h.Network().ClosePeer(src.id)
+	f.p.ban(src.id)
 }
 
 func (f *fetch) dropQuietly(src *source, why string) {

@@ -66,7 +66,35 @@ type Peer struct {
 
 	mu       sync.Mutex
 	contents map[chunker.ID]*content
+	banned   map[lpeer.ID]time.Time // misbehaving peers, until when
 	closed   bool
+}
+
+// banFor is how long a peer that sent a bad block or a malformed message is
+// refused: no stream to it is opened and its streams are reset.
+const banFor = 10 * time.Minute
+
+// ban refuses id for banFor and closes its connections.
+func (p *Peer) ban(id lpeer.ID) {
+	p.mu.Lock()
+	if len(p.banned) >= maxSwarm {
+		for k, until := range p.banned {
+			if time.Now().After(until) {
+				delete(p.banned, k)
+			}
+		}
+	}
+	p.banned[id] = time.Now().Add(banFor)
+	p.mu.Unlock()
+	p.h.Network().ClosePeer(id)
+}
+
+// isBanned reports whether id is refused.
+func (p *Peer) isBanned(id lpeer.ID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until, ok := p.banned[id]
+	return ok && time.Now().Before(until)
 }
 
 // New starts a peer: a libp2p host with TCP and QUIC transports, TLS and Noise
@@ -79,7 +107,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 			return nil, err
 		}
 	}
-	p := &Peer{cfg: cfg, log: cfg.log, contents: make(map[chunker.ID]*content), reconciles: make(chan struct{}, cfg.limits.Reconciles)}
+	p := &Peer{cfg: cfg, log: cfg.log, contents: make(map[chunker.ID]*content), banned: make(map[lpeer.ID]time.Time), reconciles: make(chan struct{}, cfg.limits.Reconciles)}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.serveRate > 0 {
 		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
@@ -276,6 +304,10 @@ func (ss *serverStream) flush() error {
 // content and resets the stream on a protocol violation.
 func (p *Peer) handler(serve func(*serverStream) error) network.StreamHandler {
 	return func(s network.Stream) {
+		if p.isBanned(s.Conn().RemotePeer()) {
+			s.Reset()
+			return
+		}
 		ok := p.goroutine(func() {
 			ss := &serverStream{s: s, fr: newFrameReader(s, helloMax), bw: bufio.NewWriterSize(s, 64<<10), idle: p.cfg.streamIdle}
 			err := p.serve(ss, serve)
