@@ -481,7 +481,7 @@ func (f *fetch) addSource(id lpeer.ID) {
 	if _, ok := f.banned[id]; ok {
 		return
 	}
-	if f.active >= f.p.cfg.maxSources {
+	if f.active >= f.p.cfg.maxSources || f.p.isBanned(id) {
 		return
 	}
 	sh := f.shares[id]
@@ -523,7 +523,8 @@ func (f *fetch) work(src *source) {
 			f.drop(src, err)
 			return
 		case errors.Is(err, ErrUnknownRoot):
-			f.dropQuietly(src, "does not serve the content")
+			// Not (yet) serving the content: it may start to, and come back
+			// through discovery or by reconciling with us.
 			return
 		default:
 			src.failures++
