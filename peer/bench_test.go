@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -140,4 +142,41 @@ func BenchmarkDecodeWant(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(f))/256, "bytes/index")
+}
+
+// BenchmarkLibp2pStream moves bytes over one libp2p stream between two hosts
+// of this process on loopback TCP (TLS, yamux), without blocks, hashing or
+// disk: the ceiling the encrypted transport puts on a fetch.
+func BenchmarkLibp2pStream(b *testing.B) {
+	a, c := newTestPeer(b), newTestPeer(b)
+	got := make(chan int64)
+	c.Host().SetStreamHandler("/bench/raw", func(s network.Stream) {
+		n, _ := io.CopyBuffer(io.Discard, s, make([]byte, 256<<10))
+		s.Close()
+		got <- n
+	})
+	ctx := context.Background()
+	if err := a.Host().Connect(ctx, c.AddrInfo()); err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, 256<<10)
+	const chunks = 256
+	b.SetBytes(chunks * int64(len(buf)))
+	b.ResetTimer()
+	for range b.N {
+		s, err := a.Host().NewStream(ctx, c.ID(), "/bench/raw")
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range chunks {
+			if _, err := s.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		s.CloseWrite()
+		if n := <-got; n != chunks*int64(len(buf)) {
+			b.Fatalf("got %d bytes", n)
+		}
+		s.Close()
+	}
 }
