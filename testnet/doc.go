@@ -1,0 +1,48 @@
+// Package testnet runs hundreds of real peers (package peer) in one process and
+// distributes a file among them, over go-libp2p's in-process mock network shaped
+// like a simulated Transit-Stub topology, or over real loopback TCP.
+//
+// # The network
+//
+// Run generates a Transit-Stub topology and a Chord overlay (package
+// sim/transitstub) and attaches every peer to its router. Peers may connect only
+// to their neighbours: their Chord fingers and successors, or random peers
+// (Config.Neighbours, Config.Degree). On the mock network (TransportMock) each
+// neighbour pair gets a link whose latency is the underlay's shortest-path delay
+// between the two routers (LatencyTransitStub) or zero (LatencyNone), and an
+// optional bandwidth cap (Config.Bandwidth, bytes per second per link, shared
+// by both directions). TransportTCP runs the same peers over real loopback TCP
+// with Noise/TLS and yamux, a connection gater keeping the overlay, and no added
+// latency: it shows the results hold on real sockets, for fewer peers.
+//
+// Traits of go-libp2p's mock network (p2p/net/mock) that shape the figures:
+// latency is applied to every Write, and a stream delivers one Write at a time,
+// so a stream moves about one write per latency (package peer writes a 256 KiB
+// block as two writes of 64 KiB and 192 KiB through its 64 KiB buffer: one
+// stream carries about 128 KiB per one-way delay, like a TCP connection whose
+// window is that size); its stream deadlines do nothing, so package peer's
+// stall and idle timeouts do not fire there (a stalled stream is ended by the
+// fetch's context); it has no security or muxer layer, so the byte counts are
+// the payload bytes of the streams.
+//
+// # Scenarios
+//
+// With Config.Hold = 0 one random peer seeds the whole file and the others start
+// empty; with Hold = F every peer starts with a random F of the units (complete:
+// source blocks; Byers: coded blocks, F·blocks of them, as sim/transitstub's
+// swarm does), and every unit is held by at least one peer. Every peer serves
+// what it holds before any fetch starts (peer.Prepare), then all fetch at once
+// from their neighbours (and from any peer that reconciles with them, and the
+// peers those name, as package peer does) until every peer holds the file.
+//
+// # Figures
+//
+// A Result has the completion time of every fetching peer (median, p95, max),
+// the payload bytes on the wire by message type (counted by a wrapper around
+// every host: filter, blocks, want, manifest, peers), blocks moved, redundant
+// blocks (received but already held), missed blocks (held by the answering
+// peer, lacked by the fetcher when the answer was written, and not offered: a
+// Bloom filter false positive of Byers; always 0 for complete reconciliation),
+// the peak memory of the process during the run, and the number of peers whose
+// file re-hashes to the root id of the seed.
+package testnet

@@ -1,0 +1,606 @@
+package testnet
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+)
+
+// Result is the outcome of one run.
+type Result struct {
+	Method     string  `json:"method"`
+	Transport  string  `json:"transport"`
+	Latency    string  `json:"latency"`
+	Neighbours string  `json:"neighbours"`
+	Nodes      int     `json:"nodes"`
+	Hold       float64 `json:"hold"`
+	Seed       uint64  `json:"seed"`
+	// Root is the root id of the file.
+	Root string `json:"root"`
+	// Blocks, BlockSize and Bytes describe the file; Units is the number of
+	// units reconciled (blocks, or coded blocks for Byers).
+	Blocks    int   `json:"blocks"`
+	BlockSize int   `json:"block_size"`
+	Bytes     int64 `json:"bytes"`
+	Units     int   `json:"units"`
+	// Links is the number of neighbour pairs; MeanDegree the mean number of
+	// neighbours per peer; MeanLatencyMS the mean one-way latency of a link.
+	Links         int     `json:"links"`
+	MeanDegree    float64 `json:"mean_degree"`
+	MeanLatencyMS float64 `json:"mean_latency_ms"`
+	// BandwidthBps is the cap per link in bytes per second (0: none).
+	BandwidthBps float64 `json:"bandwidth_bps"`
+	// Fetchers is the number of peers that started without the whole file;
+	// Completed those that ended with it; Identical the peers (all, seed
+	// included) whose file re-hashed to Root (-1 if not verified).
+	Fetchers  int `json:"fetchers"`
+	Completed int `json:"completed"`
+	Identical int `json:"identical"`
+	// Completion time of the fetchers, seconds from the start of the fetches.
+	MedianS float64 `json:"median_s"`
+	P95S    float64 `json:"p95_s"`
+	MaxS    float64 `json:"max_s"`
+	MeanS   float64 `json:"mean_s"`
+	// Completions are the fetchers' completion times in seconds, sorted.
+	Completions []float64 `json:"completions_s"`
+	// Wire is the payload bytes written on streams, by message type (WireFilter, ...).
+	Wire map[string]int64 `json:"wire_bytes"`
+	// FilterBytes and BlockBytes are Wire's filter and blocks counts;
+	// FilterShare is FilterBytes / (FilterBytes + BlockBytes).
+	FilterBytes int64   `json:"filter_bytes"`
+	BlockBytes  int64   `json:"block_bytes"`
+	FilterShare float64 `json:"filter_share"`
+	// BlocksReceived counts the units received by the fetches; Redundant those
+	// already held on arrival; Missed the units an answering peer held, the
+	// fetcher lacked and the answer did not offer; FalseOffers the offered
+	// units the fetcher already held; Rejected units that failed verification.
+	BlocksReceived int64 `json:"blocks_received"`
+	Redundant      int64 `json:"redundant_blocks"`
+	Missed         int64 `json:"missed_blocks"`
+	FalseOffers    int64 `json:"false_offers"`
+	Rejected       int64 `json:"rejected_blocks"`
+	// Sessions is the number of reconciliation answers audited; Offered the
+	// units they offered.
+	Sessions int64 `json:"sessions"`
+	Offered  int64 `json:"offered"`
+	// DecodeSeconds is the total erasure-decoding time of the fetchers (Byers).
+	DecodeSeconds float64 `json:"decode_seconds,omitempty"`
+	// PeakMemMiB is the peak of the memory the Go runtime held from the OS
+	// during the run (sampled every 50 ms).
+	PeakMemMiB float64 `json:"peak_mem_mib"`
+	// SetupSeconds covers the topology, the file, the stores and the hosts;
+	// RunSeconds the fetches; VerifySeconds the re-hashing.
+	SetupSeconds  float64 `json:"setup_seconds"`
+	RunSeconds    float64 `json:"run_seconds"`
+	VerifySeconds float64 `json:"verify_seconds"`
+	// Errors are the first errors of failed fetches or verifications.
+	Errors []string `json:"errors,omitempty"`
+}
+
+// fileName is the name of the file distributed in every store.
+const fileName = "content.bin"
+
+// node is one peer of a run.
+type node struct {
+	p     *peer.Peer
+	store *chunker.Store
+	units holdings
+	prep  *peer.Prepared
+	dir   string
+	// seed is set for the seed of the one-seed scenario (it does not fetch).
+	seed bool
+}
+
+// Run starts cfg.Nodes peers, distributes a file of cfg.Size random bytes among
+// them as the scenario says and returns the figures. It fails with ErrConfig
+// for bad settings and with ErrIncomplete (and the Result) when some peer did
+// not end with a file that re-hashes to the root id.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7465_73746e6574))
+	net, err := ts.NewNetwork(cfg.Topology, ts.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("testnet: topology: %w", err)
+	}
+	ov := buildOverlay(cfg, net, rng)
+
+	// The file: random bytes drawn from the seed.
+	data := make([]byte, cfg.Size)
+	cha := rand.NewChaCha8(seed32(cfg.Seed))
+	_, _ = cha.Read(data)
+	m, err := chunker.ChunkReader(ctx, fileName, 0o644, bytes.NewReader(data), cfg.BlockSize)
+	if err != nil {
+		return nil, fmt.Errorf("testnet: chunk: %w", err)
+	}
+	runDir := filepath.Join(cfg.Dir, cfg.Method.String())
+	res := &Result{Method: cfg.Method.String(), Transport: cfg.Transport.String(), Latency: cfg.Latency.String(),
+		Neighbours: cfg.Neighbours.String(), Nodes: cfg.Nodes, Hold: cfg.Hold, Seed: cfg.Seed, Root: m.ID().String(),
+		Blocks: m.BlockCount(), BlockSize: m.BlockSize(), Bytes: m.TotalSize(), Links: len(ov.pairs),
+		BandwidthBps: cfg.Bandwidth, Identical: -1}
+	for _, p := range ov.pairs {
+		res.MeanLatencyMS += float64(p.latency) / float64(time.Millisecond) / float64(len(ov.pairs))
+	}
+	res.MeanDegree = 2 * float64(len(ov.pairs)) / float64(cfg.Nodes)
+
+	var fab fabric
+	if cfg.Transport == TransportTCP {
+		fab, err = newTCPFabric(cfg.Nodes)
+	} else {
+		fab, err = newMockFabric(cfg.Nodes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fab.close()
+
+	// The source store holds the whole file; the seed serves it in place and
+	// the Byers coder codes it.
+	src, err := chunker.CreateStore(filepath.Join(runDir, "source"), m, chunker.WithSyncEvery(1<<30))
+	if err != nil {
+		return nil, fmt.Errorf("testnet: source store: %w", err)
+	}
+	for i := range m.BlockCount() {
+		if err := src.PutBlock(i, blockOf(data, m, i)); err != nil {
+			src.Close()
+			return nil, fmt.Errorf("testnet: source store: %w", err)
+		}
+	}
+	if err := src.Close(); err != nil {
+		return nil, fmt.Errorf("testnet: source store: %w", err)
+	}
+	srcPath := filepath.Join(runDir, "source", fileName)
+
+	cnt := &counters{}
+	nodes := make([]*node, cfg.Nodes)
+	byID := make(map[lpeer.ID]int, cfg.Nodes)
+	for i := range nodes {
+		byID[fab.host(i).ID()] = i
+	}
+	audit := func(self int) func(lpeer.ID) (holdings, holdings) {
+		return func(remote lpeer.ID) (holdings, holdings) {
+			j, ok := byID[remote]
+			if !ok || nodes[self] == nil || nodes[j] == nil {
+				return nil, nil
+			}
+			return nodes[self].units, nodes[j].units
+		}
+	}
+	peerOpts := func(h *countingHost) []peer.Option {
+		o := []peer.Option{peer.WithHost(h), peer.WithLogger(cfg.Logger)}
+		if cfg.Window > 0 {
+			o = append(o, peer.WithWindow(cfg.Window))
+		}
+		return o
+	}
+	defer func() {
+		for _, n := range nodes {
+			if n != nil {
+				n.p.Close()
+			}
+		}
+	}()
+
+	seedNode := -1
+	if cfg.Hold == 0 {
+		seedNode = rng.IntN(cfg.Nodes)
+	}
+	var seedOpts []peer.SeedOption
+	seedOpts = append(seedOpts, peer.WithBlockSize(cfg.BlockSize))
+	if cfg.Method == reconcile.Byers {
+		seedOpts = append(seedOpts, peer.WithByers(cfg.Byers))
+	}
+	// The Byers coder: the seed itself, or a peer connected to nobody.
+	var header []byte
+	var coded func(int) ([]byte, bool)
+	units := m.BlockCount()
+	if cfg.Method == reconcile.Byers {
+		var coder *peer.Peer
+		if seedNode >= 0 {
+			ch := &countingHost{Host: fab.host(seedNode), c: cnt, audit: audit(seedNode)}
+			if coder, err = peer.New(ctx, peerOpts(ch)...); err != nil {
+				return nil, fmt.Errorf("testnet: peer: %w", err)
+			}
+			nodes[seedNode] = &node{p: coder, seed: true, dir: filepath.Dir(srcPath)}
+		} else {
+			h, err := fab.spare()
+			if err != nil {
+				return nil, err
+			}
+			if coder, err = peer.New(ctx, peer.WithHost(h)); err != nil {
+				return nil, fmt.Errorf("testnet: peer: %w", err)
+			}
+			defer coder.Close()
+		}
+		t, err := coder.Seed(ctx, srcPath, seedOpts...)
+		if err != nil {
+			return nil, fmt.Errorf("testnet: byers seed: %w", err)
+		}
+		if t.Root != m.ID() {
+			return nil, fmt.Errorf("testnet: the seed's root %s is not the file's %s", t.Root, m.ID())
+		}
+		var ok bool
+		if header, coded, ok = coder.CodedBlocks(m.ID()); !ok {
+			return nil, errors.New("testnet: the byers seed serves no coded blocks")
+		}
+		if units, err = codedCount(header); err != nil {
+			return nil, err
+		}
+		if seedNode >= 0 {
+			nodes[seedNode].units = codedHoldings{get: coded, n: units}
+		}
+	}
+	res.Units = units
+	hold := holdingsPlan(cfg, units, m.BlockCount(), seedNode, rng)
+
+	for i := range nodes {
+		if nodes[i] != nil {
+			continue
+		}
+		ch := &countingHost{Host: fab.host(i), c: cnt, audit: audit(i)}
+		p, err := peer.New(ctx, peerOpts(ch)...)
+		if err != nil {
+			return nil, fmt.Errorf("testnet: peer: %w", err)
+		}
+		n := &node{p: p}
+		nodes[i] = n
+		if i == seedNode {
+			t, err := p.Seed(ctx, srcPath, seedOpts...)
+			if err != nil {
+				return nil, fmt.Errorf("testnet: seed: %w", err)
+			}
+			if t.Root != m.ID() {
+				return nil, fmt.Errorf("testnet: the seed's root %s is not the file's %s", t.Root, m.ID())
+			}
+			n.seed, n.dir, n.units = true, filepath.Dir(srcPath), allHeld(units)
+			continue
+		}
+		n.dir = filepath.Join(runDir, fmt.Sprintf("node%04d", i))
+		s, err := chunker.CreateStore(n.dir, m, chunker.WithSyncEvery(1<<30))
+		if err != nil {
+			return nil, fmt.Errorf("testnet: store: %w", err)
+		}
+		var held map[int][]byte
+		if cfg.Method == reconcile.Byers {
+			held = make(map[int][]byte, len(hold[i]))
+			for _, u := range hold[i] {
+				b, _ := coded(u)
+				held[u] = b
+			}
+		} else {
+			for _, u := range hold[i] {
+				if err := s.PutBlock(u, blockOf(data, m, u)); err != nil {
+					s.Close()
+					return nil, fmt.Errorf("testnet: store: %w", err)
+				}
+			}
+		}
+		prep, err := p.Prepare(s, cfg.Method, header, held)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("testnet: prepare: %w", err)
+		}
+		n.store, n.prep = s, prep
+		if cfg.Method == reconcile.Byers {
+			_, get, _ := p.CodedBlocks(m.ID())
+			n.units = codedHoldings{get: get, n: units}
+		} else {
+			n.units = storeHoldings{s}
+		}
+	}
+	data = nil
+	// Join the neighbours: every peer serves by now.
+	if err := linkAll(ctx, fab, ov.pairs, cfg.Bandwidth); err != nil {
+		return nil, err
+	}
+	runtime.GC()
+	res.SetupSeconds = time.Since(t0).Seconds()
+
+	// Fetch, all at once.
+	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	var blocksDone atomic.Int64
+	var done atomic.Int64
+	type outcome struct {
+		at  time.Duration
+		sum *peer.Summary
+		err error
+	}
+	outs := make([]outcome, cfg.Nodes)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		if n.seed || n.prep == nil {
+			continue
+		}
+		res.Fetchers++
+		var srcs []lpeer.ID
+		for _, j := range ov.out[i] {
+			srcs = append(srcs, nodes[j].p.ID())
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sum, err := n.prep.Run(rctx, srcs, peer.WithMethod(cfg.Method), peer.WithNoPeerTimeout(cfg.Timeout),
+				peer.WithProgress(func(peer.Progress) { blocksDone.Add(1) }))
+			outs[i] = outcome{at: time.Since(start), sum: sum, err: err}
+			done.Add(1)
+		}()
+	}
+	stopSampling := sampleMemory(&res.PeakMemMiB)
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(200 * time.Millisecond)
+wait:
+	for {
+		select {
+		case <-finished:
+			break wait
+		case <-tick.C:
+			if cfg.Progress != nil {
+				cfg.Progress(Progress{Done: int(done.Load()), Fetchers: res.Fetchers, Blocks: blocksDone.Load(), Elapsed: time.Since(start)})
+			}
+		}
+	}
+	tick.Stop()
+	res.RunSeconds = time.Since(start).Seconds()
+	stopSampling()
+	if cfg.Progress != nil {
+		cfg.Progress(Progress{Done: int(done.Load()), Fetchers: res.Fetchers, Blocks: blocksDone.Load(), Elapsed: time.Since(start)})
+	}
+
+	for i, o := range outs {
+		n := nodes[i]
+		if n.seed || n.prep == nil {
+			continue
+		}
+		if o.sum != nil {
+			res.BlocksReceived += (o.sum.Received + int64(m.BlockSize()) - 1) / int64(m.BlockSize())
+			res.Redundant += int64(o.sum.Redundant)
+			res.FalseOffers += int64(o.sum.FalseOffers)
+			res.Rejected += int64(o.sum.Rejected)
+			res.DecodeSeconds += o.sum.DecodeSeconds
+		}
+		if o.err != nil {
+			if len(res.Errors) < 10 {
+				res.Errors = append(res.Errors, fmt.Sprintf("node %d: %v", i, o.err))
+			}
+			continue
+		}
+		if n.store.Complete() {
+			res.Completed++
+			res.Completions = append(res.Completions, o.at.Seconds())
+		}
+	}
+	sort.Float64s(res.Completions)
+	res.MedianS = quantile(res.Completions, 0.5)
+	res.P95S = quantile(res.Completions, 0.95)
+	res.MaxS = quantile(res.Completions, 1)
+	res.MeanS = mean(res.Completions)
+	res.Wire = cnt.wire()
+	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]
+	if t := res.FilterBytes + res.BlockBytes; t > 0 {
+		res.FilterShare = float64(res.FilterBytes) / float64(t)
+	}
+	res.Sessions, res.Offered, res.Missed = cnt.sessions.Load(), cnt.offered.Load(), cnt.missed.Load()
+
+	// Every peer's file must re-hash to the root.
+	if !cfg.SkipVerify {
+		t1 := time.Now()
+		res.Identical = 0
+		for i, n := range nodes {
+			mm, err := chunker.ChunkPath(ctx, filepath.Join(n.dir, fileName), cfg.BlockSize)
+			switch {
+			case err != nil:
+				if len(res.Errors) < 10 {
+					res.Errors = append(res.Errors, fmt.Sprintf("node %d: verify: %v", i, err))
+				}
+			case mm.ID() != m.ID():
+				if len(res.Errors) < 10 {
+					res.Errors = append(res.Errors, fmt.Sprintf("node %d: root %s, want %s", i, mm.ID(), m.ID()))
+				}
+			default:
+				res.Identical++
+			}
+		}
+		res.VerifySeconds = time.Since(t1).Seconds()
+	}
+	if res.Completed < res.Fetchers || (res.Identical >= 0 && res.Identical < cfg.Nodes) {
+		return res, fmt.Errorf("%w: %d of %d fetchers completed, %d of %d files identical", ErrIncomplete,
+			res.Completed, res.Fetchers, res.Identical, cfg.Nodes)
+	}
+	return res, nil
+}
+
+// linkAll joins every neighbour pair, a few at a time.
+func linkAll(ctx context.Context, fab fabric, pairs []pair, bandwidth float64) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(pairs))
+	sem := make(chan struct{}, 16)
+	for k, p := range pairs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			errs[k] = fab.link(ctx, p, bandwidth)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// holdingsPlan returns the units each node starts with: nothing but the seed's
+// whole file (seedNode >= 0), or a random cfg.Hold share each, every unit held
+// by at least one node.
+func holdingsPlan(cfg Config, units, blocks, seedNode int, rng *rand.Rand) [][]int {
+	hold := make([][]int, cfg.Nodes)
+	if seedNode >= 0 {
+		return hold
+	}
+	share := int(cfg.Hold*float64(units) + 0.5)
+	if cfg.Method == reconcile.Byers {
+		// As the simulator: a Byers peer holds as many coded blocks as a
+		// complete peer holds source blocks.
+		share = min(units, int(cfg.Hold*float64(blocks)+0.5))
+	}
+	share = max(1, share)
+	covered := make([]bool, units)
+	for i := range hold {
+		hold[i] = rng.Perm(units)[:share]
+		for _, u := range hold[i] {
+			covered[u] = true
+		}
+	}
+	for u, ok := range covered {
+		if !ok {
+			i := rng.IntN(cfg.Nodes)
+			hold[i] = append(hold[i], u)
+		}
+	}
+	for _, h := range hold {
+		slices.Sort(h)
+	}
+	return hold
+}
+
+// blockOf returns block i of data.
+func blockOf(data []byte, m *chunker.Manifest, i int) []byte {
+	bs := int64(m.BlockSize())
+	lo := int64(i) * bs
+	return data[lo:min(lo+bs, int64(len(data)))]
+}
+
+// codedCount reads the number of coded blocks from a coded header (package
+// peer's: K, N, block size and content size as uvarints, then a 32-byte hash
+// per coded block).
+func codedCount(h []byte) (int, error) {
+	b := h
+	for range 4 {
+		_, k := binary.Uvarint(b)
+		if k <= 0 {
+			return 0, fmt.Errorf("testnet: bad coded header")
+		}
+		b = b[k:]
+	}
+	if len(b)%chunker.HashSize != 0 || len(b) == 0 {
+		return 0, fmt.Errorf("testnet: bad coded header: %d bytes of hashes", len(b))
+	}
+	return len(b) / chunker.HashSize, nil
+}
+
+// codedHoldings are the coded blocks a Byers peer holds.
+type codedHoldings struct {
+	get func(int) ([]byte, bool)
+	n   int
+}
+
+func (c codedHoldings) has(i int) bool { _, ok := c.get(i); return ok }
+
+func (c codedHoldings) held() []int {
+	var out []int
+	for i := range c.n {
+		if c.has(i) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// storeHoldings are the blocks of a store.
+type storeHoldings struct{ s *chunker.Store }
+
+func (h storeHoldings) has(i int) bool { return h.s.Has(i) }
+func (h storeHoldings) held() []int    { return h.s.Held() }
+
+// allHeld are the holdings of a seed of n units.
+type allHeld int
+
+func (a allHeld) has(i int) bool { return i >= 0 && i < int(a) }
+
+func (a allHeld) held() []int {
+	out := make([]int, a)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// seed32 stretches a seed to a ChaCha8 key.
+func seed32(s uint64) [32]byte {
+	var k [32]byte
+	for i := range 4 {
+		binary.LittleEndian.PutUint64(k[8*i:], s+uint64(i)*0x9e3779b97f4a7c15)
+	}
+	return k
+}
+
+// sampleMemory records the peak of the memory the runtime holds from the OS
+// into *peak (MiB) until the returned function is called.
+func sampleMemory(peak *float64) (stop func()) {
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	read := func() {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			*peak = max(*peak, float64(sample[0].Value.Uint64())/(1<<20))
+		}
+	}
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			read()
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { close(quit); wg.Wait(); read() }
+}
+
+// quantile returns the q-quantile of sorted xs (nearest rank), 0 if empty.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(xs))+0.999999) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
