@@ -713,9 +713,14 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if f.ctx.Err() != nil {
 			return nil
 		}
-		f.mu.Lock()
-		batch := f.claim(src, window-len(inflight))
-		f.mu.Unlock()
+		// Top up the window once half of it has arrived, so that wants go
+		// out in batches rather than one small message per block.
+		var batch []int
+		if len(inflight) <= window/2 {
+			f.mu.Lock()
+			batch = f.claim(src, window-len(inflight))
+			f.mu.Unlock()
+		}
 		for _, i := range batch {
 			inflight[i] = struct{}{}
 		}
