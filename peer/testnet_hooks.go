@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,11 +30,15 @@ type Prepared struct {
 }
 
 // Prepare serves the store s (any subset of its blocks held; the peer takes
-// ownership of it) and returns a fetch of the rest that starts on Run. With
-// reconcile.Byers, header is a Byers seed's coded header (see CodedBlocks) and
-// coded the coded blocks the peer starts with (index to data, kept and served
-// read-only, not copied); generations held whole are decoded at once.
-func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte, coded map[int][]byte) (*Prepared, error) {
+// ownership of it) and returns a fetch of the rest that starts on Run.
+//
+// With reconcile.Byers, header is a Byers seed's coded header and shared that
+// seed's coded blocks (see CodedBlocks); the peer starts with the coded blocks
+// listed in held (generations held whole are decoded at once), and keeps
+// every coded block it receives as shared's slice of the same bytes instead of
+// a copy: peers of one process then share one copy, as a testnet of hundreds
+// of peers needs. shared's slices must not be modified.
+func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte, held []int, shared func(i int) ([]byte, bool)) (*Prepared, error) {
 	m := s.Manifest()
 	c, err := newContent(m, s)
 	if err != nil {
@@ -47,10 +52,14 @@ func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte,
 		if err != nil {
 			return nil, err
 		}
+		if shared == nil {
+			return nil, errors.New("peer: Prepare: byers needs the shared coded blocks")
+		}
 		c.coded = cb
 		bt := &byersTarget{c: c, cb: cb, perGen: make([]int, cb.gens.Count()), decoded: make([]bool, cb.gens.Count())}
-		for i, b := range coded {
-			if i < 0 || i >= cb.count() || cb.data[i] != nil {
+		for _, i := range held {
+			b, ok := shared(i)
+			if i < 0 || i >= cb.count() || cb.data[i] != nil || !ok {
 				return nil, fmt.Errorf("%w: coded block %d of %d", ErrMalformed, i, cb.count())
 			}
 			cb.data[i] = b
@@ -71,7 +80,7 @@ func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte,
 				}
 			}
 		}
-		pf.t, pf.bt = bt, bt
+		pf.t, pf.bt = sharedTarget{bt, shared}, bt
 	default:
 		return nil, fmt.Errorf("peer: method %v: %w", method, reconcile.ErrMethod)
 	}
@@ -79,6 +88,38 @@ func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte,
 		return nil, err
 	}
 	return pf, nil
+}
+
+// sharedTarget is a Byers target that keeps received coded blocks as the
+// shared slices of the same bytes.
+type sharedTarget struct {
+	*byersTarget
+	shared func(i int) ([]byte, bool)
+}
+
+func (t sharedTarget) put(i int, data []byte) error {
+	b, ok := t.shared(i)
+	if !ok || !bytes.Equal(b, data) {
+		return t.byersTarget.put(i, data)
+	}
+	// The shared block passed its hash when its seed coded it; equal bytes
+	// pass it too.
+	t.cb.mu.Lock()
+	if t.cb.data[i] != nil {
+		t.cb.mu.Unlock()
+		return nil
+	}
+	t.cb.data[i] = b
+	t.cb.n++
+	t.cb.mu.Unlock()
+	gen, _ := t.cb.gens.Locate(i)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.perGen[gen]++
+	if t.decoded[gen] || t.perGen[gen] < t.cb.gens.Code().K() {
+		return nil
+	}
+	return t.decode(gen)
 }
 
 // Run downloads the blocks the prepared content lacks from srcs (peers this

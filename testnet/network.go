@@ -243,7 +243,7 @@ type selfGate struct {
 	self lpeer.ID
 }
 
-func (s *selfGate) InterceptPeerDial(p lpeer.ID) bool                { return s.g.ok(s.self, p) }
+func (s *selfGate) InterceptPeerDial(p lpeer.ID) bool                 { return s.g.ok(s.self, p) }
 func (s *selfGate) InterceptAddrDial(p lpeer.ID, _ ma.Multiaddr) bool { return s.g.ok(s.self, p) }
 func (s *selfGate) InterceptAccept(network.ConnMultiaddrs) bool       { return true }
 func (s *selfGate) InterceptSecured(_ network.Direction, p lpeer.ID, _ network.ConnMultiaddrs) bool {

@@ -281,13 +281,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("testnet: store: %w", err)
 		}
-		var held map[int][]byte
+		var held []int
 		if cfg.Method == reconcile.Byers {
-			held = make(map[int][]byte, len(hold[i]))
-			for _, u := range hold[i] {
-				b, _ := coded(u)
-				held[u] = b
-			}
+			held = hold[i]
 		} else {
 			for _, u := range hold[i] {
 				if err := s.PutBlock(u, blockOf(data, m, u)); err != nil {
@@ -296,7 +292,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				}
 			}
 		}
-		prep, err := p.Prepare(s, cfg.Method, header, held)
+		prep, err := p.Prepare(s, cfg.Method, header, held, coded)
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("testnet: prepare: %w", err)

@@ -1,0 +1,296 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/testnet"
+)
+
+func init() { register(testnetCommand()) }
+
+// testnetReport is what --json prints.
+type testnetReport struct {
+	Runs []*testnet.Result `json:"runs"`
+	// MaxRSSMiB is the process's peak resident set size.
+	MaxRSSMiB   float64 `json:"max_rss_mib"`
+	WallSeconds float64 `json:"wall_seconds"`
+	CPUs        int     `json:"cpus"`
+}
+
+func testnetCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "testnet",
+		Usage: "run hundreds of real peers in one process and distribute a file among them",
+		Description: "Starts --nodes peers of package peer over go-libp2p's in-process mock network, each\n" +
+			"attached to a router of a transit-stub topology (link latency = the underlay's\n" +
+			"shortest-path delay), or over real loopback TCP (--transport tcp, no added latency).\n" +
+			"One peer seeds a file of --size random bytes and the others start empty, or every\n" +
+			"peer starts with a random --hold share; peers fetch from their Chord (or random)\n" +
+			"neighbours until all hold the file, then every file is re-hashed and its root id\n" +
+			"checked. Prints completion time per peer, bytes on the wire by message type,\n" +
+			"redundant and missed blocks and peak memory, for each --method side by side.\n\n" +
+			"Examples:\n" +
+			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
+			"   reconcile testnet --nodes 100 --hold 0.3 --method byers --json\n" +
+			"   reconcile testnet --nodes 20 --transport tcp",
+		Flags: []cli.Flag{
+			&cli.IntFlag{Name: "nodes", Usage: "peers", Value: 200},
+			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
+			&cli.StringFlag{Name: "block-size", Usage: "block size (e.g. 256KiB)", Value: "256KiB"},
+			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
+			&cli.StringFlag{Name: "method", Usage: "complete, byers or both", Value: "both"},
+			&cli.StringFlag{Name: "latency", Usage: "link latency: transitstub (shortest-path delay) or none", Value: "transitstub"},
+			&cli.StringFlag{Name: "bandwidth", Usage: "cap per link, e.g. 10Mbit, 2MB/s; none for no cap", Value: "none"},
+			&cli.StringFlag{Name: "transport", Usage: "mock (in-process, shaped) or tcp (real loopback sockets)", Value: "mock"},
+			&cli.StringFlag{Name: "neighbours", Usage: "chord (fingers and successors) or random", Value: "chord"},
+			&cli.IntFlag{Name: "degree", Usage: "random: neighbours per peer; chord: cap on neighbours (0: all)", Value: 0},
+			&cli.IntFlag{Name: "successors", Usage: "Chord successor-list length", Value: 8},
+			&cli.StringFlag{Name: "preset", Usage: "topology preset: paper (5050 routers), large (50100), small (110)", Value: "paper"},
+			&cli.IntFlag{Name: "window", Usage: "blocks requested at a time from one peer (0: package peer's default)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "give up on fetches after this long", Value: 10 * time.Minute},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay, the file and the holdings", Value: 1},
+			&cli.StringFlag{Name: "dir", Usage: "folder for the peers' stores (default: a temporary folder, removed after)"},
+			&cli.BoolFlag{Name: "no-verify", Usage: "do not re-hash every peer's file at the end"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+			&cli.StringFlag{Name: "plot", Usage: "draw the completion-time distribution of each method to `FILE.png`"},
+		},
+		Action: runTestnet,
+	}
+}
+
+func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
+	var cfg testnet.Config
+	var err error
+	fail := func(format string, a ...any) (testnet.Config, []reconcile.Method, error) {
+		return cfg, nil, fmt.Errorf("testnet: "+format, a...)
+	}
+	if c.NArg() > 0 {
+		return fail("unexpected argument %q (every setting is a flag)", c.Args().First())
+	}
+	cfg.Nodes = c.Int("nodes")
+	if cfg.Nodes < 2 {
+		return fail("--nodes must be at least 2, got %d", cfg.Nodes)
+	}
+	if cfg.Size, err = parseByteSize(c.String("size")); err != nil || cfg.Size < 1 {
+		return fail("--size %q: want a size such as 16MiB", c.String("size"))
+	}
+	bs, err := parseByteSize(c.String("block-size"))
+	if err != nil || bs < 1 || bs > 1<<30 {
+		return fail("--block-size %q: want a size such as 256KiB", c.String("block-size"))
+	}
+	cfg.BlockSize = int(bs)
+	cfg.Hold = c.Float64("hold")
+	if !(cfg.Hold >= 0 && cfg.Hold <= 1) {
+		return fail("--hold must be in [0, 1], got %g", cfg.Hold)
+	}
+	if cfg.Latency, err = testnet.ParseLatency(c.String("latency")); err != nil {
+		return fail("--latency %q: want transitstub or none", c.String("latency"))
+	}
+	if cfg.Bandwidth, err = testnet.ParseRate(c.String("bandwidth")); err != nil {
+		return fail("--bandwidth %q: want a rate such as 10Mbit or 2MB/s, or none", c.String("bandwidth"))
+	}
+	if cfg.Transport, err = testnet.ParseTransport(c.String("transport")); err != nil {
+		return fail("--transport %q: want mock or tcp", c.String("transport"))
+	}
+	if cfg.Neighbours, err = testnet.ParseNeighbours(c.String("neighbours")); err != nil {
+		return fail("--neighbours %q: want chord or random", c.String("neighbours"))
+	}
+	cfg.Degree, cfg.Successors, cfg.Window = c.Int("degree"), c.Int("successors"), c.Int("window")
+	if cfg.Degree < 0 || cfg.Successors < 1 || cfg.Window < 0 {
+		return fail("--degree, --window must not be negative and --successors must be at least 1")
+	}
+	switch strings.ToLower(c.String("preset")) {
+	case "paper":
+		cfg.Topology = ts.Paper()
+	case "large":
+		cfg.Topology = ts.Large()
+	case "small":
+		cfg.Topology = ts.Small()
+	default:
+		return fail("unknown --preset %q (want paper, large or small)", c.String("preset"))
+	}
+	cfg.Timeout = c.Duration("timeout")
+	if cfg.Timeout <= 0 {
+		return fail("--timeout must be positive")
+	}
+	cfg.Seed, cfg.SkipVerify = c.Uint64("seed"), c.Bool("no-verify")
+	var methods []reconcile.Method
+	switch s := strings.ToLower(c.String("method")); s {
+	case "both":
+		methods = []reconcile.Method{reconcile.Complete, reconcile.Byers}
+	default:
+		m, err := reconcile.ParseMethod(s)
+		if err != nil || (m != reconcile.Complete && m != reconcile.Byers) {
+			return fail("--method %q: want complete, byers or both", c.String("method"))
+		}
+		methods = []reconcile.Method{m}
+	}
+	if p := c.String("plot"); p != "" && !strings.HasSuffix(strings.ToLower(p), ".png") {
+		return fail("--plot needs a .png file name, got %q", p)
+	}
+	return cfg, methods, nil
+}
+
+func runTestnet(c *cli.Context) error {
+	cfg, methods, err := testnetConfig(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	t0 := time.Now()
+	dir := c.String("dir")
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "reconcile-testnet-")
+		if err != nil {
+			return fmt.Errorf("testnet: temporary folder: %w", err)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	rep := testnetReport{CPUs: runtime.NumCPU()}
+	var runErr error
+	for _, m := range methods {
+		cfg.Method = m
+		cfg.Dir = dir
+		update, finish := newTestnetProgress(m.String())
+		cfg.Progress = update
+		res, err := testnet.Run(ctx, cfg)
+		finish()
+		if res != nil {
+			rep.Runs = append(rep.Runs, res)
+		}
+		if err != nil {
+			if res == nil || !errors.Is(err, testnet.ErrIncomplete) {
+				return fmt.Errorf("testnet: %v: %w", m, oneLine(err))
+			}
+			runErr = fmt.Errorf("testnet: %v: %w", m, oneLine(err))
+		}
+		if c.String("dir") == "" {
+			// Free the disk between methods.
+			os.RemoveAll(dir + "/" + m.String())
+		}
+	}
+	rep.WallSeconds = time.Since(t0).Seconds()
+	rep.MaxRSSMiB = maxRSSMiB()
+	if p := c.String("plot"); p != "" {
+		if err := plotTestnet(rep.Runs, p); err != nil {
+			return err
+		}
+	}
+	if c.Bool("json") {
+		if err := writeJSON(os.Stdout, rep); err != nil {
+			return err
+		}
+		return runErr
+	}
+	printTestnet(rep)
+	return runErr
+}
+
+// newTestnetProgress shows "method: peers done d/n, blocks moved b, t s" on a
+// terminal's standard error.
+func newTestnetProgress(label string) (func(testnet.Progress), func()) {
+	if !isTerminal(os.Stderr) {
+		return nil, func() {}
+	}
+	drawn := false
+	return func(p testnet.Progress) {
+			fmt.Fprintf(os.Stderr, "\r\033[K%s: peers done %d/%d, blocks moved %d, %.1f s", label, p.Done, p.Fetchers, p.Blocks, p.Elapsed.Seconds())
+			drawn = true
+		}, func() {
+			if drawn {
+				fmt.Fprintf(os.Stderr, "\r\033[K")
+			}
+		}
+}
+
+func printTestnet(rep testnetReport) {
+	if len(rep.Runs) == 0 {
+		return
+	}
+	r0 := rep.Runs[0]
+	scen := "one seed, the others empty"
+	if r0.Hold > 0 {
+		scen = fmt.Sprintf("every peer holding %.0f%% of the blocks", 100*r0.Hold)
+	}
+	bw := "no bandwidth cap"
+	if r0.BandwidthBps > 0 {
+		bw = fmt.Sprintf("%.2f MB/s per link", r0.BandwidthBps/1e6)
+	}
+	fmt.Printf("%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %d blocks, %s.\n",
+		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), r0.Blocks, scen)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "method\tcompleted\tidentical\tmedian s\tp95 s\tmax s\tfilter MB\tblocks MB\twant MB\tpeers MB\tfilter/blocks\tredundant\tmissed\tfalse offers\tpeak MiB\trun s\t\n")
+	for _, r := range rep.Runs {
+		ident := "-"
+		if r.Identical >= 0 {
+			ident = fmt.Sprintf("%d/%d", r.Identical, r.Nodes)
+		}
+		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.2f%%\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
+			r.Method, r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
+			float64(r.FilterBytes)/1e6, float64(r.BlockBytes)/1e6, float64(r.Wire[testnet.WireWant])/1e6, float64(r.Wire[testnet.WirePeers])/1e6,
+			100*float64(r.FilterBytes)/float64(max(1, r.BlockBytes)), r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
+	}
+	w.Flush()
+	for _, r := range rep.Runs {
+		for _, e := range r.Errors {
+			fmt.Printf("%s: %s\n", r.Method, e)
+		}
+	}
+	fmt.Printf("total %.1f s, max RSS %.0f MiB, %d CPUs\n", rep.WallSeconds, rep.MaxRSSMiB, rep.CPUs)
+}
+
+// plotTestnet draws, for each run, the share of fetchers holding the whole
+// file against time.
+func plotTestnet(runs []*testnet.Result, file string) error {
+	p := plot.New()
+	p.Title.Text = "Testnet: share of peers holding the whole file"
+	if len(runs) > 0 {
+		p.Title.Text = fmt.Sprintf("Testnet: %d peers, %.0f MiB, %s latency — peers holding the whole file",
+			runs[0].Nodes, float64(runs[0].Bytes)/(1<<20), runs[0].Latency)
+	}
+	p.X.Label.Text = "time since the fetches started (s)"
+	p.Y.Label.Text = "share of fetching peers complete"
+	for i, r := range runs {
+		pts := make(plotter.XYs, 0, len(r.Completions)+1)
+		pts = append(pts, plotter.XY{X: 0, Y: 0})
+		for k, x := range r.Completions {
+			pts = append(pts, plotter.XY{X: x, Y: float64(k+1) / float64(max(1, r.Fetchers))})
+		}
+		l, s, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return fmt.Errorf("testnet: plot: %w", err)
+		}
+		l.Color = plotColor(i)
+		l.Width = 2
+		l.StepStyle = plotter.PostStep
+		s.Color = plotColor(i)
+		s.Shape = plotShape(i)
+		s.Radius = 2
+		p.Add(l, s)
+		p.Legend.Add(fmt.Sprintf("%s (median %.1f s, p95 %.1f s)", r.Method, r.MedianS, r.P95S), l, s)
+	}
+	// Bottom right: the curves rise from the bottom left to the top right.
+	p.Legend.Top, p.Legend.Left = false, false
+	p.Y.Min, p.Y.Max = 0, 1
+	p.X.Min = 0
+	p.Add(plotter.NewGrid())
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
+		return fmt.Errorf("testnet: writing plot: %w", err)
+	}
+	return nil
+}
