@@ -147,7 +147,14 @@ func (p *Peer) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOpt
 	if fc.method == reconcile.Byers {
 		return p.fetchByers(ctx, t, out, fc, start)
 	}
-	store, err := chunker.OpenStore(out, chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes))
+	sopts := []chunker.StoreOption{chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
+	if p.cfg.syncEvery > 1 {
+		// Blocks stored after the last group fsync have no record yet after a
+		// crash; re-hashing the output finds those whose bytes made it to
+		// disk, so they are not downloaded again.
+		sopts = append(sopts, chunker.WithVerify())
+	}
+	store, err := chunker.OpenStore(out, sopts...)
 	switch {
 	case err == nil:
 		if store.Manifest().ID() != t.Root {

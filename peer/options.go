@@ -199,9 +199,11 @@ func WithMaxSources(n int) Option {
 }
 
 // WithSyncEvery sets how many stored blocks share one fsync during a fetch (see
-// chunker.WithSyncEvery); a crash loses at most that many verified blocks, which
-// are fetched again on resume. Default 1: a block is durable once stored, so a
-// resumed fetch never downloads a block twice.
+// chunker.WithSyncEvery). Default 1: a block is durable once stored, so a
+// resumed fetch never downloads a block twice. Above 1, fewer fsyncs; a crash
+// can leave up to n stored blocks without their record, so a fetch resuming
+// such a store re-hashes the whole output first and keeps every block whose
+// bytes reached the disk (after a kill -9, all of them).
 func WithSyncEvery(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
