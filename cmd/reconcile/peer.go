@@ -356,10 +356,14 @@ func printSummary(w io.Writer, s *peer.Summary) {
 	}
 	peers := append([]peer.PeerShare(nil), s.Peers...)
 	sort.SliceStable(peers, func(i, j int) bool { return peers[i].Bytes > peers[j].Bytes })
+	total := 0
+	for _, ps := range peers {
+		total += ps.Blocks
+	}
 	for _, ps := range peers {
 		share := 0.0
-		if s.Fetched > 0 {
-			share = 100 * float64(ps.Blocks) / float64(s.Fetched)
+		if total > 0 {
+			share = 100 * float64(ps.Blocks) / float64(total)
 		}
 		line := fmt.Sprintf("  peer %s  %5.1f%%  %d blocks, %.2f MiB, %d rounds", shortID(ps.Peer), share, ps.Blocks, mib(ps.Bytes), ps.Rounds)
 		if ps.Dropped != "" {
