@@ -29,7 +29,8 @@ func demoCommand() *cli.Command {
 		Name:  "demo",
 		Usage: "seed a file and let a few fetchers that each hold a different part reconcile and fetch it",
 		Description: "Shows the main job on one machine, over real loopback connections: makes a file,\n" +
-			"seeds it, starts --fetchers peers that each already hold a different part of it, lets\n" +
+			"seeds it, starts --fetchers peers that each already hold a different part of it (the\n" +
+			"file is cut into fetchers+1 parts; the last one only the seed holds), lets\n" +
 			"them reconcile with the seed and with each other (complete reconciliation: each peer\n" +
 			"sends only blocks the other lacks) and fetch in parallel, then prints who sent what,\n" +
 			"the filter bytes against the block bytes, and checks that every copy is identical.\n" +
@@ -152,8 +153,9 @@ func runDemo(c *cli.Context) error {
 		res[j].Name = name
 		out := filepath.Join(dir, name)
 		if method == reconcile.Complete {
-			// Fetcher j starts with part j of nf: a different part each.
-			lo, hi := j*m.BlockCount()/nf, (j+1)*m.BlockCount()/nf
+			// Fetcher j starts with part j of nf+1: a different part each,
+			// and one part only the seed holds.
+			lo, hi := j*m.BlockCount()/(nf+1), (j+1)*m.BlockCount()/(nf+1)
 			n, err := prefillDemo(file, m, out, lo, hi)
 			if err != nil {
 				return oneLine(err)
