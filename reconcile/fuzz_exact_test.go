@@ -77,3 +77,54 @@ func FuzzDecodeBitfield(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMidSession runs a real exchange of every method part way (steps turns, two-way
+// or not) and then feeds one arbitrary message to either side, in the states the
+// one-message fuzzers never reach (an IBLT responder holding cells, an initiator
+// waiting for MsgWant): errors are fine; panics and unencodable answers are not.
+func FuzzMidSession(f *testing.F) {
+	uv, _ := NewUniverse(300)
+	a, _ := SetOf(300, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233)
+	b, _ := SetOf(300, 2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41, 43, 47, 299)
+	for _, m := range sampleMessages(f) {
+		w, _ := m.MarshalBinary()
+		f.Add(uint8(0), uint8(1), w)
+		f.Add(uint8(IBLT), uint8(3), w)
+	}
+	lim := Limits{MaxMessage: 1 << 16, MaxFilterBytes: 1 << 14}
+	f.Fuzz(func(t *testing.T, method, turns uint8, wire []byte) {
+		m, err := Decode(wire, lim)
+		if err != nil {
+			return
+		}
+		cfg := Config{Method: AllMethods[int(method)%len(AllMethods)], OneWay: turns&0x80 != 0, IBLTCells: 2, Limits: lim}
+		A, _ := NewSession(m.Session, cfg, uv, a, NewMemBlocks(300, 4))
+		B, _ := NewSession(m.Session, cfg, uv, b, nil)
+		if err := A.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sides := [2]*Session{A, B}
+		for turn := range int(turns & 0x0f) { // deliver turn by turn, through the codec
+			from, to := sides[turn%2], sides[(turn+1)%2]
+			for _, out := range from.Ready() {
+				w, err := out.MarshalBinary()
+				if err != nil {
+					t.Fatalf("unencodable %v: %v", out.Type, err)
+				}
+				got, err := Decode(w, lim)
+				if err != nil {
+					t.Fatalf("own message does not decode: %v", err)
+				}
+				_ = to.Step(got)
+			}
+		}
+		target := sides[int(turns>>4)%2]
+		target.Ready()
+		_ = target.Step(m)
+		for _, out := range target.Ready() {
+			if _, err := out.MarshalBinary(); err != nil {
+				t.Fatalf("session emitted an unencodable %v: %v", out.Type, err)
+			}
+		}
+	})
+}
