@@ -350,6 +350,10 @@ type fetch struct {
 	bufs      sync.Pool
 }
 
+// fetchMemory bounds the bytes of the blocks one fetch holds at once (in
+// flight, queued for the writers or being written), over all its peers.
+const fetchMemory = 64 << 20
+
 // maxFetchWriters bounds the goroutines that verify and store received
 // blocks. Each PutBlock returns only once its block is fsynced and recorded;
 // the store groups the fsyncs of concurrent calls, so more writers mean
@@ -651,6 +655,9 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 // claim picks up to n offered blocks of src that nobody holds or fetches.
 // f.mu is held.
 func (f *fetch) claim(src *source, n int) []int {
+	// Claimed blocks are in flight, queued or being stored: their count
+	// bounds the memory the fetch holds in blocks, whatever the peers.
+	n = min(n, max(2, fetchMemory/f.t.unitSize())-len(f.claimed))
 	if len(src.queue) == 0 && src.seen != f.release {
 		src.queue, src.deferred = src.deferred, nil
 		src.seen = f.release
