@@ -36,6 +36,8 @@ func init() {
 			&cli.StringFlag{Name: "method", Usage: "comma-separated methods to run (default all: complete,byers,bitfield,iblt,ccbf)"},
 			&cli.IntFlag{Name: "nn", Value: methods.Default().NN, Usage: "length of Byers' Reed–Solomon code (points with n + d > nn skip Byers)"},
 			&cli.BoolFlag{Name: "two-way", Usage: "both peers end with S_A ∪ S_B (default: A pulls from B)"},
+			&cli.IntFlag{Name: "block-size", Value: 256 << 10, Usage: "payload bytes a redundant block costs when ranking the methods (chunker's default 256 KiB)"},
+			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
 			&cli.StringFlag{Name: "plot", Usage: "draw bytes on the wire against d (log scales) into `FILE.png`"},
 		},
@@ -49,11 +51,14 @@ func runMethodsCommand(c *cli.Context) error {
 	}
 	cfg := methods.Default()
 	cfg.N, cfg.Trials, cfg.Seed, cfg.NN, cfg.TwoWay = c.Int("n"), c.Int("trials"), c.Uint64("seed"), c.Int("nn"), c.Bool("two-way")
+	cfg.Universe = c.Int("universe")
 	switch {
 	case cfg.N < 1:
 		return fmt.Errorf("--n must be at least 1, got %d", cfg.N)
 	case cfg.Trials < 1:
 		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
+	case c.Int("block-size") < 0:
+		return fmt.Errorf("--block-size must not be negative, got %d", c.Int("block-size"))
 	}
 	if ds := c.IntSlice("diff"); len(ds) > 0 {
 		cfg.Diffs = ds
@@ -64,6 +69,9 @@ func runMethodsCommand(c *cli.Context) error {
 		if d < 1 || d > cfg.N {
 			return fmt.Errorf("--diff %d outside [1, n = %d]", d, cfg.N)
 		}
+	}
+	if cfg.Universe < 0 || cfg.Universe > 1<<24 {
+		return fmt.Errorf("--universe %d outside [0, 2^24]", cfg.Universe)
 	}
 	if s := c.String("method"); s != "" {
 		for _, name := range strings.Split(s, ",") {
@@ -92,9 +100,9 @@ func runMethodsCommand(c *cli.Context) error {
 		return writeJSON(c.App.Writer, struct {
 			Rows []methods.Row  `json:"rows"`
 			Best map[int]string `json:"best_by_d"`
-		}{rows, methods.Best(rows)})
+		}{rows, methods.Best(rows, c.Int("block-size"))})
 	}
-	return printMethods(c.App.Writer, cfg, rows)
+	return printMethods(c.App.Writer, cfg, rows, c.Int("block-size"))
 }
 
 // scaleDiffs is the default sweep for another n: 1, 3, 10, ... up to n, with the
@@ -114,12 +122,17 @@ func scaleDiffs(n int) []int {
 	return ds
 }
 
-func printMethods(w io.Writer, cfg methods.Config, rows []methods.Row) error {
+func printMethods(w io.Writer, cfg methods.Config, rows []methods.Row, blockSize int) error {
 	mode := "A pulls from B"
 	if cfg.TwoWay {
 		mode = "two-way"
 	}
-	fmt.Fprintf(w, "Methods: n = %d blocks a peer, |S_A ∩ S_B| = n - d, %s, %d trials (means), offers (no payloads)\n\n", cfg.N, mode, cfg.Trials)
+	file := "n + d blocks"
+	if cfg.Universe > 0 {
+		file = fmt.Sprintf("at least %d blocks", cfg.Universe)
+	}
+	fmt.Fprintf(w, "Methods: n = %d blocks a peer, |S_A ∩ S_B| = n - d, a file of %s, %s, %d trials (means), offers (no payloads)\n\n",
+		cfg.N, file, mode, cfg.Trials)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "d\tmethod\twire B\tfilter B\tround trips\tcompute ms\tmissed\tredundant\tcells/diff\tfilter/r*m\tfilter decode µs\tpaper (Table 3)\t")
 	for _, r := range rows {
@@ -148,8 +161,8 @@ func printMethods(w io.Writer, cfg methods.Config, rows []methods.Row) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	best := methods.Best(rows)
-	fmt.Fprintln(w, "\nFewest bytes without a missed block:")
+	best := methods.Best(rows, blockSize)
+	fmt.Fprintf(w, "\nFewest bytes without a missed block (a redundant block counted as %d bytes):\n", blockSize)
 	for _, d := range methods.Diffs(rows) {
 		fmt.Fprintf(w, "  d=%d: %s\n", d, best[d])
 	}

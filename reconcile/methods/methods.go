@@ -45,6 +45,11 @@ type Config struct {
 	NN int
 	// TwoWay makes both peers end with S_A ∪ S_B; the default is A pulling from B.
 	TwoWay bool
+	// Universe, when larger than n + d, is the file's block count: the blocks
+	// beyond S_A ∪ S_B are held by neither peer (early in a download, when each
+	// peer holds a small part of a large file). 0 means n + d. Byers, whose blocks
+	// are coded, is skipped then.
+	Universe int
 	// Progress, when set, is called after every trial with (done, total).
 	Progress func(done, total int)
 }
@@ -122,9 +127,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 	var out []Row
 	for di, d := range cfg.Diffs {
 		for _, m := range ms {
-			if m == reconcile.Byers && cfg.N+d > cfg.NN {
+			if m == reconcile.Byers && (cfg.N+d > cfg.NN || cfg.Universe > cfg.N+d) {
 				done += cfg.Trials
-				continue // kk = n + d source blocks do not fit RS(NN, kk)
+				continue // kk = n + d source blocks do not fit RS(NN, kk), or not all are held
 			}
 			rng := rand.New(rand.NewPCG(cfg.Seed, uint64(di)<<8|uint64(m)))
 			r, err := runPoint(ctx, cfg, d, m, rng, func() {
@@ -144,9 +149,9 @@ func Run(ctx context.Context, cfg Config) ([]Row, error) {
 
 func runPoint(ctx context.Context, cfg Config, d int, m reconcile.Method, rng *rand.Rand, tick func()) (Row, error) {
 	n := cfg.N
-	r := Row{N: n, D: d, Method: m.String(), Universe: n + d}
+	r := Row{N: n, D: d, Method: m.String(), Universe: max(n+d, cfg.Universe)}
 	n0 := n - d
-	if p, ok := table3.PaperFor(n+d, n0); ok && n == table3.Default().N {
+	if p, ok := table3.PaperFor(n+d, n0); ok && n == table3.Default().N && r.Universe == n+d {
 		r.Paper = &p
 	}
 	na, nb := n, n
@@ -275,17 +280,19 @@ func split(rng *rand.Rand, u, shared, na, nb int) (sa, sb *reconcile.Set) {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// Best returns, for each d, the method with the fewest bytes on the wire among
-// those that never missed a block, in the order of the rows.
-func Best(rows []Row) map[int]string {
+// Best returns, for each d, the method that moves the fewest bytes among those that
+// never missed a block, counting each redundant block as blockSize bytes of payload
+// (the blocks A needs cost the same under every exact or complete method).
+func Best(rows []Row, blockSize int) map[int]string {
 	best := map[int]string{}
-	bytes := map[int]float64{}
+	cost := map[int]float64{}
 	for _, r := range rows {
 		if r.MaxMissed > 0 {
 			continue
 		}
-		if b, ok := bytes[r.D]; !ok || r.WireBytes < b {
-			bytes[r.D], best[r.D] = r.WireBytes, r.Method
+		c := r.WireBytes + r.Redundant*float64(blockSize)
+		if b, ok := cost[r.D]; !ok || c < b {
+			cost[r.D], best[r.D] = c, r.Method
 		}
 	}
 	return best

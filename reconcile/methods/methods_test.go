@@ -46,7 +46,7 @@ func TestRunSmall(t *testing.T) {
 			t.Fatalf("row %d differs between runs of the same seed", i)
 		}
 	}
-	if b := Best(rows); b[1] == "" {
+	if b := Best(rows, 1<<18); b[1] == "" {
 		t.Fatal("no best method at d = 1")
 	}
 	if _, err := Run(context.Background(), Config{N: 10, Diffs: []int{11}, Trials: 1}); err == nil {
