@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
@@ -119,8 +120,15 @@ func (t sharedTarget) put(i int, data []byte) error {
 	if t.decoded[gen] || t.perGen[gen] < t.cb.gens.Code().K() {
 		return nil
 	}
+	// Hundreds of peers in one process share its cores: more decodes at
+	// once than cores only hold more memory.
+	sharedDecodes <- struct{}{}
+	defer func() { <-sharedDecodes }()
 	return t.decode(gen)
 }
+
+// sharedDecodes bounds the concurrent decodes of sharedTargets.
+var sharedDecodes = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // Run downloads the blocks the prepared content lacks from srcs (peers this
 // peer is connected to), from every peer that reconciles with it meanwhile

@@ -83,8 +83,8 @@ type Result struct {
 	Offered  int64 `json:"offered"`
 	// DecodeSeconds is the total erasure-decoding time of the fetchers (Byers).
 	DecodeSeconds float64 `json:"decode_seconds,omitempty"`
-	// PeakMemMiB is the peak of the memory the Go runtime held from the OS
-	// during the run (sampled every 50 ms).
+	// PeakMemMiB is the peak of the memory the Go runtime held from the OS and
+	// had not returned, during the run (sampled every 50 ms).
 	PeakMemMiB float64 `json:"peak_mem_mib"`
 	// SetupSeconds covers the topology, the file, the stores and the hosts;
 	// RunSeconds the fetches; VerifySeconds the re-hashing.
@@ -552,14 +552,14 @@ func seed32(s uint64) [32]byte {
 	return k
 }
 
-// sampleMemory records the peak of the memory the runtime holds from the OS
-// into *peak (MiB) until the returned function is called.
+// sampleMemory records the peak of the memory the runtime holds from the OS,
+// less what it has returned (about its resident size), into *peak (MiB) until the returned function is called.
 func sampleMemory(peak *float64) (stop func()) {
-	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	read := func() {
 		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			*peak = max(*peak, float64(sample[0].Value.Uint64())/(1<<20))
+		if sample[0].Value.Kind() == metrics.KindUint64 && sample[1].Value.Kind() == metrics.KindUint64 {
+			*peak = max(*peak, float64(sample[0].Value.Uint64()-sample[1].Value.Uint64())/(1<<20))
 		}
 	}
 	quit := make(chan struct{})
