@@ -148,10 +148,10 @@ func printMethods(w io.Writer, cfg methods.Config, rows []methods.Row, blockSize
 			case "byers":
 				paper = fmt.Sprintf("kk=%d missed %.0f", p.KK, p.ByersMissed)
 			case "complete":
-				if math.IsNaN(p.CompleteRedundant) {
+				if p.CompleteRedundant == nil {
 					paper = fmt.Sprintf("kk=%d redundant illegible", p.KK)
 				} else {
-					paper = fmt.Sprintf("kk=%d redundant %.2f", p.KK, p.CompleteRedundant)
+					paper = fmt.Sprintf("kk=%d redundant %.2f", p.KK, *p.CompleteRedundant)
 				}
 			}
 		}

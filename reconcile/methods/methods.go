@@ -19,6 +19,7 @@ package methods
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -100,7 +101,32 @@ type Row struct {
 	// Params are the filter parameters of the last trial (complete, ccbf, byers).
 	Params cbfalgebra.Params `json:"params"`
 	// Paper is the paper's Table 3 row at this point (n0 = n - d), if any.
-	Paper *table3.PaperRow `json:"paper,omitempty"`
+	Paper *Paper `json:"paper,omitempty"`
+}
+
+// Paper holds the paper's Table 3 figures at one point (a 1.7 GHz Pentium, 2010).
+type Paper struct {
+	KK          int     `json:"kk"`
+	N0          int     `json:"n0"`
+	ByersMS     float64 `json:"byers_ms"`
+	DecodeMS    float64 `json:"byers_decode_ms"`
+	ByersMissed float64 `json:"byers_missed"`
+	CompleteMS  float64 `json:"complete_ms"`
+	// CompleteRedundant is nil where the paper's figure is illegible.
+	CompleteRedundant *float64 `json:"complete_redundant,omitempty"`
+}
+
+func paperAt(kk, n0 int) *Paper {
+	p, ok := table3.PaperFor(kk, n0)
+	if !ok {
+		return nil
+	}
+	out := &Paper{KK: p.KK, N0: p.N0, ByersMS: p.ByersMS, DecodeMS: p.DecodeMS, ByersMissed: p.ByersMissed, CompleteMS: p.Complete}
+	if !math.IsNaN(p.CompleteRedundant) {
+		v := p.CompleteRedundant
+		out.CompleteRedundant = &v
+	}
+	return out
 }
 
 // Run runs the sweep. It fails if an exact method misses or repeats a block, or if
@@ -151,8 +177,8 @@ func runPoint(ctx context.Context, cfg Config, d int, m reconcile.Method, rng *r
 	n := cfg.N
 	r := Row{N: n, D: d, Method: m.String(), Universe: max(n+d, cfg.Universe)}
 	n0 := n - d
-	if p, ok := table3.PaperFor(n+d, n0); ok && n == table3.Default().N && r.Universe == n+d {
-		r.Paper = &p
+	if n == table3.Default().N && r.Universe == n+d {
+		r.Paper = paperAt(n+d, n0)
 	}
 	na, nb := n, n
 	if m == reconcile.Byers {

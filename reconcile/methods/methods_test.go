@@ -2,6 +2,7 @@ package methods
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -51,5 +52,28 @@ func TestRunSmall(t *testing.T) {
 	}
 	if _, err := Run(context.Background(), Config{N: 10, Diffs: []int{11}, Trials: 1}); err == nil {
 		t.Fatal("d > n accepted")
+	}
+}
+
+// TestPaperPointsJSON: the default sweep carries the paper's four Table 3 points,
+// and the rows encode as JSON (the illegible figure is left out, not NaN).
+func TestPaperPointsJSON(t *testing.T) {
+	cfg := Default()
+	cfg.Trials, cfg.Diffs = 1, []int{1000, 2000, 3000, 3500}
+	cfg.Methods = []reconcile.Method{reconcile.Complete}
+	rows, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Paper == nil || r.Paper.N0 != r.N-r.D {
+			t.Fatalf("d=%d: paper point %+v", r.D, r.Paper)
+		}
+	}
+	if rows[0].Paper.CompleteRedundant != nil || rows[1].Paper.CompleteRedundant == nil {
+		t.Fatal("illegible figure not marked")
+	}
+	if _, err := json.Marshal(rows); err != nil {
+		t.Fatal(err)
 	}
 }
