@@ -217,7 +217,8 @@ func TestResume(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10)
+	// A slow seed, so that the cut-off comes while blocks are still coming.
+	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10, WithServeRate(2<<20))
 	out := filepath.Join(dir, "out")
 
 	first := newTestPeer(t, WithWindow(2))
