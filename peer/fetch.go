@@ -511,6 +511,10 @@ func (f *fetch) addSource(id lpeer.ID) {
 // again as both sides gain blocks, until the fetch ends or the source fails.
 func (f *fetch) work(src *source) {
 	defer f.wg.Done()
+	// Keep the connection manager from trimming a connection we fetch over.
+	tag := "reconcile-fetch-" + f.c.man.ID().String()[:16]
+	f.p.h.ConnManager().Protect(src.id, tag)
+	defer f.p.h.ConnManager().Unprotect(src.id, tag)
 	defer func() {
 		f.mu.Lock()
 		f.active--
