@@ -11,7 +11,7 @@ import (
 
 // Filters caches one side's own filters of a fixed set of blocks, by parameter set,
 // so that a peer answering many sessions with the same blocks builds CBF(S) (or the
-// Bloom filter of S) once rather than once per session. Pass it in Config.Filters.
+// Bloom filter of S, or the first IBLT cells of S) once rather than once per session. Pass it in Config.Filters.
 // It is safe for concurrent use; build a new one when the set changes.
 type Filters struct {
 	u    *Universe
@@ -19,9 +19,14 @@ type Filters struct {
 	mu   sync.Mutex
 	cbf  map[cbfalgebra.Params]*cbfalgebra.CBF
 	bf   map[cbfalgebra.Params]*cbfalgebra.BloomFilter
+	iblt map[uint64]*ibltEncoder // by seed, with the first filtersIBLTCells cells
 	idx  []int
 	once sync.Once
 }
+
+// filtersIBLTCells is how many IBLT cells a Filters cache makes ahead: enough for
+// the first batch and a request or two of most sessions.
+const filtersIBLTCells = 256
 
 // NewFilters returns an empty cache for the filters of held (copied) in universe u.
 func NewFilters(u *Universe, held *Set) (*Filters, error) {
@@ -30,8 +35,9 @@ func NewFilters(u *Universe, held *Set) (*Filters, error) {
 	}
 	return &Filters{
 		u: u, set: held.Clone(),
-		cbf: map[cbfalgebra.Params]*cbfalgebra.CBF{},
-		bf:  map[cbfalgebra.Params]*cbfalgebra.BloomFilter{},
+		cbf:  map[cbfalgebra.Params]*cbfalgebra.CBF{},
+		bf:   map[cbfalgebra.Params]*cbfalgebra.BloomFilter{},
+		iblt: map[uint64]*ibltEncoder{},
 	}, nil
 }
 
@@ -87,6 +93,23 @@ func (f *Filters) Bloom(p cbfalgebra.Params) (*cbfalgebra.BloomFilter, error) {
 	}
 	f.bf[p] = b
 	return b, nil
+}
+
+// ibltEncoder returns the IBLT cell encoder of S for a seed, with its first cells
+// made, built on first use. Sessions work on a clone (it is not modified).
+func (f *Filters) ibltEncoder(seed uint64) *ibltEncoder {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e, ok := f.iblt[seed]; ok {
+		return e
+	}
+	e := newIBLTEncoder(seed, f.indices())
+	e.extend(min(filtersIBLTCells, ibltMaxCells(f.u.Blocks())))
+	if len(f.iblt) >= maxCachedParams {
+		clear(f.iblt)
+	}
+	f.iblt[seed] = e
+	return e
 }
 
 func (f *Filters) indices() []int {

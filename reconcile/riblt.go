@@ -112,6 +112,11 @@ func newIBLTEncoder(seed uint64, elems []int) *ibltEncoder {
 	return e
 }
 
+// clone returns an independent copy; the hashes, never written, are shared.
+func (e *ibltEncoder) clone() *ibltEncoder {
+	return &ibltEncoder{hashes: e.hashes, maps: slices.Clone(e.maps), cells: slices.Clone(e.cells)}
+}
+
 // extend makes the cells up to index n (exclusive).
 func (e *ibltEncoder) extend(n int) {
 	if n <= len(e.cells) {

@@ -145,6 +145,7 @@ type Session struct {
 	// peer's set size and reply flag from its first batch, and whether the
 	// initiator still awaits the responder's MsgWant (two-way).
 	ibltEnc      *ibltEncoder
+	ibltSent     int // cells this initiator sent
 	ibltDec      *ibltDecoder
 	ibltPeerSize int
 	ibltReply    bool

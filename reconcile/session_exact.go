@@ -39,27 +39,33 @@ func (s *Session) onBitfield(f *FilterMsg) error {
 	return s.respond(hits)
 }
 
-// buildIBLT makes this side's cell encoder (timed as Build).
+// buildIBLT makes this side's cell encoder, or copies the one Config.Filters keeps
+// (timed as Build).
 func (s *Session) buildIBLT() {
 	if s.ibltEnc != nil {
 		return
 	}
 	t0 := time.Now()
-	s.ibltEnc = newIBLTEncoder(s.cfg.Seed, s.origIdx)
+	if f := s.cfg.Filters; f != nil {
+		s.ibltEnc = f.ibltEncoder(s.cfg.Seed).clone()
+	} else {
+		s.ibltEnc = newIBLTEncoder(s.cfg.Seed, s.origIdx)
+	}
 	s.outcome.Build += time.Since(t0)
 }
 
 // sendCells queues the next n cells of this side's IBLT.
 func (s *Session) sendCells(n int) error {
-	start := len(s.ibltEnc.cells)
+	start := s.ibltSent
 	if n < 1 || start+n > ibltMaxCells(s.u.Blocks()) {
 		return s.fail(fmt.Errorf("%w: %d IBLT cells after %d (at most %d)", ErrLimit, n, start, ibltMaxCells(s.u.Blocks())))
 	}
 	s.ibltEnc.extend(start + n)
+	s.ibltSent += n
 	s.outcome.Cells += n
 	s.out = append(s.out, Message{Type: MsgFilter, Session: s.id, Filter: FilterMsg{
 		Method: IBLT, Params: s.params, Universe: s.u.Blocks(), SetSize: s.orig.Len(),
-		Reply: !s.cfg.OneWay, Data: appendIBLTCells(nil, start, s.ibltEnc.cells[start:]),
+		Reply: !s.cfg.OneWay, Data: appendIBLTCells(nil, start, s.ibltEnc.cells[start:start+n]),
 	}})
 	return nil
 }
