@@ -169,6 +169,11 @@ type Config struct {
 	// Window is package peer's per-source window of requested blocks. Default
 	// peer's (16).
 	Window int
+	// MaxSources bounds the peers one fetch downloads from at once (package
+	// peer's WithMaxSources). Default 8, not package peer's 32: every stream in
+	// flight holds a few block buffers, and with 200 peers in one process 32
+	// sources each hold several GiB when every peer serves at once (--hold).
+	MaxSources int
 	// Verify re-hashes every peer's file after the run and compares its root
 	// id with the seed's (Result.Identical). Default true; set SkipVerify to
 	// skip it.
@@ -207,6 +212,9 @@ func (c Config) withDefaults() Config {
 	if c.Timeout == 0 {
 		c.Timeout = 10 * time.Minute
 	}
+	if c.MaxSources == 0 {
+		c.MaxSources = 8
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -235,8 +243,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %d random neighbours among %d nodes", ErrConfig, c.Degree, c.Nodes)
 	case c.Dir == "":
 		return fmt.Errorf("%w: no Dir for the stores", ErrConfig)
-	case c.Window < 0:
-		return fmt.Errorf("%w: window %d", ErrConfig, c.Window)
+	case c.Window < 0 || c.MaxSources < 0:
+		return fmt.Errorf("%w: window %d, max sources %d", ErrConfig, c.Window, c.MaxSources)
 	}
 	return c.Topology.Validate()
 }

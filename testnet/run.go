@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	peerOpts := func(h *countingHost) []peer.Option {
-		o := []peer.Option{peer.WithHost(h), peer.WithLogger(cfg.Logger)}
+		o := []peer.Option{peer.WithHost(h), peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources)}
 		if cfg.Window > 0 {
 			o = append(o, peer.WithWindow(cfg.Window))
 		}

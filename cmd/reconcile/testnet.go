@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -41,7 +42,9 @@ func testnetCommand() *cli.Command {
 			"peer starts with a random --hold share; peers fetch from their Chord (or random)\n" +
 			"neighbours until all hold the file, then every file is re-hashed and its root id\n" +
 			"checked. Prints completion time per peer, bytes on the wire by message type,\n" +
-			"redundant and missed blocks and peak memory, for each --method side by side.\n\n" +
+			"redundant and missed blocks and peak memory, for each --method side by side.\n" +
+			"Peer stores live in a temporary folder (--dir to keep them); a soft memory limit\n" +
+			"(--mem-limit) keeps the garbage collector's slack from doubling the peak.\n\n" +
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
 			"   reconcile testnet --nodes 100 --hold 0.3 --method byers --json\n" +
@@ -60,9 +63,11 @@ func testnetCommand() *cli.Command {
 			&cli.IntFlag{Name: "successors", Usage: "Chord successor-list length", Value: 8},
 			&cli.StringFlag{Name: "preset", Usage: "topology preset: paper (5050 routers), large (50100), small (110)", Value: "paper"},
 			&cli.IntFlag{Name: "window", Usage: "blocks requested at a time from one peer (0: package peer's default)"},
+			&cli.IntFlag{Name: "max-sources", Usage: "peers one fetch downloads from at once (memory grows with it)", Value: 8},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up on fetches after this long", Value: 10 * time.Minute},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay, the file and the holdings", Value: 1},
 			&cli.StringFlag{Name: "dir", Usage: "folder for the peers' stores (default: a temporary folder, removed after)"},
+			&cli.StringFlag{Name: "mem-limit", Usage: "soft memory limit of the Go runtime (e.g. 3GiB; 0: none); ignored when GOMEMLIMIT is set", Value: "3GiB"},
 			&cli.BoolFlag{Name: "no-verify", Usage: "do not re-hash every peer's file at the end"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			&cli.StringFlag{Name: "plot", Usage: "draw the completion-time distribution of each method to `FILE.png`"},
@@ -108,9 +113,9 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	if cfg.Neighbours, err = testnet.ParseNeighbours(c.String("neighbours")); err != nil {
 		return fail("--neighbours %q: want chord or random", c.String("neighbours"))
 	}
-	cfg.Degree, cfg.Successors, cfg.Window = c.Int("degree"), c.Int("successors"), c.Int("window")
-	if cfg.Degree < 0 || cfg.Successors < 1 || cfg.Window < 0 {
-		return fail("--degree, --window must not be negative and --successors must be at least 1")
+	cfg.Degree, cfg.Successors, cfg.Window, cfg.MaxSources = c.Int("degree"), c.Int("successors"), c.Int("window"), c.Int("max-sources")
+	if cfg.Degree < 0 || cfg.Successors < 1 || cfg.Window < 0 || cfg.MaxSources < 1 {
+		return fail("--degree and --window must not be negative, --successors and --max-sources must be at least 1")
 	}
 	switch strings.ToLower(c.String("preset")) {
 	case "paper":
@@ -148,6 +153,15 @@ func runTestnet(c *cli.Context) error {
 	cfg, methods, err := testnetConfig(c)
 	if err != nil {
 		return err
+	}
+	limit, err := parseByteSize(c.String("mem-limit"))
+	if err != nil {
+		return fmt.Errorf("testnet: --mem-limit %q: want a size such as 3GiB, or 0", c.String("mem-limit"))
+	}
+	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		// The garbage collector's slack (GOGC=100 lets the heap reach twice
+		// what is live) would otherwise double the peak.
+		debug.SetMemoryLimit(limit)
 	}
 	ctx, stop := signalContext()
 	defer stop()
