@@ -380,11 +380,3 @@ func shortID(id string) string {
 	}
 	return id[:6] + "…" + id[len(id)-6:]
 }
-
-// absPath is filepath.Abs that falls back to the path.
-func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
-}
