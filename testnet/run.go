@@ -118,6 +118,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Transport == TransportTCP {
+		// Real sockets: no added latency or bandwidth cap.
+		cfg.Latency, cfg.Bandwidth = LatencyNone, 0
+	}
 	t0 := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7465_73746e6574))
 	net, err := ts.NewNetwork(cfg.Topology, ts.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, cfg.Seed)

@@ -1,0 +1,193 @@
+package testnet
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+)
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		err  bool
+	}{
+		{"", 0, false}, {"none", 0, false}, {"0", 0, false},
+		{"250000", 250000, false}, {"250000B/s", 250000, false},
+		{"10Mbit", 1.25e6, false}, {"10mbit", 1.25e6, false}, {"10Mbps", 1.25e6, false}, {"10Mbit/s", 1.25e6, false},
+		{"1.5MB/s", 1.5e6, false}, {"512KiB/s", 512 << 10, false}, {"1GiB", 1 << 30, false},
+		{"8bit", 1, false}, {"2 kB", 2000, false}, {"1Gbps", 1.25e8, false},
+		{"fast", 0, true}, {"10 parsecs", 0, true}, {"-5MB", 0, true}, {"1e999", 0, true}, {"mib", 0, true},
+		{"1mb", 0, true}, // ambiguous: megabit or megabyte
+	} {
+		got, err := ParseRate(tc.in)
+		if (err != nil) != tc.err || (err != nil && !errors.Is(err, ErrRate)) {
+			t.Errorf("ParseRate(%q): error %v, want error %v", tc.in, err, tc.err)
+			continue
+		}
+		if err == nil && math.Abs(got-tc.want) > 1e-9*tc.want {
+			t.Errorf("ParseRate(%q) = %g, want %g", tc.in, got, tc.want)
+		}
+	}
+}
+
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"10Mbit", "1.5MB/s", "none", "1e9", "..", "9999999999999999999999GiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate(s)
+		if err == nil && (r < 0 || math.IsNaN(r) || math.IsInf(r, 0)) {
+			t.Fatalf("ParseRate(%q) = %g", s, r)
+		}
+	})
+}
+
+func TestParseEnums(t *testing.T) {
+	for _, s := range []string{"mock", "tcp"} {
+		if v, err := ParseTransport(s); err != nil || v.String() != s {
+			t.Errorf("transport %q: %v %v", s, v, err)
+		}
+	}
+	for _, s := range []string{"transitstub", "none"} {
+		if v, err := ParseLatency(s); err != nil || v.String() != s {
+			t.Errorf("latency %q: %v %v", s, v, err)
+		}
+	}
+	for _, s := range []string{"chord", "random"} {
+		if v, err := ParseNeighbours(s); err != nil || v.String() != s {
+			t.Errorf("neighbours %q: %v %v", s, v, err)
+		}
+	}
+	if _, err := ParseTransport("udp"); !errors.Is(err, ErrConfig) {
+		t.Errorf("transport udp: %v", err)
+	}
+	if _, err := ParseLatency("fast"); !errors.Is(err, ErrConfig) {
+		t.Errorf("latency fast: %v", err)
+	}
+	if _, err := ParseNeighbours("all"); !errors.Is(err, ErrConfig) {
+		t.Errorf("neighbours all: %v", err)
+	}
+}
+
+// TestHoldingsPlan checks the initial holdings: the share each node gets, no
+// duplicates, every unit held somewhere, and nothing but the seed's file in
+// the one-seed scenario.
+func TestHoldingsPlan(t *testing.T) {
+	for _, tc := range []struct {
+		method        reconcile.Method
+		hold          float64
+		units, blocks int
+		nodes         int
+	}{
+		{reconcile.Complete, 0.3, 64, 64, 20},
+		{reconcile.Complete, 0.01, 100, 100, 5}, // too few to cover: topped up
+		{reconcile.Byers, 0.3, 128, 64, 20},
+		{reconcile.Complete, 1, 10, 10, 3},
+	} {
+		cfg := Config{Nodes: tc.nodes, Hold: tc.hold, Method: tc.method}
+		plan := holdingsPlan(cfg, tc.units, tc.blocks, -1, rand.New(rand.NewPCG(1, 2)))
+		share := max(1, int(tc.hold*float64(tc.blocks)+0.5))
+		covered := make([]bool, tc.units)
+		for i, h := range plan {
+			if len(h) < share || !slices.IsSorted(h) || len(slices.Compact(slices.Clone(h))) != len(h) {
+				t.Errorf("%v hold %g: node %d holds %v (share %d)", tc.method, tc.hold, i, h, share)
+			}
+			for _, u := range h {
+				covered[u] = true
+			}
+		}
+		if slices.Contains(covered, false) {
+			t.Errorf("%v hold %g: some unit held by nobody", tc.method, tc.hold)
+		}
+	}
+	for i, h := range holdingsPlan(Config{Nodes: 5}, 10, 10, 2, rand.New(rand.NewPCG(1, 2))) {
+		if len(h) != 0 {
+			t.Errorf("one-seed scenario: node %d starts with %v", i, h)
+		}
+	}
+}
+
+// TestBuildOverlay checks the neighbour graph: no self-links, sorted unique
+// pairs covering every node's neighbours, latencies from the underlay.
+func TestBuildOverlay(t *testing.T) {
+	for _, cfg := range []Config{
+		{Nodes: 30, Neighbours: NeighboursChord, Successors: 4},
+		{Nodes: 30, Neighbours: NeighboursChord, Successors: 4, Degree: 3},
+		{Nodes: 30, Neighbours: NeighboursRandom, Degree: 5},
+		{Nodes: 30, Neighbours: NeighboursRandom, Degree: 5, Latency: LatencyNone},
+	} {
+		cfg.Topology, cfg.Dir = ts.Small(), "x"
+		cfg = cfg.withDefaults()
+		net, err := ts.NewNetwork(cfg.Topology, ts.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := buildOverlay(cfg, net, rand.New(rand.NewPCG(3, 4)))
+		pairs := map[[2]int]pair{}
+		for k, p := range o.pairs {
+			if p.a >= p.b || (k > 0 && (o.pairs[k-1].a > p.a || o.pairs[k-1].a == p.a && o.pairs[k-1].b >= p.b)) {
+				t.Fatalf("%v: pairs not sorted and unique at %d: %v", cfg.Neighbours, k, p)
+			}
+			pairs[[2]int{p.a, p.b}] = p
+			want := net.Overlay.Route(p.a, p.b).DelayMS
+			if cfg.Latency == LatencyNone {
+				want = 0
+			}
+			if p.latency.Milliseconds() != int64(want) {
+				t.Errorf("%v: pair %v latency %v, want %d ms", cfg.Neighbours, p, p.latency, want)
+			}
+		}
+		for i, nb := range o.out {
+			if len(nb) == 0 || (cfg.Degree > 0 && len(nb) > cfg.Degree) ||
+				(cfg.Neighbours == NeighboursRandom && len(nb) != cfg.Degree) {
+				t.Errorf("%v degree %d: node %d has %d neighbours", cfg.Neighbours, cfg.Degree, i, len(nb))
+			}
+			for _, j := range nb {
+				if j == i {
+					t.Errorf("node %d is its own neighbour", i)
+				}
+				if _, ok := pairs[[2]int{min(i, j), max(i, j)}]; !ok {
+					t.Errorf("neighbours %d-%d have no pair", i, j)
+				}
+			}
+			if len(slices.Compact(slices.Sorted(slices.Values(nb)))) != len(nb) {
+				t.Errorf("node %d lists a neighbour twice: %v", i, nb)
+			}
+		}
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	xs := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct{ q, want float64 }{{0, 1}, {0.5, 5}, {0.95, 10}, {1, 10}, {0.1, 1}, {0.11, 2}} {
+		if got := quantile(xs, tc.q); got != tc.want {
+			t.Errorf("quantile(%g) = %g, want %g", tc.q, got, tc.want)
+		}
+	}
+	if quantile(nil, 0.5) != 0 || mean(nil) != 0 || mean(xs) != 5.5 {
+		t.Error("empty quantile or mean")
+	}
+}
+
+func TestCodedCount(t *testing.T) {
+	var h []byte
+	for _, v := range []uint64{64, 128, 256 << 10, 16 << 20} {
+		h = binary.AppendUvarint(h, v)
+	}
+	h = append(h, make([]byte, 3*32)...)
+	if n, err := codedCount(h); err != nil || n != 3 {
+		t.Errorf("codedCount = %d, %v", n, err)
+	}
+	for _, bad := range [][]byte{nil, {1, 2, 3}, append([]byte{1, 2, 3, 4}, make([]byte, 31)...)} {
+		if _, err := codedCount(bad); err == nil {
+			t.Errorf("codedCount(%x) accepted", bad)
+		}
+	}
+}
