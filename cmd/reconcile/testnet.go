@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -206,12 +207,12 @@ func runTestnet(c *cli.Context) error {
 		}
 	}
 	if c.Bool("json") {
-		if err := writeJSON(os.Stdout, rep); err != nil {
+		if err := writeJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
 		return runErr
 	}
-	printTestnet(rep)
+	printTestnet(c.App.Writer, rep)
 	return runErr
 }
 
@@ -232,7 +233,7 @@ func newTestnetProgress(label string) (func(testnet.Progress), func()) {
 		}
 }
 
-func printTestnet(rep testnetReport) {
+func printTestnet(out io.Writer, rep testnetReport) {
 	if len(rep.Runs) == 0 {
 		return
 	}
@@ -245,9 +246,9 @@ func printTestnet(rep testnetReport) {
 	if r0.BandwidthBps > 0 {
 		bw = fmt.Sprintf("%.2f MB/s per link", r0.BandwidthBps/1e6)
 	}
-	fmt.Printf("%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %d blocks, %s.\n",
+	fmt.Fprintf(out, "%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %d blocks, %s.\n",
 		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), r0.Blocks, scen)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "method\tcompleted\tidentical\tmedian s\tp95 s\tmax s\tfilter MB\tblocks MB\twant MB\tpeers MB\tfilter/blocks\tredundant\tmissed\tfalse offers\tpeak MiB\trun s\t\n")
 	for _, r := range rep.Runs {
 		ident := "-"
@@ -262,10 +263,10 @@ func printTestnet(rep testnetReport) {
 	w.Flush()
 	for _, r := range rep.Runs {
 		for _, e := range r.Errors {
-			fmt.Printf("%s: %s\n", r.Method, e)
+			fmt.Fprintf(out, "%s: %s\n", r.Method, e)
 		}
 	}
-	fmt.Printf("total %.1f s, max RSS %.0f MiB, %d CPUs\n", rep.WallSeconds, rep.MaxRSSMiB, rep.CPUs)
+	fmt.Fprintf(out, "total %.1f s, max RSS %.0f MiB, %d CPUs\n", rep.WallSeconds, rep.MaxRSSMiB, rep.CPUs)
 }
 
 // plotTestnet draws, for each run, the share of fetchers holding the whole

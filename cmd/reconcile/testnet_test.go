@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestTestnetCommand(t *testing.T) {
+	dir := t.TempDir()
+	plotFile := filepath.Join(dir, "t.png")
+	out, err := run(t, "", "testnet", "--nodes", "6", "--size", "1MiB", "--preset", "small", "--latency", "none",
+		"--method", "both", "--json", "--plot", plotFile, "--dir", filepath.Join(dir, "stores"))
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var rep testnetReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if len(rep.Runs) != 2 || rep.Runs[0].Method != "complete" || rep.Runs[1].Method != "byers" {
+		t.Fatalf("runs %+v", rep.Runs)
+	}
+	for _, r := range rep.Runs {
+		if r.Completed != 5 || r.Identical != 6 || r.Blocks != 4 || r.Latency != "none" {
+			t.Errorf("%s: %d completed, %d identical, %d blocks, latency %s", r.Method, r.Completed, r.Identical, r.Blocks, r.Latency)
+		}
+	}
+	if rep.Runs[0].Missed != 0 {
+		t.Errorf("complete missed %d blocks", rep.Runs[0].Missed)
+	}
+	f, err := os.Open(plotFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := png.Decode(f); err != nil {
+		t.Errorf("--plot: %v", err)
+	}
+
+	out, err = run(t, "", "testnet", "--nodes", "4", "--size", "512KiB", "--preset", "small", "--hold", "0.5", "--method", "complete", "--transport", "tcp")
+	if err != nil || !strings.Contains(out, "4 peers over tcp") || !strings.Contains(out, "every peer holding 50%") || !strings.Contains(out, "4/4") {
+		t.Fatalf("human output %q, %v", out, err)
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"testnet", "--nodes", "1"}, "--nodes must be at least 2"},
+		{[]string{"testnet", "--size", "big"}, "--size"},
+		{[]string{"testnet", "--hold", "2"}, "--hold must be in [0, 1]"},
+		{[]string{"testnet", "--method", "iblt"}, "--method"},
+		{[]string{"testnet", "--latency", "fast"}, "--latency"},
+		{[]string{"testnet", "--bandwidth", "lots"}, "--bandwidth"},
+		{[]string{"testnet", "--transport", "udp"}, "--transport"},
+		{[]string{"testnet", "--neighbours", "all"}, "--neighbours"},
+		{[]string{"testnet", "--preset", "huge"}, "--preset"},
+		{[]string{"testnet", "--plot", "x.svg"}, ".png"},
+		{[]string{"testnet", "--max-sources", "0"}, "--max-sources"},
+		{[]string{"testnet", "--mem-limit", "much", "--nodes", "2"}, "--mem-limit"},
+		{[]string{"testnet", "extra"}, "unexpected argument"},
+		{[]string{"testnet", "--nodes", "4", "--neighbours", "random", "--degree", "4", "--preset", "small"}, "random neighbours"},
+	} {
+		if _, err := run(t, "", tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: err = %v, want one line containing %q", tc.args, err, tc.want)
+		}
+	}
+}
