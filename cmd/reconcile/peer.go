@@ -64,7 +64,7 @@ func newCLIPeer(ctx context.Context, c *cli.Context) (*peer.Peer, error) {
 		}
 		opts = append(opts, peer.WithServeRate(float64(n)))
 	}
-	if n := c.Int("sync-every"); n > 1 {
+	if n := c.Int("sync-every"); n > 0 {
 		opts = append(opts, peer.WithSyncEvery(n))
 	}
 	if d := c.Duration("stall-timeout"); d > 0 {
@@ -236,7 +236,7 @@ func fetchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Usage: "give up after this long with no peer to download from"},
-			&cli.IntFlag{Name: "sync-every", Value: 1, Usage: "blocks per fsync group; above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
+			&cli.IntFlag{Name: "sync-every", Value: 16, Usage: "blocks per fsync group; above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Usage: "move a peer's blocks to others after it sends nothing for this long"},
 		),
 		Action: runFetch,
