@@ -25,8 +25,8 @@
 // open. A block is claimed by one worker at a time, so no two peers are asked
 // for the same block unless one fails or stalls ([WithStallTimeout]); then its
 // claims go back to the others. Received blocks are verified against the
-// manifest and written by a pool of writers (package chunker's store fsyncs a
-// block and records it before PutBlock returns, grouping concurrent fsyncs).
+// manifest and written by a pool of writers into package chunker's store,
+// which fsyncs them in groups ([WithSyncEvery]) before recording them.
 // A peer that sends a block that fails verification, or a malformed message,
 // is dropped and its connection closed. When a worker has nothing left to
 // pull it reconciles again after a pause, as the peer may have gained blocks.
@@ -36,7 +36,8 @@
 // second a fetch asks its peers for other peers of the content
 // ([ProtoPeers]), so fetchers find and feed each other (a swarm). A fetch
 // started again on the same folder resumes from the verified blocks, after an
-// interrupt or a kill -9, and downloads none of them again.
+// interrupt or a kill -9, and downloads none of them again (blocks stored but
+// not yet recorded are found by re-hashing the output).
 //
 // [WithMethod](reconcile.Byers) runs the Byers baseline instead: a seed made
 // with [WithByers] serves Reed–Solomon coded blocks (package erasure), fetchers
