@@ -299,8 +299,8 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 		p.Add(l, s)
 		p.Legend.Add(fmt.Sprintf("%s (median %.1f s, p95 %.1f s)", r.Method, r.MedianS, r.P95S), l, s)
 	}
-	// Bottom right: the curves rise from the bottom left to the top right.
-	p.Legend.Top, p.Legend.Left = false, false
+	// Top left: the curves rise from the bottom left to the top right.
+	p.Legend.Top, p.Legend.Left = true, true
 	p.Y.Min, p.Y.Max = 0, 1
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
