@@ -68,7 +68,7 @@ func newCodedBlocks(m *chunker.Manifest, bp ByersParams) (*codedBlocks, error) {
 	if err != nil {
 		return nil, fmt.Errorf("peer: byers: %w", err)
 	}
-	r, err := newResponder(gens.Blocks())
+	r, err := newResponder(gens.Blocks(), reconcile.Byers)
 	if err != nil {
 		return nil, err
 	}
@@ -191,13 +191,13 @@ type byersTarget struct {
 	decodeTime time.Duration
 }
 
-func (t *byersTarget) universe() *reconcile.Universe { return t.cb.recon.u }
-func (t *byersTarget) method() reconcile.Method      { return reconcile.Byers }
-func (t *byersTarget) coded() bool                   { return true }
-func (t *byersTarget) count() int                    { return t.cb.count() }
-func (t *byersTarget) unitSize() int                 { return t.cb.gens.Code().BlockSize() }
-func (t *byersTarget) held() []int                   { return t.cb.held() }
-func (t *byersTarget) complete() bool                { return t.c.store.Complete() }
+func (t *byersTarget) responder() *responder    { return t.cb.recon }
+func (t *byersTarget) method() reconcile.Method { return reconcile.Byers }
+func (t *byersTarget) coded() bool              { return true }
+func (t *byersTarget) count() int               { return t.cb.count() }
+func (t *byersTarget) unitSize() int            { return t.cb.gens.Code().BlockSize() }
+func (t *byersTarget) held() []int              { return t.cb.held() }
+func (t *byersTarget) complete() bool           { return t.c.store.Complete() }
 
 // has reports whether coded block i is held or no longer needed (its
 // generation is decoded).

@@ -28,7 +28,7 @@ type content struct {
 }
 
 func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
-	r, err := newResponder(m.BlockCount())
+	r, err := newResponder(m.BlockCount(), blockMethods...)
 	if err != nil {
 		return nil, err
 	}

@@ -18,8 +18,8 @@
 // A fetch connects to the ticket's peers and to [WithPeers] peers, gets the
 // manifest from any of them and checks that it hashes to the ticket's root,
 // then runs one worker per peer. A worker reconciles: it sends the counting
-// Bloom filter of the blocks held (package reconcile, one-way complete
-// session); the peer computes CBF(S_peer) \ CBF(S_fetcher) and answers with the
+// Bloom filter of the blocks held (package reconcile, one-way session of
+// the complete method by default); the peer computes CBF(S_peer) \ CBF(S_fetcher) and answers with the
 // indices of its blocks in that difference, which has no false negatives. The
 // worker then pulls those blocks over one stream, keeping a window of requests
 // open. A block is claimed by one worker at a time, so no two peers are asked
@@ -38,6 +38,15 @@
 // started again on the same folder resumes from the verified blocks, after an
 // interrupt or a kill -9, and downloads none of them again (blocks stored but
 // not yet recorded are found by re-hashing the output).
+//
+// [WithMethod] picks another method of package reconcile for the same
+// blocks: reconcile.CCBF (the same filter, entropy coded), reconcile.Bitfield
+// (one bit per block, answered exactly) or reconcile.IBLT (rateless IBLT
+// cells, streamed until the peer has decoded the difference: more round
+// trips, traffic that grows with the difference rather than the set). Every
+// peer serves all four; it takes the method from the fetcher's first message
+// and keeps its own filters (and first IBLT cells) of the blocks it holds
+// between sessions, rebuilding them when it gains blocks.
 //
 // [WithMethod](reconcile.Byers) runs the Byers baseline instead: a seed made
 // with [WithByers] serves Reed–Solomon coded blocks (package erasure), fetchers

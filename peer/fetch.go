@@ -43,6 +43,10 @@ type PeerShare struct {
 	FilterBytes int64 `json:"filter_bytes"`
 	// Rounds is the number of reconciliation exchanges with it.
 	Rounds int `json:"rounds"`
+	// RoundTrips counts the round trips of those exchanges: one each for
+	// complete, ccbf, bitfield and byers; iblt adds one per batch of cells the
+	// peer asked for.
+	RoundTrips int `json:"round_trips"`
 	// Rejected counts its blocks that failed verification.
 	Rejected int `json:"rejected"`
 	// Dropped says why the peer was dropped, empty if it was not.
@@ -75,6 +79,8 @@ type Summary struct {
 	FalseOffers int `json:"false_offers"`
 	// FilterBytes is the reconciliation traffic (both directions, all peers).
 	FilterBytes int64 `json:"filter_bytes"`
+	// Cells counts the IBLT cells sent (iblt only).
+	Cells int `json:"iblt_cells,omitempty"`
 	// Seconds is the wall time of the fetch.
 	Seconds float64 `json:"seconds"`
 	// DecodeSeconds is the time spent erasure-decoding (Byers only).
@@ -104,8 +110,11 @@ func WithPeers(addrs ...ma.Multiaddr) FetchOption {
 	return func(c *fetchConfig) error { c.peers = append(c.peers, addrs...); return nil }
 }
 
-// WithMethod sets the reconciliation method: reconcile.Complete (the default)
-// or reconcile.Byers (the seed must serve coded blocks, see WithByers).
+// WithMethod sets the reconciliation method. reconcile.Complete (the
+// default), reconcile.CCBF, reconcile.Bitfield and reconcile.IBLT download the
+// blocks of the content and every peer serves them all (the server takes the
+// method from the fetcher's first message); reconcile.Byers downloads coded
+// blocks instead (the seed must serve them, see WithByers).
 func WithMethod(m reconcile.Method) FetchOption {
 	return func(c *fetchConfig) error {
 		if !m.Valid() {
@@ -188,7 +197,7 @@ func (p *Peer) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOpt
 		store.Close()
 		return nil, err
 	}
-	f := newFetch(p, c, blockTarget{c}, fc)
+	f := newFetch(p, c, blockTarget{c, fc.method}, fc)
 	sum, err := f.run(ctx, srcs)
 	sum.Out = out
 	sum.Seconds = time.Since(start).Seconds()
@@ -627,7 +636,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := f.p.pullSession(cs, f.t.universe(), f.t.method(), f.t.held())
+	s, trips, err := f.p.pullSession(cs, f.t.responder(), f.t.method(), f.t.held())
 	if err != nil {
 		cs.reset()
 		return nil, err
@@ -642,6 +651,8 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	}
 	f.mu.Lock()
 	src.share.Rounds++
+	src.share.RoundTrips += trips
+	f.sum.Cells += o.Cells
 	src.share.Offered += o.Received
 	src.share.FilterBytes += int64(o.WireBytes())
 	f.sum.FilterBytes += int64(o.WireBytes())

@@ -25,7 +25,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
-	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // The protocols a peer speaks. Each is one request per stream, except blocks,
@@ -386,9 +385,13 @@ func (p *Peer) serveReconcile(ss *serverStream) error {
 	c := ss.c
 	var err error
 	if ss.hello.Coded {
-		_, err = p.answerSession(ss, c.coded.recon, reconcile.Byers, c.coded.held())
+		_, err = p.answerSession(ss, c.coded.recon, c.coded.held())
 	} else {
-		_, err = p.answerSession(ss, c.recon, reconcile.Complete, c.store.Held())
+		_, err = p.answerSession(ss, c.recon, c.store.Held())
+	}
+	if errors.Is(err, errNotServed) {
+		// Refused with a reject that says why; not a source of this content.
+		return nil
 	}
 	if err != nil {
 		return err

@@ -4,29 +4,72 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
 
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // The reconciliation protocol carries the messages of package reconcile, one
-// per payload frame. The fetcher starts a one-way session (it pulls); the
-// server answers with the indices of the blocks the subtraction of filters
-// says the fetcher lacks (an offer), and the fetcher then moves the bytes over
-// the blocks protocol. Each side pulls for itself, so two fetchers that serve
-// each other run one session in each direction.
+// per payload frame. The fetcher starts a one-way session (it pulls) with the
+// method of its fetch; the server takes the method from that first filter
+// message, and answers with the indices of the blocks the fetcher lacks (an
+// offer), after as many round trips as the method needs (IBLT asks for more
+// cells until it decodes). The fetcher then moves the bytes over the blocks
+// protocol. Each side pulls for itself, so two fetchers that serve each other
+// run one session in each direction.
 
-// responder holds what a server needs to answer sessions about one content:
-// the universe (CBF(U) and block addresses cached per parameter set).
+// blockMethods are the methods served for the blocks of a store; the coded
+// blocks of the Byers baseline are served with reconcile.Byers only.
+var blockMethods = []reconcile.Method{reconcile.Complete, reconcile.CCBF, reconcile.Bitfield, reconcile.IBLT}
+
+// isBlockMethod reports whether m reconciles the blocks of a store.
+func isBlockMethod(m reconcile.Method) bool { return slices.Contains(blockMethods, m) }
+
+// responder holds what a peer needs to run sessions about one content (or
+// its coded blocks): the universe (CBF(U) and block addresses cached per
+// parameter set), the methods served, and the filters of the held set, kept
+// while the set stays the same.
 type responder struct {
-	u *reconcile.Universe
+	u       *reconcile.Universe
+	methods []reconcile.Method
+
+	mu      sync.Mutex
+	set     *reconcile.Set     // the set filters was made for
+	filters *reconcile.Filters // CBFs, Bloom filters and IBLT cells of set
 }
 
-func newResponder(blocks int) (*responder, error) {
+func newResponder(blocks int, methods ...reconcile.Method) (*responder, error) {
 	u, err := reconcile.NewUniverse(blocks)
 	if err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
-	return &responder{u: u}, nil
+	return &responder{u: u, methods: methods}, nil
+}
+
+// serves reports whether sessions of method m are answered.
+func (r *responder) serves(m reconcile.Method) bool { return slices.Contains(r.methods, m) }
+
+// filtersFor returns the filters of held for Config.Filters: the cached ones
+// while the held set is the one they were made for, new ones (built lazily,
+// per parameter set, by the sessions that use them) once it has changed.
+// Sessions answered, and this side's own pulls, share them, so a server that
+// answers many fetchers builds CBF(S) or the first IBLT cells of S once per
+// held-set version.
+func (r *responder) filtersFor(held *reconcile.Set) (*reconcile.Filters, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.filters != nil && r.set.Len() == held.Len() && held.Difference(r.set) == 0 {
+		return r.filters, nil
+	}
+	f, err := reconcile.NewFilters(r.u, held)
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	r.set, r.filters = held.Clone(), f
+	return f, nil
 }
 
 // reconcileLimits are the decoder limits of package reconcile for our limits.
@@ -45,12 +88,56 @@ func heldSet(n int, held []int) *reconcile.Set {
 	return s
 }
 
-// answerSession runs the responder side of one session on ss. held lists the
-// blocks (or coded blocks) offered.
-func (p *Peer) answerSession(ss *serverStream, r *responder, method reconcile.Method, held []int) (*reconcile.Session, error) {
+// errNotServed ends a session whose method this peer does not serve for the
+// content asked about: the reject is sent and the stream closed politely.
+var errNotServed = errors.New("peer: method not served")
+
+// violation reports whether a session error of package reconcile means the
+// peer broke the protocol (a malformed, out-of-order or wrong-method message,
+// an index outside the file, cells that do not decode, or a peer describing
+// another file), rather than a disagreement of configurations or a reject.
+func violation(err error) bool {
+	for _, e := range []error{reconcile.ErrMessage, reconcile.ErrLimit, reconcile.ErrVersion,
+		reconcile.ErrMethod, reconcile.ErrState, reconcile.ErrIndex, reconcile.ErrUniverse,
+		reconcile.ErrDecode, cbfalgebra.ErrCorrupt, cbfalgebra.ErrTooLarge} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// methodNames lists methods by name for messages.
+func methodNames(ms []reconcile.Method) string {
+	names := make([]string, len(ms))
+	for i, m := range ms {
+		names[i] = m.String()
+	}
+	return strings.Join(names, ", ")
+}
+
+// answerSession runs the responder side of one session on ss, with the
+// method the first message names. held lists the blocks (or coded blocks)
+// offered. A method r does not serve is refused with a reject (errNotServed);
+// a peer that breaks the protocol gets an error wrapping ErrMalformed, which
+// resets the stream.
+func (p *Peer) answerSession(ss *serverStream, r *responder, held []int) (*reconcile.Session, error) {
 	lim := p.reconcileLimits()
 	var s *reconcile.Session
 	var out []byte
+	send := func(msgs ...reconcile.Message) error {
+		for _, msg := range msgs {
+			var err error
+			out, err = msg.AppendBinary(out[:0])
+			if err != nil {
+				return err
+			}
+			if err := ss.send([]byte{msgPayload}, out); err != nil {
+				return err
+			}
+		}
+		return ss.flush()
+	}
 	for {
 		f, err := ss.next(1 + p.cfg.limits.MaxFilterBytes + 64<<10)
 		if err != nil {
@@ -65,28 +152,35 @@ func (p *Peer) answerSession(ss *serverStream, r *responder, method reconcile.Me
 			return s, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 		if s == nil {
-			s, err = reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim}, r.u, heldSet(r.u.Blocks(), held), nil)
+			if m.Type != reconcile.MsgFilter {
+				return nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
+			}
+			method := m.Filter.Method
+			if !r.serves(method) {
+				reason := fmt.Sprintf("peer: method %v is not served for this content (served: %s)", method, methodNames(r.methods))
+				if err := send(reconcile.Message{Type: reconcile.MsgReject, Session: m.Session, Reason: reason}); err != nil {
+					return nil, err
+				}
+				return nil, fmt.Errorf("%w: %v", errNotServed, method)
+			}
+			set := heldSet(r.u.Blocks(), held)
+			filters, err := r.filtersFor(set)
+			if err != nil {
+				return nil, err
+			}
+			s, err = reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
 			if err != nil {
 				return nil, err
 			}
 		}
 		stepErr := s.Step(m)
-		for _, msg := range s.Ready() {
-			out, err = msg.AppendBinary(out[:0])
-			if err != nil {
-				return s, err
-			}
-			if err := ss.send([]byte{msgPayload}, out); err != nil {
-				return s, err
-			}
-		}
-		if err := ss.flush(); err != nil {
+		if err := send(s.Ready()...); err != nil {
 			return s, err
 		}
 		if stepErr != nil {
-			// The reject is sent; a filter that could not be read at all is
-			// a protocol violation.
-			if errors.Is(stepErr, reconcile.ErrMessage) || errors.Is(stepErr, reconcile.ErrLimit) {
+			// The reject is sent; a peer that broke the protocol has its
+			// stream reset.
+			if violation(stepErr) {
 				return s, fmt.Errorf("%w: %w", ErrMalformed, stepErr)
 			}
 			return s, nil
@@ -97,52 +191,66 @@ func (p *Peer) answerSession(ss *serverStream, r *responder, method reconcile.Me
 	}
 }
 
-// pullSession runs the initiator side of a one-way session over cs: it sends
-// the filter of held and returns the session, whose Wanted lists the offered
-// blocks this side lacks.
-func (p *Peer) pullSession(cs *clientStream, u *reconcile.Universe, method reconcile.Method, held []int) (*reconcile.Session, error) {
+// pullSession runs the initiator side of a one-way session of method over
+// cs: it sends the filter of held (the first cells, for IBLT, and more as the
+// server asks) and returns the session, whose Wanted lists the offered blocks
+// this side lacks, and the number of round trips it took.
+func (p *Peer) pullSession(cs *clientStream, r *responder, method reconcile.Method, held []int) (s *reconcile.Session, trips int, err error) {
 	lim := p.reconcileLimits()
-	s, err := reconcile.NewSession(rand.Uint64(), reconcile.Config{Method: method, OneWay: true, Limits: lim}, u, heldSet(u.Blocks(), held), nil)
+	set := heldSet(r.u.Blocks(), held)
+	filters, err := r.filtersFor(set)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	s, err = reconcile.NewSession(rand.Uint64(), reconcile.Config{Method: method, OneWay: true, Limits: lim, Filters: filters}, r.u, set, nil)
+	if err != nil {
+		return nil, 0, err
 	}
 	if err := s.Start(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	var out []byte
 	for {
 		for _, msg := range s.Ready() {
 			out, err = msg.AppendBinary(out[:0])
 			if err != nil {
-				return s, err
+				return s, trips, err
 			}
 			if err := cs.send([]byte{msgPayload}, out); err != nil {
-				return s, err
+				return s, trips, err
 			}
 		}
 		if err := cs.flush(); err != nil {
-			return s, err
+			return s, trips, err
 		}
 		if s.Done() {
-			return s, s.Err()
+			return s, trips, s.Err()
 		}
 		f, err := cs.next(1 + p.cfg.limits.MaxFilterBytes + 64<<10)
 		if err != nil {
-			return s, err
+			return s, trips, err
 		}
+		trips++
 		body, err := decodeTyped(f, msgPayload)
 		if err != nil {
-			return s, err
+			return s, trips, err
 		}
 		m, err := reconcile.Decode(body, lim)
 		if err != nil {
-			return s, fmt.Errorf("%w: %w", ErrMalformed, err)
+			return s, trips, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 		if err := s.Step(m); err != nil {
-			if errors.Is(err, reconcile.ErrIndex) || errors.Is(err, reconcile.ErrMessage) || errors.Is(err, reconcile.ErrState) {
-				return s, fmt.Errorf("%w: %w", ErrMalformed, err)
+			if violation(err) {
+				// Send the reject before the caller resets the stream.
+				for _, msg := range s.Ready() {
+					if out, e := msg.AppendBinary(out[:0]); e == nil {
+						cs.send([]byte{msgPayload}, out)
+					}
+				}
+				cs.flush()
+				return s, trips, fmt.Errorf("%w: %w", ErrMalformed, err)
 			}
-			return s, fmt.Errorf("%w: %w", ErrRemote, err)
+			return s, trips, fmt.Errorf("%w: %w", ErrRemote, err)
 		}
 	}
 }

@@ -12,8 +12,9 @@ import (
 // reconciliation) or the coded blocks of the Byers baseline, decoded into the
 // store.
 type target interface {
-	// universe is the reconciliation universe of the units fetched.
-	universe() *reconcile.Universe
+	// responder is the reconciliation universe of the units fetched, with
+	// the filters of the held set (shared with the sessions this peer answers).
+	responder() *responder
 	// method is the reconciliation method.
 	method() reconcile.Method
 	// coded reports whether the units are coded blocks (the hello flag).
@@ -33,17 +34,20 @@ type target interface {
 	complete() bool
 }
 
-// blockTarget fetches the blocks of a store.
-type blockTarget struct{ c *content }
+// blockTarget fetches the blocks of a store with one of blockMethods.
+type blockTarget struct {
+	c *content
+	m reconcile.Method
+}
 
-func (t blockTarget) universe() *reconcile.Universe { return t.c.recon.u }
-func (t blockTarget) method() reconcile.Method      { return reconcile.Complete }
-func (t blockTarget) coded() bool                   { return false }
-func (t blockTarget) count() int                    { return t.c.man.BlockCount() }
-func (t blockTarget) unitSize() int                 { return t.c.man.BlockSize() }
-func (t blockTarget) has(i int) bool                { return t.c.store.Has(i) }
-func (t blockTarget) held() []int                   { return t.c.store.Held() }
-func (t blockTarget) complete() bool                { return t.c.store.Complete() }
+func (t blockTarget) responder() *responder    { return t.c.recon }
+func (t blockTarget) method() reconcile.Method { return t.m }
+func (t blockTarget) coded() bool              { return false }
+func (t blockTarget) count() int               { return t.c.man.BlockCount() }
+func (t blockTarget) unitSize() int            { return t.c.man.BlockSize() }
+func (t blockTarget) has(i int) bool           { return t.c.store.Has(i) }
+func (t blockTarget) held() []int              { return t.c.store.Held() }
+func (t blockTarget) complete() bool           { return t.c.store.Complete() }
 
 func (t blockTarget) put(i int, data []byte) error {
 	err := t.c.store.PutBlock(i, data)

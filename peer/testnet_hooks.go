@@ -33,22 +33,24 @@ type Prepared struct {
 // Prepare serves the store s (any subset of its blocks held; the peer takes
 // ownership of it) and returns a fetch of the rest that starts on Run.
 //
-// With reconcile.Byers, header is a Byers seed's coded header and shared that
-// seed's coded blocks (see CodedBlocks); the peer starts with the coded blocks
-// listed in held (generations held whole are decoded at once), and keeps
-// every coded block it receives as shared's slice of the same bytes instead of
-// a copy: peers of one process then share one copy, as a testnet of hundreds
-// of peers needs. shared's slices must not be modified.
+// method is reconcile.Complete, CCBF, Bitfield or IBLT (the store's blocks are
+// served with all four, and Run may use any of them), or reconcile.Byers: then
+// header is a Byers seed's coded header and shared that seed's coded blocks
+// (see CodedBlocks); the peer starts with the coded blocks listed in held
+// (generations held whole are decoded at once), and keeps every coded block it
+// receives as shared's slice of the same bytes instead of a copy: peers of one
+// process then share one copy, as a testnet of hundreds of peers needs.
+// shared's slices must not be modified.
 func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte, held []int, shared func(i int) ([]byte, bool)) (*Prepared, error) {
 	m := s.Manifest()
 	c, err := newContent(m, s)
 	if err != nil {
 		return nil, err
 	}
-	pf := &Prepared{p: p, c: c, t: blockTarget{c}}
-	switch method {
-	case reconcile.Complete:
-	case reconcile.Byers:
+	pf := &Prepared{p: p, c: c, t: blockTarget{c, method}}
+	switch {
+	case isBlockMethod(method):
+	case method == reconcile.Byers:
 		cb, err := decodeCodedHeader(header, m)
 		if err != nil {
 			return nil, err
@@ -141,11 +143,18 @@ func (pf *Prepared) Run(ctx context.Context, srcs []lpeer.ID, opts ...FetchOptio
 			return nil, err
 		}
 	}
-	if fc.method != pf.t.method() {
-		return nil, fmt.Errorf("peer: prepared for %v, not %v: %w", pf.t.method(), fc.method, reconcile.ErrMethod)
+	t := pf.t
+	switch bt, ok := t.(blockTarget); {
+	case ok && isBlockMethod(fc.method):
+		// The blocks of a store are served with every block method; the
+		// fetch may use any of them.
+		bt.m = fc.method
+		t = bt
+	case fc.method != t.method():
+		return nil, fmt.Errorf("peer: prepared for %v, not %v: %w", t.method(), fc.method, reconcile.ErrMethod)
 	}
 	start := time.Now()
-	f := newFetch(pf.p, pf.c, pf.t, fc)
+	f := newFetch(pf.p, pf.c, t, fc)
 	sum, err := f.run(ctx, srcs)
 	sum.Out = pf.c.store.Dir()
 	sum.Seconds = time.Since(start).Seconds()

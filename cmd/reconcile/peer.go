@@ -225,14 +225,22 @@ func fetchCommand() *cli.Command {
 			"it holds to other fetchers meanwhile. Interrupted (Ctrl-C, kill -9), it resumes from\n" +
 			"the verified blocks when started again with the same --out. The content is written\n" +
 			"under --out at its own name (OUT/movie.mkv).\n\n" +
+			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
+			"   complete  counting Bloom filter of the blocks held (r*m bits, m ~ 8 per block); never misses a block\n" +
+			"   ccbf      the same filter entropy coded (~40% of its size); the same answers\n" +
+			"   bitfield  one bit per block of the file; answered exactly, in one round trip\n" +
+			"   iblt      rateless IBLT cells until the peer decodes the difference; exact, bytes grow with\n" +
+			"             the difference, not the file, at the cost of extra round trips\n" +
+			"   byers     Bloom filter of Reed-Solomon coded blocks (the paper's baseline); decodes the file\n\n" +
 			"Example:\n" +
 			"   reconcile fetch bafy...ticket --out ./downloads\n" +
+			"   reconcile fetch bafy...ticket --out ./downloads --method iblt\n" +
 			"   reconcile fetch --ticket-file movie.ticket --out dl --seed-after --json",
 		Flags: append(peerFlags(),
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "output folder (the content is written inside it)"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from this file instead of the argument"},
 			&cli.StringSliceFlag{Name: "peer", Usage: "another peer to fetch from, as a full multiaddr ending in /p2p/ID (repeatable)"},
-			&cli.StringFlag{Name: "method", Value: "complete", Usage: "reconciliation method: complete or byers"},
+			&cli.StringFlag{Name: "method", Value: "complete", Usage: "reconciliation method: complete, ccbf, bitfield, iblt or byers (see above)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Usage: "give up after this long with no peer to download from"},
@@ -351,6 +359,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 	fmt.Fprintf(w, "  time        %.2f s (%.1f MiB/s)\n", s.Seconds, rate)
 	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
 	fmt.Fprintf(w, "  bytes       %.2f MiB received, %.1f KiB of %s reconciliation (%d false offers)\n", mib(s.Received), float64(s.FilterBytes)/1024, s.Method, s.FalseOffers)
+	if s.Cells > 0 {
+		fmt.Fprintf(w, "  iblt        %d cells sent\n", s.Cells)
+	}
 	if s.DecodeSeconds > 0 {
 		fmt.Fprintf(w, "  decoding    %.3f s\n", s.DecodeSeconds)
 	}
@@ -365,7 +376,7 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		if total > 0 {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
-		line := fmt.Sprintf("  peer %s  %5.1f%%  %d blocks, %.2f MiB, %d rounds", shortID(ps.Peer), share, ps.Blocks, mib(ps.Bytes), ps.Rounds)
+		line := fmt.Sprintf("  peer %s  %5.1f%%  %d blocks, %.2f MiB, %d rounds (%d round trips)", shortID(ps.Peer), share, ps.Blocks, mib(ps.Bytes), ps.Rounds, ps.RoundTrips)
 		if ps.Dropped != "" {
 			line += "  dropped: " + ps.Dropped
 		}
