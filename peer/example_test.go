@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // A seed serves a file; a fetcher downloads it with the ticket, verifying every
@@ -68,4 +69,44 @@ func ExampleParseTicket() {
 	}
 	fmt.Println(parsed.Root.String()[:4], parsed.Peers[0].ID == p.ID())
 	// Output: ab00 true
+}
+
+// A fetch may use any reconciliation method of package reconcile: every peer
+// serves complete, ccbf, bitfield and iblt, taking the method from the
+// fetcher's first message. The exact methods send no redundant block.
+func ExampleWithMethod() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "peer-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "data.txt")
+	if err := os.WriteFile(file, bytes.Repeat([]byte("exact reconciliation\n"), 5000), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	seed, err := peer.New(ctx, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer seed.Close()
+	ticket, err := seed.Seed(ctx, file, peer.WithBlockSize(8<<10))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range []reconcile.Method{reconcile.Bitfield, reconcile.IBLT} {
+		fetcher, err := peer.New(ctx, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"))
+		if err != nil {
+			log.Fatal(err)
+		}
+		sum, err := fetcher.Fetch(ctx, ticket, filepath.Join(dir, m.String()), peer.WithMethod(m))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s: fetched %d of %d blocks, %d false offers\n", sum.Method, sum.Fetched, sum.Blocks, sum.FalseOffers)
+		fetcher.Close()
+	}
+	// Output:
+	// bitfield: fetched 13 of 13 blocks, 0 false offers
+	// iblt: fetched 13 of 13 blocks, 0 false offers
 }

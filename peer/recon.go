@@ -61,7 +61,7 @@ func (r *responder) serves(m reconcile.Method) bool { return slices.Contains(r.m
 func (r *responder) filtersFor(held *reconcile.Set) (*reconcile.Filters, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.filters != nil && r.set.Len() == held.Len() && held.Difference(r.set) == 0 {
+	if r.filters != nil && held.Universe() == r.set.Universe() && held.Len() == r.set.Len() && held.Difference(r.set) == 0 {
 		return r.filters, nil
 	}
 	f, err := reconcile.NewFilters(r.u, held)
