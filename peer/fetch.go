@@ -79,6 +79,9 @@ type Summary struct {
 	FalseOffers int `json:"false_offers"`
 	// FilterBytes is the reconciliation traffic (both directions, all peers).
 	FilterBytes int64 `json:"filter_bytes"`
+	// FilterSent is the part of FilterBytes this side sent: its filters,
+	// bitfields or IBLT cells (the rest is the peers' offers and requests).
+	FilterSent int64 `json:"filter_sent_bytes"`
 	// Cells counts the IBLT cells sent (iblt only).
 	Cells int `json:"iblt_cells,omitempty"`
 	// Seconds is the wall time of the fetch.
@@ -653,6 +656,9 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	src.share.Rounds++
 	src.share.RoundTrips += trips
 	f.sum.Cells += o.Cells
+	for _, n := range o.WireSent {
+		f.sum.FilterSent += int64(n)
+	}
 	src.share.Offered += o.Received
 	src.share.FilterBytes += int64(o.WireBytes())
 	f.sum.FilterBytes += int64(o.WireBytes())
