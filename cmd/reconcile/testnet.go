@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -196,7 +197,7 @@ func runTestnet(c *cli.Context) error {
 		}
 		if c.String("dir") == "" {
 			// Free the disk between methods.
-			os.RemoveAll(dir + "/" + m.String())
+			os.RemoveAll(filepath.Join(dir, m.String()))
 		}
 	}
 	rep.WallSeconds = time.Since(t0).Seconds()
@@ -301,7 +302,7 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 	}
 	// Top left: the curves rise from the bottom left to the top right.
 	p.Legend.Top, p.Legend.Left = true, true
-	p.Y.Min, p.Y.Max = 0, 1
+	p.Y.Min, p.Y.Max = 0, 1.1 // room for the legend above the curves
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
