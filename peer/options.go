@@ -7,6 +7,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 )
 
 // Option configures New. Options that can fail return an error from New.
@@ -25,6 +26,9 @@ type config struct {
 	maxSources   int
 	syncEvery    int
 	serveRate    float64
+	// dialRanker orders the dials of a peer's addresses (tcpFirst; tests
+	// compare it with libp2p's default).
+	dialRanker network.DialRanker
 }
 
 // Limits bound what a remote peer may make this peer allocate or hold open.
@@ -68,6 +72,7 @@ func defaultConfig() config {
 		window:       16,
 		maxSources:   32,
 		syncEvery:    16,
+		dialRanker:   tcpFirst,
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -98,7 +99,9 @@ func (p *Peer) isBanned(id lpeer.ID) bool {
 
 // New starts a peer: a libp2p host with TCP and QUIC transports, TLS and Noise
 // security, yamux, a resource manager that bounds the streams of each of this
-// package's protocols, and the handlers of those protocols.
+// package's protocols, and the handlers of those protocols. It dials a peer's
+// TCP addresses before its QUIC ones (QUIC after 250 ms, or at once for a
+// peer without TCP addresses): blocks move several times faster over TCP.
 func New(ctx context.Context, opts ...Option) (*Peer, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -163,6 +166,7 @@ func newHost(cfg config) (host.Host, error) {
 		libp2p.ResourceManager(rm),
 		libp2p.DisableMetrics(),
 		libp2p.DisableRelay(),
+		libp2p.SwarmOpts(swarm.WithDialRanker(cfg.dialRanker)),
 	}
 	if key != nil {
 		opts = append(opts, libp2p.Identity(key))

@@ -83,7 +83,7 @@ func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte,
 				}
 			}
 		}
-		pf.t, pf.bt = sharedTarget{bt, shared}, bt
+		pf.t, pf.bt = sharedTarget{bt, shared, make([]bool, cb.gens.Count())}, bt
 	default:
 		return nil, fmt.Errorf("peer: method %v: %w", method, reconcile.ErrMethod)
 	}
@@ -98,6 +98,8 @@ func (p *Peer) Prepare(s *chunker.Store, method reconcile.Method, header []byte,
 type sharedTarget struct {
 	*byersTarget
 	shared func(i int) ([]byte, bool)
+	// decoding marks the generations waiting for a decode slot (under mu).
+	decoding []bool
 }
 
 func (t sharedTarget) put(i int, data []byte) error {
@@ -117,15 +119,24 @@ func (t sharedTarget) put(i int, data []byte) error {
 	t.cb.mu.Unlock()
 	gen, _ := t.cb.gens.Locate(i)
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.perGen[gen]++
-	if t.decoded[gen] || t.perGen[gen] < t.cb.gens.Code().K() {
+	if t.decoded[gen] || t.perGen[gen] < t.cb.gens.Code().K() || t.decoding[gen] {
+		t.mu.Unlock()
 		return nil
 	}
-	// Hundreds of peers in one process share its cores: more decodes at
-	// once than cores only hold more memory.
+	t.decoding[gen] = true
+	t.mu.Unlock()
+	// Hundreds of peers in one process share its cores: more decodes at once
+	// than cores only hold more memory. The slot is awaited without the lock,
+	// so the fetch goes on meanwhile.
 	sharedDecodes <- struct{}{}
 	defer func() { <-sharedDecodes }()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.decoding[gen] = false
+	if t.decoded[gen] {
+		return nil
+	}
 	return t.decode(gen)
 }
 
