@@ -275,13 +275,13 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 }
 
 func runFetch(c *cli.Context) error {
-	tk, err := readTicket(c)
-	if err != nil {
-		return err
-	}
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
 		return fmt.Errorf("--method: %v", err)
+	}
+	tk, err := readTicket(c)
+	if err != nil {
+		return err
 	}
 	var extra []ma.Multiaddr
 	for _, s := range c.StringSlice("peer") {
