@@ -102,6 +102,18 @@ type sharedTarget struct {
 	decoding []bool
 }
 
+// has reports whether coded block i is held or no longer needed: its
+// generation is decoded or has K coded blocks and waits for a decode slot.
+func (t sharedTarget) has(i int) bool {
+	if t.byersTarget.has(i) {
+		return true
+	}
+	gen, _ := t.cb.gens.Locate(i)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return gen >= 0 && gen < len(t.decoding) && t.decoding[gen]
+}
+
 func (t sharedTarget) put(i int, data []byte) error {
 	b, ok := t.shared(i)
 	if !ok || !bytes.Equal(b, data) {
