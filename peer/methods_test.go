@@ -416,3 +416,59 @@ func TestFiltersFor(t *testing.T) {
 		t.Error("a set of another universe got filters")
 	}
 }
+
+// TestReconcileTimeLimit: a fetcher that trickles IBLT cells one at a time,
+// each within the idle deadline, loses its session after 4 idle periods
+// instead of holding a reconcile slot for thousands of round trips.
+func TestReconcileTimeLimit(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	const idle = 300 * time.Millisecond
+	seed, tk, _ := seedFile(t, dir, 256<<10, 1<<10, WithStreamIdle(idle))
+	n := seed.lookup(tk.Root[:]).man.BlockCount()
+	evil := newTestPeer(t)
+	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	u, err := reconcile.NewUniverse(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := reconcile.NewSession(3, reconcile.Config{Method: reconcile.IBLT, OneWay: true}, u, reconcile.NewSet(n), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	r := openRecon(ctx, t, evil, seed, tk.Root, false)
+	start := time.Now()
+	var err2 error
+	for range 100 {
+		for _, m := range s.Ready() {
+			b, _ := m.MarshalBinary()
+			body := append([]byte{msgPayload}, b...)
+			if _, err2 = r.s.Write(append(binary.AppendUvarint(nil, uint64(len(body))), body...)); err2 != nil {
+				break
+			}
+		}
+		if err2 != nil {
+			break
+		}
+		if _, err2 = r.recv(); err2 != nil {
+			break
+		}
+		time.Sleep(idle / 3)
+		// Ask our own side for one more cell, whatever the server asked.
+		if err := s.Step(reconcile.Message{Type: reconcile.MsgMore, Session: 3, Cells: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	took := time.Since(start)
+	if !errors.Is(err2, network.ErrReset) {
+		t.Fatalf("after %v the stream ended with %v, want a reset", took, err2)
+	}
+	if took > 8*idle {
+		t.Errorf("the trickling session lasted %v, want about %v", took, 4*idle)
+	}
+	t.Logf("reset after %v", took)
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -277,12 +278,24 @@ type serverStream struct {
 	hello hello
 	c     *content
 	idle  time.Duration
+	// until, when set, ends the request: no read waits past it.
+	until time.Time
 }
 
-// next reads a frame of at most max bytes within the idle deadline.
+// next reads a frame of at most max bytes within the idle deadline (and
+// before until, if set).
 func (ss *serverStream) next(max int) ([]byte, error) {
 	ss.fr.max = max
-	if err := ss.s.SetReadDeadline(time.Now().Add(ss.idle)); err != nil {
+	d := time.Now().Add(ss.idle)
+	if !ss.until.IsZero() {
+		if time.Now().After(ss.until) {
+			return nil, fmt.Errorf("peer: request over its time limit: %w", os.ErrDeadlineExceeded)
+		}
+		if ss.until.Before(d) {
+			d = ss.until
+		}
+	}
+	if err := ss.s.SetReadDeadline(d); err != nil {
 		return nil, err
 	}
 	return ss.fr.next()
@@ -386,6 +399,10 @@ func (p *Peer) serveReconcile(ss *serverStream) error {
 	case <-p.ctx.Done():
 		return p.ctx.Err()
 	}
+	// A session holds one of the few reconcile slots: however many round
+	// trips its method takes (IBLT asks for cells until it decodes), it gets
+	// the time a fetcher gives it (4 idle periods), not one per message.
+	ss.until = time.Now().Add(4 * ss.idle)
 	c := ss.c
 	var err error
 	if ss.hello.Coded {
