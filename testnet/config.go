@@ -137,7 +137,8 @@ type Config struct {
 	// Hold is the share of the units each peer starts with, in [0, 1]; 0 (the
 	// default) means one seed with the whole file and Nodes−1 empty peers.
 	Hold float64
-	// Method is the reconciliation method. Default reconcile.Complete.
+	// Method is the reconciliation method: any of reconcile.AllMethods.
+	// Default reconcile.Complete.
 	Method reconcile.Method
 	// Byers sets the Reed–Solomon code of the Byers method (peer's defaults).
 	Byers peer.ByersParams
@@ -231,8 +232,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: block size %d not in [%d, %d]", ErrConfig, c.BlockSize, chunker.MinBlockSize, chunker.MaxBlockSize)
 	case !(c.Hold >= 0 && c.Hold <= 1):
 		return fmt.Errorf("%w: hold %g not in [0, 1]", ErrConfig, c.Hold)
-	case c.Method != reconcile.Complete && c.Method != reconcile.Byers:
-		return fmt.Errorf("%w: method %v (want complete or byers)", ErrConfig, c.Method)
+	case !c.Method.Valid():
+		return fmt.Errorf("%w: method %v", ErrConfig, c.Method)
 	case c.Method == reconcile.Byers && c.Size > peer.MaxByersBytes:
 		return fmt.Errorf("%w: byers keeps coded blocks in memory: size %d over %d", ErrConfig, c.Size, peer.MaxByersBytes)
 	case c.Bandwidth < 0 || math.IsNaN(c.Bandwidth) || math.IsInf(c.Bandwidth, 0):

@@ -60,6 +60,21 @@ func TestRunCI(t *testing.T) {
 	}
 }
 
+// TestRunOtherMethods runs the block methods beyond the paper's two: like
+// complete reconciliation, none may miss a block.
+func TestRunOtherMethods(t *testing.T) {
+	for _, m := range []reconcile.Method{reconcile.CCBF, reconcile.Bitfield, reconcile.IBLT} {
+		res, err := Run(context.Background(), Config{Nodes: 12, Size: 1 << 20, Method: m, Hold: 0.3,
+			Topology: ts.Small(), Dir: t.TempDir(), Seed: 5})
+		if err != nil {
+			t.Fatalf("%v: %v", m, err)
+		}
+		if res.Identical != 12 || res.Missed != 0 || res.Sessions == 0 || res.Method != m.String() {
+			t.Errorf("%v: %d identical, %d missed, %d sessions, method %s", m, res.Identical, res.Missed, res.Sessions, res.Method)
+		}
+	}
+}
+
 // TestRunTCP runs a few peers over real loopback sockets.
 func TestRunTCP(t *testing.T) {
 	if testing.Short() {

@@ -150,17 +150,17 @@ func (a *offerAudit) write(b []byte) {
 		return
 	}
 	a.buf = append(a.buf, b...)
-	idx, complete, err := OfferedIndices(a.buf, maxAuditBytes)
+	ans, complete, err := ParseAnswer(a.buf, maxAuditBytes)
 	if !complete && err == nil && len(a.buf) < maxAuditBytes {
 		return
 	}
 	a.done = true
 	a.buf = nil
-	if err != nil || !complete {
+	if err != nil || !complete || ans.Rejected {
 		return
 	}
-	offered := make(map[uint32]struct{}, len(idx))
-	for _, i := range idx {
+	offered := make(map[uint32]struct{}, len(ans.Offered))
+	for _, i := range ans.Offered {
 		offered[i] = struct{}{}
 	}
 	var missed int64
@@ -170,54 +170,69 @@ func (a *offerAudit) write(b []byte) {
 		}
 	}
 	a.c.sessions.Add(1)
-	a.c.offered.Add(int64(len(idx)))
+	a.c.offered.Add(int64(len(ans.Offered)))
 	a.c.missed.Add(missed)
 }
 
-// ErrFrame means bytes given to OfferedIndices are not a frame of package
+// ErrFrame means bytes given to ParseAnswer are not a frame of package
 // peer's reconciliation protocol.
 var ErrFrame = errors.New("testnet: bad reconciliation frame")
 
-// Frame types of package peer's wire format that OfferedIndices reads.
+// Frame types of package peer's wire format that ParseAnswer reads.
 const (
 	frameError   = 0x05
 	framePayload = 0x08
 )
 
-// OfferedIndices reads the first frame of a reconciliation answer in package
-// peer's wire format (a uvarint length, a type byte, then for a payload frame
-// one message of package reconcile) and returns the indices it offers. complete
-// is false, with no error, while b holds only part of the frame. An error frame
-// (the server does not serve the content) offers nothing. A frame longer than
-// max, or one that does not decode, is an error wrapping ErrFrame. Allocation
-// is bounded by len(b).
-func OfferedIndices(b []byte, max int) (idx []uint32, complete bool, err error) {
-	n, k := binary.Uvarint(b)
-	switch {
-	case k == 0:
-		return nil, false, nil
-	case k < 0:
-		return nil, false, fmt.Errorf("%w: frame length overflows", ErrFrame)
-	case n == 0 || n > uint64(max):
-		return nil, false, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrFrame, n, max)
-	case uint64(len(b)-k) < n:
-		return nil, false, nil
+// An Answer is how a server ended a reconciliation request.
+type Answer struct {
+	// Offered are the indices the server offered (or sent).
+	Offered []uint32
+	// Rejected means the server refused the request (an error frame, such as
+	// "does not serve this content", or a reject message) and offered nothing.
+	Rejected bool
+}
+
+// ParseAnswer reads a server's side of a reconciliation request in package
+// peer's wire format (frames of a uvarint length, a type byte, then for a
+// payload frame one message of package reconcile) up to the frame that ends
+// it: an offer or blocks message, a reject, or an error frame. Requests for
+// more IBLT cells on the way are skipped. complete is false, with no error,
+// while b holds no such frame yet. A frame longer than max, or one that does
+// not decode, is an error wrapping ErrFrame. Allocation is bounded by len(b).
+func ParseAnswer(b []byte, max int) (a Answer, complete bool, err error) {
+	for len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		switch {
+		case k == 0:
+			return Answer{}, false, nil
+		case k < 0:
+			return Answer{}, false, fmt.Errorf("%w: frame length overflows", ErrFrame)
+		case n == 0 || n > uint64(max):
+			return Answer{}, false, fmt.Errorf("%w: frame of %d bytes, limit %d", ErrFrame, n, max)
+		case uint64(len(b)-k) < n:
+			return Answer{}, false, nil
+		}
+		f := b[k : k+int(n)]
+		b = b[k+int(n):]
+		switch f[0] {
+		case frameError:
+			return Answer{Rejected: true}, true, nil
+		case framePayload:
+		default:
+			return Answer{}, false, fmt.Errorf("%w: frame type %#x", ErrFrame, f[0])
+		}
+		m, err := reconcile.Decode(f[1:], reconcile.Limits{MaxMessage: max, MaxFilterBytes: max})
+		if err != nil {
+			return Answer{}, false, fmt.Errorf("%w: %w", ErrFrame, err)
+		}
+		switch m.Type {
+		case reconcile.MsgOffer, reconcile.MsgBlocks:
+			return Answer{Offered: m.Indices}, true, nil
+		case reconcile.MsgReject:
+			return Answer{Rejected: true}, true, nil
+		}
+		// A request for more cells (IBLT) or a filter: read on.
 	}
-	f := b[k : k+int(n)]
-	switch f[0] {
-	case frameError:
-		return nil, true, nil
-	case framePayload:
-	default:
-		return nil, false, fmt.Errorf("%w: frame type %#x", ErrFrame, f[0])
-	}
-	m, err := reconcile.Decode(f[1:], reconcile.Limits{MaxMessage: max, MaxFilterBytes: max})
-	if err != nil {
-		return nil, false, fmt.Errorf("%w: %w", ErrFrame, err)
-	}
-	switch m.Type {
-	case reconcile.MsgOffer, reconcile.MsgBlocks:
-		return m.Indices, true, nil
-	}
-	return nil, true, nil
+	return Answer{}, false, nil
 }

@@ -29,9 +29,13 @@ func offerFrame(t testing.TB, idx ...uint32) []byte {
 	return frame(framePayload, body)
 }
 
-func TestOfferedIndices(t *testing.T) {
+func TestParseAnswer(t *testing.T) {
 	offer := offerFrame(t, 1, 5, 9, 300)
 	reject, err := (&reconcile.Message{Type: reconcile.MsgReject, Reason: "no"}).AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := (&reconcile.Message{Type: reconcile.MsgMore, Cells: 64}).AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,35 +43,37 @@ func TestOfferedIndices(t *testing.T) {
 		name     string
 		in       []byte
 		max      int
-		want     []uint32
+		want     Answer
 		complete bool
 		err      bool
 	}{
-		{"empty", nil, 1 << 20, nil, false, false},
-		{"offer", offer, 1 << 20, []uint32{1, 5, 9, 300}, true, false},
-		{"offer and more", append(slices.Clone(offer), 0xff, 0xff), 1 << 20, []uint32{1, 5, 9, 300}, true, false},
-		{"partial offer", offer[:len(offer)-1], 1 << 20, nil, false, false},
-		{"length only", offer[:1], 1 << 20, nil, false, false},
-		{"empty offer", offerFrame(t), 1 << 20, nil, true, false},
-		{"error frame", frame(frameError, []byte("unknown root")), 1 << 20, nil, true, false},
-		{"reject", frame(framePayload, reject), 1 << 20, nil, true, false},
-		{"over the limit", offer, 4, nil, false, true},
-		{"zero length", []byte{0}, 1 << 20, nil, false, true},
-		{"unknown type", frame(0x42, []byte{1, 2}), 1 << 20, nil, false, true},
-		{"garbage payload", frame(framePayload, []byte{0xc1, 0xc1}), 1 << 20, nil, false, true},
-		{"length overflow", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 1 << 20, nil, false, true},
+		{"empty", nil, 1 << 20, Answer{}, false, false},
+		{"offer", offer, 1 << 20, Answer{Offered: []uint32{1, 5, 9, 300}}, true, false},
+		{"offer and more", append(slices.Clone(offer), 0xff, 0xff), 1 << 20, Answer{Offered: []uint32{1, 5, 9, 300}}, true, false},
+		{"partial offer", offer[:len(offer)-1], 1 << 20, Answer{}, false, false},
+		{"length only", offer[:1], 1 << 20, Answer{}, false, false},
+		{"empty offer", offerFrame(t), 1 << 20, Answer{}, true, false},
+		{"more cells, then offer", append(frame(framePayload, more), offer...), 1 << 20, Answer{Offered: []uint32{1, 5, 9, 300}}, true, false},
+		{"more cells only", frame(framePayload, more), 1 << 20, Answer{}, false, false},
+		{"error frame", frame(frameError, []byte("unknown root")), 1 << 20, Answer{Rejected: true}, true, false},
+		{"reject", frame(framePayload, reject), 1 << 20, Answer{Rejected: true}, true, false},
+		{"over the limit", offer, 4, Answer{}, false, true},
+		{"zero length", []byte{0}, 1 << 20, Answer{}, false, true},
+		{"unknown type", frame(0x42, []byte{1, 2}), 1 << 20, Answer{}, false, true},
+		{"garbage payload", frame(framePayload, []byte{0xc1, 0xc1}), 1 << 20, Answer{}, false, true},
+		{"length overflow", []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 1 << 20, Answer{}, false, true},
 	} {
-		got, complete, err := OfferedIndices(tc.in, tc.max)
+		got, complete, err := ParseAnswer(tc.in, tc.max)
 		if (err != nil) != tc.err || (err != nil && !errors.Is(err, ErrFrame)) {
 			t.Errorf("%s: error %v, want error %v (ErrFrame)", tc.name, err, tc.err)
 		}
-		if complete != tc.complete || !slices.Equal(got, tc.want) {
-			t.Errorf("%s: got %v complete %v, want %v complete %v", tc.name, got, complete, tc.want, tc.complete)
+		if complete != tc.complete || got.Rejected != tc.want.Rejected || !slices.Equal(got.Offered, tc.want.Offered) {
+			t.Errorf("%s: got %+v complete %v, want %+v complete %v", tc.name, got, complete, tc.want, tc.complete)
 		}
 	}
 }
 
-func FuzzOfferedIndices(f *testing.F) {
+func FuzzParseAnswer(f *testing.F) {
 	f.Add(offerFrame(f, 1, 2, 3), 1<<20)
 	f.Add(frame(frameError, []byte("x")), 100)
 	f.Add([]byte{0x80}, 10)
@@ -75,15 +81,18 @@ func FuzzOfferedIndices(f *testing.F) {
 		if max <= 0 || max > 1<<24 {
 			max = 1 << 20
 		}
-		idx, complete, err := OfferedIndices(b, max)
-		if err != nil && (complete || idx != nil) {
+		a, complete, err := ParseAnswer(b, max)
+		if err != nil && (complete || a.Offered != nil || a.Rejected) {
 			t.Fatalf("error %v with a result", err)
 		}
-		if !complete && idx != nil {
-			t.Fatal("indices of an incomplete frame")
+		if !complete && (a.Offered != nil || a.Rejected) {
+			t.Fatal("an answer from an incomplete frame")
 		}
-		if len(idx) > len(b) {
-			t.Fatalf("%d indices from %d bytes", len(idx), len(b))
+		if a.Rejected && a.Offered != nil {
+			t.Fatal("rejected with offers")
+		}
+		if len(a.Offered) > len(b) {
+			t.Fatalf("%d indices from %d bytes", len(a.Offered), len(b))
 		}
 	})
 }
@@ -159,7 +168,7 @@ func BenchmarkCountingWrite(b *testing.B) {
 	}
 }
 
-func BenchmarkOfferedIndices(b *testing.B) {
+func BenchmarkParseAnswer(b *testing.B) {
 	idx := make([]uint32, 4096)
 	for i := range idx {
 		idx[i] = uint32(2 * i)
@@ -167,7 +176,7 @@ func BenchmarkOfferedIndices(b *testing.B) {
 	f := offerFrame(b, idx...)
 	b.SetBytes(int64(len(f)))
 	for b.Loop() {
-		if _, ok, err := OfferedIndices(f, 1<<20); !ok || err != nil {
+		if _, ok, err := ParseAnswer(f, 1<<20); !ok || err != nil {
 			b.Fatal(ok, err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,13 +51,14 @@ func testnetCommand() *cli.Command {
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
 			"   reconcile testnet --nodes 100 --hold 0.3 --method byers --json\n" +
+			"   reconcile testnet --nodes 100 --method all\n" +
 			"   reconcile testnet --nodes 20 --transport tcp",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
 			&cli.StringFlag{Name: "block-size", Usage: "block size (e.g. 256KiB)", Value: "256KiB"},
 			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
-			&cli.StringFlag{Name: "method", Usage: "complete, byers or both", Value: "both"},
+			&cli.StringFlag{Name: "method", Usage: "complete, byers, both (the two), ccbf, bitfield, iblt, all, or a comma list", Value: "both"},
 			&cli.StringFlag{Name: "latency", Usage: "link latency: transitstub (shortest-path delay) or none", Value: "transitstub"},
 			&cli.StringFlag{Name: "bandwidth", Usage: "cap per link, e.g. 10Mbit, 2MB/s; none for no cap", Value: "none"},
 			&cli.StringFlag{Name: "transport", Usage: "mock (in-process, shaped) or tcp (real loopback sockets)", Value: "mock"},
@@ -135,16 +137,22 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	cfg.Seed, cfg.SkipVerify = c.Uint64("seed"), c.Bool("no-verify")
 	var methods []reconcile.Method
-	switch s := strings.ToLower(c.String("method")); s {
-	case "both":
-		methods = []reconcile.Method{reconcile.Complete, reconcile.Byers}
-	default:
-		m, err := reconcile.ParseMethod(s)
-		if err != nil || (m != reconcile.Complete && m != reconcile.Byers) {
-			return fail("--method %q: want complete, byers or both", c.String("method"))
+	for _, s := range strings.Split(strings.ToLower(c.String("method")), ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "both":
+			methods = append(methods, reconcile.Complete, reconcile.Byers)
+		case "all":
+			methods = append(methods, reconcile.AllMethods...)
+		default:
+			m, err := reconcile.ParseMethod(s)
+			if err != nil {
+				return fail("--method %q: want complete, byers, both, ccbf, bitfield, iblt, all or a comma list", c.String("method"))
+			}
+			methods = append(methods, m)
 		}
-		methods = []reconcile.Method{m}
 	}
+	slices.Sort(methods)
+	methods = slices.Compact(methods)
 	if p := c.String("plot"); p != "" && !strings.HasSuffix(strings.ToLower(p), ".png") {
 		return fail("--plot needs a .png file name, got %q", p)
 	}
