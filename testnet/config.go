@@ -175,9 +175,9 @@ type Config struct {
 	// flight holds a few block buffers, and with 200 peers in one process 32
 	// sources each hold several GiB when every peer serves at once (--hold).
 	MaxSources int
-	// Verify re-hashes every peer's file after the run and compares its root
-	// id with the seed's (Result.Identical). Default true; set SkipVerify to
-	// skip it.
+	// SkipVerify skips re-hashing every peer's file after the run; by default
+	// each is re-hashed and its root id compared with the seed's
+	// (Result.Identical).
 	SkipVerify bool
 	// Progress, when set, is called about every 200 ms during the fetches.
 	Progress func(Progress)

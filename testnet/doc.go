@@ -28,6 +28,13 @@
 // not fire there (a stalled stream is ended by the fetch's context); it has
 // no security or muxer layer, so the byte counts are the streams' payload.
 //
+// # Methods
+//
+// Config.Method is any of package reconcile's methods: the paper's complete
+// reconciliation (CBF subtraction) and Byers baseline (Bloom filter of coded
+// blocks), and CCBF, Bitfield and IBLT. The command's --method both runs the
+// first two side by side, --method all every one.
+//
 // # Scenarios
 //
 // With Config.Hold = 0 one random peer seeds the whole file and the others start
