@@ -306,7 +306,7 @@ func runFetch(c *cli.Context) error {
 			if bar.GetMax64() != pr.TotalBytes {
 				bar.ChangeMax64(pr.TotalBytes)
 			}
-			bar.Describe(fmt.Sprintf("%d/%d blocks, %d peers", pr.Blocks, pr.TotalBlocks, pr.Peers))
+			bar.Describe(fmt.Sprintf("%d/%d blocks, %s", pr.Blocks, pr.TotalBlocks, count(pr.Peers, "peer")))
 			bar.Set64(pr.Bytes)
 		}))
 	}
@@ -376,7 +376,7 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		if total > 0 {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
-		line := fmt.Sprintf("  peer %s  %5.1f%%  %d blocks, %.2f MiB, %d rounds (%d round trips)", shortID(ps.Peer), share, ps.Blocks, mib(ps.Bytes), ps.Rounds, ps.RoundTrips)
+		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %.2f MiB, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), mib(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
 		if ps.Dropped != "" {
 			line += "  dropped: " + ps.Dropped
 		}

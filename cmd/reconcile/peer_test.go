@@ -67,3 +67,21 @@ func TestE2EFetchMethods(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{0, "peer", "0 peers"},
+		{1, "peer", "1 peer"},
+		{2, "peer", "2 peers"},
+		{1, "round trip", "1 round trip"},
+		{7, "round trip", "7 round trips"},
+	} {
+		if got := count(tc.n, tc.noun); got != tc.want {
+			t.Errorf("count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		}
+	}
+}

@@ -38,3 +38,11 @@ func newProgress(label string) (update func(done, total int), finish func()) {
 	}
 	return update, finish
 }
+
+// count writes n and the noun, in the plural unless n is 1: "1 peer", "3 peers".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
