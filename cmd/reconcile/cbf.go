@@ -98,8 +98,12 @@ func cbfOpCommand() *cli.Command {
 			}
 			op, files := args[0], args[1:]
 			want := 2
-			if op == "complement" {
+			switch op {
+			case "complement":
 				want = 1
+			case "intersect", "subtract", "union", "xor":
+			default:
+				return fmt.Errorf("cbf op: unknown operation %q (want union, intersect, subtract, xor or complement)", op)
 			}
 			if len(files) != want {
 				return fmt.Errorf("cbf op %s: takes %d filter file(s), got %d", op, want, len(files))
@@ -134,8 +138,6 @@ func cbfOpCommand() *cli.Command {
 				res, err = cbfalgebra.Union(fs[0], fs[1], u)
 			case "xor":
 				res, err = cbfalgebra.Xor(fs[0], fs[1], u)
-			default:
-				return fmt.Errorf("cbf op: unknown operation %q (want union, intersect, subtract, xor or complement)", op)
 			}
 			if err != nil {
 				return fmt.Errorf("cbf op %s: %w", op, err)

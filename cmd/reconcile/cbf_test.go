@@ -106,6 +106,8 @@ func TestCBFErrors(t *testing.T) {
 		{"checksum", []string{"cbf", "info", f("flip.cbf")}, "corrupt"},
 		{"not homologous", []string{"cbf", "op", "intersect", f("a.cbf"), f("b.cbf"), "-o", f("x.cbf")}, "not homologous"},
 		{"unknown op", []string{"cbf", "op", "nand", "-u", f("a.cbf"), f("a.cbf"), f("a.cbf"), "-o", f("x.cbf")}, "unknown operation"},
+		{"unknown op without universe", []string{"cbf", "op", "nand", f("a.cbf"), f("a.cbf"), "-o", f("x.cbf")}, "unknown operation"},
+		{"unknown op with missing file", []string{"cbf", "op", "nand", "-u", f("none.cbf"), f("a.cbf"), f("a.cbf"), "-o", f("x.cbf")}, "unknown operation"},
 		{"no universe", []string{"cbf", "op", "union", f("a.cbf"), f("a.cbf"), "-o", f("x.cbf")}, "--universe"},
 		{"sha1 m", []string{"cbf", "build", "--m", "1000", "--k", "3", "--hash", "sha1", "-o", f("x.cbf")}, "power of two"},
 		{"no size", []string{"cbf", "build", "-o", f("x.cbf")}, "--m"},
