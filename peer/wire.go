@@ -65,15 +65,9 @@ func newFrameReader(r io.Reader, max int) *frameReader {
 // next returns the next frame. The slice is valid until the following call.
 // A clean end of stream before a frame starts is io.EOF.
 func (fr *frameReader) next() ([]byte, error) {
-	n, err := binary.ReadUvarint(fr.r)
+	n, err := readLength(fr.r)
 	if err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, io.EOF
-		}
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: frame length: %v", ErrMalformed, err)
+		return nil, err
 	}
 	if n > uint64(fr.max) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, fr.max)
@@ -100,6 +94,34 @@ func (fr *frameReader) next() ([]byte, error) {
 	}
 	fr.buf = buf
 	return buf, nil
+}
+
+// readLength reads a frame's uvarint length. Only a length that overflows 64
+// bits is malformed: an error of the stream itself (a reset, a deadline) is
+// returned as it is, so that a slow or vanished peer is not taken for a
+// misbehaving one. A clean end of stream before the first byte is io.EOF, in
+// the middle io.ErrUnexpectedEOF.
+func readLength(r io.ByteReader) (uint64, error) {
+	var x uint64
+	var s uint
+	for i := range binary.MaxVarintLen64 {
+		b, err := r.ReadByte()
+		if err != nil {
+			if i > 0 && errors.Is(err, io.EOF) {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break
+			}
+			return x | uint64(b)<<s, nil
+		}
+		x |= uint64(b&0x7f) << s
+		s += 7
+	}
+	return 0, fmt.Errorf("%w: frame length overflows 64 bits", ErrMalformed)
 }
 
 // writeFrame writes one frame made of the concatenation of parts.

@@ -65,6 +65,59 @@ func TestFrameLimits(t *testing.T) {
 	}
 }
 
+// errReader returns its bytes, then err.
+type errReader struct {
+	b   []byte
+	err error
+}
+
+func (r *errReader) Read(p []byte) (int, error) {
+	if len(r.b) == 0 {
+		return 0, r.err
+	}
+	n := copy(p, r.b)
+	r.b = r.b[n:]
+	return n, nil
+}
+
+// TestFrameStreamErrors: an error of the stream (a reset, a deadline) while a
+// frame's length is read comes back as it is, not as ErrMalformed: the peer is
+// slow or gone, not misbehaving, and must not be banned for it.
+func TestFrameStreamErrors(t *testing.T) {
+	for _, prefix := range [][]byte{nil, {0x80}, {0x80, 0x80}} {
+		for _, cause := range []error{errors.New("stream reset"), context.DeadlineExceeded} {
+			_, err := newFrameReader(&errReader{b: prefix, err: cause}, 1<<10).next()
+			if !errors.Is(err, cause) || errors.Is(err, ErrMalformed) {
+				t.Errorf("after %x: %v, want %v and not ErrMalformed", prefix, err, cause)
+			}
+		}
+	}
+}
+
+// TestReadLength: readLength agrees with binary.ReadUvarint on every length.
+func TestReadLength(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := range 10000 {
+		v := r.Uint64() >> (r.IntN(64))
+		if i < 64 {
+			v = 1 << i
+		}
+		b := binary.AppendUvarint(nil, v)
+		got, err := readLength(bytes.NewReader(b))
+		if err != nil || got != v {
+			t.Fatalf("readLength(%x) = %d, %v, want %d", b, got, err, v)
+		}
+	}
+	// The 10th byte may carry only the top bit of a uint64.
+	b := append(bytes.Repeat([]byte{0xff}, 9), 0x02)
+	if _, err := readLength(bytes.NewReader(b)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("overflowing 10-byte length: %v", err)
+	}
+	if _, err := binary.ReadUvarint(bytes.NewReader(b)); err == nil {
+		t.Fatal("binary.ReadUvarint accepts it")
+	}
+}
+
 // TestFrameAllocBounded: a frame that claims more than it carries allocates
 // about what arrived, not what it claims.
 func TestFrameAllocBounded(t *testing.T) {
