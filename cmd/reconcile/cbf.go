@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/urfave/cli/v2"
@@ -262,14 +263,20 @@ func eachLine(r io.Reader, fn func([]byte) error) error {
 	}
 }
 
-// readFilterFile reads one CBF file, refusing anything over the default size limit.
+// readFilterFile reads one CBF file. The size limit is the file's own size
+// (at least the default), so that every filter "cbf build" writes can be read
+// back; the decoder allocates only as the bytes arrive.
 func readFilterFile(name string) (*cbfalgebra.CBF, error) {
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	c, err := cbfalgebra.ReadCBF(f, cbfalgebra.DefaultMaxEncodedSize)
+	limit := int64(cbfalgebra.DefaultMaxEncodedSize)
+	if st, err := f.Stat(); err == nil {
+		limit = max(limit, st.Size())
+	}
+	c, err := cbfalgebra.ReadCBF(f, int(min(limit, math.MaxInt)))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 )
 
 // run runs the CLI with args and stdin, returning stdout and the error.
@@ -168,5 +170,24 @@ func TestPermuteArgs(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("permuteArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// A filter whose encoding exceeds the decoder's default limit (64 MiB) can be
+// built, and then read back by every other cbf command.
+func TestCBFLargeFilterReadsBack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 64 MiB filter")
+	}
+	f := filepath.Join(t.TempDir(), "big.cbf")
+	if _, err := run(t, "a\nb\n", "cbf", "build", "--m", "134217728", "--k", "2", "-o", f); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(f); err != nil || st.Size() <= cbfalgebra.DefaultMaxEncodedSize {
+		t.Fatalf("want a file over the default limit: %v, %v", st.Size(), err)
+	}
+	out, err := run(t, "a\nc\n", "cbf", "query", f)
+	if err != nil || !strings.Contains(out, "a") {
+		t.Fatalf("query of a large filter: %q, %v", out, err)
 	}
 }
