@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -210,5 +212,34 @@ func TestUnserve(t *testing.T) {
 	}
 	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "out")); !errors.Is(err, ErrNoPeers) {
 		t.Fatalf("fetch of unserved content: %v", err)
+	}
+}
+
+// TestServeBytes: a seed whose serving budget fits one block (or less) still
+// serves several fetchers at once, and gives its whole budget back.
+func TestServeBytes(t *testing.T) {
+	for _, budget := range []int{20 << 10, 1000} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		dir := t.TempDir()
+		seed, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithLimits(Limits{ServeBytes: budget}))
+		var wg sync.WaitGroup
+		for j := range 3 {
+			out := filepath.Join(dir, fmt.Sprint("out", j))
+			f := newTestPeer(t)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := f.Fetch(ctx, tk, out); err != nil {
+					t.Error(err)
+					return
+				}
+				sameFile(t, src, filepath.Join(out, "data.bin"))
+			}()
+		}
+		wg.Wait()
+		if !seed.serveMem.TryAcquire(int64(budget)) {
+			t.Errorf("budget %d: not all of it was given back", budget)
+		}
 	}
 }

@@ -50,6 +50,11 @@ type Limits struct {
 	// Streams is the most concurrent inbound streams of one protocol over all
 	// peers. Default 512.
 	Streams int
+	// ServeBytes is the most bytes of blocks read from the store for serving
+	// that are held in memory at once, over all streams (each stream holds
+	// one block at a time; a block larger than ServeBytes waits until it is
+	// alone). Default 64 MiB.
+	ServeBytes int
 }
 
 // DefaultLimits are the limits used when WithLimits is not given.
@@ -60,6 +65,7 @@ var DefaultLimits = Limits{
 	MaxWant:          256,
 	StreamsPerPeer:   8,
 	Streams:          512,
+	ServeBytes:       64 << 20,
 }
 
 func defaultConfig() config {
@@ -150,6 +156,9 @@ func WithLimits(l Limits) Option {
 		}
 		if l.Streams > 0 {
 			d.Streams = l.Streams
+		}
+		if l.ServeBytes > 0 {
+			d.ServeBytes = l.ServeBytes
 		}
 		c.limits = d
 		return nil

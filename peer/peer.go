@@ -24,6 +24,7 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -64,6 +65,10 @@ type Peer struct {
 	reconciles chan struct{}
 	// upload caps the rate of served blocks; nil means no cap.
 	upload *rate.Limiter
+	// serveMem bounds the bytes of blocks read for serving held at once over
+	// all streams (Limits.ServeBytes); serveBufs recycles those buffers.
+	serveMem  *semaphore.Weighted
+	serveBufs sync.Pool
 
 	mu       sync.Mutex
 	contents map[chunker.ID]*content
@@ -110,7 +115,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 			return nil, err
 		}
 	}
-	p := &Peer{cfg: cfg, log: cfg.log, contents: make(map[chunker.ID]*content), banned: make(map[lpeer.ID]time.Time), reconciles: make(chan struct{}, cfg.limits.Reconciles)}
+	p := &Peer{cfg: cfg, log: cfg.log, contents: make(map[chunker.ID]*content), banned: make(map[lpeer.ID]time.Time), reconciles: make(chan struct{}, cfg.limits.Reconciles), serveMem: semaphore.NewWeighted(int64(cfg.limits.ServeBytes))}
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	if cfg.serveRate > 0 {
 		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
@@ -432,9 +437,7 @@ func (p *Peer) serveBlocks(ss *serverStream) error {
 	}
 	wantMax := 1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint
 	var idx []int
-	var buf []byte
 	var hdr [1 + binaryMaxVarint]byte
-	remote := ss.s.Conn().RemotePeer()
 	for {
 		f, err := ss.next(wantMax)
 		if err != nil {
@@ -448,25 +451,14 @@ func (p *Peer) serveBlocks(ss *serverStream) error {
 			return err
 		}
 		for _, i := range idx {
-			var data []byte
-			var ok bool
 			if ss.hello.Coded {
-				data, ok = c.coded.get(i)
+				if data, ok := c.coded.get(i); ok {
+					err = p.sendBlock(ss, hdr[:0], i, data)
+				} else {
+					err = ss.send(appendMissing(hdr[:0], i))
+				}
 			} else if c.store.Has(i) {
-				buf, err = c.store.ReadBlock(i, buf)
-				if err != nil {
-					return fmt.Errorf("read block %d: %w", i, err)
-				}
-				data, ok = buf, true
-			}
-			if ok {
-				if p.upload != nil {
-					if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
-						return err
-					}
-				}
-				err = ss.send(appendBlockHeader(hdr[:0], i), data)
-				c.noteSent(remote, len(data))
+				err = p.sendStored(ss, hdr[:0], i)
 			} else {
 				err = ss.send(appendMissing(hdr[:0], i))
 			}
@@ -478,6 +470,43 @@ func (p *Peer) serveBlocks(ss *serverStream) error {
 			return err
 		}
 	}
+}
+
+// sendStored reads block i of the stream's store and sends it. The bytes it
+// reads count against Limits.ServeBytes until they are sent (written to the
+// stream, or copied into its write buffer).
+func (p *Peer) sendStored(ss *serverStream, hdr []byte, i int) error {
+	c := ss.c
+	n := int64(min(c.man.BlockLen(i), p.cfg.limits.ServeBytes))
+	if err := p.serveMem.Acquire(p.ctx, n); err != nil {
+		return err
+	}
+	defer p.serveMem.Release(n)
+	bp, _ := p.serveBufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer p.serveBufs.Put(bp)
+	data, err := c.store.ReadBlock(i, *bp)
+	if err != nil {
+		return fmt.Errorf("read block %d: %w", i, err)
+	}
+	*bp = data[:0]
+	return p.sendBlock(ss, hdr, i, data)
+}
+
+// sendBlock sends block i (within the upload rate, if capped).
+func (p *Peer) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) error {
+	if p.upload != nil {
+		if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
+			return err
+		}
+	}
+	if err := ss.send(appendBlockHeader(hdr, i), data); err != nil {
+		return err
+	}
+	ss.c.noteSent(ss.s.Conn().RemotePeer(), len(data))
+	return nil
 }
 
 // servePeers lists the other peers known to hold or fetch the content.
