@@ -29,7 +29,10 @@ const (
 // a uvarint length and the block, table included).
 func CompressFilter(dst, filter []byte) []byte {
 	dst = binary.AppendUvarint(dst, uint64(len(filter)))
-	var s huff0.Scratch
+	// Each chunk carries its own table: with the default policy huff0 may reuse
+	// the previous chunk's table and leave it out, which a decoder that reads a
+	// table per chunk cannot follow.
+	s := huff0.Scratch{Reuse: huff0.ReusePolicyNone}
 	for off := 0; off < len(filter); off += ccbfChunk {
 		chunk := filter[off:min(off+ccbfChunk, len(filter))]
 		out, _, err := huff0.Compress4X(chunk, &s)

@@ -101,3 +101,29 @@ func TestCCBFSameAsComplete(t *testing.T) {
 		t.Fatalf("ccbf filter %d bytes, complete %d: not below 60 %%", filterBytes[1], filterBytes[0])
 	}
 }
+
+// TestCompressFilterChunkTables: every chunk of a compressed filter carries its own
+// Huffman table. huff0's default policy reused the first chunk's table for a later
+// chunk of the same statistics when that was smaller, and left it out of the output,
+// so that DecompressFilter failed ("Huffman table: corrupt input") on some filters
+// of more than 64 KiB.
+func TestCompressFilterChunkTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tail := range []int{300, 3000, ccbfChunk} {
+		in := make([]byte, ccbfChunk+tail)
+		for i := range in { // mostly zero counters, a few ones and twos
+			switch v := rng.IntN(100); {
+			case v < 3:
+				in[i] = 0x01
+			case v < 5:
+				in[i] = 0x10
+			case v < 6:
+				in[i] = 0x12
+			}
+		}
+		back, err := DecompressFilter(CompressFilter(nil, in), len(in))
+		if err != nil || !slices.Equal(back, in) {
+			t.Fatalf("round trip of %d bytes: %v", len(in), err)
+		}
+	}
+}
