@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/signal"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
@@ -52,10 +50,9 @@ func init() {
 	})
 }
 
-// interruptible returns a context cancelled by Ctrl-C.
-func interruptible() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt)
-}
+// interruptible returns a context cancelled by Ctrl-C or SIGTERM, like the
+// other commands' signalContext.
+func interruptible() (context.Context, context.CancelFunc) { return signalContext() }
 
 func runTable1Command(c *cli.Context) error {
 	h, err := cbfalgebra.ParseHashFamily(c.String("hash"))
