@@ -18,8 +18,10 @@ var Table1Columns = []string{
 	"set_xor", "xor",
 }
 
-// Table1Config configures RunTable1. The zero value of a field means the
-// paper's value (see DefaultTable1).
+// Table1Config configures RunTable1. A zero Trials, Sizes, Ms or Ks means
+// the paper's value (see DefaultTable1); Hash and Seed are used as given (the
+// zero Hash is HashFast, not the paper's HashSHA1), so start from
+// DefaultTable1 to get the paper's setup.
 type Table1Config struct {
 	Trials int                   // trials to average over (paper: 100)
 	Seed   uint64                // seed of the random draws
@@ -150,6 +152,24 @@ var setOps = []func(in1, in2 bool) bool{
 	func(in1, in2 bool) bool { return in1 != in2 },
 }
 
+// trialFilters builds CBF(U), CBF(S1) and CBF(S2) of one draw and the five
+// algebra results from them (in the order of setOps).
+func trialFilters(p cbfalgebra.Params, l locations, t *trialSets) (u, s1, s2 *cbfalgebra.CBF, results []*cbfalgebra.CBF, err error) {
+	if u, err = filterOf(p, l, t.u, func(int) bool { return true }); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if s1, err = filterOf(p, l, t.u, func(i int) bool { return t.inS1[i] }); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if s2, err = filterOf(p, l, t.u, func(i int) bool { return t.inS2[i] }); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	if results, err = algebraResults(u, s1, s2); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return u, s1, s2, results, nil
+}
+
 // algebraResults computes the five algebra results from CBF(U), CBF(S1) and
 // CBF(S2), in the order of setOps.
 func algebraResults(u, s1, s2 *cbfalgebra.CBF) ([]*cbfalgebra.CBF, error) {
@@ -179,19 +199,7 @@ func algebraResults(u, s1, s2 *cbfalgebra.CBF) ([]*cbfalgebra.CBF, error) {
 // table1Trial measures every column of Table 1 for parameters p on one draw.
 func table1Trial(p cbfalgebra.Params, t *trialSets) (fp, fn []float64, err error) {
 	l := locate(p, t.words)
-	u, err := filterOf(p, l, t.u, func(int) bool { return true })
-	if err != nil {
-		return nil, nil, err
-	}
-	s1, err := filterOf(p, l, t.u, func(i int) bool { return t.inS1[i] })
-	if err != nil {
-		return nil, nil, err
-	}
-	s2, err := filterOf(p, l, t.u, func(i int) bool { return t.inS2[i] })
-	if err != nil {
-		return nil, nil, err
-	}
-	results, err := algebraResults(u, s1, s2)
+	_, s1, s2, results, err := trialFilters(p, l, t)
 	if err != nil {
 		return nil, nil, err
 	}

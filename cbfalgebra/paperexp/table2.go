@@ -11,18 +11,22 @@ import (
 // Table2Ops are the operations of paper Table 2 in order.
 var Table2Ops = []string{"complement", "intersect", "subtract", "union", "xor"}
 
-// Table2Config configures RunTable2. Zero fields take the paper's values
-// (see DefaultTable2).
+// Table2Config configures RunTable2. A zero Trials, U (with N and Probes),
+// Alphas, Ms or Ks takes the paper's value (see DefaultTable2); Hash and Seed
+// are used as given (the zero Hash is HashFast, not the paper's HashSHA1), so
+// start from DefaultTable2 to get the paper's setup.
 type Table2Config struct {
-	Trials int
-	Seed   uint64
-	Hash   cbfalgebra.HashFamily
+	Trials int                   // trials to average over, per alpha (paper: 100)
+	Seed   uint64                // seed of the random draws (alpha i uses Seed+i)
+	Hash   cbfalgebra.HashFamily // hash family (paper: sha1)
 	// U, N and Probes are |U|, |S1| = |S2| and the probes outside U
 	// (paper: 12000, 6000, 6000); |S1 ∩ S2| = round(alpha * N).
 	U, N, Probes int
 	Alphas       []float64 // paper: 1/3, 1/2, 2/3
-	Ms, Ks       []int
-	Progress     func(done, total int)
+	Ms, Ks       []int     // counter counts and hash function counts (paper: as Table 1)
+	// Progress, when set, is called after each trial with the trials done
+	// and the total over all alphas.
+	Progress func(done, total int)
 }
 
 // DefaultTable2 returns the configuration of paper §5.2 / Table 2.
@@ -193,19 +197,7 @@ func doubleQuery(op int, u, s1, s2 *cbfalgebra.CBF, locs []uint32) (bool, int) {
 // per operation, in Table2Ops order) for parameters p.
 func table2Trial(p cbfalgebra.Params, t *trialSets, rows []Table2Row, trials int) error {
 	l := locate(p, t.words)
-	u, err := filterOf(p, l, t.u, func(int) bool { return true })
-	if err != nil {
-		return err
-	}
-	s1, err := filterOf(p, l, t.u, func(i int) bool { return t.inS1[i] })
-	if err != nil {
-		return err
-	}
-	s2, err := filterOf(p, l, t.u, func(i int) bool { return t.inS2[i] })
-	if err != nil {
-		return err
-	}
-	results, err := algebraResults(u, s1, s2)
+	u, s1, s2, results, err := trialFilters(p, l, t)
 	if err != nil {
 		return err
 	}
