@@ -98,8 +98,9 @@ type Store struct {
 	pending []int
 	dirty   map[int]struct{} // files written since the last data fsync
 
-	fmu   sync.Mutex // guards files
-	files []*os.File // lazily opened output files
+	fmu    sync.Mutex // guards files and rdonly
+	files  []*os.File // lazily opened output files
+	rdonly []bool     // files[k] was opened read-only (a complete store's read-only mode)
 
 	top [2]string // a seed store's manifest root name and its name on disk
 
@@ -278,7 +279,7 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 	s := &Store{
 		m: m, dir: dir, root: root, cfg: cfg, seed: logSeed(m.id),
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
-		files: make([]*os.File, len(m.files)),
+		files: make([]*os.File, len(m.files)), rdonly: make([]bool, len(m.files)),
 	}
 	fail := func(err error) (*Store, error) {
 		s.closeFiles()
@@ -385,7 +386,7 @@ func (s *Store) createFile(k int) error {
 	if old := s.files[k]; old != nil {
 		old.Close()
 	}
-	s.files[k] = fh
+	s.files[k], s.rdonly[k] = fh, false
 	s.fmu.Unlock()
 	for d := dir; ; d = path.Dir(d) {
 		if err := syncDir(s.root, d); err != nil {
@@ -563,8 +564,8 @@ func SeedStore(p string, m *Manifest, opts ...StoreOption) (*Store, error) {
 	s := &Store{
 		m: m, dir: dir, root: root, cfg: cfg, readOnly: true, seed: logSeed(m.id),
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
-		files: make([]*os.File, len(m.files)),
-		top:   [2]string{name, filepath.Base(real)},
+		files: make([]*os.File, len(m.files)), rdonly: make([]bool, len(m.files)),
+		top: [2]string{name, filepath.Base(real)},
 	}
 	for k, f := range m.files {
 		info, err := root.Stat(s.diskPath(k))
@@ -645,11 +646,22 @@ func (s *Store) list(held bool) []int {
 func (s *Store) Complete() bool { return s.HeldCount() == s.m.blockCount }
 
 // file returns the open output file k, opening it on first use.
-func (s *Store) file(k int) (*os.File, error) {
+func (s *Store) file(k int) (*os.File, error) { return s.openFile(k, false) }
+
+// writableFile returns output file k open for writing. A handle opened
+// read-only while the store was complete (its files may then have read-only
+// modes) is replaced, since Verify may have dropped blocks to write again.
+func (s *Store) writableFile(k int) (*os.File, error) { return s.openFile(k, true) }
+
+func (s *Store) openFile(k int, write bool) (*os.File, error) {
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
 	if f := s.files[k]; f != nil {
-		return f, nil
+		if !write || !s.rdonly[k] {
+			return f, nil
+		}
+		f.Close()
+		s.files[k], s.rdonly[k] = nil, false
 	}
 	flag := os.O_RDWR
 	if s.readOnly {
@@ -657,10 +669,12 @@ func (s *Store) file(k int) (*os.File, error) {
 	}
 	name := s.diskPath(k)
 	f, err := s.root.OpenFile(name, flag, 0)
+	rdonly := false
 	if err != nil && flag == os.O_RDWR && errors.Is(err, fs.ErrPermission) {
 		// A complete store's files get the manifest's modes, which may be read-only.
-		if s.Complete() {
+		if !write && s.Complete() {
 			f, err = s.root.OpenFile(name, os.O_RDONLY, 0)
+			rdonly = true
 		} else if s.root.Chmod(name, fs.FileMode(s.m.files[k].Mode|0o600)) == nil {
 			f, err = s.root.OpenFile(name, flag, 0)
 		}
@@ -668,7 +682,7 @@ func (s *Store) file(k int) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chunker: %w", err)
 	}
-	s.files[k] = f
+	s.files[k], s.rdonly[k] = f, rdonly
 	return f, nil
 }
 
@@ -701,7 +715,7 @@ func (s *Store) PutBlock(i int, data []byte) error {
 	}
 	var files []int
 	err := s.m.segments(i, func(g segment) error {
-		f, err := s.file(g.file)
+		f, err := s.writableFile(g.file)
 		if err != nil {
 			return err
 		}

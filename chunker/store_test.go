@@ -502,3 +502,51 @@ func TestStoreClosed(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// A complete store may have opened a file read-only (its final mode can be
+// read-only, which only a non-root user sees as EPERM, so the handle is planted
+// here); after Verify drops a corrupt block of it, putting the block again
+// reopens the file for writing instead of failing on the read-only handle.
+func TestStorePutAfterReadOnlyHandle(t *testing.T) {
+	m, data := testManifest(t, MinBlockSize, 3*MinBlockSize)
+	dir := t.TempDir()
+	s, err := CreateStore(dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for i := range m.BlockCount() {
+		if err := s.PutBlock(i, block(m, data, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name := filepath.Join(dir, filepath.FromSlash(m.Files()[0].Path))
+	// Damage block 1 through another handle, and plant a read-only handle.
+	fh, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.WriteAt([]byte{^data[MinBlockSize+5]}, MinBlockSize+5)
+	fh.Close()
+	ro, err := os.Open(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.fmu.Lock()
+	if old := s.files[0]; old != nil {
+		old.Close()
+	}
+	s.files[0], s.rdonly[0] = ro, true
+	s.fmu.Unlock()
+	rep, err := s.Verify(context.Background())
+	if err != nil || len(rep.Corrupt) != 1 || rep.Corrupt[0] != 1 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	if err := s.PutBlock(1, block(m, data, 1)); err != nil {
+		t.Fatalf("put after a read-only handle: %v", err)
+	}
+	checkStore(t, s, data)
+	if !s.Complete() {
+		t.Fatal("store not complete again")
+	}
+}
