@@ -74,9 +74,10 @@ func (c Config) method() Method {
 	return c.Method
 }
 
-// Params returns the filter parameters a side holding n blocks uses: overrides from
-// the configuration, else m = the smallest power of two >= BitsPerElement*n and
-// k = round(ln2 * m/n). For Byers R is 1 (a plain Bloom filter).
+// Params returns the filter parameters for a filter sized for n elements: overrides
+// from the configuration, else m = the smallest power of two >= BitsPerElement*n and
+// k = round(ln2 * m/n). For Byers R is 1 (a plain Bloom filter). [Session.Start]
+// passes its set size, or max(n, u-n) when blocks travel in the answer (see there).
 func (c Config) Params(n int) (cbfalgebra.Params, error) {
 	p := cbfalgebra.Params{M: c.M, K: c.K, R: c.R, Hash: c.Hash, Seed: c.Seed}
 	n = max(n, 1)

@@ -20,7 +20,8 @@
 //     filter parameter overrides (M, K, BitsPerElement), counter width R, hash family
 //     and seed (both sides must agree on these), one-way or two-way, the erasure code
 //     (Byers) and decoder [Limits]. [Config.Params] picks m and k from a set size:
-//     m = the smallest power of two >= 8n, k = round(ln2 m/n).
+//     m = the smallest power of two >= 8n, k = round(ln2 m/n); a session with a
+//     Blocks store sizes Complete and CCBF filters for max(n, u - n) ([Session.Start]).
 //   - [Session]: one side of one exchange, a state machine in the etcd raft style:
 //     [Session.Start] (initiator only), [Session.Step] for every message of the
 //     peer, [Session.Ready] for the messages to send, [Session.Done],

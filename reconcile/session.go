@@ -197,6 +197,14 @@ func NewSession(id uint64, cfg Config, u *Universe, held *Set, store Blocks) (*S
 
 // Start makes this side the initiator: it builds the filter of its blocks with
 // parameters chosen from its set size (Config.Params) and queues it.
+//
+// With a Blocks store (payloads in the answer), Complete and CCBF size the filter
+// for max(n, u-n) blocks rather than n: the peer offers a block x this side holds
+// when x's counters of ~CBF(S) = CBF(U \ S), a filter of u - n blocks (T2), are all
+// nonzero, so a filter sized for n saturates when u >> n and every block this side
+// holds comes back as payload. Without a store an offered block costs its index
+// (about a byte), less than the larger filter (4 bytes per block of u - n), so the
+// filter is sized for n.
 func (s *Session) Start() error {
 	if s.err != nil {
 		return s.err
@@ -219,7 +227,11 @@ func (s *Session) Start() error {
 		s.buildIBLT()
 		return s.sendCells(s.cfg.ibltFirst())
 	}
-	p, err := s.cfg.Params(s.orig.Len())
+	n := s.orig.Len()
+	if s.store != nil && s.method != Byers {
+		n = max(n, s.u.Blocks()-n)
+	}
+	p, err := s.cfg.Params(n)
 	if err != nil {
 		return s.fail(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -94,7 +95,9 @@ func TestCompleteProperty(t *testing.T) {
 				t.Fatalf("trial %d one-way: hold %d and %d, union %d", trial, A.Held().Len(), B.Held().Len(), union)
 			}
 			// the responder's shortcut gives the same answer as the two-way subtraction
+			// (with the same filter: without stores A2 would size it for na alone)
 			cfg.OneWay = false
+			cfg.M, cfg.K = oa.Params.M, oa.Params.K
 			A2, _ := NewSession(uint64(trial), cfg, uv, a, nil)
 			B2, _ := NewSession(uint64(trial), cfg, uv, b, nil)
 			if err := Run(A2, B2, Limits{}); err != nil {
@@ -516,6 +519,47 @@ func TestConcurrentSessions(t *testing.T) {
 	for range 8 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestSizingWithStore: a side holding n = 1000 of u = 20000 blocks sizes its filter
+// for n when the answer is an offer, and for u - n when the answer carries the
+// blocks: a filter sized for n saturates ~CBF(S_A) and every held block would come
+// back as payload (990 of 990 shared); sized for u - n about n0 * FP(u - n) do.
+func TestSizingWithStore(t *testing.T) {
+	const u, n, shared = 20000, 1000, 990
+	rng := rand.New(rand.NewPCG(21, 22))
+	uv, _ := NewUniverse(u)
+	for _, withStore := range []bool{false, true} {
+		a, b := splitSets(rng, u, n, n, shared)
+		var sa, sb Blocks
+		if withStore {
+			sa, sb = storeOf(a, 8), storeOf(b, 8)
+		}
+		cfg := Config{OneWay: true, Seed: rng.Uint64()}
+		A, _ := NewSession(1, cfg, uv, a, sa)
+		B, _ := NewSession(1, cfg, uv, b, sb)
+		if err := Run(A, B, Limits{}); err != nil {
+			t.Fatal(err)
+		}
+		o := A.Outcome()
+		sizedFor := n
+		if withStore {
+			sizedFor = u - n
+		}
+		want, _ := Config{}.Params(sizedFor)
+		want.Seed = cfg.Seed
+		if o.Params != want {
+			t.Fatalf("store %v: params %v, want %v", withStore, o.Params, want)
+		}
+		if o.Missed != 0 {
+			t.Fatalf("store %v: missed %d", withStore, o.Missed)
+		}
+		expect := shared * cbfalgebra.FP(o.Params.M, o.Params.K, u-n)
+		t.Logf("store %v: %v, redundant %d (expected %.1f), %d bytes", withStore, o.Params, o.Redundant, expect, o.WireBytes())
+		if withStore && float64(o.Redundant) > expect+5*math.Sqrt(expect)+1 {
+			t.Fatalf("redundant %d, expected %.1f", o.Redundant, expect)
 		}
 	}
 }
