@@ -656,6 +656,12 @@ func (s *Store) writableFile(k int) (*os.File, error) { return s.openFile(k, tru
 func (s *Store) openFile(k int, write bool) (*os.File, error) {
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
+	s.mu.RLock()
+	closed := s.closed
+	s.mu.RUnlock()
+	if closed { // Close closes the files after setting closed: open no new one
+		return nil, ErrClosed
+	}
 	if f := s.files[k]; f != nil {
 		if !write || !s.rdonly[k] {
 			return f, nil

@@ -550,3 +550,22 @@ func TestStorePutAfterReadOnlyHandle(t *testing.T) {
 		t.Fatal("store not complete again")
 	}
 }
+
+// Once Close has closed the files, a put or read still in flight opens no new
+// file handle (it would never be closed).
+func TestStoreNoFileOpenedAfterClose(t *testing.T) {
+	m, _ := testManifest(t, MinBlockSize, 2*MinBlockSize)
+	s, err := CreateStore(t.TempDir(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.file(0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("file after Close: %v, want ErrClosed", err)
+	}
+	if s.files[0] != nil {
+		t.Fatal("a file handle was opened after Close")
+	}
+}
