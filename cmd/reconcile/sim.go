@@ -118,12 +118,15 @@ func simNetwork(c *cli.Context) (*ts.Network, error) {
 // simMethods parses --method.
 func simMethods(c *cli.Context) ([]reconcile.Method, error) {
 	s := strings.ToLower(c.String("method"))
-	if s == "both" {
+	switch s {
+	case "both":
 		return reconcile.Methods, nil
+	case "all":
+		return reconcile.AllMethods, nil
 	}
 	m, err := reconcile.ParseMethod(s)
 	if err != nil {
-		return nil, fmt.Errorf("sim: --method %q: want complete, byers or both", c.String("method"))
+		return nil, fmt.Errorf("sim: --method %q: want complete, byers, bitfield, iblt, ccbf, both (complete and byers) or all", c.String("method"))
 	}
 	return []reconcile.Method{m}, nil
 }
@@ -141,7 +144,7 @@ func simFilterFlags() []cli.Flag {
 		&cli.IntFlag{Name: "m", Usage: "filter counters (bits for Byers)", Value: f.M},
 		&cli.IntFlag{Name: "k", Usage: "hash functions", Value: f.K},
 		&cli.IntFlag{Name: "block-size", Usage: "bytes per block (a multiple of 64 for the RS(8191, kk) code of Byers)", Value: f.BlockBytes},
-		&cli.StringFlag{Name: "method", Usage: "complete, byers or both", Value: "both"},
+		&cli.StringFlag{Name: "method", Usage: "complete, byers, bitfield, iblt, ccbf, both (complete and byers) or all", Value: "both"},
 	}
 }
 
@@ -408,6 +411,9 @@ func simSwarmCommand() *cli.Command {
 			methods, err := simMethods(c)
 			if err != nil {
 				return err
+			}
+			if strings.EqualFold(c.String("method"), "all") { // the swarm model runs no iblt
+				methods = slices.DeleteFunc(slices.Clone(methods), func(m reconcile.Method) bool { return m == reconcile.IBLT })
 			}
 			net, err := simNetwork(c)
 			if err != nil {
