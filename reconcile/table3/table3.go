@@ -236,27 +236,10 @@ func (r *row) completeTrial() error {
 	a, b := r.split(r.kk, r.cfg.N, r.cfg.N, r.n0)
 	sa, sb := storeOf(a, r.source, r.cfg.BlockSize), storeOf(b, r.source, r.cfg.BlockSize)
 	cfg := reconcile.Config{Method: reconcile.Complete, M: r.cfg.M, K: r.cfg.K, Hash: r.cfg.Hash, Seed: r.rng.Uint64(), OneWay: true}
-	p, err := cfg.Params(r.cfg.N)
+	A, B, elapsed, err := run(cfg, r.cfg.N, r.kk, a, b, sa, sb)
 	if err != nil {
 		return err
 	}
-	u, err := universe(r.kk, p)
-	if err != nil {
-		return err
-	}
-	A, err := reconcile.NewSession(1, cfg, u, a, sa)
-	if err != nil {
-		return err
-	}
-	B, err := reconcile.NewSession(1, cfg, u, b, sb)
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
-	if err := reconcile.Run(A, B, reconcile.Limits{}); err != nil {
-		return err
-	}
-	elapsed := time.Since(t0)
 	o := A.Outcome()
 	ok := A.Held().Len() == r.kk
 	for i := 0; ok && i < r.kk; i++ {
@@ -272,27 +255,10 @@ func (r *row) byersTrial() error {
 	a, b := r.split(nn, r.n0+extra/2, r.n0+extra-extra/2, r.n0)
 	sa, sb := storeOf(a, r.coded, r.cfg.BlockSize), storeOf(b, r.coded, r.cfg.BlockSize)
 	cfg := reconcile.Config{Method: reconcile.Byers, M: r.cfg.M, K: r.cfg.K, Hash: r.cfg.Hash, Seed: r.rng.Uint64(), OneWay: true, Code: r.code}
-	p, err := cfg.Params(a.Len())
+	A, B, elapsed, err := run(cfg, a.Len(), nn, a, b, sa, sb)
 	if err != nil {
 		return err
 	}
-	u, err := universe(nn, p)
-	if err != nil {
-		return err
-	}
-	A, err := reconcile.NewSession(1, cfg, u, a, sa)
-	if err != nil {
-		return err
-	}
-	B, err := reconcile.NewSession(1, cfg, u, b, sb)
-	if err != nil {
-		return err
-	}
-	t0 := time.Now()
-	if err := reconcile.Run(A, B, reconcile.Limits{}); err != nil {
-		return err
-	}
-	elapsed := time.Since(t0)
 	o := A.Outcome()
 	ok := o.Decoded
 	for i := 0; ok && i < r.kk; i++ {
@@ -300,6 +266,31 @@ func (r *row) byersTrial() error {
 	}
 	r.byers.add(elapsed, o, B.Outcome(), ok)
 	return nil
+}
+
+// run times one session of cfg between A (holding a) and B (holding b) over a file of
+// blocks blocks, with the universe's tables for A's filter (sized for n) built
+// beforehand (see universe).
+func run(cfg reconcile.Config, n, blocks int, a, b *reconcile.Set, sa, sb reconcile.Blocks) (A, B *reconcile.Session, elapsed time.Duration, err error) {
+	p, err := cfg.Params(n)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	u, err := universe(blocks, p)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if A, err = reconcile.NewSession(1, cfg, u, a, sa); err != nil {
+		return nil, nil, 0, err
+	}
+	if B, err = reconcile.NewSession(1, cfg, u, b, sb); err != nil {
+		return nil, nil, 0, err
+	}
+	t0 := time.Now()
+	if err := reconcile.Run(A, B, reconcile.Limits{}); err != nil {
+		return nil, nil, 0, err
+	}
+	return A, B, time.Since(t0), nil
 }
 
 func (s *sums) add(elapsed time.Duration, a, b reconcile.Outcome, ok bool) {
