@@ -154,7 +154,8 @@ func verifyCommand() *cli.Command {
 			"match are reported as corrupt and dropped from the store, so that a resumed fetch\n" +
 			"downloads them again. Exits with status 1 when corrupt blocks were found.\n" +
 			"--rebuild re-hashes every block, recorded or not, and rebuilds the store's record\n" +
-			"of held blocks from those that match (for a damaged record, or files copied in).\n\n" +
+			"of held blocks from those that match (for a damaged record, or files copied in);\n" +
+			"when the old record can still be read, its blocks that fail are reported as corrupt.\n\n" +
 			"Examples:\n" +
 			"   reconcile verify ~/Downloads/movie\n" +
 			"   reconcile verify ./out --json\n" +
@@ -189,6 +190,15 @@ func runVerify(c *cli.Context) error {
 		opts = append(opts, chunker.WithVerify())
 	}
 	start := time.Now()
+	// For --rebuild, the blocks recorded as held before (when the record can
+	// be read) tell which of them the rebuild found corrupt.
+	var before []int
+	if c.Bool("rebuild") {
+		if old, err := chunker.OpenStore(dir); err == nil {
+			before = old.Held()
+			old.Close()
+		}
+	}
 	st, err := chunker.OpenStore(dir, opts...)
 	if err != nil {
 		if errors.Is(err, chunker.ErrNotFound) {
@@ -209,6 +219,11 @@ func runVerify(c *cli.Context) error {
 	if c.Bool("rebuild") { // opening re-hashed every block already
 		checked = m.BlockCount()
 		r = chunker.Report{Blocks: m.BlockCount(), Held: st.HeldCount(), Missing: m.BlockCount() - st.HeldCount(), Corrupt: []int{}}
+		for _, i := range before {
+			if !st.Has(i) {
+				r.Corrupt = append(r.Corrupt, i)
+			}
+		}
 	} else if r, err = st.VerifyProgress(ctx, update); err != nil {
 		finish()
 		return fmt.Errorf("verify: %w", err)

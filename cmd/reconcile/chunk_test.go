@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +109,19 @@ func TestVerifyCommand(t *testing.T) {
 	if rep, err = verify(); err != nil || rep.Missing != 3 {
 		t.Fatalf("second verify: %+v, %v", rep, err)
 	}
+	// --rebuild reports a recorded block whose bytes are damaged as corrupt.
+	fh, _ = os.OpenFile(filepath.Join(out, "src"), os.O_WRONLY, 0)
+	fh.WriteAt([]byte("X"), 5) // block 0
+	fh.Close()
+	s, err := run(t, "", "verify", out, "--rebuild", "--json")
+	rep = verifyReport{}
+	if jerr := json.Unmarshal([]byte(s), &rep); jerr != nil || err == nil || fmt.Sprint(rep.Corrupt) != "[0]" || rep.Missing != 4 {
+		t.Fatalf("rebuild with a damaged block: %+v, %v, %v", rep, err, jerr)
+	}
+	orig0, _ := os.ReadFile(src)
+	fh, _ = os.OpenFile(filepath.Join(out, "src"), os.O_WRONLY, 0)
+	fh.WriteAt(orig0[5:6], 5) // restore block 0
+	fh.Close()
 	// A damaged record: verify says how to rebuild it, --rebuild does, from the bytes.
 	orig, _ := os.ReadFile(src)
 	fh, _ = os.OpenFile(filepath.Join(out, "src"), os.O_WRONLY, 0)
@@ -119,7 +133,7 @@ func TestVerifyCommand(t *testing.T) {
 	if _, err := run(t, "", "verify", out); err == nil || !strings.Contains(err.Error(), "--rebuild") {
 		t.Fatalf("damaged record: %v", err)
 	}
-	s, err := run(t, "", "verify", out, "--rebuild", "--json")
+	s, err = run(t, "", "verify", out, "--rebuild", "--json")
 	if err != nil {
 		t.Fatal(err)
 	}
