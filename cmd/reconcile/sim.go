@@ -255,15 +255,18 @@ func simTable4Command() *cli.Command {
 			if err != nil {
 				return err
 			}
+			n := c.Int("n")
+			if n < 1 {
+				return fmt.Errorf("sim table4: --n must be positive, got %d", n)
+			}
+			if c.Int("trials") < 1 { // the library would take 0 for its default of 100
+				return fmt.Errorf("sim table4: --trials must be at least 1, got %d", c.Int("trials"))
+			}
 			net, err := simNetwork(c)
 			if err != nil {
 				return err
 			}
 			f := simFilter(c)
-			n := c.Int("n")
-			if n < 1 {
-				return fmt.Errorf("sim table4: --n must be positive, got %d", n)
-			}
 			rows := []ts.Row{}
 			for _, r := range ts.PaperTable4 {
 				rows = append(rows, ts.Row{KK: 2*n - r.N0*n/4000, N0: r.N0 * n / 4000})
