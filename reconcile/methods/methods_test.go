@@ -77,3 +77,21 @@ func TestPaperPointsJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestRunUniverse: with a file larger than S_A ∪ S_B, every row reports that
+// universe, Byers (coded blocks) is skipped, and nothing is missed.
+func TestRunUniverse(t *testing.T) {
+	cfg := Config{N: 300, Diffs: []int{10, 300}, Trials: 2, Seed: 4, NN: 2048, Universe: 5000}
+	rows, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != len(cfg.Diffs)*(len(reconcile.AllMethods)-1) {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, r := range rows {
+		if r.Method == "byers" || r.Universe != cfg.Universe || r.MaxMissed != 0 || r.Paper != nil {
+			t.Fatalf("%s d=%d: universe %d, missed %d, paper %v", r.Method, r.D, r.Universe, r.MaxMissed, r.Paper)
+		}
+	}
+}
