@@ -37,7 +37,7 @@ func init() {
 			&cli.IntFlag{Name: "nn", Value: methods.Default().NN, Usage: "length of Byers' Reed–Solomon code (points with n + d > nn skip Byers)"},
 			&cli.BoolFlag{Name: "two-way", Usage: "both peers end with S_A ∪ S_B (default: A pulls from B)"},
 			&cli.IntFlag{Name: "block-size", Value: 256 << 10, Usage: "payload bytes a redundant block costs when ranking the methods (chunker's default 256 KiB)"},
-			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers)"},
+			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers). Filters are sized for n, as for offers: when the file is over 2n blocks, complete and ccbf offer many blocks A holds (an index each)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
 			&cli.StringFlag{Name: "plot", Usage: "draw bytes on the wire against d (log scales) into `FILE.png`"},
 		},
