@@ -266,7 +266,7 @@ func (p *Peer) request(ctx context.Context, id lpeer.ID, proto string, root chun
 	if err != nil {
 		return nil, err
 	}
-	cs := &clientStream{s: s, fr: newFrameReader(s, 0), bw: bufio.NewWriterSize(s, 64<<10), idle: p.cfg.streamIdle}
+	cs := &clientStream{s: s, fr: newFrameReader(s, 0), bw: bufio.NewWriterSize(s, streamBuf), idle: p.cfg.streamIdle}
 	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
 	if err := cs.send(hello{Root: root[:], Coded: coded}.append(nil)); err != nil {
 		cs.reset()
@@ -782,7 +782,7 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			return nil
 		}
 		// Read the frame straight into a buffer the writers will own.
-		fr, err := cs.nextInto(f.getBuf(), f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
+		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
 				return ferr

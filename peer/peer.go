@@ -330,7 +330,7 @@ func (p *Peer) handler(serve func(*serverStream) error) network.StreamHandler {
 			return
 		}
 		ok := p.goroutine(func() {
-			ss := &serverStream{s: s, fr: newFrameReader(s, helloMax), bw: bufio.NewWriterSize(s, 64<<10), idle: p.cfg.streamIdle}
+			ss := &serverStream{s: s, fr: newFrameReader(s, helloMax), bw: bufio.NewWriterSize(s, streamBuf), idle: p.cfg.streamIdle}
 			err := p.serve(ss, serve)
 			remote := s.Conn().RemotePeer()
 			switch {

@@ -51,13 +51,27 @@ func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
 	return f, err
 }
 
-// nextInto reads a frame of at most max bytes within d into buf's memory
-// (when it fits) and hands that memory to the caller: the reader keeps no
-// reference to it.
-func (cs *clientStream) nextInto(buf []byte, max int, d time.Duration) ([]byte, error) {
-	cs.fr.buf = buf[:0]
-	f, err := cs.nextWithin(max, d)
+// nextInto reads a frame of at most max bytes within d into the memory of a
+// buffer from get (when it fits) and hands that memory to the caller: the
+// reader keeps no reference to it. get is called only once the frame starts
+// to arrive, so a stream waiting for its next block holds no block buffer.
+func (cs *clientStream) nextInto(get func() []byte, max int, d time.Duration) ([]byte, error) {
+	cs.fr.max = max
+	if err := cs.s.SetReadDeadline(time.Now().Add(d)); err != nil {
+		return nil, err
+	}
+	if _, err := cs.fr.r.Peek(1); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	cs.fr.buf = get()[:0]
+	f, err := cs.fr.next()
 	cs.fr.buf = nil
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
 	return f, err
 }
 

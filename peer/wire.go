@@ -58,8 +58,15 @@ type frameReader struct {
 	buf []byte
 }
 
+// streamBuf is the size of a stream's read and write buffers. They only
+// gather small frames (hello, want, missing, headers): a frame larger than
+// the buffer is read or written straight from or to its own memory, so a
+// larger buffer would cost memory on every open stream (thousands in a
+// testnet) and save nothing.
+const streamBuf = 4 << 10
+
 func newFrameReader(r io.Reader, max int) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 32<<10), max: max}
+	return &frameReader{r: bufio.NewReaderSize(r, streamBuf), max: max}
 }
 
 // next returns the next frame. The slice is valid until the following call.

@@ -19,8 +19,8 @@
 // latency is applied to every Write (the arrival time is fixed when Write is
 // called, and a stream delivers its writes one after the other), so a stream
 // moves what its writer writes back to back about once per one-way latency.
-// Package peer writes a 256 KiB block as two writes (through its 64 KiB
-// buffer), back to back: measured, one stream moves one block per 1.25 one-way
+// Package peer writes a 256 KiB block as two writes (the header and the first
+// bytes through its small stream buffer, then the rest), back to back: measured, one stream moves one block per 1.25 one-way
 // latencies (2 peers, 16 blocks of 256 KiB: 7.42 s at 370 ms, 3.08 s at 153
 // ms), like a TCP connection with a window of one block per one-way delay; so
 // the mock network is latency-bound unless Config.Bandwidth is small. Its
