@@ -191,3 +191,61 @@ func TestCBFLargeFilterReadsBack(t *testing.T) {
 		t.Fatalf("query of a large filter: %q, %v", out, err)
 	}
 }
+
+func TestExperimentTable2(t *testing.T) {
+	out, err := run(t, "", "experiment", "table2", "--trials", "1", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Rows []struct {
+			Op             string  `json:"op"`
+			AlgebraFN      float64 `json:"algebra_fn"`
+			DoubleFN       float64 `json:"double_fn"`
+			ProbeReduction float64 `json:"probe_reduction"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Rows) != 3*6*5 { // alphas × (m, k) × operations
+		t.Fatalf("%d rows, want 90", len(doc.Rows))
+	}
+	doubleFN := map[string]bool{}
+	for _, r := range doc.Rows {
+		if r.AlgebraFN != 0 || r.ProbeReduction <= 0 || r.ProbeReduction >= 1 {
+			t.Errorf("row %+v: want no algebra false negative and fewer probes", r)
+		}
+		doubleFN[r.Op] = doubleFN[r.Op] || r.DoubleFN > 0
+	}
+	// The double-CBF way misses members of \, ⊕ and the complement.
+	for _, op := range []string{"subtract", "xor", "complement"} {
+		if !doubleFN[op] {
+			t.Errorf("%s: the double-CBF way showed no false negative", op)
+		}
+	}
+	text, err := run(t, "", "experiment", "table2", "--trials", "1")
+	if err != nil || !strings.Contains(text, "probe reduction") {
+		t.Fatalf("table2 text: %v\n%s", err, text)
+	}
+}
+
+func TestExperimentTable1TextAndPlot(t *testing.T) {
+	png := filepath.Join(t.TempDir(), "t1.png")
+	out, err := run(t, "", "experiment", "table1", "--trials", "1", "--plot", png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"expected %", "24.700", "false negatives: 0 in every column"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table1 output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(png)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("plot: %v, %d bytes", err, len(b))
+	}
+	if _, err := run(t, "", "experiment", "table1", "--trials", "0"); err == nil || !strings.Contains(err.Error(), "--trials") {
+		t.Errorf("--trials 0: %v", err)
+	}
+}
