@@ -163,13 +163,12 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			held.Add(perm[j])
 		}
 	}
-	// Make sure the swarm holds the file: every source block (complete) or at
-	// least kk distinct coded blocks (Byers).
-	need := u
-	if byers {
-		need = kk
-	}
-	for b := 0; held.Len() < need && b < u; b++ {
+	// Make sure the swarm holds every block: every source block (complete), every
+	// coded block (Byers, as the server put all nn out). With only kk distinct
+	// coded blocks a peer would need every one of them, and a block its Bloom
+	// filter reports by a false positive never comes (the filter only grows):
+	// small Byers swarms then never converged.
+	for b := 0; held.Len() < u && b < u; b++ {
 		if !held.Has(b) {
 			held.Add(b)
 			peers[rng.IntN(n)].set.Add(b)

@@ -107,3 +107,20 @@ func BenchmarkSwarm200(b *testing.B) {
 	}
 	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestRunSwarmSmallByers: a Byers swarm of a few peers converges. It once held just
+// kk distinct coded blocks, so a peer needed every one of them, and one its Bloom
+// filter reported by a false positive never came: the run failed with "did not
+// converge".
+func TestRunSwarmSmallByers(t *testing.T) {
+	net := smallNet(t, 5, ChordConfig{})
+	cfg := smallSwarm(reconcile.Byers)
+	cfg.Filter.M = 4096 // a crowded filter: false positives are common
+	r, err := RunSwarm(net, cfg, fixedCosts(800))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Completed != 5 {
+		t.Fatalf("%d of 5 peers completed", r.Completed)
+	}
+}
