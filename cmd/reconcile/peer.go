@@ -312,7 +312,11 @@ func runFetch(c *cli.Context) error {
 	}
 	sum, err := p.Fetch(ctx, tk, c.String("out"), opts...)
 	if bar != nil {
-		bar.Finish()
+		if err == nil {
+			bar.Finish()
+		} else {
+			bar.Exit() // keep what was done: an interrupted fetch is not at 100 %
+		}
 		fmt.Fprintln(os.Stderr)
 	}
 	if err != nil {
