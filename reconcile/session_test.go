@@ -563,3 +563,21 @@ func TestSizingWithStore(t *testing.T) {
 		}
 	}
 }
+
+func TestRandomSplit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	for _, tc := range []struct{ u, shared, na, nb int }{{10, 0, 0, 0}, {10, 3, 5, 8}, {100, 50, 50, 50}, {7, 0, 3, 4}} {
+		a, b, err := RandomSplit(rng, tc.u, tc.shared, tc.na, tc.nb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Len() != tc.na || b.Len() != tc.nb || a.Len()-a.Difference(b) != tc.shared {
+			t.Fatalf("%+v: |A| = %d, |B| = %d, |A ∩ B| = %d", tc, a.Len(), b.Len(), a.Len()-a.Difference(b))
+		}
+	}
+	for _, tc := range []struct{ u, shared, na, nb int }{{10, 4, 3, 8}, {10, 0, 6, 5}, {10, -1, 2, 2}} {
+		if _, _, err := RandomSplit(rng, tc.u, tc.shared, tc.na, tc.nb); !errors.Is(err, ErrUniverse) {
+			t.Fatalf("%+v: %v", tc, err)
+		}
+	}
+}

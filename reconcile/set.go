@@ -3,6 +3,7 @@ package reconcile
 import (
 	"fmt"
 	"math/bits"
+	"math/rand/v2"
 )
 
 // Set is a set of block indices in [0, universe), kept as a bitmap. The zero value is
@@ -18,6 +19,29 @@ type Set struct {
 func NewSet(universe int) *Set {
 	universe = max(universe, 0)
 	return &Set{words: make([]uint64, (universe+63)/64), u: universe}
+}
+
+// RandomSplit draws two sets over [0, universe) for experiments: S_A of na blocks
+// and S_B of nb blocks sharing shared of them, all at random (one rng.Perm). It needs
+// shared <= min(na, nb) and na + nb - shared <= universe.
+func RandomSplit(rng *rand.Rand, universe, shared, na, nb int) (sa, sb *Set, err error) {
+	if shared < 0 || shared > min(na, nb) || na+nb-shared > universe {
+		return nil, nil, fmt.Errorf("%w: sets of %d and %d sharing %d do not fit %d blocks",
+			ErrUniverse, na, nb, shared, universe)
+	}
+	perm := rng.Perm(universe)
+	sa, sb = NewSet(universe), NewSet(universe)
+	for _, i := range perm[:shared] {
+		sa.Add(i)
+		sb.Add(i)
+	}
+	for _, i := range perm[shared:na] {
+		sa.Add(i)
+	}
+	for _, i := range perm[na : na+nb-shared] {
+		sb.Add(i)
+	}
+	return sa, sb, nil
 }
 
 // SetOf returns the set over [0, universe) holding the given indices; it fails on an

@@ -195,7 +195,10 @@ func runPoint(ctx context.Context, cfg Config, d int, m reconcile.Method, rng *r
 		if err := ctx.Err(); err != nil {
 			return r, err
 		}
-		sa, sb := split(rng, r.Universe, n0, na, nb)
+		sa, sb, err := reconcile.RandomSplit(rng, r.Universe, n0, na, nb)
+		if err != nil {
+			return r, err
+		}
 		scfg := reconcile.Config{Method: m, OneWay: !cfg.TwoWay, Seed: rng.Uint64()}
 		A, err := reconcile.NewSession(1, scfg, u, sa, nil)
 		if err != nil {
@@ -285,23 +288,6 @@ func filterFigures(u *reconcile.Universe, p cbfalgebra.Params, sa *reconcile.Set
 	}
 	us = float64(time.Since(t0).Microseconds()) / reps
 	return float64(len(wire)*8) / float64(p.R*p.M), us, nil
-}
-
-// split draws S_A (na blocks) and S_B (nb blocks) over [0, u) sharing shared blocks.
-func split(rng *rand.Rand, u, shared, na, nb int) (sa, sb *reconcile.Set) {
-	perm := rng.Perm(u)
-	sa, sb = reconcile.NewSet(u), reconcile.NewSet(u)
-	for _, i := range perm[:shared] {
-		sa.Add(i)
-		sb.Add(i)
-	}
-	for _, i := range perm[shared:na] {
-		sa.Add(i)
-	}
-	for _, i := range perm[na : na+nb-shared] {
-		sb.Add(i)
-	}
-	return sa, sb
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -207,23 +207,6 @@ func universe(n int, p cbfalgebra.Params) (*reconcile.Universe, error) {
 	return u, err
 }
 
-// split draws two sets of na and nb indices of [0, u) sharing shared, at random.
-func (r *row) split(u, na, nb, shared int) (*reconcile.Set, *reconcile.Set) {
-	perm := r.rng.Perm(u)
-	a, b := reconcile.NewSet(u), reconcile.NewSet(u)
-	for _, i := range perm[:shared] {
-		a.Add(i)
-		b.Add(i)
-	}
-	for _, i := range perm[shared : shared+na-shared] {
-		a.Add(i)
-	}
-	for _, i := range perm[na : na+nb-shared] {
-		b.Add(i)
-	}
-	return a, b
-}
-
 func storeOf(s *reconcile.Set, blocks [][]byte, size int) *reconcile.MemBlocks {
 	st := reconcile.NewMemBlocks(s.Universe(), size)
 	for _, i := range s.Indices() {
@@ -233,7 +216,10 @@ func storeOf(s *reconcile.Set, blocks [][]byte, size int) *reconcile.MemBlocks {
 }
 
 func (r *row) completeTrial() error {
-	a, b := r.split(r.kk, r.cfg.N, r.cfg.N, r.n0)
+	a, b, err := reconcile.RandomSplit(r.rng, r.kk, r.n0, r.cfg.N, r.cfg.N)
+	if err != nil {
+		return err
+	}
 	sa, sb := storeOf(a, r.source, r.cfg.BlockSize), storeOf(b, r.source, r.cfg.BlockSize)
 	cfg := reconcile.Config{Method: reconcile.Complete, M: r.cfg.M, K: r.cfg.K, Hash: r.cfg.Hash, Seed: r.rng.Uint64(), OneWay: true}
 	A, B, elapsed, err := run(cfg, r.cfg.N, r.kk, a, b, sa, sb)
@@ -252,7 +238,10 @@ func (r *row) completeTrial() error {
 func (r *row) byersTrial() error {
 	nn := r.cfg.NN
 	extra := nn - r.n0
-	a, b := r.split(nn, r.n0+extra/2, r.n0+extra-extra/2, r.n0)
+	a, b, err := reconcile.RandomSplit(r.rng, nn, r.n0, r.n0+extra/2, r.n0+extra-extra/2)
+	if err != nil {
+		return err
+	}
 	sa, sb := storeOf(a, r.coded, r.cfg.BlockSize), storeOf(b, r.coded, r.cfg.BlockSize)
 	cfg := reconcile.Config{Method: reconcile.Byers, M: r.cfg.M, K: r.cfg.K, Hash: r.cfg.Hash, Seed: r.rng.Uint64(), OneWay: true, Code: r.code}
 	A, B, elapsed, err := run(cfg, a.Len(), nn, a, b, sa, sb)

@@ -1,8 +1,6 @@
 package transitstub
 
 import (
-	"math/rand/v2"
-
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -51,22 +49,4 @@ func filterBytes(m reconcile.Method, p cbfalgebra.Params, universe, setSize int,
 	msg := reconcile.Message{Type: reconcile.MsgFilter, Filter: reconcile.FilterMsg{
 		Method: m, Params: p, Universe: universe, SetSize: setSize, Data: data}}
 	return msg.EncodedSize()
-}
-
-// splitSets draws S_A and S_B over [0, u) with |S_A ∩ S_B| = shared, |S_A| = na,
-// |S_B| = nb (na + nb - shared <= u).
-func splitSets(rng *rand.Rand, u, shared, na, nb int) (sa, sb *reconcile.Set) {
-	perm := rng.Perm(u)
-	sa, sb = reconcile.NewSet(u), reconcile.NewSet(u)
-	for _, i := range perm[:shared] {
-		sa.Add(i)
-		sb.Add(i)
-	}
-	for _, i := range perm[shared:na] {
-		sa.Add(i)
-	}
-	for _, i := range perm[na : na+nb-shared] {
-		sb.Add(i)
-	}
-	return sa, sb
 }

@@ -255,7 +255,10 @@ func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][
 	times := make([]float64, 0, cfg.Trials)
 	var runErr error
 	for t, pair := range pairs {
-		sa, sb := fx.split(rng)
+		sa, sb, err := fx.split(rng)
+		if err != nil {
+			return nil, err
+		}
 		A, err := reconcile.NewSession(uint64(t+1), scfg, fx.u, sa, fx.store(sa))
 		if err != nil {
 			return nil, err
@@ -450,13 +453,13 @@ func newFixture(f FilterConfig, r Row, m reconcile.Method, n int, rng *rand.Rand
 
 // split draws the two peers' sets: complete, n blocks each sharing n0 and covering
 // the file; Byers, (nn+n0)/2 coded blocks each sharing n0 and covering all nn.
-func (fx *fixture) split(rng *rand.Rand) (sa, sb *reconcile.Set) {
+func (fx *fixture) split(rng *rand.Rand) (sa, sb *reconcile.Set, err error) {
 	if fx.code == nil {
-		return splitSets(rng, fx.r.KK, fx.r.N0, fx.n, fx.n)
+		return reconcile.RandomSplit(rng, fx.r.KK, fx.r.N0, fx.n, fx.n)
 	}
 	nn := fx.f.NN
 	na := (nn + fx.r.N0 + 1) / 2
-	return splitSets(rng, nn, fx.r.N0, na, nn+fx.r.N0-na)
+	return reconcile.RandomSplit(rng, nn, fx.r.N0, na, nn+fx.r.N0-na)
 }
 
 func (fx *fixture) store(s *reconcile.Set) *reconcile.MemBlocks {
