@@ -487,9 +487,15 @@ func (s *Session) onFilter(f *FilterMsg) error {
 			}
 		}
 	}
+	return s.answer(f.Reply, hits)
+}
+
+// answer ends this side's handling of the peer's filter: it sends its own filter
+// when the peer asked for a reply, then the blocks (or the offer) of hits.
+func (s *Session) answer(reply bool, hits []uint32) error {
 	s.needFilter = false
 	s.responded = true
-	if f.Reply {
+	if reply {
 		if err := s.sendFilter(false); err != nil {
 			return err
 		}

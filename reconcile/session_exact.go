@@ -28,15 +28,7 @@ func (s *Session) onBitfield(f *FilterMsg) error {
 			hits = append(hits, uint32(i))
 		}
 	}
-	s.needFilter = false
-	s.responded = true
-	if f.Reply {
-		if err := s.sendFilter(false); err != nil {
-			return err
-		}
-		s.needResponse = true
-	}
-	return s.respond(hits)
+	return s.answer(f.Reply, hits)
 }
 
 // buildIBLT makes this side's cell encoder, or copies the one Config.Filters keeps
