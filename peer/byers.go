@@ -279,7 +279,7 @@ func (t *byersTarget) decode(gen int) error {
 func (p *Peer) fetchByers(ctx context.Context, t Ticket, out string, fc fetchConfig, start time.Time) (*Summary, error) {
 	srcs := p.connectAll(ctx, t.Peers, fc.peers)
 	if len(srcs) == 0 {
-		return nil, fmt.Errorf("%w: could not connect to any of %d peers", ErrNoPeers, len(t.Peers)+len(fc.peers))
+		return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.peers)))
 	}
 	m, err := p.fetchManifest(ctx, t.Root, srcs, false)
 	if err != nil {

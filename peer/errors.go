@@ -1,6 +1,9 @@
 package peer
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors callers can test with errors.Is.
 var (
@@ -30,3 +33,11 @@ var (
 	// ErrClosed means the peer was closed.
 	ErrClosed = errors.New("peer: closed")
 )
+
+// anyOf words the peers a fetch tried: "the 1 peer", "any of 3 peers".
+func anyOf(n int) string {
+	if n == 1 {
+		return "the 1 peer"
+	}
+	return fmt.Sprintf("any of %d peers", n)
+}

@@ -180,7 +180,7 @@ func (p *Peer) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOpt
 	srcs := p.connectAll(ctx, t.Peers, fc.peers)
 	if store == nil {
 		if len(srcs) == 0 {
-			return nil, fmt.Errorf("%w: could not connect to any of %d peers", ErrNoPeers, len(t.Peers)+len(fc.peers))
+			return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.peers)))
 		}
 		m, err := p.fetchManifest(ctx, t.Root, srcs, false)
 		if err != nil {

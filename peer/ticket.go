@@ -65,7 +65,7 @@ func ParseTicket(s string) (Ticket, error) {
 	}
 	_, b, err := multibase.Decode(s)
 	if err != nil {
-		return Ticket{}, fmt.Errorf("%w: %v", ErrBadTicket, err)
+		return Ticket{}, fmt.Errorf("%w: not a ticket token (%v)", ErrBadTicket, err)
 	}
 	if len(b) < 1+chunker.HashSize+2 || b[0] != ticketVersion {
 		return Ticket{}, fmt.Errorf("%w: not a version-%d ticket", ErrBadTicket, ticketVersion)
@@ -74,7 +74,8 @@ func ParseTicket(s string) (Ticket, error) {
 	copy(t.Root[:], b[1:1+chunker.HashSize])
 	peers, err := decodePeers(b[1+chunker.HashSize:])
 	if err != nil {
-		return Ticket{}, fmt.Errorf("%w: %v", ErrBadTicket, err)
+		why := strings.TrimPrefix(err.Error(), ErrMalformed.Error()+": ")
+		return Ticket{}, fmt.Errorf("%w: cut short or damaged (%s)", ErrBadTicket, why)
 	}
 	if len(peers) == 0 {
 		return Ticket{}, fmt.Errorf("%w: no peer", ErrBadTicket)

@@ -127,3 +127,19 @@ func TestLoadOrCreateKeyRace(t *testing.T) {
 		}
 	}
 }
+
+// TestTicketErrorText: a mangled ticket gets one plain line that names the
+// problem, without internal wire-format wording.
+func TestTicketErrorText(t *testing.T) {
+	good := Ticket{Peers: testAddrInfos(t, 1)}.String()
+	for _, tc := range []struct{ in, want string }{
+		{"garbage", "not a ticket token"},
+		{good[:60], "cut short or damaged"},
+		{good + "a", "cut short or damaged"},
+	} {
+		_, err := ParseTicket(tc.in)
+		if !errors.Is(err, ErrBadTicket) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "malformed") {
+			t.Errorf("ParseTicket(%.20q…) = %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
