@@ -69,7 +69,9 @@
 //     it by a cost model (Costs, calibrated once by Calibrate, which times the real
 //     cbfalgebra code) for deterministic figures; Table4Config.DecodeMS replaces the
 //     decode time (PaperDecodeMS prices it as the paper's Table 3 measured it).
-//   - Swarm (RunSwarm): every peer starts with a random share of the blocks, and
+//   - Swarm (RunSwarm): every peer starts with a random share of the blocks (the
+//     blocks no peer drew go to random peers, so that the swarm holds every source
+//     block, or for Byers every one of the NN coded blocks), and
 //     until it holds the file reconciles with one neighbour at a time, taking its
 //     successor list and fingers in turn; peers keep serving after they complete.
 //     For speed with thousands of peers, each exchange runs the real filter code
