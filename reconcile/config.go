@@ -77,7 +77,7 @@ func (c Config) method() Method {
 // Params returns the filter parameters for a filter sized for n elements: overrides
 // from the configuration, else m = the smallest power of two >= BitsPerElement*n and
 // k = round(ln2 * m/n). For Byers R is 1 (a plain Bloom filter). [Session.Start]
-// passes its set size, or max(n, u-n) when blocks travel in the answer (see there).
+// passes its set size, or u - n when blocks travel in the answer (see there).
 func (c Config) Params(n int) (cbfalgebra.Params, error) {
 	p := cbfalgebra.Params{M: c.M, K: c.K, R: c.R, Hash: c.Hash, Seed: c.Seed}
 	n = max(n, 1)
@@ -108,6 +108,19 @@ func (c Config) Params(n int) (cbfalgebra.Params, error) {
 		return p, err
 	}
 	return p, nil
+}
+
+// filterBytesPerElement is the size of a CBF sized by Params per element it is
+// sized for, before rounding m up to a power of two: r * BitsPerElement / 8.
+func (c Config) filterBytesPerElement() float64 {
+	r, bpe := c.R, c.BitsPerElement
+	if r == 0 {
+		r = cbfalgebra.DefaultCounterBits
+	}
+	if bpe == 0 {
+		bpe = DefaultBitsPerElement
+	}
+	return float64(r) * bpe / 8
 }
 
 // accept checks the parameters of a peer's filter against this configuration.

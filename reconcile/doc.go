@@ -21,7 +21,7 @@
 //     and seed (both sides must agree on these), one-way or two-way, the erasure code
 //     (Byers) and decoder [Limits]. [Config.Params] picks m and k from a set size:
 //     m = the smallest power of two >= 8n, k = round(ln2 m/n); a session with a
-//     Blocks store sizes Complete and CCBF filters for max(n, u - n) ([Session.Start]).
+//     Blocks store may size Complete and CCBF filters for u - n ([Session.Start]).
 //   - [Session]: one side of one exchange, a state machine in the etcd raft style:
 //     [Session.Start] (initiator only), [Session.Step] for every message of the
 //     peer, [Session.Ready] for the messages to send, [Session.Done],

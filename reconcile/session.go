@@ -199,12 +199,13 @@ func NewSession(id uint64, cfg Config, u *Universe, held *Set, store Blocks) (*S
 // parameters chosen from its set size (Config.Params) and queues it.
 //
 // With a Blocks store (payloads in the answer), Complete and CCBF size the filter
-// for max(n, u-n) blocks rather than n: the peer offers a block x this side holds
-// when x's counters of ~CBF(S) = CBF(U \ S), a filter of u - n blocks (T2), are all
-// nonzero, so a filter sized for n saturates when u >> n and every block this side
-// holds comes back as payload. Without a store an offered block costs its index
-// (about a byte), less than the larger filter (4 bytes per block of u - n), so the
-// filter is sized for n.
+// for u - n blocks rather than n when u - n > n and the n held blocks' payloads
+// outweigh the larger filter (about r*BitsPerElement/8 bytes per block of u - n):
+// the peer sends back a block x this side holds when x's counters of
+// ~CBF(S) = CBF(U \ S), a filter of u - n blocks (T2), are all nonzero, so a filter
+// sized for n saturates when u >> n and nearly every held block the peer also holds
+// comes back as payload. Without a store an offered block costs its index (about
+// a byte), less than the larger filter, so the filter is sized for n.
 func (s *Session) Start() error {
 	if s.err != nil {
 		return s.err
@@ -228,8 +229,9 @@ func (s *Session) Start() error {
 		return s.sendCells(s.cfg.ibltFirst())
 	}
 	n := s.orig.Len()
-	if s.store != nil && s.method != Byers {
-		n = max(n, s.u.Blocks()-n)
+	if c := s.u.Blocks() - n; s.store != nil && s.method != Byers && c > n &&
+		float64(n*s.store.BlockSize()) > float64(c)*s.cfg.filterBytesPerElement() {
+		n = c
 	}
 	p, err := s.cfg.Params(n)
 	if err != nil {

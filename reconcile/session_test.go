@@ -524,18 +524,19 @@ func TestConcurrentSessions(t *testing.T) {
 }
 
 // TestSizingWithStore: a side holding n = 1000 of u = 20000 blocks sizes its filter
-// for n when the answer is an offer, and for u - n when the answer carries the
-// blocks: a filter sized for n saturates ~CBF(S_A) and every held block would come
-// back as payload (990 of 990 shared); sized for u - n about n0 * FP(u - n) do.
+// for n when the answer is an offer or its blocks are tiny, and for u - n when the
+// answer carries blocks worth more than the larger filter: a filter sized for n
+// saturates ~CBF(S_A) and every held block would come back as payload (990 of 990
+// shared); sized for u - n about n0 * FP(u - n) do.
 func TestSizingWithStore(t *testing.T) {
 	const u, n, shared = 20000, 1000, 990
 	rng := rand.New(rand.NewPCG(21, 22))
 	uv, _ := NewUniverse(u)
-	for _, withStore := range []bool{false, true} {
+	for _, tc := range []struct{ blockSize, sizedFor int }{{0, n}, {8, n}, {256, u - n}} {
 		a, b := splitSets(rng, u, n, n, shared)
 		var sa, sb Blocks
-		if withStore {
-			sa, sb = storeOf(a, 8), storeOf(b, 8)
+		if tc.blockSize > 0 {
+			sa, sb = storeOf(a, tc.blockSize), storeOf(b, tc.blockSize)
 		}
 		cfg := Config{OneWay: true, Seed: rng.Uint64()}
 		A, _ := NewSession(1, cfg, uv, a, sa)
@@ -544,21 +545,17 @@ func TestSizingWithStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		o := A.Outcome()
-		sizedFor := n
-		if withStore {
-			sizedFor = u - n
-		}
-		want, _ := Config{}.Params(sizedFor)
+		want, _ := Config{}.Params(tc.sizedFor)
 		want.Seed = cfg.Seed
 		if o.Params != want {
-			t.Fatalf("store %v: params %v, want %v", withStore, o.Params, want)
+			t.Fatalf("blocks of %d B: params %v, want %v", tc.blockSize, o.Params, want)
 		}
 		if o.Missed != 0 {
-			t.Fatalf("store %v: missed %d", withStore, o.Missed)
+			t.Fatalf("blocks of %d B: missed %d", tc.blockSize, o.Missed)
 		}
 		expect := shared * cbfalgebra.FP(o.Params.M, o.Params.K, u-n)
-		t.Logf("store %v: %v, redundant %d (expected %.1f), %d bytes", withStore, o.Params, o.Redundant, expect, o.WireBytes())
-		if withStore && float64(o.Redundant) > expect+5*math.Sqrt(expect)+1 {
+		t.Logf("blocks of %d B: %v, redundant %d (expected %.1f), %d bytes", tc.blockSize, o.Params, o.Redundant, expect, o.WireBytes())
+		if float64(o.Redundant) > expect+5*math.Sqrt(expect)+1 {
 			t.Fatalf("redundant %d, expected %.1f", o.Redundant, expect)
 		}
 	}
