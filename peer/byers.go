@@ -338,23 +338,9 @@ func (p *Peer) fetchByers(ctx context.Context, t Ticket, out string, fc fetchCon
 }
 
 func (p *Peer) fetchCodedHeader(ctx context.Context, root chunker.ID, id lpeer.ID, m *chunker.Manifest) (*codedBlocks, error) {
-	cs, err := p.request(ctx, id, string(ProtoManifest), root, true)
+	max := 4*binaryMaxVarint + (MaxByersBytes/m.BlockSize()+1)*64*chunker.HashSize
+	body, err := p.askManifest(ctx, root, id, true, max)
 	if err != nil {
-		return nil, err
-	}
-	defer cs.close()
-	if err := cs.flush(); err != nil {
-		return nil, err
-	}
-	max := 1 + 4*binaryMaxVarint + (MaxByersBytes/m.BlockSize()+1)*64*chunker.HashSize
-	f, err := cs.next(max)
-	if err != nil {
-		cs.reset()
-		return nil, err
-	}
-	body, err := decodeTyped(f, msgManifest)
-	if err != nil {
-		cs.reset()
 		return nil, err
 	}
 	return decodeCodedHeader(body, m)

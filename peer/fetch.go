@@ -297,8 +297,10 @@ func (p *Peer) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.
 	return nil, fmt.Errorf("%w: no peer sent the manifest: %w", ErrNoPeers, errors.Join(errs...))
 }
 
-func (p *Peer) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
-	cs, err := p.request(ctx, id, string(ProtoManifest), root, false)
+// askManifest sends a manifest request (for the coded blocks' header when
+// coded) to id and returns the body of the answer, of at most max bytes.
+func (p *Peer) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
+	cs, err := p.request(ctx, id, string(ProtoManifest), root, coded)
 	if err != nil {
 		return nil, err
 	}
@@ -306,7 +308,7 @@ func (p *Peer) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.
 	if err := cs.flush(); err != nil {
 		return nil, err
 	}
-	f, err := cs.next(1 + p.cfg.limits.MaxManifestBytes)
+	f, err := cs.next(1 + max)
 	if err != nil {
 		cs.reset()
 		return nil, err
@@ -314,6 +316,14 @@ func (p *Peer) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.
 	body, err := decodeTyped(f, msgManifest)
 	if err != nil {
 		cs.reset()
+		return nil, err
+	}
+	return body, nil
+}
+
+func (p *Peer) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
+	body, err := p.askManifest(ctx, root, id, false, p.cfg.limits.MaxManifestBytes)
+	if err != nil {
 		return nil, err
 	}
 	m, err := chunker.DecodeManifestID(body, root, p.cfg.limits.MaxManifestBytes)
