@@ -272,11 +272,18 @@ func benchSeeds(ctx context.Context, self, dir string, paths []string, bs int64)
 }
 
 func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int64) ([]peer.Ticket, func(), error) {
+	// Each seed's standard error is kept, not shown: it says "shutting down"
+	// when stopped, and is reported only if the seed fails to start.
+	type seedProc struct {
+		stderr bytes.Buffer
+		exited chan error
+	}
+	var procs []*seedProc
 	var cmds []*exec.Cmd
 	stop := func() {
-		for _, c := range cmds {
+		for j, c := range cmds {
 			c.Process.Signal(os.Interrupt)
-			c.Wait()
+			<-procs[j].exited
 		}
 	}
 	var tks []peer.Ticket
@@ -284,15 +291,21 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 		tf := filepath.Join(dir, fmt.Sprintf("seed%d.ticket", j))
 		os.Remove(tf)
 		cmd := exec.CommandContext(ctx, self, "seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf)
+		sp := &seedProc{exited: make(chan error, 1)}
 		cmd.Stdout = io.Discard
-		cmd.Stderr = os.Stderr
+		cmd.Stderr = &sp.stderr
 		if err := cmd.Start(); err != nil {
 			stop()
 			return nil, nil, err
 		}
-		cmds = append(cmds, cmd)
-		tk, err := waitTicket(ctx, tf)
+		cmds, procs = append(cmds, cmd), append(procs, sp)
+		go func() { sp.exited <- cmd.Wait() }()
+		tk, err := waitTicket(ctx, tf, sp.exited)
 		if err != nil {
+			if errors.Is(err, errSeedExited) {
+				cmds, procs = cmds[:j], procs[:j]
+				err = fmt.Errorf("bench: seed: %s", strings.TrimPrefix(strings.TrimSpace(sp.stderr.String()), "reconcile: "))
+			}
 			stop()
 			return nil, nil, err
 		}
@@ -301,7 +314,12 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 	return tks, stop, nil
 }
 
-func waitTicket(ctx context.Context, path string) (peer.Ticket, error) {
+// errSeedExited means a seed process ended before it wrote its ticket.
+var errSeedExited = errors.New("bench: a seed exited before writing its ticket")
+
+// waitTicket waits for a seed to write its ticket file, or to exit (exited
+// gets its end; the error is then errSeedExited).
+func waitTicket(ctx context.Context, path string, exited <-chan error) (peer.Ticket, error) {
 	for deadline := time.Now().Add(10 * time.Minute); time.Now().Before(deadline); {
 		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
 			return peer.ParseTicket(string(b))
@@ -309,6 +327,8 @@ func waitTicket(ctx context.Context, path string) (peer.Ticket, error) {
 		select {
 		case <-ctx.Done():
 			return peer.Ticket{}, ctx.Err()
+		case err := <-exited:
+			return peer.Ticket{}, fmt.Errorf("%w: %v", errSeedExited, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
