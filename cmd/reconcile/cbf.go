@@ -182,16 +182,16 @@ func cbfQueryCommand() *cli.Command {
 
 // cbfInfo is the JSON form of "reconcile cbf info".
 type cbfInfo struct {
-	M         int     `json:"m"`
-	K         int     `json:"k"`
-	R         int     `json:"r"`
-	Hash      string  `json:"hash"`
-	Seed      uint64  `json:"seed"`
-	N         int     `json:"n"`
-	Fill      float64 `json:"fill"`
-	Saturated int     `json:"saturated"`
-	Bytes     int     `json:"bytes"`
-	Counters  []int   `json:"counters,omitempty"`
+	M         int      `json:"m"`
+	K         int      `json:"k"`
+	R         int      `json:"r"`
+	Hash      string   `json:"hash"`
+	Seed      uint64   `json:"seed"`
+	N         int      `json:"n"`
+	Fill      float64  `json:"fill"`
+	Saturated int      `json:"saturated"`
+	Bytes     int      `json:"bytes"`
+	Counters  []uint16 `json:"counters,omitempty"` // r <= 16: a quarter of the memory of []int
 }
 
 func cbfInfoCommand() *cli.Command {
@@ -216,9 +216,9 @@ func cbfInfoCommand() *cli.Command {
 			info := cbfInfo{M: p.M, K: p.K, R: p.R, Hash: p.Hash.String(), Seed: p.Seed, N: f.Len(),
 				Fill: f.FillRatio(), Saturated: f.Saturated(), Bytes: f.EncodedSize()}
 			if c.Bool("counters") {
-				info.Counters = make([]int, p.M)
+				info.Counters = make([]uint16, p.M)
 				for i := range info.Counters {
-					info.Counters[i] = f.Counter(i)
+					info.Counters[i] = uint16(f.Counter(i))
 				}
 			}
 			if c.Bool("json") {

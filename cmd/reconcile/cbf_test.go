@@ -70,7 +70,7 @@ func TestCBFCommands(t *testing.T) {
 	}
 	sum := 0
 	for _, c := range info.Counters {
-		sum += c
+		sum += int(c)
 	}
 	if sum != 4*4 { // A ∪ B = {alpha, beta, gamma, delta}, k = 4 each (T8 sums)
 		t.Errorf("union counters sum to %d, want 16", sum)
