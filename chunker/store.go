@@ -116,12 +116,9 @@ func CreateStore(dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("chunker: create store: %w", err)
-	}
-	root, err := os.OpenRoot(dir)
+	root, err := makeRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("chunker: create store: %w", err)
+		return nil, err
 	}
 	s, err := createStore(dir, root, m, cfg)
 	if err != nil {
@@ -129,6 +126,18 @@ func CreateStore(dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// makeRoot creates dir if needed and opens it as the root of a store.
+func makeRoot(dir string) (*os.Root, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("chunker: create store: %w", err)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("chunker: create store: %w", err)
+	}
+	return root, nil
 }
 
 func createStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store, error) {
@@ -249,12 +258,9 @@ func OpenOrCreateStore(dir string, m *Manifest, opts ...StoreOption) (*Store, er
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("chunker: create store: %w", err)
-	}
-	root, err := os.OpenRoot(dir)
+	root, err := makeRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("chunker: open store: %w", err)
+		return nil, err
 	}
 	var s *Store
 	have, err := readManifest(dir, root, cfg.maxManifestBytes)
