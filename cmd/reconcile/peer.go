@@ -128,8 +128,8 @@ func seedCommand() *cli.Command {
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate, e.g. 4MiB (per second)"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
-			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation (default 64)"},
-			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation (default 2k)"},
+			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
+			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
 		),
 		Action: runSeed,
@@ -323,7 +323,10 @@ func runFetch(c *cli.Context) error {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return errors.New("fetch: interrupted; every verified block is kept, run the same command to resume")
 		}
-		return oneLine(fmt.Errorf("fetch: %w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
+		if sum != nil && sum.Resumed+sum.Fetched > 0 {
+			return oneLine(fmt.Errorf("fetch: %w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
+		}
+		return oneLine(fmt.Errorf("fetch: %w", err))
 	}
 	if c.Bool("json") {
 		if err := writeJSON(os.Stdout, sum); err != nil {
