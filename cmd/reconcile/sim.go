@@ -196,9 +196,9 @@ func simTopologyCommand() *cli.Command {
 				}
 			}
 			if c.Bool("json") {
-				return writeJSON(os.Stdout, rep)
+				return writeJSON(c.App.Writer, rep)
 			}
-			w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(w, "\tthis run\tpaper\n")
 			fmt.Fprintf(w, "routers\t%d\t%d\n", rep.Routers, rep.PaperRouters)
 			fmt.Fprintf(w, "links (undirected)\t%d\t%d / 2 = %d ?\n", rep.Links, rep.PaperLinks, rep.PaperLinks/2)
@@ -304,9 +304,9 @@ func simTable4Command() *cli.Command {
 				}
 			}
 			if c.Bool("json") {
-				return writeJSON(os.Stdout, rep)
+				return writeJSON(c.App.Writer, rep)
 			}
-			printTable4(os.Stdout, rep)
+			printTable4(c.App.Writer, rep)
 			return nil
 		},
 	}
@@ -453,11 +453,11 @@ func simSwarmCommand() *cli.Command {
 				}
 			}
 			if c.Bool("json") {
-				return writeJSON(os.Stdout, rep)
+				return writeJSON(c.App.Writer, rep)
 			}
-			fmt.Printf("%d peers on %d routers, file of %d blocks, each peer starting with %.0f%%.\n",
+			fmt.Fprintf(c.App.Writer, "%d peers on %d routers, file of %d blocks, each peer starting with %.0f%%.\n",
 				net.Overlay.Len(), net.Topology.Routers(), kk, 100*rep.Share)
-			w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MB\tblocks MB\tredundant\tmissed\twall s\t\n")
 			for _, r := range rep.Runs {
 				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", r.Method, r.Completed, r.Peers,
@@ -465,7 +465,7 @@ func simSwarmCommand() *cli.Command {
 					r.RedundantBlocks, r.MissedBlocks, r.WallSeconds)
 			}
 			w.Flush()
-			fmt.Printf("total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
+			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return nil
 		},
 	}
