@@ -82,6 +82,9 @@ func runDemo(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--block-size: %v", err)
 	}
+	if bs < chunker.MinBlockSize || bs > chunker.MaxBlockSize {
+		return fmt.Errorf("--block-size %d: want %d to %d bytes (1KiB to 16MiB)", bs, chunker.MinBlockSize, chunker.MaxBlockSize)
+	}
 	nf := c.Int("fetchers")
 	if nf < 1 || nf > 16 {
 		return fmt.Errorf("--fetchers %d: want 1 to 16", nf)
