@@ -132,7 +132,13 @@ func WithMethod(m reconcile.Method) FetchOption {
 // download from, or with peers that have none of the missing blocks, before
 // it fails with ErrNoPeers. Default 10 s.
 func WithNoPeerTimeout(d time.Duration) FetchOption {
-	return func(c *fetchConfig) error { c.noPeer = d; return nil }
+	return func(c *fetchConfig) error {
+		if d <= 0 {
+			return errors.New("peer: WithNoPeerTimeout: duration must be positive")
+		}
+		c.noPeer = d
+		return nil
+	}
 }
 
 // Fetch downloads the content of ticket t into the folder out, from the
@@ -144,7 +150,7 @@ func WithNoPeerTimeout(d time.Duration) FetchOption {
 // Unserve. If out already holds a store of the same content, the fetch resumes
 // from its verified blocks.
 //
-// Errors: ErrBadTicket-free tickets only; ErrManifestMismatch if out holds
+// Errors: ErrManifestMismatch if out holds
 // other content or a peer's manifest does not match the root; ErrNoPeers when
 // no peer can be reached or the peers left lack blocks; store errors (such as a
 // full disk) as they come. On error, every verified block stays in out.

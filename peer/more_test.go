@@ -243,3 +243,13 @@ func TestServeBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestFetchOptionsChecked: a fetch option with a value that cannot work fails
+// Fetch up front.
+func TestFetchOptionsChecked(t *testing.T) {
+	for _, d := range []time.Duration{0, -time.Second} {
+		if _, err := newTestPeer(t).Fetch(context.Background(), Ticket{}, t.TempDir(), WithNoPeerTimeout(d)); err == nil || !strings.Contains(err.Error(), "WithNoPeerTimeout") {
+			t.Errorf("WithNoPeerTimeout(%v): %v", d, err)
+		}
+	}
+}

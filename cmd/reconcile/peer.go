@@ -279,6 +279,11 @@ func runFetch(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--method: %v", err)
 	}
+	for _, name := range []string{"no-peer-timeout", "stall-timeout"} {
+		if d := c.Duration(name); d <= 0 {
+			return fmt.Errorf("--%s %v: want a positive duration such as 10s", name, d)
+		}
+	}
 	tk, err := readTicket(c)
 	if err != nil {
 		return err
