@@ -98,9 +98,13 @@ type Store struct {
 	pending []int
 	dirty   map[int]struct{} // files written since the last data fsync
 
-	fmu    sync.Mutex // guards files and rdonly
-	files  []*os.File // lazily opened output files
-	rdonly []bool     // files[k] was opened read-only (a complete store's read-only mode)
+	fmu     sync.Mutex // guards files, rdonly, refs, nopen and evictAt
+	files   []*os.File // lazily opened output files, at most about maxOpen at once
+	rdonly  []bool     // files[k] was opened read-only (a complete store's read-only mode)
+	refs    []int32    // users of files[k] between openFile and release
+	nopen   int        // non-nil entries of files
+	maxOpen int        // handles kept open before unused ones are closed
+	evictAt int        // where the next eviction scan starts
 
 	top [2]string // a seed store's manifest root name and its name on disk
 
@@ -286,6 +290,7 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 		m: m, dir: dir, root: root, cfg: cfg, seed: logSeed(m.id),
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
 		files: make([]*os.File, len(m.files)), rdonly: make([]bool, len(m.files)),
+		refs: make([]int32, len(m.files)), maxOpen: maxOpenFiles,
 	}
 	fail := func(err error) (*Store, error) {
 		s.closeFiles()
@@ -388,11 +393,16 @@ func (s *Store) createFile(k int) error {
 		fh.Close()
 		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
 	}
+	// Not kept open: a tree may have more files than the process may open.
+	if err := fh.Close(); err != nil {
+		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
+	}
 	s.fmu.Lock()
 	if old := s.files[k]; old != nil {
 		old.Close()
+		s.files[k] = nil
+		s.nopen--
 	}
-	s.files[k], s.rdonly[k] = fh, false
 	s.fmu.Unlock()
 	for d := dir; ; d = path.Dir(d) {
 		if err := syncDir(s.root, d); err != nil {
@@ -462,7 +472,9 @@ func (s *Store) verifyAll(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := f.Sync(); err != nil {
+			err = f.Sync()
+			s.release(k)
+			if err != nil {
 				return fmt.Errorf("chunker: verify: %w", err)
 			}
 		}
@@ -571,6 +583,7 @@ func SeedStore(p string, m *Manifest, opts ...StoreOption) (*Store, error) {
 		m: m, dir: dir, root: root, cfg: cfg, readOnly: true, seed: logSeed(m.id),
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
 		files: make([]*os.File, len(m.files)), rdonly: make([]bool, len(m.files)),
+		refs: make([]int32, len(m.files)), maxOpen: maxOpenFiles,
 		top: [2]string{name, filepath.Base(real)},
 	}
 	for k, f := range m.files {
@@ -651,13 +664,42 @@ func (s *Store) list(held bool) []int {
 // Complete reports whether every block is held.
 func (s *Store) Complete() bool { return s.HeldCount() == s.m.blockCount }
 
-// file returns the open output file k, opening it on first use.
+// maxOpenFiles bounds the output files a store keeps open (a tree may hold
+// more files than the process may open); unused ones beyond it are closed.
+const maxOpenFiles = 256
+
+// file returns the open output file k, opening it on first use. The caller
+// must call release(k) when done with it.
 func (s *Store) file(k int) (*os.File, error) { return s.openFile(k, false) }
 
-// writableFile returns output file k open for writing. A handle opened
-// read-only while the store was complete (its files may then have read-only
-// modes) is replaced, since Verify may have dropped blocks to write again.
+// writableFile returns output file k open for writing, like file. A handle
+// opened read-only while the store was complete (its files may then have
+// read-only modes) is replaced, since Verify may have dropped blocks to write
+// again.
 func (s *Store) writableFile(k int) (*os.File, error) { return s.openFile(k, true) }
+
+// release ends a use of file k begun by file or writableFile.
+func (s *Store) release(k int) {
+	s.fmu.Lock()
+	s.refs[k]--
+	s.fmu.Unlock()
+}
+
+// evict closes unused handles, other than file keep, until at most 3/4 of
+// maxOpen are open. Data written through a closed handle stays in the page
+// cache, and fsync through a new handle makes it durable. Called with fmu held.
+func (s *Store) evict(keep int) {
+	n := len(s.files)
+	for j := 0; j < n && s.nopen > s.maxOpen*3/4; j++ {
+		k := (s.evictAt + j) % n
+		if f := s.files[k]; f != nil && k != keep && s.refs[k] == 0 {
+			f.Close()
+			s.files[k], s.rdonly[k] = nil, false
+			s.nopen--
+		}
+	}
+	s.evictAt = (s.evictAt + n/4 + 1) % n
+}
 
 func (s *Store) openFile(k int, write bool) (*os.File, error) {
 	s.fmu.Lock()
@@ -670,10 +712,12 @@ func (s *Store) openFile(k int, write bool) (*os.File, error) {
 	}
 	if f := s.files[k]; f != nil {
 		if !write || !s.rdonly[k] {
+			s.refs[k]++
 			return f, nil
 		}
 		f.Close()
 		s.files[k], s.rdonly[k] = nil, false
+		s.nopen--
 	}
 	flag := os.O_RDWR
 	if s.readOnly {
@@ -695,6 +739,11 @@ func (s *Store) openFile(k int, write bool) (*os.File, error) {
 		return nil, fmt.Errorf("chunker: %w", err)
 	}
 	s.files[k], s.rdonly[k] = f, rdonly
+	s.refs[k]++
+	s.nopen++
+	if s.nopen > s.maxOpen {
+		s.evict(k)
+	}
 	return f, nil
 }
 
@@ -732,7 +781,9 @@ func (s *Store) PutBlock(i int, data []byte) error {
 			return err
 		}
 		files = append(files, g.file)
-		if _, err := f.WriteAt(data[g.pos:g.pos+g.n], g.off); err != nil {
+		_, err = f.WriteAt(data[g.pos:g.pos+g.n], g.off)
+		s.release(g.file)
+		if err != nil {
 			return fmt.Errorf("chunker: write block %d: %w", i, err)
 		}
 		return nil
@@ -791,6 +842,7 @@ func (s *Store) flush() error {
 		f, err := s.file(k)
 		if err == nil {
 			err = f.Sync()
+			s.release(k)
 		}
 		if err != nil {
 			return unhold(fmt.Errorf("chunker: sync %s: %w", s.m.files[k].Path, err))
@@ -841,7 +893,9 @@ func (s *Store) readAt(i int, dst []byte) ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		if _, err := f.ReadAt(dst[g.pos:g.pos+g.n], g.off); err != nil {
+		_, err = f.ReadAt(dst[g.pos:g.pos+g.n], g.off)
+		s.release(g.file)
+		if err != nil {
 			return fmt.Errorf("chunker: read block %d: %w", i, err)
 		}
 		return nil
@@ -947,5 +1001,6 @@ func (s *Store) closeFiles() {
 			s.files[k] = nil
 		}
 	}
+	s.nopen = 0
 	s.fmu.Unlock()
 }

@@ -535,6 +535,8 @@ func TestStorePutAfterReadOnlyHandle(t *testing.T) {
 	s.fmu.Lock()
 	if old := s.files[0]; old != nil {
 		old.Close()
+	} else {
+		s.nopen++
 	}
 	s.files[0], s.rdonly[0] = ro, true
 	s.fmu.Unlock()
@@ -568,4 +570,69 @@ func TestStoreNoFileOpenedAfterClose(t *testing.T) {
 	if s.files[0] != nil {
 		t.Fatal("a file handle was opened after Close")
 	}
+}
+
+// A store keeps about maxOpen output files open, however many files its tree
+// has (a tree of more files than the process may open used to fail), while
+// puts, reads and syncs from several goroutines go on.
+func TestStoreBoundsOpenFiles(t *testing.T) {
+	sizes := make([]int64, 40)
+	for i := range sizes {
+		sizes[i] = int64(300 + 97*i)
+	}
+	m, data := testManifest(t, MinBlockSize, sizes...)
+	dir := t.TempDir()
+	s, err := CreateStore(dir, m, WithSyncEvery(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.maxOpen = 4
+	const workers = 4
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := w; i < m.BlockCount(); i += workers {
+				if err := s.PutBlock(i, block(m, data, i)); err != nil {
+					errs <- err
+					return
+				}
+				var err error
+				if buf, err = s.ReadBlock(i, buf); err != nil || !bytes.Equal(buf, block(m, data, i)) {
+					errs <- fmt.Errorf("read back block %d: %v", i, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	s.fmu.Lock()
+	open, refs := 0, 0
+	for k, f := range s.files {
+		if f != nil {
+			open++
+		}
+		refs += int(s.refs[k])
+	}
+	nopen := s.nopen
+	s.fmu.Unlock()
+	if open != nopen || open > s.maxOpen || refs != 0 {
+		t.Fatalf("%d files open (counted %d, limit %d), %d references left", open, nopen, s.maxOpen, refs)
+	}
+	checkStore(t, s, data)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = OpenStore(dir, WithVerify())
+	if err != nil || !s.Complete() {
+		t.Fatalf("reopen with verify: %v, complete %v", err, s != nil && s.Complete())
+	}
+	s.Close()
 }
