@@ -323,6 +323,7 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 	// The output files: create the missing ones, fix the sizes of the wrong ones and
 	// forget their blocks.
 	var drop []int
+	dirs := map[string]struct{}{} // folders holding recreated files, to fsync once each
 	for k, f := range m.files {
 		info, err := root.Stat(f.Path)
 		if err == nil && info.Mode().IsRegular() && info.Size() == f.Size {
@@ -334,7 +335,7 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 		if err == nil && !info.Mode().IsRegular() {
 			return fail(fmt.Errorf("%w: output file %s is not a regular file", ErrCorrupt, f.Path))
 		}
-		if err := s.createFile(k); err != nil {
+		if err := s.createFile(k, dirs); err != nil {
 			return fail(err)
 		}
 		s.fileBlocks(k, func(i int) {
@@ -343,6 +344,11 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 				drop = append(drop, i)
 			}
 		})
+	}
+	for d := range dirs {
+		if err := syncDir(root, d); err != nil {
+			return fail(fmt.Errorf("chunker: output folder %s: %w", d, err))
+		}
 	}
 	s.log, err = root.OpenFile(heldName, os.O_RDWR, 0)
 	if err != nil {
@@ -373,9 +379,9 @@ func openStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store,
 	return s, nil
 }
 
-// createFile creates (or truncates) output file k at its size and fsyncs it and its
-// folder.
-func (s *Store) createFile(k int) error {
+// createFile creates (or truncates) output file k at its size and fsyncs it; it adds
+// its folder and their parents to dirs, which the caller fsyncs.
+func (s *Store) createFile(k int, dirs map[string]struct{}) error {
 	f := s.m.files[k]
 	dir := path.Dir(f.Path)
 	if err := s.root.MkdirAll(dir, 0o755); err != nil {
@@ -405,9 +411,7 @@ func (s *Store) createFile(k int) error {
 	}
 	s.fmu.Unlock()
 	for d := dir; ; d = path.Dir(d) {
-		if err := syncDir(s.root, d); err != nil {
-			return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
-		}
+		dirs[d] = struct{}{}
 		if d == "." {
 			return nil
 		}
