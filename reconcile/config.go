@@ -138,9 +138,21 @@ func (c Config) accept(p cbfalgebra.Params) error {
 		return fmt.Errorf("%w: peer's %v does not match r=%d hash=%v seed=%d m=%d k=%d (0 = any)",
 			cbfalgebra.ErrNotHomologous, p, wantR, c.Hash, c.Seed, c.M, c.K)
 	}
+	if c.K == 0 && p.K > MaxPeerK {
+		// Each new (m, k) makes the universe build and cache a table of
+		// u·k addresses and CBF(U): a peer must not choose k freely.
+		return fmt.Errorf("%w: peer's k=%d is above %d", cbfalgebra.ErrInvalidParams, p.K, MaxPeerK)
+	}
 	check := p
 	if check.R == 1 {
 		check.R = cbfalgebra.DefaultCounterBits
 	}
 	return check.Validate()
 }
+
+// MaxPeerK is the largest number of hash functions a session accepts in a
+// peer's filter when its own Config leaves K open. The sizing of Config.Params
+// gives k = round(ln2·m/n) ≤ 11 at the default 8 bits per element (22 at 32);
+// a hostile peer announcing k = 64 would make every side build and cache
+// address tables 6× larger than an honest filter needs.
+const MaxPeerK = 24

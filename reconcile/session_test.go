@@ -578,3 +578,26 @@ func TestRandomSplit(t *testing.T) {
 		}
 	}
 }
+
+// A peer may not choose k freely: an honest filter with k above MaxPeerK is
+// refused by a responder that leaves K open, and accepted by one that pins it.
+func TestPeerKCap(t *testing.T) {
+	uv, _ := NewUniverse(100)
+	held, _ := SetOf(100, 1, 2, 3, 50)
+	a, err := NewSession(5, Config{K: MaxPeerK + 1}, uv, held, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	msg := a.Ready()[0]
+	open, _ := NewSession(5, Config{}, uv, held, nil)
+	if err := open.Step(msg); !errors.Is(err, cbfalgebra.ErrInvalidParams) {
+		t.Errorf("k=%d with K open: err = %v, want ErrInvalidParams", MaxPeerK+1, err)
+	}
+	pinned, _ := NewSession(5, Config{K: MaxPeerK + 1}, uv, held, nil)
+	if err := pinned.Step(msg); err != nil {
+		t.Errorf("k=%d with K pinned to it: %v", MaxPeerK+1, err)
+	}
+}
