@@ -58,6 +58,9 @@ func cbfBuildCommand() *cli.Command {
 				if !c.IsSet("m") || !c.IsSet("k") {
 					return errors.New("cbf build: give both --m and --k (or --n and --fp)")
 				}
+				if c.IsSet("n") || c.IsSet("fp") {
+					return errors.New("cbf build: give either --m and --k or --n and --fp, not both")
+				}
 				f, err = cbfalgebra.New(c.Int("m"), c.Int("k"), opts...)
 			case c.IsSet("n"):
 				f, err = cbfalgebra.NewForEstimate(c.Int("n"), c.Float64("fp"), opts...)

@@ -113,6 +113,7 @@ func TestCBFErrors(t *testing.T) {
 		{"no universe", []string{"cbf", "op", "union", f("a.cbf"), f("a.cbf"), "-o", f("x.cbf")}, "--universe"},
 		{"sha1 m", []string{"cbf", "build", "--m", "1000", "--k", "3", "--hash", "sha1", "-o", f("x.cbf")}, "power of two"},
 		{"no size", []string{"cbf", "build", "-o", f("x.cbf")}, "--m"},
+		{"both sizings", []string{"cbf", "build", "--m", "1024", "--k", "3", "--n", "100", "-o", f("x.cbf")}, "not both"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := run(t, "", tc.args...)
