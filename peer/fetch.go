@@ -469,7 +469,7 @@ loop:
 				break loop
 			}
 			if stuck > f.fc.noPeer {
-				err = fmt.Errorf("%w: none of the %d peers reached has the %d blocks still missing", ErrNoPeers, active, missing)
+				err = fmt.Errorf("%w: %d of %d blocks missing, and no peer reached has them (%d connected)", ErrNoPeers, missing, m.BlockCount(), active)
 				break loop
 			}
 		}
