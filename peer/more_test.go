@@ -2,6 +2,7 @@ package peer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -250,6 +252,50 @@ func TestFetchOptionsChecked(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		if _, err := newTestPeer(t).Fetch(context.Background(), Ticket{}, t.TempDir(), WithNoPeerTimeout(d)); err == nil || !strings.Contains(err.Error(), "WithNoPeerTimeout") {
 			t.Errorf("WithNoPeerTimeout(%v): %v", d, err)
+		}
+	}
+}
+
+// writeCounter is a stream that records its writes.
+type writeCounter struct {
+	network.Stream
+	writes [][]byte
+}
+
+func (w *writeCounter) Write(b []byte) (int, error) {
+	w.writes = append(w.writes, append([]byte(nil), b...))
+	return len(b), nil
+}
+func (w *writeCounter) SetWriteDeadline(time.Time) error { return nil }
+func (w *writeCounter) Conn() network.Conn               { return remoteConn{} }
+
+type remoteConn struct{ network.Conn }
+
+func (remoteConn) RemotePeer() lpeer.ID { return "remote" }
+
+// TestServedBlockOneWrite: a served block frame goes out in one write (on
+// the mock network every write costs a latency), and decodes to the block.
+func TestServedBlockOneWrite(t *testing.T) {
+	seed, tk, _ := seedFile(t, t.TempDir(), 100<<10, 16<<10)
+	c := seed.lookup(tk.Root[:])
+	w := &writeCounter{}
+	ss := &serverStream{s: w, bw: bufio.NewWriterSize(w, streamBuf), c: c, idle: time.Second}
+	for _, i := range []int{0, 6, 3} { // 6 is the short last block
+		w.writes = nil
+		if err := seed.sendStored(ss, nil, i); err != nil {
+			t.Fatal(err)
+		}
+		if len(w.writes) != 1 {
+			t.Fatalf("block %d went out in %d writes", i, len(w.writes))
+		}
+		f, err := newFrameReader(bytes.NewReader(w.writes[0]), 1<<20).next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, data, ok, err := decodeBlock(f, c.man.BlockCount())
+		want, _ := c.store.ReadBlock(i, nil)
+		if err != nil || !ok || j != i || !bytes.Equal(data, want) {
+			t.Fatalf("block %d: got %d, %d bytes, %v, %v", i, j, len(data), ok, err)
 		}
 	}
 }

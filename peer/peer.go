@@ -3,6 +3,7 @@ package peer
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -314,6 +315,17 @@ func (ss *serverStream) send(parts ...[]byte) error {
 	return writeFrame(ss.bw, parts...)
 }
 
+// sendRaw writes bytes that are already a whole frame (within the idle
+// deadline): in one write to the stream when nothing is buffered before them
+// and they are larger than the buffer.
+func (ss *serverStream) sendRaw(frame []byte) error {
+	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
+		return err
+	}
+	_, err := ss.bw.Write(frame)
+	return err
+}
+
 func (ss *serverStream) flush() error {
 	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
 		return err
@@ -472,27 +484,52 @@ func (p *Peer) serveBlocks(ss *serverStream) error {
 	}
 }
 
-// sendStored reads block i of the stream's store and sends it. The bytes it
-// reads count against Limits.ServeBytes until they are sent (written to the
-// stream, or copied into its write buffer).
+// blockRoom is the room kept in front of a served block's bytes for its
+// frame's length and header, so that the frame goes out in one write.
+const blockRoom = binaryMaxVarint + 1 + binaryMaxVarint
+
+// sendStored reads block i of the stream's store and sends it, as one write
+// of the whole frame (on go-libp2p's mock network every write costs a
+// latency). The bytes it reads count against Limits.ServeBytes until they
+// are sent (written to the stream, or copied into its write buffer).
 func (p *Peer) sendStored(ss *serverStream, hdr []byte, i int) error {
 	c := ss.c
-	n := int64(min(c.man.BlockLen(i), p.cfg.limits.ServeBytes))
-	if err := p.serveMem.Acquire(p.ctx, n); err != nil {
+	n := c.man.BlockLen(i)
+	budget := int64(min(n, p.cfg.limits.ServeBytes))
+	if err := p.serveMem.Acquire(p.ctx, budget); err != nil {
 		return err
 	}
-	defer p.serveMem.Release(n)
+	defer p.serveMem.Release(budget)
 	bp, _ := p.serveBufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
 	}
 	defer p.serveBufs.Put(bp)
-	data, err := c.store.ReadBlock(i, *bp)
+	if cap(*bp) < blockRoom+n {
+		*bp = make([]byte, 0, blockRoom+n)
+	}
+	buf := (*bp)[:blockRoom]
+	data, err := c.store.ReadBlock(i, buf[blockRoom:])
 	if err != nil {
 		return fmt.Errorf("read block %d: %w", i, err)
 	}
-	*bp = data[:0]
-	return p.sendBlock(ss, hdr, i, data)
+	hdr = appendBlockHeader(hdr, i)
+	var lp [binaryMaxVarint]byte
+	l := binary.PutUvarint(lp[:], uint64(len(hdr)+len(data)))
+	start := blockRoom - len(hdr) - l
+	copy(buf[start:], lp[:l])
+	copy(buf[start+l:], hdr)
+	if p.upload != nil {
+		if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
+			return err
+		}
+	}
+	// data lies right after the room (the buffer had the capacity).
+	if err := ss.sendRaw(buf[start : blockRoom+len(data)]); err != nil {
+		return err
+	}
+	c.noteSent(ss.s.Conn().RemotePeer(), len(data))
+	return nil
 }
 
 // sendBlock sends block i (within the upload rate, if capped).
