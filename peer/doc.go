@@ -59,5 +59,8 @@
 // Proto constants). Every stream carries length-prefixed frames with a limit
 // per frame ([Limits]) and buffers that grow only as bytes arrive; every read
 // and write has a deadline ([WithStreamIdle]). A malformed or oversized message
-// resets the stream.
+// resets the stream; a stream that times out or is reset is retried, not
+// taken for misbehaviour. Blocks read to be served count against one budget
+// for all streams ([Limits].ServeBytes), and each block frame goes out in one
+// write.
 package peer
