@@ -43,7 +43,7 @@ func benchCommand() *cli.Command {
 			"   reconcile bench --size 64MiB --seeds 4 --json",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "size", Value: "256MiB", Usage: "file size"},
-			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size"},
+			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size (1KiB to 16MiB)"},
 			&cli.IntFlag{Name: "seeds", Value: 4, Usage: "seeds of the multi-seed run, each holding an equal part (1 to 16)"},
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
@@ -88,6 +88,9 @@ func runBench(c *cli.Context) error {
 	bs, err := parseByteSize(c.String("block-size"))
 	if err != nil {
 		return fmt.Errorf("--block-size: %v", err)
+	}
+	if bs < chunker.MinBlockSize || bs > chunker.MaxBlockSize {
+		return fmt.Errorf("--block-size %d: want %d to %d bytes (1KiB to 16MiB)", bs, chunker.MinBlockSize, chunker.MaxBlockSize)
 	}
 	nseeds := c.Int("seeds")
 	if nseeds < 1 || nseeds > 16 {
