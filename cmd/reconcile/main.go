@@ -47,10 +47,20 @@ func newApp() *cli.App {
 		Name:  "reconcile",
 		Usage: "P2P set reconciliation and file distribution with counting Bloom filter algebra",
 		Description: "Peers cut files into blocks and exchange counting Bloom filters (CBFs);\n" +
-			"CBF subtraction finds every block the other side lacks (complete reconciliation).\n\n" +
+			"CBF subtraction finds every block the other side lacks (complete reconciliation).\n" +
+			"Flags may come before or after a command's arguments.\n\n" +
 			"Examples:\n" +
-			"   reconcile experiment table1 --trials 10   reproduce the paper's Table 1\n" +
-			"   reconcile cbf build --m 1024 --k 4 -o a.cbf < items.txt",
+			"   reconcile demo                                    seed, reconcile and fetch on this machine\n" +
+			"   reconcile seed movie.mkv --ticket-file t          serve a file, print its ticket\n" +
+			"   reconcile fetch --ticket-file t --out dl          fetch it on another host (resumable)\n" +
+			"   reconcile chunk movie.mkv --json                  a file's manifest summary\n" +
+			"   reconcile verify dl                               held, missing and corrupt blocks of a store\n" +
+			"   reconcile cbf build --m 1024 --k 4 -o a.cbf < items.txt\n" +
+			"   reconcile experiment table1 --trials 10           paper Table 1 (also table2, table3, methods)\n" +
+			"   reconcile sim table4                              paper Table 4 on a simulated Transit-Stub network\n" +
+			"   reconcile testnet --nodes 200                     200 real peers in one process\n" +
+			"   reconcile bench --size 1GiB                       fetch speed against a plain TCP copy\n\n" +
+			"Run \"reconcile COMMAND --help\" for a command's flags and more examples.",
 		Commands:             cmds,
 		EnableBashCompletion: true,
 		HideHelpCommand:      false,
