@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -82,12 +83,10 @@ func runMethodsCommand(c *cli.Context) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
-	update, finish := newProgress("methods trials")
-	cfg.Progress = update
-	ctx, stop := interruptible()
-	defer stop()
-	rows, err := methods.Run(ctx, cfg)
-	finish()
+	rows, err := runWithProgress("methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
+		cfg.Progress = progress
+		return methods.Run(ctx, cfg)
+	})
 	if err != nil {
 		return err
 	}

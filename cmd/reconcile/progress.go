@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"time"
@@ -45,4 +46,16 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// runWithProgress runs fn with a context cancelled by Ctrl-C or SIGTERM and a
+// progress callback that draws "label done/total" on a terminal (see
+// newProgress): the frame of every long experiment command.
+func runWithProgress[R any](label string, fn func(ctx context.Context, progress func(done, total int)) (R, error)) (R, error) {
+	update, finish := newProgress(label)
+	ctx, stop := signalContext()
+	defer stop()
+	r, err := fn(ctx, update)
+	finish()
+	return r, err
 }

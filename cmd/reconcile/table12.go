@@ -50,26 +50,29 @@ func init() {
 	})
 }
 
-// interruptible returns a context cancelled by Ctrl-C or SIGTERM, like the
-// other commands' signalContext.
-func interruptible() (context.Context, context.CancelFunc) { return signalContext() }
+// hashAndTrials reads the --hash and --trials flags every paper experiment has.
+func hashAndTrials(c *cli.Context) (cbfalgebra.HashFamily, int, error) {
+	h, err := cbfalgebra.ParseHashFamily(c.String("hash"))
+	if err != nil {
+		return h, 0, err
+	}
+	if t := c.Int("trials"); t < 1 {
+		return h, 0, fmt.Errorf("--trials must be at least 1, got %d", t)
+	}
+	return h, c.Int("trials"), nil
+}
 
 func runTable1Command(c *cli.Context) error {
-	h, err := cbfalgebra.ParseHashFamily(c.String("hash"))
+	h, trials, err := hashAndTrials(c)
 	if err != nil {
 		return err
 	}
 	cfg := paperexp.DefaultTable1()
-	cfg.Trials, cfg.Seed, cfg.Hash = c.Int("trials"), c.Uint64("seed"), h
-	if cfg.Trials < 1 {
-		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
-	}
-	update, finish := newProgress("table1 trials")
-	cfg.Progress = update
-	ctx, stop := interruptible()
-	defer stop()
-	rows, err := paperexp.RunTable1(ctx, cfg)
-	finish()
+	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
+	rows, err := runWithProgress("table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
+		cfg.Progress = progress
+		return paperexp.RunTable1(ctx, cfg)
+	})
 	if err != nil {
 		return err
 	}
@@ -212,21 +215,16 @@ func plotTable1(rows []paperexp.Table1Row, file string) error {
 }
 
 func runTable2Command(c *cli.Context) error {
-	h, err := cbfalgebra.ParseHashFamily(c.String("hash"))
+	h, trials, err := hashAndTrials(c)
 	if err != nil {
 		return err
 	}
 	cfg := paperexp.DefaultTable2()
-	cfg.Trials, cfg.Seed, cfg.Hash = c.Int("trials"), c.Uint64("seed"), h
-	if cfg.Trials < 1 {
-		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
-	}
-	update, finish := newProgress("table2 trials")
-	cfg.Progress = update
-	ctx, stop := interruptible()
-	defer stop()
-	rows, err := paperexp.RunTable2(ctx, cfg)
-	finish()
+	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
+	rows, err := runWithProgress("table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
+		cfg.Progress = progress
+		return paperexp.RunTable2(ctx, cfg)
+	})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math"
@@ -11,7 +12,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/reconcile/table3"
 )
 
@@ -43,24 +43,19 @@ func runTable3Command(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("table3 takes no arguments, got %q", c.Args().First())
 	}
-	h, err := cbfalgebra.ParseHashFamily(c.String("hash"))
+	h, trials, err := hashAndTrials(c)
 	if err != nil {
 		return err
 	}
 	cfg := table3.Default()
-	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = c.Int("trials"), c.Uint64("seed"), c.Int("block-size"), h
-	if cfg.Trials < 1 {
-		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
-	}
+	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = trials, c.Uint64("seed"), c.Int("block-size"), h
 	if cfg.BlockSize < 64 || cfg.BlockSize%64 != 0 {
 		return fmt.Errorf("--block-size must be a positive multiple of 64, got %d", cfg.BlockSize)
 	}
-	update, finish := newProgress("table3 trials")
-	cfg.Progress = update
-	ctx, stop := interruptible()
-	defer stop()
-	rows, err := table3.Run(ctx, cfg)
-	finish()
+	rows, err := runWithProgress("table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
+		cfg.Progress = progress
+		return table3.Run(ctx, cfg)
+	})
 	if err != nil {
 		return err
 	}
