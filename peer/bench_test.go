@@ -16,6 +16,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // BenchmarkFetch fetches a file from one seed over loopback TCP, both peers in
@@ -106,23 +107,22 @@ func BenchmarkFrameReader(b *testing.B) {
 	bw := bufio.NewWriter(&buf)
 	block := make([]byte, 256<<10)
 	for range 16 {
-		writeFrame(bw, appendBlockHeader(nil, 7), block)
+		wire.WriteFrame(bw, wire.AppendBlockHeader(nil, 7), block)
 	}
 	bw.Flush()
 	in := buf.Bytes()
 	b.SetBytes(int64(len(in)))
 	b.ReportAllocs()
-	fr := newFrameReader(nil, 1<<20)
 	r := bytes.NewReader(in)
 	for range b.N {
 		r.Reset(in)
-		fr.r.Reset(r)
+		fr := wire.NewReader(r)
 		for range 16 {
-			f, err := fr.next()
+			f, err := fr.Next(1 << 20)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, _, _, err := decodeBlock(f, 8); err != nil {
+			if _, _, _, err := wire.DecodeBlock(f, 8); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -135,12 +135,12 @@ func BenchmarkDecodeWant(b *testing.B) {
 	for i := range idx {
 		idx[i] = i * 1000
 	}
-	f := appendWant(nil, idx)
+	f := wire.AppendWant(nil, idx)
 	b.ReportAllocs()
 	var dst []int
 	for range b.N {
 		var err error
-		if dst, err = decodeWant(dst, f, 256, 1<<30); err != nil {
+		if dst, err = wire.DecodeWant(dst, f, 256, 1<<30); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,10 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/erasure"
@@ -50,6 +49,12 @@ type codedBlocks struct {
 	gens   *erasure.Generations
 	recon  *responder
 	hashes []byte
+	// origin, when set, is the full coded set this one was shared from (see
+	// CodedSet.Share): a received coded block equal to origin's is kept as
+	// origin's slice, not a copy, and decodes take one of origin's slots.
+	origin *codedBlocks
+	// decodes bounds the concurrent decodes of the sets shared from this one.
+	decodes chan struct{}
 
 	mu   sync.RWMutex
 	data [][]byte
@@ -72,7 +77,7 @@ func newCodedBlocks(m *chunker.Manifest, bp ByersParams) (*codedBlocks, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &codedBlocks{gens: gens, recon: r, data: make([][]byte, gens.Blocks())}, nil
+	return &codedBlocks{gens: gens, recon: r, data: make([][]byte, gens.Blocks()), decodes: make(chan struct{}, runtime.GOMAXPROCS(0))}, nil
 }
 
 // encodeByers codes the held content of a seed store.
@@ -153,11 +158,15 @@ func (cb *codedBlocks) encodeHashes() []byte {
 // decodeCodedHeader checks a coded header against the manifest and returns an
 // empty set of coded blocks with its hashes.
 func decodeCodedHeader(b []byte, m *chunker.Manifest) (*codedBlocks, error) {
-	d := decoder{b: b}
-	k, n, bs, size := d.uvarint(), d.uvarint(), d.uvarint(), d.uvarint()
-	if d.err != nil {
-		return nil, d.err
+	var v [4]uint64
+	for j := range v {
+		x, k := binary.Uvarint(b)
+		if k <= 0 {
+			return nil, fmt.Errorf("%w: coded header: truncated varint", ErrMalformed)
+		}
+		v[j], b = x, b[k:]
 	}
+	k, n, bs, size := v[0], v[1], v[2], v[3]
 	if bs != uint64(m.BlockSize()) || size != uint64(m.TotalSize()) || k == 0 || n < k || n > erasure.MaxBlocks {
 		return nil, fmt.Errorf("%w: coded header (k %d, n %d, %d-byte blocks, %d bytes) does not fit the manifest", ErrMalformed, k, n, bs, size)
 	}
@@ -165,30 +174,113 @@ func decodeCodedHeader(b []byte, m *chunker.Manifest) (*codedBlocks, error) {
 	// anything sized by the header's claims.
 	span := k * bs
 	gens := max((size+span-1)/span, 1)
-	if uint64(len(d.b)) != gens*n*chunker.HashSize {
-		return nil, fmt.Errorf("%w: %d bytes of hashes for %d coded blocks", ErrMalformed, len(d.b), gens*n)
+	if uint64(len(b)) != gens*n*chunker.HashSize {
+		return nil, fmt.Errorf("%w: %d bytes of hashes for %d coded blocks", ErrMalformed, len(b), gens*n)
 	}
 	cb, err := newCodedBlocks(m, ByersParams{K: int(k), N: int(n)})
 	if err != nil {
 		return nil, err
 	}
-	if len(d.b) != cb.count()*chunker.HashSize {
-		return nil, fmt.Errorf("%w: %d bytes of hashes for %d coded blocks", ErrMalformed, len(d.b), cb.count())
+	if len(b) != cb.count()*chunker.HashSize {
+		return nil, fmt.Errorf("%w: %d bytes of hashes for %d coded blocks", ErrMalformed, len(b), cb.count())
 	}
-	cb.hashes = bytes.Clone(d.b)
+	cb.hashes = bytes.Clone(b)
 	return cb, nil
 }
 
+// share returns a coded set of the same content holding the coded blocks
+// held of cb (as cb's slices, not copies), whose received blocks are kept
+// as cb's slices where the bytes are equal.
+func (cb *codedBlocks) share(held []int) (*codedBlocks, error) {
+	origin := cb
+	if cb.origin != nil {
+		origin = cb.origin
+	}
+	r, err := newResponder(cb.gens.Blocks(), reconcile.Byers)
+	if err != nil {
+		return nil, err
+	}
+	out := &codedBlocks{gens: cb.gens, recon: r, hashes: cb.hashes, origin: origin, decodes: origin.decodes, data: make([][]byte, cb.gens.Blocks())}
+	for _, i := range held {
+		b, ok := origin.get(i)
+		if i < 0 || i >= out.count() || !ok {
+			return nil, fmt.Errorf("peer: share coded blocks: block %d of %d is not held", i, out.count())
+		}
+		if out.data[i] == nil {
+			out.data[i] = b
+			out.n++
+		}
+	}
+	return out, nil
+}
+
+// A CodedSet is the Reed–Solomon coded blocks of one content that a peer
+// serves for the Byers baseline (a seed made with WithByers), with the hash
+// of every coded block. Share hands parts of it to other services of the
+// same process, which then keep one copy of every coded block between them
+// (as a testnet of hundreds of peers needs) and bound their concurrent
+// decodes together to GOMAXPROCS.
+type CodedSet struct {
+	cb *codedBlocks
+}
+
+// CodedSet returns the coded blocks the service serves for root, or ok
+// false if it serves none.
+func (p *Service) CodedSet(root chunker.ID) (cs *CodedSet, ok bool) {
+	c := p.lookup(root[:])
+	if c == nil {
+		return nil, false
+	}
+	cb := c.codedSet()
+	if cb == nil {
+		return nil, false
+	}
+	return &CodedSet{cb: cb}, true
+}
+
+// Count is the number of coded blocks of the content.
+func (s *CodedSet) Count() int { return s.cb.count() }
+
+// Held lists the coded blocks the set holds.
+func (s *CodedSet) Held() []int { return s.cb.held() }
+
+// Has reports whether coded block i is held.
+func (s *CodedSet) Has(i int) bool { return s.cb.has(i) }
+
 // byersTarget fetches coded blocks and decodes each generation into the store
-// as soon as it holds K of them.
+// as soon as it holds K of them. Decodes run outside its lock, so the
+// fetch's other workers go on meanwhile.
 type byersTarget struct {
 	c  *content
 	cb *codedBlocks
 
 	mu         sync.Mutex
-	perGen     []int // coded blocks held per generation
-	decoded    []bool
+	perGen     []int  // coded blocks held per generation
+	decoded    []bool // generations whose source blocks are stored
+	decoding   []bool // generations being decoded
 	decodeTime time.Duration
+	failed     error // the first decode that failed
+}
+
+// newByersTarget is the Byers fetch of c's coded blocks cb: generations whole
+// in the store need no coded block; generations with K coded blocks held
+// are decoded by the first put.
+func newByersTarget(c *content, cb *codedBlocks) *byersTarget {
+	g := cb.gens.Count()
+	t := &byersTarget{c: c, cb: cb, perGen: make([]int, g), decoded: make([]bool, g), decoding: make([]bool, g)}
+	k := cb.gens.Code().K()
+	for _, i := range cb.held() {
+		gen, _ := cb.gens.Locate(i)
+		t.perGen[gen]++
+	}
+	for gen := range t.decoded {
+		whole := true
+		for i := gen * k; i < min((gen+1)*k, c.man.BlockCount()); i++ {
+			whole = whole && c.store.Has(i)
+		}
+		t.decoded[gen] = whole
+	}
+	return t
 }
 
 func (t *byersTarget) responder() *responder    { return t.cb.recon }
@@ -199,8 +291,8 @@ func (t *byersTarget) unitSize() int            { return t.cb.gens.Code().BlockS
 func (t *byersTarget) held() []int              { return t.cb.held() }
 func (t *byersTarget) complete() bool           { return t.c.store.Complete() }
 
-// has reports whether coded block i is held or no longer needed (its
-// generation is decoded).
+// has reports whether coded block i is held or no longer needed: its
+// generation is decoded or being decoded.
 func (t *byersTarget) has(i int) bool {
 	if t.cb.has(i) {
 		return true
@@ -208,37 +300,84 @@ func (t *byersTarget) has(i int) bool {
 	gen, _ := t.cb.gens.Locate(i)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return gen >= 0 && gen < len(t.decoded) && t.decoded[gen]
+	return gen >= 0 && gen < len(t.decoded) && (t.decoded[gen] || t.decoding[gen])
 }
 
 func (t *byersTarget) put(i int, data []byte) error {
 	if i < 0 || i >= t.cb.count() {
 		return fmt.Errorf("%w: coded block %d of %d", ErrMalformed, i, t.cb.count())
 	}
-	h := chunker.HashBlock(data)
-	if len(data) != t.unitSize() || !bytes.Equal(h[:], t.cb.hashes[i*chunker.HashSize:(i+1)*chunker.HashSize]) {
-		return fmt.Errorf("%w: coded block %d", ErrBadBlock, i)
+	var keep []byte
+	if o := t.cb.origin; o != nil {
+		if b, ok := o.get(i); ok && bytes.Equal(b, data) {
+			// The origin's block passed its hash when it was coded; equal
+			// bytes pass it too.
+			keep = b
+		}
+	}
+	if keep == nil {
+		h := chunker.HashBlock(data)
+		if len(data) != t.unitSize() || !bytes.Equal(h[:], t.cb.hashes[i*chunker.HashSize:(i+1)*chunker.HashSize]) {
+			return fmt.Errorf("%w: coded block %d", ErrBadBlock, i)
+		}
+		keep = bytes.Clone(data)
 	}
 	t.cb.mu.Lock()
 	if t.cb.data[i] != nil {
 		t.cb.mu.Unlock()
 		return nil
 	}
-	t.cb.data[i] = bytes.Clone(data)
+	t.cb.data[i] = keep
 	t.cb.n++
 	t.cb.mu.Unlock()
-
 	gen, _ := t.cb.gens.Locate(i)
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.perGen[gen]++
-	if t.decoded[gen] || t.perGen[gen] < t.cb.gens.Code().K() {
-		return nil
-	}
-	return t.decode(gen)
+	t.mu.Unlock()
+	return t.decodeGen(gen)
 }
 
-// decode rebuilds generation gen and stores its source blocks. t.mu is held.
+// decodeReady decodes every generation that holds K coded blocks (those
+// held before the fetch started).
+func (t *byersTarget) decodeReady() error {
+	for gen := range t.perGen {
+		if err := t.decodeGen(gen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// decodeGen decodes generation gen if it holds K coded blocks and nobody
+// decodes it, outside t.mu, within one of the decode slots.
+func (t *byersTarget) decodeGen(gen int) error {
+	t.mu.Lock()
+	if t.decoded[gen] || t.decoding[gen] || t.perGen[gen] < t.cb.gens.Code().K() {
+		t.mu.Unlock()
+		return nil
+	}
+	t.decoding[gen] = true
+	t.mu.Unlock()
+	t.cb.decodes <- struct{}{}
+	t0 := time.Now()
+	err := t.decode(gen)
+	d := time.Since(t0)
+	<-t.cb.decodes
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.decoding[gen] = false
+	t.decodeTime += d
+	if err != nil {
+		if t.failed == nil {
+			t.failed = err
+		}
+		return err
+	}
+	t.decoded[gen] = true
+	return nil
+}
+
+// decode rebuilds generation gen and stores its source blocks.
 func (t *byersTarget) decode(gen int) error {
 	nn := t.cb.gens.Code().N()
 	var blocks []erasure.Block
@@ -247,14 +386,11 @@ func (t *byersTarget) decode(gen int) error {
 			blocks = append(blocks, erasure.Block{Index: j, Data: b})
 		}
 	}
-	t0 := time.Now()
 	data, err := t.cb.gens.DecodeGeneration(gen, blocks)
-	t.decodeTime += time.Since(t0)
 	if err != nil {
 		return fmt.Errorf("peer: byers decode: %w", err)
 	}
-	m := t.c.man
-	bs := m.BlockSize()
+	bs := t.c.man.BlockSize()
 	first := gen * t.cb.gens.Code().K()
 	for off := 0; off < len(data); off += bs {
 		i := first + off/bs
@@ -270,78 +406,19 @@ func (t *byersTarget) decode(gen int) error {
 			return err
 		}
 	}
-	t.decoded[gen] = true
 	return nil
 }
 
-// fetchByers is Fetch with the Byers baseline: reconcile Bloom filters of coded
-// blocks, fetch coded blocks, decode.
-func (p *Peer) fetchByers(ctx context.Context, t Ticket, out string, fc fetchConfig, start time.Time) (*Summary, error) {
-	srcs := p.connectAll(ctx, t.Peers, fc.peers)
-	if len(srcs) == 0 {
-		return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.peers)))
-	}
-	m, err := p.fetchManifest(ctx, t.Root, srcs, false)
-	if err != nil {
-		return nil, err
-	}
-	var cb *codedBlocks
-	var errs []error
-	for _, id := range srcs {
-		cb, err = p.fetchCodedHeader(ctx, t.Root, id, m)
-		if err == nil {
-			break
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", id, err))
-	}
-	if cb == nil {
-		return nil, fmt.Errorf("%w: no peer serves coded blocks (seed with byers on): %w", ErrNoPeers, errors.Join(errs...))
-	}
-	store, err := chunker.OpenOrCreateStore(out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
-	if err != nil {
-		if errors.Is(err, chunker.ErrManifestMismatch) {
-			return nil, fmt.Errorf("%w: %s holds other content", ErrManifestMismatch, out)
-		}
-		return nil, fmt.Errorf("peer: open %s: %w", out, err)
-	}
-	c, err := newContent(m, store)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	c.coded = cb
-	if err := p.add(c); err != nil {
-		store.Close()
-		return nil, err
-	}
-	bt := &byersTarget{c: c, cb: cb, perGen: make([]int, cb.gens.Count()), decoded: make([]bool, cb.gens.Count())}
-	// Generations already whole in the store need no coded block.
-	k := cb.gens.Code().K()
-	for g := range bt.decoded {
-		whole := true
-		for i := g * k; i < min((g+1)*k, m.BlockCount()); i++ {
-			whole = whole && store.Has(i)
-		}
-		bt.decoded[g] = whole
-	}
-	f := newFetch(p, c, bt, fc)
-	sum, err := f.run(ctx, srcs)
-	sum.Out = out
-	sum.Seconds = time.Since(start).Seconds()
-	bt.mu.Lock()
-	sum.DecodeSeconds = bt.decodeTime.Seconds()
-	bt.mu.Unlock()
-	if serr := store.Sync(); serr != nil && err == nil {
-		err = fmt.Errorf("peer: sync %s: %w", out, serr)
-	}
-	return sum, err
+// decodeSeconds is the time spent decoding.
+func (t *byersTarget) decodeSeconds() float64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.decodeTime.Seconds()
 }
 
-func (p *Peer) fetchCodedHeader(ctx context.Context, root chunker.ID, id lpeer.ID, m *chunker.Manifest) (*codedBlocks, error) {
-	max := 4*binaryMaxVarint + (MaxByersBytes/m.BlockSize()+1)*64*chunker.HashSize
-	body, err := p.askManifest(ctx, root, id, true, max)
-	if err != nil {
-		return nil, err
-	}
-	return decodeCodedHeader(body, m)
+// err is the first decode error, if any.
+func (t *byersTarget) err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
 }

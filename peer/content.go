@@ -27,6 +27,16 @@ type content struct {
 	fetch *fetch
 }
 
+// addContent serves the store st (and the coded blocks cb, if not nil).
+func (p *Service) addContent(st *chunker.Store, cb *codedBlocks) error {
+	c, err := newContent(st.Manifest(), st)
+	if err != nil {
+		return err
+	}
+	c.coded = cb
+	return p.add(c)
+}
+
 func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
 	r, err := newResponder(m.BlockCount(), blockMethods...)
 	if err != nil {
@@ -87,9 +97,39 @@ func (c *content) offerSource(id lpeer.ID) {
 	}
 }
 
-func (c *content) setFetch(f *fetch) {
+// setFetch records f as the content's running fetch; false if one runs.
+func (c *content) setFetch(f *fetch) bool {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.fetch != nil {
+		return false
+	}
 	c.fetch = f
+	return true
+}
+
+// clearFetch forgets f once it has ended.
+func (c *content) clearFetch(f *fetch) {
+	c.mu.Lock()
+	if c.fetch == f {
+		c.fetch = nil
+	}
+	c.mu.Unlock()
+}
+
+// codedSet returns the content's coded blocks (Byers), or nil.
+func (c *content) codedSet() *codedBlocks {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.coded
+}
+
+// setCoded sets the content's coded blocks once.
+func (c *content) setCoded(cb *codedBlocks) {
+	c.mu.Lock()
+	if c.coded == nil {
+		c.coded = cb
+	}
 	c.mu.Unlock()
 }
 

@@ -3,6 +3,8 @@ package peer
 import (
 	"errors"
 	"fmt"
+
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // Sentinel errors callers can test with errors.Is.
@@ -13,23 +15,25 @@ var (
 	// ErrBadTicket means a ticket string could not be decoded.
 	ErrBadTicket = errors.New("peer: bad ticket")
 	// ErrFrameTooLarge means a peer announced a frame longer than the limit for
-	// its stream; the stream is reset.
-	ErrFrameTooLarge = errors.New("peer: frame too large")
+	// its stream; the stream is reset. It is wire.ErrFrameTooLarge.
+	ErrFrameTooLarge = wire.ErrFrameTooLarge
 	// ErrMalformed means a peer sent bytes that do not decode as the message the
-	// protocol expects; the stream is reset.
-	ErrMalformed = errors.New("peer: malformed message")
+	// protocol expects; the stream is reset. It is wire.ErrMalformed.
+	ErrMalformed = wire.ErrMalformed
 	// ErrNoPeers means no peer could be reached or none had what was needed.
 	ErrNoPeers = errors.New("peer: no reachable peer has the content")
 	// ErrManifestMismatch means a manifest does not hash to the ticket's root id,
 	// or an existing output was made for another manifest.
 	ErrManifestMismatch = errors.New("peer: manifest does not match the ticket")
-	// ErrUnknownRoot means the remote peer does not serve the requested content.
-	ErrUnknownRoot = errors.New("peer: remote does not serve this content")
+	// ErrUnknownRoot means the remote peer does not serve the requested
+	// content. It is wire.ErrUnknownRoot.
+	ErrUnknownRoot = wire.ErrUnknownRoot
 	// ErrBadBlock means a peer sent a block whose hash does not match the
 	// manifest; the block is discarded and the peer dropped.
 	ErrBadBlock = errors.New("peer: block failed verification")
-	// ErrRemote means the remote peer answered a request with an error.
-	ErrRemote = errors.New("peer: remote error")
+	// ErrRemote means the remote peer answered a request with an error. It is
+	// wire.ErrRemote.
+	ErrRemote = wire.ErrRemote
 	// ErrClosed means the peer was closed.
 	ErrClosed = errors.New("peer: closed")
 )

@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -109,4 +115,72 @@ func ExampleWithMethod() {
 	// Output:
 	// bitfield: fetched 13 of 13 blocks, 0 false offers
 	// iblt: fetched 13 of 13 blocks, 0 false offers
+}
+
+// An application mounts the service on a libp2p host of its own, next to
+// its own protocols, as go-libp2p's ping service mounts on any host. The
+// host stays the application's: closing the service leaves it (and its
+// connections) up. ResourceLimits bounds the streams of the service's
+// protocols in the host's resource manager.
+func ExampleNewService() {
+	ctx := context.Background()
+	newHost := func() host.Host {
+		rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(peer.ResourceLimits(peer.DefaultLimits)))
+		if err != nil {
+			log.Fatal(err)
+		}
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.ResourceManager(rm))
+		if err != nil {
+			log.Fatal(err)
+		}
+		return h
+	}
+	appHost, otherHost := newHost(), newHost()
+	defer appHost.Close()
+	defer otherHost.Close()
+	// The application's own protocol.
+	appHost.SetStreamHandler("/myapp/hello/1", func(s network.Stream) {
+		s.Write([]byte("hello from the app"))
+		s.Close()
+	})
+
+	dir, err := os.MkdirTemp("", "peer-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(file, bytes.Repeat([]byte("embedded\n"), 3000), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	svc, err := peer.NewService(appHost)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ticket, err := svc.Seed(ctx, file, peer.WithBlockSize(4<<10))
+	if err != nil {
+		log.Fatal(err)
+	}
+	other, err := peer.NewService(otherHost)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer other.Close()
+	sum, err := other.Fetch(ctx, ticket, filepath.Join(dir, "copy"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("fetched %d of %d blocks\n", sum.Fetched, sum.Blocks)
+
+	// Closing the service leaves the application's host and protocol alone.
+	svc.Close()
+	s, err := otherHost.NewStream(ctx, appHost.ID(), "/myapp/hello/1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	msg, _ := io.ReadAll(s)
+	fmt.Println(string(msg))
+	// Output:
+	// fetched 7 of 7 blocks
+	// hello from the app
 }

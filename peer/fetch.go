@@ -1,170 +1,159 @@
 package peer
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-// Progress is a snapshot of a running fetch, given to the progress callback.
-type Progress struct {
-	// Blocks and TotalBlocks count verified blocks held and blocks of the content.
-	Blocks, TotalBlocks int
-	// Bytes and TotalBytes are the sizes of those blocks.
-	Bytes, TotalBytes int64
-	// Received is the block bytes received in this run (including rejected ones).
-	Received int64
-	// Peers is the number of peers the fetch downloads from.
-	Peers int
-}
-
-// PeerShare is what one peer contributed to a fetch.
-type PeerShare struct {
-	// Peer is the remote peer id.
-	Peer string `json:"peer"`
-	// Blocks and Bytes are the verified blocks it sent and their size.
-	Blocks int   `json:"blocks"`
-	Bytes  int64 `json:"bytes"`
-	// Offered is the number of blocks its reconciliation answers offered.
-	Offered int `json:"offered"`
-	// FilterBytes is the reconciliation traffic with it (both directions).
-	FilterBytes int64 `json:"filter_bytes"`
-	// Rounds is the number of reconciliation exchanges with it.
-	Rounds int `json:"rounds"`
-	// RoundTrips counts the round trips of those exchanges: one each for
-	// complete, ccbf, bitfield and byers; iblt adds one per batch of cells the
-	// peer asked for.
-	RoundTrips int `json:"round_trips"`
-	// Rejected counts its blocks that failed verification.
-	Rejected int `json:"rejected"`
-	// Dropped says why the peer was dropped, empty if it was not.
-	Dropped string `json:"dropped,omitempty"`
-}
-
-// Summary is the outcome of a fetch.
-type Summary struct {
-	// Root is the content's root id.
-	Root string `json:"root"`
-	// Method is the reconciliation method used.
-	Method string `json:"method"`
-	// Out is the output folder (the store).
-	Out string `json:"out"`
-	// Blocks and Bytes are the block count and size of the content.
-	Blocks int   `json:"blocks"`
-	Bytes  int64 `json:"bytes"`
-	// Resumed counts the verified blocks held when the fetch started.
-	Resumed int `json:"resumed_blocks"`
-	// Fetched counts the blocks downloaded, verified and stored by this fetch.
-	Fetched int `json:"fetched_blocks"`
-	// Received is the block payload received (fetched, redundant and rejected).
-	Received int64 `json:"bytes_received"`
-	// Redundant counts blocks received that were already held.
-	Redundant int `json:"redundant_blocks"`
-	// Rejected counts blocks that failed verification.
-	Rejected int `json:"rejected_blocks"`
-	// FalseOffers counts offered blocks the fetcher already held (filter false
-	// positives; they are not downloaded).
-	FalseOffers int `json:"false_offers"`
-	// FilterBytes is the reconciliation traffic (both directions, all peers).
-	FilterBytes int64 `json:"filter_bytes"`
-	// FilterSent is the part of FilterBytes this side sent: its filters,
-	// bitfields or IBLT cells (the rest is the peers' offers and requests).
-	FilterSent int64 `json:"filter_sent_bytes"`
-	// Cells counts the IBLT cells sent (iblt only).
-	Cells int `json:"iblt_cells,omitempty"`
-	// Seconds is the wall time of the fetch.
-	Seconds float64 `json:"seconds"`
-	// DecodeSeconds is the time spent erasure-decoding (Byers only).
-	DecodeSeconds float64 `json:"decode_seconds,omitempty"`
-	// Peers is each peer's share, largest first.
-	Peers []PeerShare `json:"peers"`
-}
-
-// FetchOption configures Fetch.
-type FetchOption func(*fetchConfig) error
-
-type fetchConfig struct {
-	progress func(Progress)
-	peers    []ma.Multiaddr
-	method   reconcile.Method
-	noPeer   time.Duration
-}
-
-// WithProgress sets a callback called after every stored block (calls are
-// serialized; keep it quick).
-func WithProgress(fn func(Progress)) FetchOption {
-	return func(c *fetchConfig) error { c.progress = fn; return nil }
-}
-
-// WithPeers adds peers to fetch from, as full multiaddrs ending in /p2p/ID.
-func WithPeers(addrs ...ma.Multiaddr) FetchOption {
-	return func(c *fetchConfig) error { c.peers = append(c.peers, addrs...); return nil }
-}
-
-// WithMethod sets the reconciliation method. reconcile.Complete (the
-// default), reconcile.CCBF, reconcile.Bitfield and reconcile.IBLT download the
-// blocks of the content and every peer serves them all (the server takes the
-// method from the fetcher's first message); reconcile.Byers downloads coded
-// blocks instead (the seed must serve them, see WithByers).
-func WithMethod(m reconcile.Method) FetchOption {
-	return func(c *fetchConfig) error {
-		if !m.Valid() {
-			return fmt.Errorf("peer: method %v: %w", m, reconcile.ErrMethod)
-		}
-		c.method = m
-		return nil
-	}
-}
-
-// WithNoPeerTimeout sets how long a fetch goes on with no peer left to
-// download from, or with peers that have none of the missing blocks, before
-// it fails with ErrNoPeers. Default 10 s.
-func WithNoPeerTimeout(d time.Duration) FetchOption {
-	return func(c *fetchConfig) error {
-		if d <= 0 {
-			return errors.New("peer: WithNoPeerTimeout: duration must be positive")
-		}
-		c.noPeer = d
-		return nil
-	}
-}
-
 // Fetch downloads the content of ticket t into the folder out, from the
-// ticket's peers, the WithPeers peers and the peers they name, reconciling
-// with each (complete reconciliation by default) so that each sends only
-// blocks this peer lacks, never asking two peers for the same block unless one
-// fails or stalls. Every block is verified before it is stored; blocks are
-// served to other peers while the fetch runs and afterwards, until Close or
-// Unserve. If out already holds a store of the same content, the fetch resumes
-// from its verified blocks.
+// ticket's peers, the WithPeers and WithSources peers and the peers they
+// name, reconciling with each (complete reconciliation by default) so that
+// each sends only blocks this peer lacks, never asking two peers for the same
+// block unless one fails or stalls. Every block is verified before it is
+// stored; blocks are served to other peers while the fetch runs and
+// afterwards, until Close or Unserve. If out already holds a store of the
+// same content, the fetch resumes from its verified blocks; if that store is
+// complete, Fetch serves it and returns without any network work.
 //
-// Errors: ErrManifestMismatch if out holds
-// other content or a peer's manifest does not match the root; ErrNoPeers when
-// no peer can be reached or the peers left lack blocks; store errors (such as a
-// full disk) as they come. On error, every verified block stays in out.
-func (p *Peer) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOption) (*Summary, error) {
-	fc := fetchConfig{method: reconcile.Complete, noPeer: 10 * time.Second}
-	for _, o := range opts {
-		if err := o(&fc); err != nil {
+// Errors: ErrManifestMismatch if out holds other content or a peer's
+// manifest does not match the root; ErrNoPeers when no peer can be reached
+// or the peers left lack blocks; store errors (such as a full disk) as they
+// come. On error, every verified block stays in out.
+func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOption) (*Summary, error) {
+	fc, err := newFetchConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	st, err := p.openOutput(out, t.Root)
+	if err != nil {
+		return nil, err
+	}
+	if st != nil && st.Complete() {
+		if err := p.addContent(st, nil); err != nil {
+			st.Close()
+			return nil, err
+		}
+		return p.finishedSummary(st, fc, start), nil
+	}
+	srcs := p.connectAll(ctx, t.Peers, fc.peers, fc.sources)
+	if len(srcs) == 0 && (st == nil || fc.method == reconcile.Byers) {
+		if st != nil {
+			st.Close()
+		}
+		return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.peers)+len(fc.sources)))
+	}
+	var m *chunker.Manifest
+	if st != nil {
+		m = st.Manifest()
+	} else if m, err = p.fetchManifest(ctx, t.Root, srcs); err != nil {
+		return nil, err
+	}
+	var cb *codedBlocks
+	if fc.method == reconcile.Byers {
+		if cb, err = p.fetchCodedHeader(ctx, t.Root, srcs, m); err != nil {
+			if st != nil {
+				st.Close()
+			}
 			return nil, err
 		}
 	}
-	start := time.Now()
-	if fc.method == reconcile.Byers {
-		return p.fetchByers(ctx, t, out, fc, start)
+	if st == nil {
+		if st, err = chunker.CreateStore(out, m, chunker.WithSyncEvery(p.cfg.syncEvery)); err != nil {
+			return nil, fmt.Errorf("peer: create %s: %w", out, err)
+		}
 	}
+	if err := p.addContent(st, cb); err != nil {
+		st.Close()
+		return nil, err
+	}
+	return p.fetchServed(ctx, m.ID(), srcs, fc, start)
+}
+
+// FetchServed downloads the blocks a served content lacks (one added with
+// Serve, or left by an earlier fetch) from the WithPeers and WithSources
+// peers, every peer that reconciles with this one meanwhile and the peers
+// they name, as Fetch does, into the content's own store. With
+// WithMethod(reconcile.Byers) the content's coded blocks are used (given to
+// Serve with WithCoded), or fetched from the sources' coded header.
+func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...FetchOption) (*Summary, error) {
+	fc, err := newFetchConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	c := p.lookup(root[:])
+	if c == nil {
+		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
+	}
+	srcs := p.connectAll(ctx, nil, fc.peers, fc.sources)
+	if fc.method == reconcile.Byers && c.codedSet() == nil {
+		cb, err := p.fetchCodedHeader(ctx, root, srcs, c.man)
+		if err != nil {
+			return nil, err
+		}
+		c.setCoded(cb)
+	}
+	return p.fetchServed(ctx, root, srcs, fc, start)
+}
+
+// fetchServed is the one fetch of every method: it runs a fetch of the
+// served content root from srcs and sums it up.
+func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID, fc fetchConfig, start time.Time) (*Summary, error) {
+	c := p.lookup(root[:])
+	if c == nil {
+		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
+	}
+	var t target
+	var bt *byersTarget
+	switch {
+	case isBlockMethod(fc.method):
+		t = blockTarget{c, fc.method}
+	case fc.method == reconcile.Byers:
+		cb := c.codedSet()
+		if cb == nil {
+			return nil, fmt.Errorf("peer: content %s has no coded blocks: %w", root, reconcile.ErrMethod)
+		}
+		bt = newByersTarget(c, cb)
+		if err := bt.decodeReady(); err != nil {
+			return nil, err
+		}
+		t = bt
+	default:
+		return nil, fmt.Errorf("peer: method %v: %w", fc.method, reconcile.ErrMethod)
+	}
+	f := newFetch(p, c, t, fc)
+	if !c.setFetch(f) {
+		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
+	}
+	sum, err := f.run(ctx, srcs)
+	c.clearFetch(f)
+	sum.Out = c.store.Dir()
+	sum.Seconds = time.Since(start).Seconds()
+	if bt != nil {
+		sum.DecodeSeconds = bt.decodeSeconds()
+		if err == nil {
+			err = bt.err()
+		}
+	}
+	if serr := c.store.Sync(); serr != nil && err == nil && !errors.Is(serr, chunker.ErrClosed) {
+		err = fmt.Errorf("peer: sync %s: %w", c.store.Dir(), serr)
+	}
+	return sum, err
+}
+
+// openOutput opens the store in out for root, or returns nil if out holds
+// none yet. A store of other content is ErrManifestMismatch.
+func (p *Service) openOutput(out string, root chunker.ID) (*chunker.Store, error) {
 	sopts := []chunker.StoreOption{chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
 	if p.cfg.syncEvery > 1 {
 		// Blocks stored after the last group fsync have no record yet after a
@@ -172,179 +161,31 @@ func (p *Peer) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOpt
 		// disk, so they are not downloaded again.
 		sopts = append(sopts, chunker.WithVerify())
 	}
-	store, err := chunker.OpenStore(out, sopts...)
+	st, err := chunker.OpenStore(out, sopts...)
 	switch {
 	case err == nil:
-		if store.Manifest().ID() != t.Root {
-			store.Close()
-			return nil, fmt.Errorf("%w: %s holds content %s, the ticket is for %s", ErrManifestMismatch, out, store.Manifest().ID(), t.Root)
+		if st.Manifest().ID() != root {
+			st.Close()
+			return nil, fmt.Errorf("%w: %s holds content %s, the ticket is for %s", ErrManifestMismatch, out, st.Manifest().ID(), root)
 		}
+		return st, nil
 	case errors.Is(err, chunker.ErrNotFound):
+		return nil, nil
 	default:
 		return nil, fmt.Errorf("peer: open %s: %w", out, err)
 	}
-	srcs := p.connectAll(ctx, t.Peers, fc.peers)
-	if store == nil {
-		if len(srcs) == 0 {
-			return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.peers)))
-		}
-		m, err := p.fetchManifest(ctx, t.Root, srcs, false)
-		if err != nil {
-			return nil, err
-		}
-		store, err = chunker.CreateStore(out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
-		if err != nil {
-			return nil, fmt.Errorf("peer: create %s: %w", out, err)
-		}
-	}
-	c, err := newContent(store.Manifest(), store)
-	if err != nil {
-		store.Close()
-		return nil, err
-	}
-	if err := p.add(c); err != nil {
-		store.Close()
-		return nil, err
-	}
-	f := newFetch(p, c, blockTarget{c, fc.method}, fc)
-	sum, err := f.run(ctx, srcs)
-	sum.Out = out
-	sum.Seconds = time.Since(start).Seconds()
-	if serr := store.Sync(); serr != nil && err == nil {
-		err = fmt.Errorf("peer: sync %s: %w", out, serr)
-	}
-	return sum, err
 }
 
-// connectAll dials the given peers in parallel and returns those reached.
-func (p *Peer) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr) []lpeer.ID {
-	all := append([]lpeer.AddrInfo(nil), infos...)
-	for _, a := range extra {
-		ai, err := lpeer.AddrInfoFromP2pAddr(a)
-		if err != nil {
-			p.log.Warn("skip peer address", "addr", a, "err", err)
-			continue
-		}
-		all = append(all, *ai)
-	}
-	var mu sync.Mutex
-	var ok []lpeer.ID
-	var wg sync.WaitGroup
-	for _, ai := range all {
-		if ai.ID == p.h.ID() || p.isBanned(ai.ID) {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			defer cancel()
-			if err := p.h.Connect(cctx, ai); err != nil {
-				p.log.Info("peer unreachable", "peer", ai.ID, "err", err)
-				return
-			}
-			mu.Lock()
-			ok = append(ok, ai.ID)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	sort.Slice(ok, func(i, j int) bool { return ok[i] < ok[j] })
-	return dedup(ok)
-}
-
-func dedup(ids []lpeer.ID) []lpeer.ID {
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// request opens a stream of proto to id for root and sends the hello.
-func (p *Peer) request(ctx context.Context, id lpeer.ID, proto string, root chunker.ID, coded bool) (*clientStream, error) {
-	if p.isBanned(id) {
-		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
-	}
-	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "reconcile"), id, protocolID(proto))
-	if err != nil {
-		return nil, err
-	}
-	cs := &clientStream{s: s, fr: newFrameReader(s, 0), bw: bufio.NewWriterSize(s, streamBuf), idle: p.cfg.streamIdle}
-	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
-	if err := cs.send(hello{Root: root[:], Coded: coded}.append(nil)); err != nil {
-		cs.reset()
-		return nil, err
-	}
-	return cs, nil
-}
-
-// fetchManifest gets the manifest (or the coded hashes) of root from the
-// first of srcs that has it and checks it against the root.
-func (p *Peer) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID, coded bool) (*chunker.Manifest, error) {
-	var errs []error
-	for _, id := range srcs {
-		m, err := p.fetchManifestFrom(ctx, root, id)
-		if err == nil {
-			return m, nil
-		}
-		if errors.Is(err, ErrManifestMismatch) {
-			p.log.Warn("peer sent a manifest that does not match the ticket", "peer", id)
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", id, err))
-	}
-	for _, e := range errs {
-		if errors.Is(e, ErrManifestMismatch) {
-			return nil, fmt.Errorf("%w: %w", ErrManifestMismatch, errors.Join(errs...))
-		}
-	}
-	return nil, fmt.Errorf("%w: no peer sent the manifest: %w", ErrNoPeers, errors.Join(errs...))
-}
-
-// askManifest sends a manifest request (for the coded blocks' header when
-// coded) to id and returns the body of the answer, of at most max bytes.
-func (p *Peer) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
-	cs, err := p.request(ctx, id, string(ProtoManifest), root, coded)
-	if err != nil {
-		return nil, err
-	}
-	defer cs.close()
-	if err := cs.flush(); err != nil {
-		return nil, err
-	}
-	f, err := cs.next(1 + max)
-	if err != nil {
-		cs.reset()
-		return nil, err
-	}
-	body, err := decodeTyped(f, msgManifest)
-	if err != nil {
-		cs.reset()
-		return nil, err
-	}
-	return body, nil
-}
-
-func (p *Peer) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
-	body, err := p.askManifest(ctx, root, id, false, p.cfg.limits.MaxManifestBytes)
-	if err != nil {
-		return nil, err
-	}
-	m, err := chunker.DecodeManifestID(body, root, p.cfg.limits.MaxManifestBytes)
-	if err != nil {
-		if errors.Is(err, chunker.ErrManifestMismatch) {
-			return nil, fmt.Errorf("%w: %w", ErrManifestMismatch, err)
-		}
-		return nil, fmt.Errorf("%w: manifest: %w", ErrMalformed, err)
-	}
-	return m, nil
+// finishedSummary is the summary of a fetch that found its output complete.
+func (p *Service) finishedSummary(st *chunker.Store, fc fetchConfig, start time.Time) *Summary {
+	m := st.Manifest()
+	return &Summary{Root: m.ID().String(), Method: fc.method.String(), Out: st.Dir(), Blocks: m.BlockCount(), Bytes: m.TotalSize(),
+		Resumed: m.BlockCount(), Peers: []PeerShare{}, Seconds: time.Since(start).Seconds()}
 }
 
 // fetch is the state of one running fetch of complete blocks.
 type fetch struct {
-	p   *Peer
+	p   *Service
 	c   *content
 	t   target
 	fc  fetchConfig
@@ -357,11 +198,10 @@ type fetch struct {
 	doneOnce sync.Once
 
 	mu       sync.Mutex
-	claimed  map[int]lpeer.ID
+	pick     *picker
 	sources  map[lpeer.ID]*source
 	banned   map[lpeer.ID]string
 	shares   map[lpeer.ID]*PeerShare
-	release  uint64        // bumped when a claimed block is released
 	wake     chan struct{} // closed and replaced on release or new blocks
 	active   int           // sources with a running worker
 	lastLive time.Time
@@ -392,20 +232,18 @@ const maxFetchWriters = 32
 // source is one remote peer a fetch downloads from.
 type source struct {
 	id       lpeer.ID
-	queue    []int // offered blocks not yet tried
-	deferred []int // offered blocks claimed by other peers when tried
-	seen     uint64
+	offers   offers     // what it offered and was not yet given (under fetch.mu)
 	share    *PeerShare // in fetch.shares
 	failures int
 	err      error         // set by a writer when the source sent a bad block
 	cs       *clientStream // the current blocks stream, to abort it
 }
 
-func newFetch(p *Peer, c *content, t target, fc fetchConfig) *fetch {
+func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 	return &fetch{
 		p: p, c: c, t: t, fc: fc,
 		done:    make(chan struct{}),
-		claimed: make(map[int]lpeer.ID),
+		pick:    newPicker(t.has, max(2, fetchMemory/t.unitSize())),
 		sources: make(map[lpeer.ID]*source),
 		banned:  make(map[lpeer.ID]string),
 		shares:  make(map[lpeer.ID]*PeerShare),
@@ -435,8 +273,6 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 		f.writersWG.Add(1)
 		go f.writer()
 	}
-	f.c.setFetch(f)
-	defer f.c.setFetch(nil)
 	for _, id := range srcs {
 		f.addSource(id)
 	}
@@ -458,7 +294,7 @@ loop:
 			if f.active > 0 {
 				f.lastLive = time.Now()
 			}
-			if len(f.claimed) > 0 {
+			if f.pick.inFlight() > 0 {
 				f.lastProgress = time.Now()
 			}
 			idle, stuck, active := time.Since(f.lastLive), time.Since(f.lastProgress), f.active
@@ -482,25 +318,6 @@ loop:
 		err = nil
 	}
 	return f.summary(), err
-}
-
-func (f *fetch) summary() *Summary {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	s := f.sum
-	s.Received = f.received
-	s.Fetched = f.c.store.HeldCount() - f.resumed
-	s.Peers = make([]PeerShare, 0, len(f.shares))
-	for _, sh := range f.shares {
-		s.Peers = append(s.Peers, *sh)
-	}
-	sort.Slice(s.Peers, func(i, j int) bool {
-		if s.Peers[i].Bytes != s.Peers[j].Bytes {
-			return s.Peers[i].Bytes > s.Peers[j].Bytes
-		}
-		return s.Peers[i].Peer < s.Peers[j].Peer
-	})
-	return &s
 }
 
 // addSource starts downloading from id unless it is known, banned or the
@@ -581,7 +398,7 @@ func (f *fetch) work(src *source) {
 		// the source may have gained blocks meanwhile.
 		f.mu.Lock()
 		w := f.wake
-		claimable := f.hasClaimable(src)
+		claimable := f.pick.claimable(&src.offers)
 		f.mu.Unlock()
 		if claimable && err == nil {
 			continue
@@ -597,20 +414,6 @@ func (f *fetch) work(src *source) {
 			wait = min(2*wait, time.Second)
 		}
 	}
-}
-
-// hasClaimable reports whether src has offered blocks another peer released.
-// f.mu is held.
-func (f *fetch) hasClaimable(src *source) bool {
-	if src.seen == f.release {
-		return false
-	}
-	for _, i := range src.deferred {
-		if _, c := f.claimed[i]; !c && !f.t.has(i) {
-			return true
-		}
-	}
-	return false
 }
 
 // drop bans a misbehaving source and closes its connections.
@@ -640,7 +443,6 @@ func (f *fetch) dropQuietly(src *source, why string) {
 // notify wakes the workers waiting for released blocks.
 func (f *fetch) notify() {
 	f.mu.Lock()
-	f.release++
 	close(f.wake)
 	f.wake = make(chan struct{})
 	f.mu.Unlock()
@@ -651,7 +453,7 @@ func (f *fetch) notify() {
 func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, 4*f.p.cfg.streamIdle)
 	defer cancel()
-	cs, err := f.p.request(ctx, src.id, string(ProtoReconcile), f.c.man.ID(), f.t.coded())
+	cs, err := f.p.request(ctx, src.id, ProtoReconcile, f.c.man.ID(), f.t.coded())
 	if err != nil {
 		return nil, err
 	}
@@ -687,341 +489,4 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 		lacking = append(lacking[r:], lacking[:r]...)
 	}
 	return lacking, nil
-}
-
-// claim picks up to n offered blocks of src that nobody holds or fetches.
-// f.mu is held.
-func (f *fetch) claim(src *source, n int) []int {
-	// Claimed blocks are in flight, queued or being stored: their count
-	// bounds the memory the fetch holds in blocks, whatever the peers.
-	n = min(n, max(2, fetchMemory/f.t.unitSize())-len(f.claimed))
-	if len(src.queue) == 0 && src.seen != f.release {
-		src.queue, src.deferred = src.deferred, nil
-		src.seen = f.release
-	}
-	var out []int
-	for n > 0 && len(src.queue) > 0 {
-		i := src.queue[0]
-		src.queue = src.queue[1:]
-		if f.t.has(i) {
-			continue
-		}
-		if _, c := f.claimed[i]; c {
-			src.deferred = append(src.deferred, i)
-			continue
-		}
-		f.claimed[i] = src.id
-		out = append(out, i)
-		n--
-	}
-	return out
-}
-
-// unclaim releases blocks of src that did not arrive, for others to fetch.
-func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
-	if len(idx) == 0 {
-		return
-	}
-	f.mu.Lock()
-	for i := range idx {
-		if f.claimed[i] == src.id {
-			delete(f.claimed, i)
-		}
-		src.deferred = append(src.deferred, i)
-	}
-	f.mu.Unlock()
-	f.notify()
-}
-
-// download fetches the offered blocks from src over one blocks stream,
-// keeping up to the window requested, until src has nothing left to give.
-func (f *fetch) download(src *source, offered []int) (err error) {
-	f.mu.Lock()
-	src.queue = offered
-	src.deferred = nil
-	src.seen = f.release
-	f.mu.Unlock()
-	window := f.p.cfg.window
-	inflight := make(map[int]struct{}, window)
-	defer func() { f.unclaim(src, inflight) }()
-	var cs *clientStream
-	defer func() {
-		if cs == nil {
-			return
-		}
-		f.mu.Lock()
-		src.cs = nil
-		f.mu.Unlock()
-		if err != nil {
-			cs.reset()
-		} else {
-			cs.close()
-		}
-	}()
-	limit := f.t.count()
-	var want []byte
-	for {
-		if f.ctx.Err() != nil {
-			return nil
-		}
-		// Top up the window once half of it has arrived, so that wants go
-		// out in batches rather than one small message per block.
-		var batch []int
-		if len(inflight) <= window/2 {
-			f.mu.Lock()
-			batch = f.claim(src, window-len(inflight))
-			f.mu.Unlock()
-		}
-		for _, i := range batch {
-			inflight[i] = struct{}{}
-		}
-		if len(batch) > 0 {
-			if cs == nil {
-				cs, err = f.p.request(f.ctx, src.id, string(ProtoBlocks), f.c.man.ID(), f.t.coded())
-				if err != nil {
-					return err
-				}
-				f.mu.Lock()
-				src.cs = cs
-				f.mu.Unlock()
-			}
-			sort.Ints(batch)
-			want = appendWant(want[:0], batch)
-			if err := cs.send(want); err != nil {
-				return err
-			}
-			if err := cs.flush(); err != nil {
-				return err
-			}
-		}
-		if len(inflight) == 0 {
-			return nil
-		}
-		// Read the frame straight into a buffer the writers will own.
-		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
-		if err != nil {
-			if ferr := f.failed(src); ferr != nil {
-				return ferr
-			}
-			return fmt.Errorf("waiting for %d blocks: %w", len(inflight), err)
-		}
-		i, data, ok, err := decodeBlock(fr, limit)
-		if err != nil {
-			return err
-		}
-		if _, asked := inflight[i]; !asked {
-			return fmt.Errorf("%w: block %d was not requested", ErrMalformed, i)
-		}
-		delete(inflight, i)
-		if !ok {
-			// The source lacks a block it offered: others may have it, this
-			// source is not asked again until it reconciles again.
-			f.putBuf(fr)
-			f.mu.Lock()
-			if f.claimed[i] == src.id {
-				delete(f.claimed, i)
-			}
-			f.mu.Unlock()
-			f.notify()
-			continue
-		}
-		// Hand the block to the writers (verification and fsync run there,
-		// so the stream keeps moving) and read on.
-		select {
-		case f.writes <- writeJob{src: src, i: i, data: data, buf: fr}:
-		case <-f.ctx.Done():
-			f.putBuf(fr)
-			return nil
-		}
-		if err := f.failed(src); err != nil {
-			return err
-		}
-	}
-}
-
-// writeJob is a received block on its way to the store.
-type writeJob struct {
-	src  *source
-	i    int
-	data []byte
-	buf  []byte // the frame data lies in, returned to the pool after
-}
-
-// writer stores received blocks until writes is closed. Several writers run,
-// so block verification and fsyncs overlap (the store groups concurrent
-// fsyncs) and the network is never idle waiting for the disk.
-func (f *fetch) writer() {
-	defer f.writersWG.Done()
-	for job := range f.writes {
-		err := f.store(job.src, job.i, job.data)
-		f.putBuf(job.buf)
-		if errors.Is(err, ErrBadBlock) {
-			f.fail(job.src, err)
-		}
-	}
-}
-
-// fail marks src as failed with err and aborts its blocks stream, so that its
-// worker drops it.
-func (f *fetch) fail(src *source, err error) {
-	f.mu.Lock()
-	if src.err == nil {
-		src.err = err
-	}
-	cs := src.cs
-	f.mu.Unlock()
-	if cs != nil {
-		cs.s.Reset()
-	}
-	f.drop(src, err)
-}
-
-// failed returns the error src was marked with, if any.
-func (f *fetch) failed(src *source) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return src.err
-}
-
-func (f *fetch) getBuf() []byte {
-	if b, ok := f.bufs.Get().(*[]byte); ok {
-		return *b
-	}
-	return make([]byte, 0, f.t.unitSize()+1+binaryMaxVarint)
-}
-
-func (f *fetch) putBuf(b []byte) {
-	if cap(b) >= f.t.unitSize()+1+binaryMaxVarint {
-		f.bufs.Put(&b)
-	}
-}
-
-// store verifies and stores block i received from src.
-func (f *fetch) store(src *source, i int, data []byte) error {
-	f.mu.Lock()
-	f.received += int64(len(data))
-	f.mu.Unlock()
-	if f.t.has(i) {
-		f.mu.Lock()
-		f.sum.Redundant++
-		delete(f.claimed, i)
-		f.mu.Unlock()
-		return nil
-	}
-	err := f.t.put(i, data)
-	f.mu.Lock()
-	delete(f.claimed, i)
-	if err != nil {
-		if errors.Is(err, ErrBadBlock) {
-			f.sum.Rejected++
-			src.share.Rejected++
-			f.mu.Unlock()
-			f.notify()
-			return fmt.Errorf("block %d from %s: %w", i, src.id, err)
-		}
-		f.mu.Unlock()
-		f.notify()
-		// The disk failed (full, read-only, ...): the whole fetch stops; every
-		// block stored so far stays verified in the store.
-		err = fmt.Errorf("peer: store block %d: %w", i, err)
-		f.cancel(err)
-		return err
-	}
-	src.share.Blocks++
-	src.share.Bytes += int64(len(data))
-	f.lastProgress = time.Now()
-	held := f.c.store.HeldCount()
-	var prog Progress
-	if f.fc.progress != nil {
-		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.man.TotalSize()}
-	}
-	f.mu.Unlock()
-	if f.fc.progress != nil {
-		prog.Bytes = heldBytes(f.c.man, held)
-		f.progMu.Lock()
-		f.fc.progress(prog)
-		f.progMu.Unlock()
-	}
-	if f.t.complete() {
-		f.doneOnce.Do(func() { close(f.done) })
-	}
-	return nil
-}
-
-// heldBytes estimates the bytes of n held blocks (exact but for the short last block).
-func heldBytes(m *chunker.Manifest, n int) int64 {
-	if n >= m.BlockCount() {
-		return m.TotalSize()
-	}
-	return int64(n) * int64(m.BlockSize())
-}
-
-// discover asks the sources for other peers of the content every second and
-// downloads from the new ones too (a swarm).
-func (f *fetch) discover() {
-	defer f.wg.Done()
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	asked := make(map[lpeer.ID]time.Time)
-	for {
-		f.mu.Lock()
-		var ids []lpeer.ID
-		for id := range f.sources {
-			if time.Since(asked[id]) > time.Second {
-				ids = append(ids, id)
-			}
-		}
-		f.mu.Unlock()
-		for _, id := range ids {
-			asked[id] = time.Now()
-			infos, err := f.p.askPeers(f.ctx, id, f.c.man.ID())
-			if err != nil {
-				continue
-			}
-			for _, ai := range infos {
-				if ai.ID == f.p.h.ID() || f.known(ai.ID) {
-					continue
-				}
-				cctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-				err := f.p.h.Connect(cctx, ai)
-				cancel()
-				if err == nil {
-					f.addSource(ai.ID)
-				}
-			}
-		}
-		select {
-		case <-f.ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
-func (f *fetch) known(id lpeer.ID) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, a := f.sources[id]
-	_, b := f.banned[id]
-	return a || b
-}
-
-// askPeers asks id for other peers of root.
-func (p *Peer) askPeers(ctx context.Context, id lpeer.ID, root chunker.ID) ([]lpeer.AddrInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.streamIdle)
-	defer cancel()
-	cs, err := p.request(ctx, id, string(ProtoPeers), root, false)
-	if err != nil {
-		return nil, err
-	}
-	defer cs.close()
-	if err := cs.flush(); err != nil {
-		return nil, err
-	}
-	fr, err := cs.next(64 << 10)
-	if err != nil {
-		cs.reset()
-		return nil, err
-	}
-	return decodePeers(fr)
 }

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -44,8 +44,7 @@ func TestMethods(t *testing.T) {
 			}
 			// A serves its third from the start, and fetches the rest from S
 			// once B has reconciled with it.
-			prep, err := a.Prepare(stA, method, nil, nil, nil)
-			if err != nil {
+			if _, err := a.Serve(stA); err != nil {
 				t.Fatal(err)
 			}
 			onlyA := tk
@@ -74,7 +73,7 @@ func TestMethods(t *testing.T) {
 			if err := a.Host().Connect(ctx, seed.AddrInfo()); err != nil {
 				t.Fatal(err)
 			}
-			sumA, err := prep.Run(ctx, []lpeer.ID{seed.ID()}, WithMethod(method))
+			sumA, err := a.FetchServed(ctx, tk.Root, WithSources(seed.ID()), WithMethod(method))
 			if err != nil {
 				t.Fatalf("A: %v", err)
 			}
@@ -116,7 +115,7 @@ func TestMethods(t *testing.T) {
 type rawRecon struct {
 	t  *testing.T
 	s  network.Stream
-	fr *frameReader
+	fr *wire.Reader
 }
 
 // openRecon opens a reconcile stream from p to q about root and sends the hello.
@@ -128,8 +127,8 @@ func openRecon(ctx context.Context, t *testing.T, p, q *Peer, root chunker.ID, c
 	}
 	t.Cleanup(func() { s.Reset() })
 	s.SetDeadline(time.Now().Add(10 * time.Second))
-	r := &rawRecon{t: t, s: s, fr: newFrameReader(s, 16<<20)}
-	r.write(hello{Root: root[:], Coded: coded}.append(nil))
+	r := &rawRecon{t: t, s: s, fr: wire.NewReader(s)}
+	r.write(wire.Hello{Root: root[:], Coded: coded}.Append(nil))
 	return r
 }
 
@@ -147,15 +146,15 @@ func (r *rawRecon) send(m reconcile.Message) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	r.write(append([]byte{msgPayload}, b...))
+	r.write(append([]byte{wire.TypePayload}, b...))
 }
 
 func (r *rawRecon) recv() (reconcile.Message, error) {
-	f, err := r.fr.next()
+	f, err := r.fr.Next(16 << 20)
 	if err != nil {
 		return reconcile.Message{}, err
 	}
-	body, err := decodeTyped(f, msgPayload)
+	body, err := wire.DecodeTyped(f, wire.TypePayload)
 	if err != nil {
 		return reconcile.Message{}, err
 	}
@@ -446,7 +445,7 @@ func TestReconcileTimeLimit(t *testing.T) {
 	for range 100 {
 		for _, m := range s.Ready() {
 			b, _ := m.MarshalBinary()
-			body := append([]byte{msgPayload}, b...)
+			body := append([]byte{wire.TypePayload}, b...)
 			if _, err2 = r.s.Write(append(binary.AppendUvarint(nil, uint64(len(body))), body...)); err2 != nil {
 				break
 			}

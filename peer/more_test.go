@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -120,9 +121,9 @@ func TestManifestMismatch(t *testing.T) {
 	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
 		defer s.Close()
 		bw := bufio.NewWriter(s)
-		fr := newFrameReader(s, helloMax)
-		fr.next()
-		writeFrame(bw, []byte{msgManifest}, otherManifest)
+		fr := wire.NewReader(s)
+		fr.Next(helloMax)
+		wire.WriteFrame(bw, []byte{wire.TypeManifest}, otherManifest)
 		bw.Flush()
 	})
 	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "o1")); !errors.Is(err, ErrManifestMismatch) {
@@ -279,7 +280,7 @@ func TestServedBlockOneWrite(t *testing.T) {
 	seed, tk, _ := seedFile(t, t.TempDir(), 100<<10, 16<<10)
 	c := seed.lookup(tk.Root[:])
 	w := &writeCounter{}
-	ss := &serverStream{s: w, bw: bufio.NewWriterSize(w, streamBuf), c: c, idle: time.Second}
+	ss := &serverStream{s: w, bw: bufio.NewWriterSize(w, wire.BufSize), c: c, idle: time.Second}
 	for _, i := range []int{0, 6, 3} { // 6 is the short last block
 		w.writes = nil
 		if err := seed.sendStored(ss, nil, i); err != nil {
@@ -288,11 +289,11 @@ func TestServedBlockOneWrite(t *testing.T) {
 		if len(w.writes) != 1 {
 			t.Fatalf("block %d went out in %d writes", i, len(w.writes))
 		}
-		f, err := newFrameReader(bytes.NewReader(w.writes[0]), 1<<20).next()
+		f, err := wire.NewReader(bytes.NewReader(w.writes[0])).Next(1 << 20)
 		if err != nil {
 			t.Fatal(err)
 		}
-		j, data, ok, err := decodeBlock(f, c.man.BlockCount())
+		j, data, ok, err := wire.DecodeBlock(f, c.man.BlockCount())
 		want, _ := c.store.ReadBlock(i, nil)
 		if err != nil || !ok || j != i || !bytes.Equal(data, want) {
 			t.Fatalf("block %d: got %d, %d bytes, %v, %v", i, j, len(data), ok, err)

@@ -6,18 +6,19 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
-	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 )
 
-// Option configures New. Options that can fail return an error from New.
+// Option configures New and NewService. Options that can fail return an
+// error from New or NewService.
 type Option func(*config) error
 
 type config struct {
-	listen       []string
-	key          crypto.PrivKey
-	keyFile      string
-	host         host.Host
+	listen  []string
+	key     crypto.PrivKey
+	keyFile string
+	// hostOpts is set by the options that shape a new host (New only).
+	hostOpts     bool
 	log          *slog.Logger
 	limits       Limits
 	streamIdle   time.Duration
@@ -26,6 +27,7 @@ type config struct {
 	maxSources   int
 	syncEvery    int
 	serveRate    float64
+	observer     func(ServeEvent)
 	// dialRanker orders the dials of a peer's addresses (tcpFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
@@ -68,6 +70,17 @@ var DefaultLimits = Limits{
 	ServeBytes:       64 << 20,
 }
 
+// newConfig applies opts to the defaults.
+func newConfig(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
 func defaultConfig() config {
 	return config{
 		listen:       []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1", "/ip6/::/tcp/0", "/ip6/::/udp/0/quic-v1"},
@@ -82,7 +95,7 @@ func defaultConfig() config {
 	}
 }
 
-// WithListenAddrs sets the multiaddrs to listen on. Default: every interface,
+// WithListenAddrs sets the multiaddrs to listen on (New only). Default: every interface,
 // TCP and QUIC v1, IPv4 and IPv6, on ports the system picks.
 func WithListenAddrs(addrs ...string) Option {
 	return func(c *config) error {
@@ -90,39 +103,28 @@ func WithListenAddrs(addrs ...string) Option {
 			return errors.New("peer: WithListenAddrs: no address")
 		}
 		c.listen = append([]string(nil), addrs...)
+		c.hostOpts = true
 		return nil
 	}
 }
 
-// WithIdentity sets the peer's identity key. Default: a fresh Ed25519 key.
+// WithIdentity sets the peer's identity key (New only). Default: a fresh
+// Ed25519 key.
 func WithIdentity(k crypto.PrivKey) Option {
 	return func(c *config) error {
 		if k == nil {
 			return errors.New("peer: WithIdentity: nil key")
 		}
 		c.key = k
+		c.hostOpts = true
 		return nil
 	}
 }
 
 // WithKeyFile loads the identity key from path, creating it on first use (see
-// LoadOrCreateKey). Default: a fresh key that is not saved.
+// LoadOrCreateKey; New only). Default: a fresh key that is not saved.
 func WithKeyFile(path string) Option {
-	return func(c *config) error { c.keyFile = path; return nil }
-}
-
-// WithHost runs the peer on an existing libp2p host (for example one of
-// libp2p's in-process mock network) instead of creating one. The listen,
-// identity and limit options that shape a new host are then ignored, and
-// Close does not close the host.
-func WithHost(h host.Host) Option {
-	return func(c *config) error {
-		if h == nil {
-			return errors.New("peer: WithHost: nil host")
-		}
-		c.host = h
-		return nil
-	}
+	return func(c *config) error { c.keyFile, c.hostOpts = path, true; return nil }
 }
 
 // WithLogger sets the logger. Default: discard.
@@ -138,31 +140,24 @@ func WithLogger(l *slog.Logger) Option {
 // WithLimits sets the limits on remote peers; zero fields keep their default.
 func WithLimits(l Limits) Option {
 	return func(c *config) error {
-		d := DefaultLimits
-		if l.MaxManifestBytes > 0 {
-			d.MaxManifestBytes = l.MaxManifestBytes
-		}
-		if l.MaxFilterBytes > 0 {
-			d.MaxFilterBytes = l.MaxFilterBytes
-		}
-		if l.MaxWant > 0 {
-			d.MaxWant = l.MaxWant
-		}
-		if l.Reconciles > 0 {
-			d.Reconciles = l.Reconciles
-		}
-		if l.StreamsPerPeer > 0 {
-			d.StreamsPerPeer = l.StreamsPerPeer
-		}
-		if l.Streams > 0 {
-			d.Streams = l.Streams
-		}
-		if l.ServeBytes > 0 {
-			d.ServeBytes = l.ServeBytes
-		}
-		c.limits = d
+		c.limits = l.withDefaults()
 		return nil
 	}
+}
+
+// withDefaults fills the zero (or negative) fields of l from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	for _, f := range []struct{ v, d *int }{
+		{&l.MaxManifestBytes, &d.MaxManifestBytes}, {&l.MaxFilterBytes, &d.MaxFilterBytes},
+		{&l.MaxWant, &d.MaxWant}, {&l.Reconciles, &d.Reconciles}, {&l.StreamsPerPeer, &d.StreamsPerPeer},
+		{&l.Streams, &d.Streams}, {&l.ServeBytes, &d.ServeBytes},
+	} {
+		if *f.v > 0 {
+			*f.d = *f.v
+		}
+	}
+	return d
 }
 
 // WithStreamIdle sets how long a stream may go without progress before it is
@@ -241,4 +236,14 @@ func WithServeRate(bytesPerSecond float64) Option {
 		c.serveRate = bytesPerSecond
 		return nil
 	}
+}
+
+// WithServeObserver sets a function told of what the service serves: every
+// reconciliation it answers (what it held, what it offered) and every block it
+// sends. Calls come from the serving goroutines, concurrently; keep fn quick.
+// Default: none. A testnet audits answers with it (a missed block is one held
+// but not offered to a fetcher that lacks it); an application may log or
+// meter with it.
+func WithServeObserver(fn func(ServeEvent)) Option {
+	return func(c *config) error { c.observer = fn; return nil }
 }

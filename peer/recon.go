@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -73,7 +74,7 @@ func (r *responder) filtersFor(held *reconcile.Set) (*reconcile.Filters, error) 
 }
 
 // reconcileLimits are the decoder limits of package reconcile for our limits.
-func (p *Peer) reconcileLimits() reconcile.Limits {
+func (p *Service) reconcileLimits() reconcile.Limits {
 	return reconcile.Limits{MaxMessage: p.cfg.limits.MaxFilterBytes + 64<<10, MaxFilterBytes: p.cfg.limits.MaxFilterBytes}
 }
 
@@ -117,22 +118,31 @@ func methodNames(ms []reconcile.Method) string {
 }
 
 // answerSession runs the responder side of one session on ss, with the
-// method the first message names. held lists the blocks (or coded blocks)
-// offered. A method r does not serve is refused with a reject (errNotServed);
-// a peer that breaks the protocol gets an error wrapping ErrMalformed, which
-// resets the stream.
-func (p *Peer) answerSession(ss *serverStream, r *responder, held []int) (*reconcile.Session, error) {
+// method the first message names, and returns that method and the units
+// the answer offered. held lists the blocks (or coded blocks) offered. A
+// method r does not serve is refused with a reject (errNotServed); a peer
+// that breaks the protocol gets an error wrapping ErrMalformed, which resets
+// the stream.
+func (p *Service) answerSession(ss *serverStream, r *responder, held []int) (reconcile.Method, []int, error) {
 	lim := p.reconcileLimits()
 	var s *reconcile.Session
+	var method reconcile.Method
+	var offered []int
 	var out []byte
 	send := func(msgs ...reconcile.Message) error {
 		for _, msg := range msgs {
+			if msg.Type == reconcile.MsgOffer || msg.Type == reconcile.MsgBlocks {
+				offered = offered[:0]
+				for _, i := range msg.Indices {
+					offered = append(offered, int(i))
+				}
+			}
 			var err error
 			out, err = msg.AppendBinary(out[:0])
 			if err != nil {
 				return err
 			}
-			if err := ss.send([]byte{msgPayload}, out); err != nil {
+			if err := ss.send([]byte{wire.TypePayload}, out); err != nil {
 				return err
 			}
 		}
@@ -141,61 +151,65 @@ func (p *Peer) answerSession(ss *serverStream, r *responder, held []int) (*recon
 	for {
 		f, err := ss.next(1 + p.cfg.limits.MaxFilterBytes + 64<<10)
 		if err != nil {
-			return s, err
+			return method, nil, err
 		}
-		body, err := decodeTyped(f, msgPayload)
+		body, err := wire.DecodeTyped(f, wire.TypePayload)
 		if err != nil {
-			return s, err
+			return method, nil, err
 		}
 		m, err := reconcile.Decode(body, lim)
 		if err != nil {
-			return s, fmt.Errorf("%w: %w", ErrMalformed, err)
+			return method, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 		}
 		if s == nil {
 			if m.Type != reconcile.MsgFilter {
-				return nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
+				return method, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
 			}
-			method := m.Filter.Method
+			method = m.Filter.Method
 			if !r.serves(method) {
 				reason := fmt.Sprintf("peer: method %v is not served for this content (served: %s)", method, methodNames(r.methods))
 				if err := send(reconcile.Message{Type: reconcile.MsgReject, Session: m.Session, Reason: reason}); err != nil {
-					return nil, err
+					return method, nil, err
 				}
-				return nil, fmt.Errorf("%w: %v", errNotServed, method)
+				return method, nil, fmt.Errorf("%w: %v", errNotServed, method)
 			}
 			set := heldSet(r.u.Blocks(), held)
 			filters, err := r.filtersFor(set)
 			if err != nil {
-				return nil, err
+				return method, nil, err
 			}
 			s, err = reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
 			if err != nil {
-				return nil, err
+				return method, nil, err
 			}
 		}
 		stepErr := s.Step(m)
 		if err := send(s.Ready()...); err != nil {
-			return s, err
+			return method, nil, err
 		}
 		if stepErr != nil {
 			// The reject is sent; a peer that broke the protocol has its
 			// stream reset.
 			if violation(stepErr) {
-				return s, fmt.Errorf("%w: %w", ErrMalformed, stepErr)
+				return method, nil, fmt.Errorf("%w: %w", ErrMalformed, stepErr)
 			}
-			return s, nil
+			return method, nil, errRejected
 		}
 		if s.Done() {
-			return s, nil
+			return method, offered, nil
 		}
 	}
 }
+
+// errRejected ends a session this side rejected for a disagreement of
+// configurations (not a violation): the reject is sent, the stream closed.
+var errRejected = errors.New("peer: session rejected")
 
 // pullSession runs the initiator side of a one-way session of method over
 // cs: it sends the filter of held (the first cells, for IBLT, and more as the
 // server asks) and returns the session, whose Wanted lists the offered blocks
 // this side lacks, and the number of round trips it took.
-func (p *Peer) pullSession(cs *clientStream, r *responder, method reconcile.Method, held []int) (s *reconcile.Session, trips int, err error) {
+func (p *Service) pullSession(cs *clientStream, r *responder, method reconcile.Method, held []int) (s *reconcile.Session, trips int, err error) {
 	lim := p.reconcileLimits()
 	set := heldSet(r.u.Blocks(), held)
 	filters, err := r.filtersFor(set)
@@ -216,7 +230,7 @@ func (p *Peer) pullSession(cs *clientStream, r *responder, method reconcile.Meth
 			if err != nil {
 				return s, trips, err
 			}
-			if err := cs.send([]byte{msgPayload}, out); err != nil {
+			if err := cs.send([]byte{wire.TypePayload}, out); err != nil {
 				return s, trips, err
 			}
 		}
@@ -231,7 +245,7 @@ func (p *Peer) pullSession(cs *clientStream, r *responder, method reconcile.Meth
 			return s, trips, err
 		}
 		trips++
-		body, err := decodeTyped(f, msgPayload)
+		body, err := wire.DecodeTyped(f, wire.TypePayload)
 		if err != nil {
 			return s, trips, err
 		}
@@ -244,7 +258,7 @@ func (p *Peer) pullSession(cs *clientStream, r *responder, method reconcile.Meth
 				// Send the reject before the caller resets the stream.
 				for _, msg := range s.Ready() {
 					if out, e := msg.AppendBinary(out[:0]); e == nil {
-						cs.send([]byte{msgPayload}, out)
+						cs.send([]byte{wire.TypePayload}, out)
 					}
 				}
 				cs.flush()

@@ -14,8 +14,10 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // seedFile makes a file of size bytes in dir and seeds it from a new peer.
@@ -32,11 +34,11 @@ func seedFile(t *testing.T, dir string, size, blockSize int, opts ...Option) (*P
 
 // misbehave replaces p's blocks handler with serve, which gets the stream
 // after the hello was read.
-func misbehave(p *Peer, serve func(s network.Stream, fr *frameReader, bw *bufio.Writer)) {
+func misbehave(p *Peer, serve func(s network.Stream, fr *wire.Reader, bw *bufio.Writer)) {
 	p.Host().SetStreamHandler(ProtoBlocks, func(s network.Stream) {
 		defer s.Close()
-		fr := newFrameReader(s, 1<<20)
-		if _, err := fr.next(); err != nil {
+		fr := wire.NewReader(s)
+		if _, err := fr.Next(1 << 20); err != nil {
 			return
 		}
 		serve(s, fr, bufio.NewWriter(s))
@@ -55,13 +57,13 @@ func TestWrongBlockPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := seed.lookup(tk.Root[:]).man
-	misbehave(liar, func(s network.Stream, fr *frameReader, bw *bufio.Writer) {
+	misbehave(liar, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
 		for {
-			f, err := fr.next()
+			f, err := fr.Next(1 << 20)
 			if err != nil {
 				return
 			}
-			idx, err := decodeWant(nil, f, 1<<20, m.BlockCount())
+			idx, err := wire.DecodeWant(nil, f, 1<<20, m.BlockCount())
 			if err != nil {
 				return
 			}
@@ -70,7 +72,7 @@ func TestWrongBlockPeer(t *testing.T) {
 				for j := range junk {
 					junk[j] = byte(rand.Uint32())
 				}
-				writeFrame(bw, appendBlockHeader(nil, i), junk)
+				wire.WriteFrame(bw, wire.AppendBlockHeader(nil, i), junk)
 			}
 			bw.Flush()
 		}
@@ -95,8 +97,27 @@ func TestWrongBlockPeer(t *testing.T) {
 	if liarShare == nil || liarShare.Dropped == "" || liarShare.Blocks != 0 || liarShare.Rejected == 0 {
 		t.Fatalf("liar not dropped: %+v", sum.Peers)
 	}
-	if got := fetcher.Host().Network().Connectedness(liar.ID()); got == network.Connected {
-		t.Errorf("still connected to the liar")
+	// The liar is on the service's deny-list: its streams of our protocols
+	// are refused. The host's connection stays up, so the application that
+	// owns the host still talks to it over its own protocols.
+	if !fetcher.isBanned(liar.ID()) {
+		t.Fatal("the liar is not on the deny-list")
+	}
+	if _, err := liar.askPeers(ctx, fetcher.ID(), tk.Root); err == nil {
+		t.Error("a banned peer's request was answered")
+	}
+	fetcher.Host().SetStreamHandler("/app/echo/1", func(s network.Stream) {
+		defer s.Close()
+		io.Copy(s, s)
+	})
+	s, err := liar.Host().NewStream(ctx, fetcher.ID(), "/app/echo/1")
+	if err != nil {
+		t.Fatalf("the app's own protocol to a banned peer: %v", err)
+	}
+	s.Write([]byte("ping"))
+	s.CloseWrite()
+	if got, err := io.ReadAll(s); err != nil || string(got) != "ping" {
+		t.Fatalf("the app's own protocol echoed %q, %v", got, err)
 	}
 }
 
@@ -110,9 +131,9 @@ func TestStalledPeer(t *testing.T) {
 	if _, err := mute.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
 		t.Fatal(err)
 	}
-	misbehave(mute, func(s network.Stream, fr *frameReader, bw *bufio.Writer) {
+	misbehave(mute, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
 		for {
-			if _, err := fr.next(); err != nil {
+			if _, err := fr.Next(1 << 20); err != nil {
 				return
 			}
 		}
@@ -146,7 +167,7 @@ func TestMalformedStreams(t *testing.T) {
 	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	hi := hello{Root: tk.Root[:]}.append(nil)
+	hi := wire.Hello{Root: tk.Root[:]}.Append(nil)
 	uv := func(n uint64) []byte { return binary.AppendUvarint(nil, n) }
 	frame := func(b []byte) []byte { return append(uv(uint64(len(b))), b...) }
 	cases := []struct {
@@ -156,16 +177,16 @@ func TestMalformedStreams(t *testing.T) {
 	}{
 		{"huge hello", string(ProtoManifest), uv(1 << 40)},
 		{"garbage hello", string(ProtoBlocks), frame([]byte{0x77, 1, 2, 3})},
-		{"bad root length", string(ProtoPeers), frame([]byte{msgHello, 200, 0})},
-		{"want beyond the file", string(ProtoBlocks), append(frame(hi), frame(appendWant(nil, []int{1 << 20}))...)},
-		{"want too many", string(ProtoBlocks), append(frame(hi), frame(appendWant(nil, make([]int, 5000)))...)},
+		{"bad root length", string(ProtoPeers), frame([]byte{wire.TypeHello, 200, 0})},
+		{"want beyond the file", string(ProtoBlocks), append(frame(hi), frame(wire.AppendWant(nil, []int{1 << 20}))...)},
+		{"want too many", string(ProtoBlocks), append(frame(hi), frame(wire.AppendWant(nil, make([]int, 5000)))...)},
 		{"oversized want", string(ProtoBlocks), append(frame(hi), uv(1<<30)...)},
-		{"garbage filter", string(ProtoReconcile), append(frame(hi), frame([]byte{msgPayload, 0xc1, 0xc1})...)},
+		{"garbage filter", string(ProtoReconcile), append(frame(hi), frame([]byte{wire.TypePayload, 0xc1, 0xc1})...)},
 		{"filter over the limit", string(ProtoReconcile), append(frame(hi), uv(1<<40)...)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := evil.Host().NewStream(ctx, seed.ID(), protocolID(tc.proto))
+			s, err := evil.Host().NewStream(ctx, seed.ID(), protocol.ID(tc.proto))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -192,7 +213,7 @@ func TestMalformedStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 		streams = append(streams, s)
-		s.Write(append(frame(hi), append(uv(60<<20), msgPayload, 1, 2, 3)...))
+		s.Write(append(frame(hi), append(uv(60<<20), wire.TypePayload, 1, 2, 3)...))
 	}
 	time.Sleep(300 * time.Millisecond)
 	runtime.ReadMemStats(&after)
@@ -344,19 +365,19 @@ func TestMissingBlocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked atomic.Int64
-	misbehave(flaky, func(s network.Stream, fr *frameReader, bw *bufio.Writer) {
+	misbehave(flaky, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
 		for {
-			f, err := fr.next()
+			f, err := fr.Next(1 << 20)
 			if err != nil {
 				return
 			}
-			idx, err := decodeWant(nil, f, 1<<20, m.BlockCount())
+			idx, err := wire.DecodeWant(nil, f, 1<<20, m.BlockCount())
 			if err != nil {
 				return
 			}
 			for _, i := range idx {
 				asked.Add(1)
-				writeFrame(bw, appendMissing(nil, i))
+				wire.WriteFrame(bw, wire.AppendMissing(nil, i))
 			}
 			bw.Flush()
 		}

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
@@ -41,7 +42,7 @@ func WithByers(bp ByersParams) SeedOption {
 // Seed chunks the file or tree at path, serves it in place (read-only, without
 // copying) and returns its ticket, naming this peer and its addresses. It
 // serves until Close or Unserve.
-func (p *Peer) Seed(ctx context.Context, path string, opts ...SeedOption) (Ticket, error) {
+func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ticket, error) {
 	var sc seedConfig
 	for _, o := range opts {
 		if err := o(&sc); err != nil {
@@ -76,15 +77,51 @@ func (p *Peer) Seed(ctx context.Context, path string, opts ...SeedOption) (Ticke
 	return p.ticket(m.ID()), nil
 }
 
-// Serve serves the blocks held by an open store (complete or not), for example
-// one a fetch filled earlier. The peer takes ownership of the store and closes
-// it on Close or Unserve.
-func (p *Peer) Serve(s *chunker.Store) (Ticket, error) {
-	c, err := newContent(s.Manifest(), s)
-	if err != nil {
-		return Ticket{}, err
+// ServeOption configures Serve.
+type ServeOption func(*serveConfig) error
+
+type serveConfig struct {
+	coded *CodedSet
+	held  []int
+}
+
+// WithCoded makes Serve also serve the coded blocks held of the Byers
+// baseline's coded set cs (of the same content), shared with cs rather than
+// copied; a later FetchServed with WithMethod(reconcile.Byers) fetches the
+// rest of them and decodes the store's blocks from them. Default: no coded
+// blocks (a Byers fetch of the content then gets the coded header from its
+// sources).
+func WithCoded(cs *CodedSet, held []int) ServeOption {
+	return func(c *serveConfig) error {
+		if cs == nil {
+			return errors.New("peer: WithCoded: nil coded set")
+		}
+		c.coded, c.held = cs, held
+		return nil
 	}
-	if err := p.add(c); err != nil {
+}
+
+// Serve serves the blocks held by an open store (complete or not), for
+// example one a fetch filled earlier, or one to fill with FetchServed. The
+// service takes ownership of the store and closes it on Close or Unserve.
+func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
+	var sc serveConfig
+	for _, o := range opts {
+		if err := o(&sc); err != nil {
+			return Ticket{}, err
+		}
+	}
+	var cb *codedBlocks
+	if sc.coded != nil {
+		if sc.coded.cb.gens.Size() != s.Manifest().TotalSize() || sc.coded.cb.gens.Code().BlockSize() != s.Manifest().BlockSize() {
+			return Ticket{}, errors.New("peer: WithCoded: the coded set is not of this content")
+		}
+		var err error
+		if cb, err = sc.coded.cb.share(sc.held); err != nil {
+			return Ticket{}, err
+		}
+	}
+	if err := p.addContent(s, cb); err != nil {
 		return Ticket{}, err
 	}
 	return p.ticket(s.Manifest().ID()), nil
@@ -92,7 +129,7 @@ func (p *Peer) Serve(s *chunker.Store) (Ticket, error) {
 
 // Unserve stops serving the content with the given root and closes its store.
 // It reports whether the content was served.
-func (p *Peer) Unserve(root chunker.ID) (bool, error) {
+func (p *Service) Unserve(root chunker.ID) (bool, error) {
 	p.mu.Lock()
 	c, ok := p.contents[root]
 	delete(p.contents, root)
@@ -104,12 +141,12 @@ func (p *Peer) Unserve(root chunker.ID) (bool, error) {
 }
 
 // Ticket returns a ticket for root naming this peer.
-func (p *Peer) ticket(root chunker.ID) Ticket {
+func (p *Service) ticket(root chunker.ID) Ticket {
 	return Ticket{Root: root, Peers: []lpeer.AddrInfo{p.AddrInfo()}}
 }
 
 // add registers content; it fails if the root is already served.
-func (p *Peer) add(c *content) error {
+func (p *Service) add(c *content) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -126,7 +163,7 @@ func (p *Peer) add(c *content) error {
 // ServedBytes returns, for the content with the given root, the block bytes
 // this peer has sent to each remote peer (by peer id), or nil if the content
 // is not served.
-func (p *Peer) ServedBytes(root chunker.ID) map[string]int64 {
+func (p *Service) ServedBytes(root chunker.ID) map[string]int64 {
 	p.mu.Lock()
 	c := p.contents[root]
 	p.mu.Unlock()
@@ -142,7 +179,7 @@ func (p *Peer) ServedBytes(root chunker.ID) map[string]int64 {
 
 // Held reports, for the content with the given root, how many blocks this
 // peer holds and how many the content has (ok false if it is not served).
-func (p *Peer) Held(root chunker.ID) (held, total int, ok bool) {
+func (p *Service) Held(root chunker.ID) (held, total int, ok bool) {
 	p.mu.Lock()
 	c := p.contents[root]
 	p.mu.Unlock()

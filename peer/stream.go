@@ -2,30 +2,59 @@ package peer
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-)
 
-func protocolID(s string) protocol.ID { return protocol.ID(s) }
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
 
 // clientStream is one outbound request stream with deadlines on every read
 // and write.
 type clientStream struct {
-	s    network.Stream
-	fr   *frameReader
-	bw   *bufio.Writer
-	idle time.Duration
-	stop func() bool
+	s       network.Stream
+	fr      *wire.Reader
+	bw      *bufio.Writer
+	idle    time.Duration
+	stop    func() bool
+	untrack func()
+}
+
+// request opens a stream of proto to id for root and sends the hello (it is
+// flushed with the first message, or by flush).
+func (p *Service) request(ctx context.Context, id lpeer.ID, proto protocol.ID, root chunker.ID, coded bool) (*clientStream, error) {
+	if p.isBanned(id) {
+		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
+	}
+	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "reconcile"), id, proto)
+	if err != nil {
+		return nil, err
+	}
+	untrack, ok := p.track(s)
+	if !ok {
+		s.Reset()
+		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
+	}
+	cs := &clientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, untrack: untrack}
+	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
+	if err := cs.send(wire.Hello{Root: root[:], Coded: coded}.Append(nil)); err != nil {
+		cs.reset()
+		return nil, err
+	}
+	return cs, nil
 }
 
 func (cs *clientStream) send(parts ...[]byte) error {
 	if err := cs.s.SetWriteDeadline(time.Now().Add(cs.idle)); err != nil {
 		return err
 	}
-	return writeFrame(cs.bw, parts...)
+	return wire.WriteFrame(cs.bw, parts...)
 }
 
 func (cs *clientStream) flush() error {
@@ -40,11 +69,10 @@ func (cs *clientStream) next(max int) ([]byte, error) { return cs.nextWithin(max
 
 // nextWithin reads a frame of at most max bytes within d.
 func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
-	cs.fr.max = max
 	if err := cs.s.SetReadDeadline(time.Now().Add(d)); err != nil {
 		return nil, err
 	}
-	f, err := cs.fr.next()
+	f, err := cs.fr.Next(max)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
@@ -52,23 +80,12 @@ func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
 }
 
 // nextInto reads a frame of at most max bytes within d into the memory of a
-// buffer from get (when it fits) and hands that memory to the caller: the
-// reader keeps no reference to it. get is called only once the frame starts
-// to arrive, so a stream waiting for its next block holds no block buffer.
+// buffer from get (see wire.Reader.NextInto).
 func (cs *clientStream) nextInto(get func() []byte, max int, d time.Duration) ([]byte, error) {
-	cs.fr.max = max
 	if err := cs.s.SetReadDeadline(time.Now().Add(d)); err != nil {
 		return nil, err
 	}
-	if _, err := cs.fr.r.Peek(1); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return nil, err
-	}
-	cs.fr.buf = get()[:0]
-	f, err := cs.fr.next()
-	cs.fr.buf = nil
+	f, err := cs.fr.NextInto(get, max)
 	if err == io.EOF {
 		err = io.ErrUnexpectedEOF
 	}
@@ -79,10 +96,12 @@ func (cs *clientStream) nextInto(get func() []byte, max int, d time.Duration) ([
 func (cs *clientStream) close() {
 	cs.stop()
 	cs.s.Close()
+	cs.untrack()
 }
 
 // reset aborts the stream.
 func (cs *clientStream) reset() {
 	cs.stop()
 	cs.s.Reset()
+	cs.untrack()
 }

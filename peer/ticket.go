@@ -8,6 +8,7 @@ import (
 	"github.com/multiformats/go-multibase"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // ticketVersion is the first byte of an encoded ticket.
@@ -32,7 +33,7 @@ type Ticket struct {
 func (t Ticket) String() string {
 	b := []byte{ticketVersion}
 	b = append(b, t.Root[:]...)
-	b = appendPeers(b, t.Peers)
+	b = wire.AppendPeers(b, t.Peers)
 	s, err := multibase.Encode(multibase.Base32, b)
 	if err != nil { // Base32 is always supported.
 		panic(err)
@@ -72,7 +73,7 @@ func ParseTicket(s string) (Ticket, error) {
 	}
 	var t Ticket
 	copy(t.Root[:], b[1:1+chunker.HashSize])
-	peers, err := decodePeers(b[1+chunker.HashSize:])
+	peers, err := wire.DecodePeers(b[1+chunker.HashSize:])
 	if err != nil {
 		why := strings.TrimPrefix(err.Error(), ErrMalformed.Error()+": ")
 		return Ticket{}, fmt.Errorf("%w: cut short or damaged (%s)", ErrBadTicket, why)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 func newKeyID(t testing.TB) lpeer.ID {
@@ -142,4 +143,15 @@ func TestTicketErrorText(t *testing.T) {
 			t.Errorf("ParseTicket(%.20q…) = %v, want %q", tc.in, err, tc.want)
 		}
 	}
+}
+
+func testAddrInfos(t testing.TB, n int) []lpeer.AddrInfo {
+	var out []lpeer.AddrInfo
+	for i := range n {
+		p := newKeyID(t)
+		a := ma.StringCast("/ip4/127.0.0.1/tcp/" + string(rune('1'+i%9)) + "000")
+		b := ma.StringCast("/ip6/::1/udp/4001/quic-v1")
+		out = append(out, lpeer.AddrInfo{ID: p, Addrs: []ma.Multiaddr{a, b}})
+	}
+	return out
 }

@@ -1,7 +1,6 @@
 package testnet
 
 import (
-	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -173,21 +172,5 @@ func TestQuantile(t *testing.T) {
 	}
 	if quantile(nil, 0.5) != 0 || mean(nil) != 0 || mean(xs) != 5.5 {
 		t.Error("empty quantile or mean")
-	}
-}
-
-func TestCodedCount(t *testing.T) {
-	var h []byte
-	for _, v := range []uint64{64, 128, 256 << 10, 16 << 20} {
-		h = binary.AppendUvarint(h, v)
-	}
-	h = append(h, make([]byte, 3*32)...)
-	if n, err := codedCount(h); err != nil || n != 3 {
-		t.Errorf("codedCount = %d, %v", n, err)
-	}
-	for _, bad := range [][]byte{nil, {1, 2, 3}, append([]byte{1, 2, 3, 4}, make([]byte, 31)...)} {
-		if _, err := codedCount(bad); err == nil {
-			t.Errorf("codedCount(%x) accepted", bad)
-		}
 	}
 }

@@ -100,10 +100,12 @@ const fileName = "content.bin"
 
 // node is one peer of a run.
 type node struct {
-	p     *peer.Peer
+	p     *peer.Service
 	store *chunker.Store
 	units holdings
-	prep  *peer.Prepared
+	// fetch is set for the peers that fetch (the seed of the one-seed
+	// scenario does not).
+	fetch bool
 	dir   string
 	// seed is set for the seed of the one-seed scenario (it does not fetch).
 	seed bool
@@ -182,21 +184,35 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i := range nodes {
 		byID[fab.host(i).ID()] = i
 	}
-	audit := func(self int) func(lpeer.ID) (holdings, holdings) {
-		return func(remote lpeer.ID) (holdings, holdings) {
-			j, ok := byID[remote]
-			if !ok || nodes[self] == nil || nodes[j] == nil {
-				return nil, nil
-			}
-			return nodes[self].units, nodes[j].units
+	// Every answer is audited against the fetcher's holdings.
+	var nodesMu sync.Mutex
+	holdingsOf := func(remote lpeer.ID) holdings {
+		j, ok := byID[remote]
+		if !ok {
+			return nil
 		}
+		nodesMu.Lock()
+		defer nodesMu.Unlock()
+		if nodes[j] == nil {
+			return nil
+		}
+		return nodes[j].units
 	}
-	peerOpts := func(h *countingHost) []peer.Option {
-		o := []peer.Option{peer.WithHost(h), peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources)}
+	newService := func(i int) (*peer.Service, error) {
+		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(cnt.audit(holdingsOf))}
 		if cfg.Window > 0 {
 			o = append(o, peer.WithWindow(cfg.Window))
 		}
-		return o
+		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt}, o...)
+		if err != nil {
+			return nil, fmt.Errorf("testnet: peer: %w", err)
+		}
+		return s, nil
+	}
+	setNode := func(i int, n *node) {
+		nodesMu.Lock()
+		nodes[i] = n
+		nodesMu.Unlock()
 	}
 	defer func() {
 		for _, n := range nodes {
@@ -216,23 +232,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		seedOpts = append(seedOpts, peer.WithByers(cfg.Byers))
 	}
 	// The Byers coder: the seed itself, or a peer connected to nobody.
-	var header []byte
-	var coded func(int) ([]byte, bool)
+	var coded *peer.CodedSet
 	units := m.BlockCount()
 	if cfg.Method == reconcile.Byers {
-		var coder *peer.Peer
+		var coder *peer.Service
 		if seedNode >= 0 {
-			ch := &countingHost{Host: fab.host(seedNode), c: cnt, audit: audit(seedNode)}
-			if coder, err = peer.New(ctx, peerOpts(ch)...); err != nil {
-				return nil, fmt.Errorf("testnet: peer: %w", err)
+			if coder, err = newService(seedNode); err != nil {
+				return nil, err
 			}
-			nodes[seedNode] = &node{p: coder, seed: true, dir: filepath.Dir(srcPath)}
+			setNode(seedNode, &node{p: coder, seed: true, dir: filepath.Dir(srcPath)})
 		} else {
 			h, err := fab.spare()
 			if err != nil {
 				return nil, err
 			}
-			if coder, err = peer.New(ctx, peer.WithHost(h)); err != nil {
+			if coder, err = peer.NewService(h); err != nil {
 				return nil, fmt.Errorf("testnet: peer: %w", err)
 			}
 			defer coder.Close()
@@ -245,14 +259,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("testnet: the seed's root %s is not the file's %s", t.Root, m.ID())
 		}
 		var ok bool
-		if header, coded, ok = coder.CodedBlocks(m.ID()); !ok {
+		if coded, ok = coder.CodedSet(m.ID()); !ok {
 			return nil, errors.New("testnet: the byers seed serves no coded blocks")
 		}
-		if units, err = codedCount(header); err != nil {
-			return nil, err
-		}
+		units = coded.Count()
 		if seedNode >= 0 {
-			nodes[seedNode].units = codedHoldings{get: coded, n: units}
+			nodes[seedNode].units = coded
 		}
 	}
 	res.Units = units
@@ -262,13 +274,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if nodes[i] != nil {
 			continue
 		}
-		ch := &countingHost{Host: fab.host(i), c: cnt, audit: audit(i)}
-		p, err := peer.New(ctx, peerOpts(ch)...)
+		p, err := newService(i)
 		if err != nil {
-			return nil, fmt.Errorf("testnet: peer: %w", err)
+			return nil, err
 		}
 		n := &node{p: p}
-		nodes[i] = n
+		setNode(i, n)
 		if i == seedNode {
 			t, err := p.Seed(ctx, srcPath, seedOpts...)
 			if err != nil {
@@ -296,17 +307,25 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				}
 			}
 		}
-		prep, err := p.Prepare(s, cfg.Method, header, held, coded)
-		if err != nil {
-			s.Close()
-			return nil, fmt.Errorf("testnet: prepare: %w", err)
-		}
-		n.store, n.prep = s, prep
+		// Every peer serves what it holds before any fetch starts: a
+		// neighbour's first request must not find it absent.
+		var sopts []peer.ServeOption
 		if cfg.Method == reconcile.Byers {
-			_, get, _ := p.CodedBlocks(m.ID())
-			n.units = codedHoldings{get: get, n: units}
+			sopts = append(sopts, peer.WithCoded(coded, held))
+		}
+		if _, err := p.Serve(s, sopts...); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("testnet: serve: %w", err)
+		}
+		n.store, n.fetch = s, true
+		if cfg.Method == reconcile.Byers {
+			own, ok := p.CodedSet(m.ID())
+			if !ok {
+				return nil, errors.New("testnet: a byers peer serves no coded blocks")
+			}
+			n.units = own
 		} else {
-			n.units = storeHoldings{s}
+			n.units = n.store
 		}
 	}
 	data = nil
@@ -331,7 +350,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	var wg sync.WaitGroup
 	for i, n := range nodes {
-		if n.seed || n.prep == nil {
+		if !n.fetch {
 			continue
 		}
 		res.Fetchers++
@@ -342,7 +361,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sum, err := n.prep.Run(rctx, srcs, peer.WithMethod(cfg.Method), peer.WithNoPeerTimeout(cfg.Timeout),
+			sum, err := n.p.FetchServed(rctx, m.ID(), peer.WithSources(srcs...), peer.WithMethod(cfg.Method), peer.WithNoPeerTimeout(cfg.Timeout),
 				peer.WithProgress(func(peer.Progress) { blocksDone.Add(1) }))
 			outs[i] = outcome{at: time.Since(start), sum: sum, err: err}
 			done.Add(1)
@@ -372,7 +391,7 @@ wait:
 
 	for i, o := range outs {
 		n := nodes[i]
-		if n.seed || n.prep == nil {
+		if !n.fetch {
 			continue
 		}
 		if o.sum != nil {
@@ -492,60 +511,10 @@ func blockOf(data []byte, m *chunker.Manifest, i int) []byte {
 	return data[lo:min(lo+bs, int64(len(data)))]
 }
 
-// codedCount reads the number of coded blocks from a coded header (package
-// peer's: K, N, block size and content size as uvarints, then a 32-byte hash
-// per coded block).
-func codedCount(h []byte) (int, error) {
-	b := h
-	for range 4 {
-		_, k := binary.Uvarint(b)
-		if k <= 0 {
-			return 0, fmt.Errorf("testnet: bad coded header")
-		}
-		b = b[k:]
-	}
-	if len(b)%chunker.HashSize != 0 || len(b) == 0 {
-		return 0, fmt.Errorf("testnet: bad coded header: %d bytes of hashes", len(b))
-	}
-	return len(b) / chunker.HashSize, nil
-}
-
-// codedHoldings are the coded blocks a Byers peer holds.
-type codedHoldings struct {
-	get func(int) ([]byte, bool)
-	n   int
-}
-
-func (c codedHoldings) has(i int) bool { _, ok := c.get(i); return ok }
-
-func (c codedHoldings) held() []int {
-	var out []int
-	for i := range c.n {
-		if c.has(i) {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// storeHoldings are the blocks of a store.
-type storeHoldings struct{ s *chunker.Store }
-
-func (h storeHoldings) has(i int) bool { return h.s.Has(i) }
-func (h storeHoldings) held() []int    { return h.s.Held() }
-
 // allHeld are the holdings of a seed of n units.
 type allHeld int
 
-func (a allHeld) has(i int) bool { return i >= 0 && i < int(a) }
-
-func (a allHeld) held() []int {
-	out := make([]int, a)
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
+func (a allHeld) Has(i int) bool { return i >= 0 && i < int(a) }
 
 // seed32 stretches a seed to a ChaCha8 key.
 func seed32(s uint64) [32]byte {

@@ -1,0 +1,65 @@
+package peer
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// connectAll dials the given peers in parallel and returns those reached,
+// with the ids of known (already connected, or in the peerstore) that are
+// not banned, sorted and without duplicates.
+func (p *Service) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID) []lpeer.ID {
+	all := append([]lpeer.AddrInfo(nil), infos...)
+	for _, a := range extra {
+		ai, err := lpeer.AddrInfoFromP2pAddr(a)
+		if err != nil {
+			p.log.Warn("skip peer address", "addr", a, "err", err)
+			continue
+		}
+		all = append(all, *ai)
+	}
+	var mu sync.Mutex
+	var ok []lpeer.ID
+	var wg sync.WaitGroup
+	for _, ai := range all {
+		if ai.ID == p.h.ID() || p.isBanned(ai.ID) {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			if err := p.h.Connect(cctx, ai); err != nil {
+				p.log.Info("peer unreachable", "peer", ai.ID, "err", err)
+				return
+			}
+			mu.Lock()
+			ok = append(ok, ai.ID)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	for _, id := range known {
+		if id != p.h.ID() && !p.isBanned(id) {
+			ok = append(ok, id)
+		}
+	}
+	sort.Slice(ok, func(i, j int) bool { return ok[i] < ok[j] })
+	return dedup(ok)
+}
+
+func dedup(ids []lpeer.ID) []lpeer.ID {
+	out := ids[:0]
+	for i, id := range ids {
+		if i == 0 || id != ids[i-1] {
+			out = append(out, id)
+		}
+	}
+	return out
+}

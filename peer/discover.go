@@ -1,0 +1,81 @@
+package peer
+
+import (
+	"context"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// discover asks the sources for other peers of the content every second and
+// downloads from the new ones too (a swarm).
+func (f *fetch) discover() {
+	defer f.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	asked := make(map[lpeer.ID]time.Time)
+	for {
+		f.mu.Lock()
+		var ids []lpeer.ID
+		for id := range f.sources {
+			if time.Since(asked[id]) > time.Second {
+				ids = append(ids, id)
+			}
+		}
+		f.mu.Unlock()
+		for _, id := range ids {
+			asked[id] = time.Now()
+			infos, err := f.p.askPeers(f.ctx, id, f.c.man.ID())
+			if err != nil {
+				continue
+			}
+			for _, ai := range infos {
+				if ai.ID == f.p.h.ID() || f.known(ai.ID) {
+					continue
+				}
+				cctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+				err := f.p.h.Connect(cctx, ai)
+				cancel()
+				if err == nil {
+					f.addSource(ai.ID)
+				}
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (f *fetch) known(id lpeer.ID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, a := f.sources[id]
+	_, b := f.banned[id]
+	return a || b
+}
+
+// askPeers asks id for other peers of root.
+func (p *Service) askPeers(ctx context.Context, id lpeer.ID, root chunker.ID) ([]lpeer.AddrInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.streamIdle)
+	defer cancel()
+	cs, err := p.request(ctx, id, ProtoPeers, root, false)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.close()
+	if err := cs.flush(); err != nil {
+		return nil, err
+	}
+	fr, err := cs.next(64 << 10)
+	if err != nil {
+		cs.reset()
+		return nil, err
+	}
+	return wire.DecodePeers(fr)
+}

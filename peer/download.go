@@ -1,0 +1,236 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// unclaim releases blocks of src that did not arrive, for others to fetch.
+func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
+	if len(idx) == 0 {
+		return
+	}
+	units := make([]int, 0, len(idx))
+	for i := range idx {
+		units = append(units, i)
+	}
+	f.mu.Lock()
+	f.pick.unclaim(src.id, &src.offers, units)
+	f.mu.Unlock()
+	f.notify()
+}
+
+// download fetches the offered blocks from src over one blocks stream,
+// keeping up to the window requested, until src has nothing left to give.
+func (f *fetch) download(src *source, offered []int) (err error) {
+	f.mu.Lock()
+	f.pick.offer(&src.offers, offered)
+	f.mu.Unlock()
+	window := f.p.cfg.window
+	inflight := make(map[int]struct{}, window)
+	defer func() { f.unclaim(src, inflight) }()
+	var cs *clientStream
+	defer func() {
+		if cs == nil {
+			return
+		}
+		f.mu.Lock()
+		src.cs = nil
+		f.mu.Unlock()
+		if err != nil {
+			cs.reset()
+		} else {
+			cs.close()
+		}
+	}()
+	limit := f.t.count()
+	var want []byte
+	for {
+		if f.ctx.Err() != nil {
+			return nil
+		}
+		// Top up the window once half of it has arrived, so that wants go
+		// out in batches rather than one small message per block.
+		var batch []int
+		if len(inflight) <= window/2 {
+			f.mu.Lock()
+			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
+			f.mu.Unlock()
+		}
+		for _, i := range batch {
+			inflight[i] = struct{}{}
+		}
+		if len(batch) > 0 {
+			if cs == nil {
+				cs, err = f.p.request(f.ctx, src.id, ProtoBlocks, f.c.man.ID(), f.t.coded())
+				if err != nil {
+					return err
+				}
+				f.mu.Lock()
+				src.cs = cs
+				f.mu.Unlock()
+			}
+			sort.Ints(batch)
+			want = wire.AppendWant(want[:0], batch)
+			if err := cs.send(want); err != nil {
+				return err
+			}
+			if err := cs.flush(); err != nil {
+				return err
+			}
+		}
+		if len(inflight) == 0 {
+			return nil
+		}
+		// Read the frame straight into a buffer the writers will own.
+		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
+		if err != nil {
+			if ferr := f.failed(src); ferr != nil {
+				return ferr
+			}
+			return fmt.Errorf("waiting for %d blocks: %w", len(inflight), err)
+		}
+		i, data, ok, err := wire.DecodeBlock(fr, limit)
+		if err != nil {
+			return err
+		}
+		if _, asked := inflight[i]; !asked {
+			return fmt.Errorf("%w: block %d was not requested", ErrMalformed, i)
+		}
+		delete(inflight, i)
+		if !ok {
+			// The source lacks a block it offered: others may have it, this
+			// source is not asked again until it reconciles again.
+			f.putBuf(fr)
+			f.mu.Lock()
+			f.pick.drop(src.id, i)
+			f.mu.Unlock()
+			f.notify()
+			continue
+		}
+		// Hand the block to the writers (verification and fsync run there,
+		// so the stream keeps moving) and read on.
+		select {
+		case f.writes <- writeJob{src: src, i: i, data: data, buf: fr}:
+		case <-f.ctx.Done():
+			f.putBuf(fr)
+			return nil
+		}
+		if err := f.failed(src); err != nil {
+			return err
+		}
+	}
+}
+
+// writeJob is a received block on its way to the store.
+type writeJob struct {
+	src  *source
+	i    int
+	data []byte
+	buf  []byte // the frame data lies in, returned to the pool after
+}
+
+// writer stores received blocks until writes is closed. Several writers run,
+// so block verification and fsyncs overlap (the store groups concurrent
+// fsyncs) and the network is never idle waiting for the disk.
+func (f *fetch) writer() {
+	defer f.writersWG.Done()
+	for job := range f.writes {
+		err := f.store(job.src, job.i, job.data)
+		f.putBuf(job.buf)
+		if errors.Is(err, ErrBadBlock) {
+			f.fail(job.src, err)
+		}
+	}
+}
+
+// fail marks src as failed with err and aborts its blocks stream, so that its
+// worker drops it.
+func (f *fetch) fail(src *source, err error) {
+	f.mu.Lock()
+	if src.err == nil {
+		src.err = err
+	}
+	cs := src.cs
+	f.mu.Unlock()
+	if cs != nil {
+		cs.s.Reset()
+	}
+	f.drop(src, err)
+}
+
+// failed returns the error src was marked with, if any.
+func (f *fetch) failed(src *source) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return src.err
+}
+
+func (f *fetch) getBuf() []byte {
+	if b, ok := f.bufs.Get().(*[]byte); ok {
+		return *b
+	}
+	return make([]byte, 0, f.t.unitSize()+1+binaryMaxVarint)
+}
+
+func (f *fetch) putBuf(b []byte) {
+	if cap(b) >= f.t.unitSize()+1+binaryMaxVarint {
+		f.bufs.Put(&b)
+	}
+}
+
+// store verifies and stores block i received from src.
+func (f *fetch) store(src *source, i int, data []byte) error {
+	f.mu.Lock()
+	f.received += int64(len(data))
+	f.mu.Unlock()
+	if f.t.has(i) {
+		f.mu.Lock()
+		f.sum.Redundant++
+		f.pick.done(i, false)
+		f.mu.Unlock()
+		return nil
+	}
+	err := f.t.put(i, data)
+	f.mu.Lock()
+	f.pick.done(i, err != nil)
+	if err != nil {
+		if errors.Is(err, ErrBadBlock) {
+			f.sum.Rejected++
+			src.share.Rejected++
+			f.mu.Unlock()
+			f.notify()
+			return fmt.Errorf("block %d from %s: %w", i, src.id, err)
+		}
+		f.mu.Unlock()
+		f.notify()
+		// The disk failed (full, read-only, ...): the whole fetch stops; every
+		// block stored so far stays verified in the store.
+		err = fmt.Errorf("peer: store block %d: %w", i, err)
+		f.cancel(err)
+		return err
+	}
+	src.share.Blocks++
+	src.share.Bytes += int64(len(data))
+	f.lastProgress = time.Now()
+	held := f.c.store.HeldCount()
+	var prog Progress
+	if f.fc.progress != nil {
+		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.man.TotalSize()}
+	}
+	f.mu.Unlock()
+	if f.fc.progress != nil {
+		prog.Bytes = heldBytes(f.c.man, held)
+		f.progMu.Lock()
+		f.fc.progress(prog)
+		f.progMu.Unlock()
+	}
+	if f.t.complete() {
+		f.doneOnce.Do(func() { close(f.done) })
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// FetchOption configures Fetch.
+type FetchOption func(*fetchConfig) error
+
+type fetchConfig struct {
+	progress func(Progress)
+	peers    []ma.Multiaddr
+	sources  []lpeer.ID
+	method   reconcile.Method
+	noPeer   time.Duration
+}
+
+// newFetchConfig applies opts to the defaults.
+func newFetchConfig(opts []FetchOption) (fetchConfig, error) {
+	fc := fetchConfig{method: reconcile.Complete, noPeer: 10 * time.Second}
+	for _, o := range opts {
+		if err := o(&fc); err != nil {
+			return fc, err
+		}
+	}
+	return fc, nil
+}
+
+// WithProgress sets a callback called after every stored block (calls are
+// serialized; keep it quick).
+func WithProgress(fn func(Progress)) FetchOption {
+	return func(c *fetchConfig) error { c.progress = fn; return nil }
+}
+
+// WithPeers adds peers to fetch from, as full multiaddrs ending in /p2p/ID.
+func WithPeers(addrs ...ma.Multiaddr) FetchOption {
+	return func(c *fetchConfig) error { c.peers = append(c.peers, addrs...); return nil }
+}
+
+// WithSources adds peers to fetch from by id: peers the host is connected to
+// already, or whose addresses its peerstore holds (an application that
+// found them by its own means, or a testnet that linked them).
+func WithSources(ids ...lpeer.ID) FetchOption {
+	return func(c *fetchConfig) error { c.sources = append(c.sources, ids...); return nil }
+}
+
+// WithMethod sets the reconciliation method. reconcile.Complete (the
+// default), reconcile.CCBF, reconcile.Bitfield and reconcile.IBLT download the
+// blocks of the content and every peer serves them all (the server takes the
+// method from the fetcher's first message); reconcile.Byers downloads coded
+// blocks instead (the seed must serve them, see WithByers).
+func WithMethod(m reconcile.Method) FetchOption {
+	return func(c *fetchConfig) error {
+		if !m.Valid() {
+			return fmt.Errorf("peer: method %v: %w", m, reconcile.ErrMethod)
+		}
+		c.method = m
+		return nil
+	}
+}
+
+// WithNoPeerTimeout sets how long a fetch goes on with no peer left to
+// download from, or with peers that have none of the missing blocks, before
+// it fails with ErrNoPeers. Default 10 s.
+func WithNoPeerTimeout(d time.Duration) FetchOption {
+	return func(c *fetchConfig) error {
+		if d <= 0 {
+			return errors.New("peer: WithNoPeerTimeout: duration must be positive")
+		}
+		c.noPeer = d
+		return nil
+	}
+}

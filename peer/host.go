@@ -1,0 +1,117 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+)
+
+// A Peer is a Service on a libp2p host of its own, built by New with this
+// package's defaults. Close closes both.
+type Peer struct {
+	*Service
+}
+
+// New starts a peer: a libp2p host with TCP and QUIC transports, TLS and Noise
+// security, yamux and a resource manager with ResourceLimits, and the
+// Service on it (NewService). It dials a peer's TCP addresses before its QUIC
+// ones (QUIC after 250 ms, or at once for a peer without TCP addresses):
+// blocks move several times faster over TCP.
+//
+// ctx bounds the start only: if it is done before the host is up, New fails
+// with its error and leaves nothing running. The peer then runs until Close.
+func New(ctx context.Context, opts ...Option) (*Peer, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("peer: start host: %w", err)
+	}
+	h, err := newHost(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		h.Close()
+		return nil, fmt.Errorf("peer: start host: %w", err)
+	}
+	return &Peer{Service: newService(h, cfg)}, nil
+}
+
+// Close stops the service (see Service.Close), then closes the host.
+func (p *Peer) Close() error {
+	err := p.Service.Close()
+	return errors.Join(err, p.h.Close())
+}
+
+// ResourceLimits returns libp2p's default resource limits (with its
+// services' defaults), scaled to this machine's memory and file
+// descriptors, and, for each of Protocols, the stream limits l sets:
+// l.StreamsPerPeer streams in each direction per remote peer and l.Streams
+// over all peers (zero fields of l take DefaultLimits'). New builds its host
+// with them; an application that mounts the service on its own host
+// (NewService) passes them to its resource manager:
+//
+//	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(peer.ResourceLimits(peer.DefaultLimits)))
+//	h, err := libp2p.New(libp2p.ResourceManager(rm), ...)
+func ResourceLimits(l Limits) rcmgr.ConcreteLimitConfig {
+	l = l.withDefaults()
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	for _, proto := range Protocols {
+		limits.AddProtocolLimit(proto,
+			rcmgr.BaseLimit{StreamsInbound: l.Streams, StreamsOutbound: l.Streams, Streams: 2 * l.Streams, Memory: 1 << 30},
+			rcmgr.BaseLimitIncrease{})
+		limits.AddProtocolPeerLimit(proto,
+			rcmgr.BaseLimit{StreamsInbound: l.StreamsPerPeer, StreamsOutbound: l.StreamsPerPeer, Streams: 2 * l.StreamsPerPeer, Memory: 256 << 20},
+			rcmgr.BaseLimitIncrease{})
+	}
+	return limits.AutoScale()
+}
+
+func newHost(cfg config) (host.Host, error) {
+	key := cfg.key
+	if key == nil && cfg.keyFile != "" {
+		k, err := LoadOrCreateKey(cfg.keyFile)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits(cfg.limits)))
+	if err != nil {
+		return nil, fmt.Errorf("peer: resource manager: %w", err)
+	}
+	opts := []libp2p.Option{
+		libp2p.ListenAddrStrings(cfg.listen...),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.Transport(quic.NewTransport),
+		libp2p.Security(libp2ptls.ID, libp2ptls.New),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.ResourceManager(rm),
+		libp2p.DisableMetrics(),
+		libp2p.DisableRelay(),
+		libp2p.SwarmOpts(swarm.WithDialRanker(cfg.dialRanker)),
+	}
+	if key != nil {
+		opts = append(opts, libp2p.Identity(key))
+	}
+	h, err := libp2p.New(opts...)
+	if err != nil {
+		rm.Close()
+		return nil, fmt.Errorf("peer: start host: %w", err)
+	}
+	return h, nil
+}

@@ -1,0 +1,91 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// fetchManifest gets the manifest of root from the first of srcs that has
+// it and checks it against the root.
+func (p *Service) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID) (*chunker.Manifest, error) {
+	var errs []error
+	for _, id := range srcs {
+		m, err := p.fetchManifestFrom(ctx, root, id)
+		if err == nil {
+			return m, nil
+		}
+		if errors.Is(err, ErrManifestMismatch) {
+			p.log.Warn("peer sent a manifest that does not match the ticket", "peer", id)
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", id, err))
+	}
+	for _, e := range errs {
+		if errors.Is(e, ErrManifestMismatch) {
+			return nil, fmt.Errorf("%w: %w", ErrManifestMismatch, errors.Join(errs...))
+		}
+	}
+	return nil, fmt.Errorf("%w: no peer sent the manifest: %w", ErrNoPeers, errors.Join(errs...))
+}
+
+// askManifest sends a manifest request (for the coded blocks' header when
+// coded) to id and returns the body of the answer, of at most max bytes.
+func (p *Service) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
+	cs, err := p.request(ctx, id, ProtoManifest, root, coded)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.close()
+	if err := cs.flush(); err != nil {
+		return nil, err
+	}
+	f, err := cs.next(1 + max)
+	if err != nil {
+		cs.reset()
+		return nil, err
+	}
+	body, err := wire.DecodeTyped(f, wire.TypeManifest)
+	if err != nil {
+		cs.reset()
+		return nil, err
+	}
+	return body, nil
+}
+
+func (p *Service) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
+	body, err := p.askManifest(ctx, root, id, false, p.cfg.limits.MaxManifestBytes)
+	if err != nil {
+		return nil, err
+	}
+	m, err := chunker.DecodeManifestID(body, root, p.cfg.limits.MaxManifestBytes)
+	if err != nil {
+		if errors.Is(err, chunker.ErrManifestMismatch) {
+			return nil, fmt.Errorf("%w: %w", ErrManifestMismatch, err)
+		}
+		return nil, fmt.Errorf("%w: manifest: %w", ErrMalformed, err)
+	}
+	return m, nil
+}
+
+// fetchCodedHeader gets the coded header of root (Byers) from the first of
+// srcs that serves coded blocks, checked against the manifest m.
+func (p *Service) fetchCodedHeader(ctx context.Context, root chunker.ID, srcs []lpeer.ID, m *chunker.Manifest) (*codedBlocks, error) {
+	max := 4*binaryMaxVarint + (MaxByersBytes/m.BlockSize()+1)*64*chunker.HashSize
+	var errs []error
+	for _, id := range srcs {
+		body, err := p.askManifest(ctx, root, id, true, max)
+		if err == nil {
+			var cb *codedBlocks
+			if cb, err = decodeCodedHeader(body, m); err == nil {
+				return cb, nil
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", id, err))
+	}
+	return nil, fmt.Errorf("%w: no peer serves coded blocks (seed with byers on): %w", ErrNoPeers, errors.Join(errs...))
+}

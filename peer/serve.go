@@ -1,0 +1,335 @@
+package peer
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// serverStream is one inbound request: the stream, its reader and writer and
+// the content its hello names.
+type serverStream struct {
+	s     network.Stream
+	fr    *wire.Reader
+	bw    *bufio.Writer
+	hello wire.Hello
+	c     *content
+	// cb is the content's coded blocks when the hello asks for them.
+	cb   *codedBlocks
+	idle time.Duration
+	// until, when set, ends the request: no read waits past it.
+	until time.Time
+}
+
+// next reads a frame of at most max bytes within the idle deadline (and
+// before until, if set).
+func (ss *serverStream) next(max int) ([]byte, error) {
+	d := time.Now().Add(ss.idle)
+	if !ss.until.IsZero() {
+		if time.Now().After(ss.until) {
+			return nil, fmt.Errorf("peer: request over its time limit: %w", os.ErrDeadlineExceeded)
+		}
+		if ss.until.Before(d) {
+			d = ss.until
+		}
+	}
+	if err := ss.s.SetReadDeadline(d); err != nil {
+		return nil, err
+	}
+	return ss.fr.Next(max)
+}
+
+// send writes one frame within the idle deadline (it is flushed by flush).
+func (ss *serverStream) send(parts ...[]byte) error {
+	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
+		return err
+	}
+	return wire.WriteFrame(ss.bw, parts...)
+}
+
+// sendRaw writes bytes that are already a whole frame (within the idle
+// deadline): in one write to the stream when nothing is buffered before them
+// and they are larger than the buffer.
+func (ss *serverStream) sendRaw(frame []byte) error {
+	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
+		return err
+	}
+	_, err := ss.bw.Write(frame)
+	return err
+}
+
+func (ss *serverStream) flush() error {
+	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
+		return err
+	}
+	return ss.bw.Flush()
+}
+
+// handler wraps a protocol handler: it reads and checks the hello, finds the
+// content and resets the stream on a protocol violation.
+func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler {
+	return func(s network.Stream) {
+		untrack, ok := p.track(s)
+		if !ok {
+			s.Reset()
+			return
+		}
+		ok = p.goroutine(func() {
+			defer untrack()
+			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle}
+			err := p.serve(ss, serve)
+			remote := s.Conn().RemotePeer()
+			switch {
+			case err == nil:
+				s.Close()
+			case errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge):
+				p.log.Warn("reset stream of misbehaving peer", "peer", remote, "protocol", s.Protocol(), "err", err)
+				s.Reset()
+			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, network.ErrReset) || errors.Is(err, context.Canceled):
+				s.Reset()
+			default:
+				p.log.Debug("stream ended", "peer", remote, "protocol", s.Protocol(), "err", err)
+				s.Reset()
+			}
+		})
+		if !ok {
+			untrack()
+			s.Reset()
+		}
+	}
+}
+
+func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error {
+	stop := context.AfterFunc(p.ctx, func() { ss.s.Reset() })
+	defer stop()
+	f, err := ss.next(helloMax)
+	if err != nil {
+		return err
+	}
+	h, err := wire.DecodeHello(f)
+	if err != nil {
+		return err
+	}
+	ss.hello = h
+	ss.c = p.lookup(h.Root)
+	if ss.c != nil && h.Coded {
+		ss.cb = ss.c.codedSet()
+	}
+	if ss.c == nil || (h.Coded && ss.cb == nil) {
+		if err := ss.send(wire.AppendError(nil, wire.UnknownRootText)); err != nil {
+			return err
+		}
+		return ss.flush()
+	}
+	ss.c.noteSwarm(ss.s.Conn().RemotePeer())
+	return serve(ss)
+}
+
+// serveManifest answers with the content's manifest (or, for a coded hello,
+// the list of coded block hashes of the Byers baseline).
+func (p *Service) serveManifest(ss *serverStream) error {
+	var body []byte
+	if ss.hello.Coded {
+		body = ss.cb.encodeHashes()
+	} else {
+		b, err := ss.c.man.MarshalBinary()
+		if err != nil {
+			return err
+		}
+		body = b
+	}
+	if err := ss.send([]byte{wire.TypeManifest}, body); err != nil {
+		return err
+	}
+	return ss.flush()
+}
+
+// serveReconcile answers one reconciliation session.
+func (p *Service) serveReconcile(ss *serverStream) error {
+	select {
+	case p.reconciles <- struct{}{}:
+		defer func() { <-p.reconciles }()
+	case <-time.After(p.cfg.streamIdle):
+		return fmt.Errorf("busy: %w", context.DeadlineExceeded)
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+	// A session holds one of the few reconcile slots: however many round
+	// trips its method takes (IBLT asks for cells until it decodes), it gets
+	// the time a fetcher gives it (4 idle periods), not one per message.
+	ss.until = time.Now().Add(4 * ss.idle)
+	c := ss.c
+	r, held := c.recon, []int(nil)
+	if ss.hello.Coded {
+		r, held = ss.cb.recon, ss.cb.held()
+	} else {
+		held = c.store.Held()
+	}
+	method, offered, err := p.answerSession(ss, r, held)
+	if err == nil && p.cfg.observer != nil {
+		p.observe(ServeEvent{Kind: EventAnswered, Peer: ss.s.Conn().RemotePeer(), Root: c.man.ID(), Coded: ss.hello.Coded,
+			Method: method, Held: held, Offered: offered})
+	}
+	if errors.Is(err, errNotServed) || errors.Is(err, errRejected) {
+		// Refused with a reject that says why; not a source of this content.
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// A peer that reconciles with us fetches the same content: if we fetch it
+	// too, it may hold blocks we lack.
+	c.offerSource(ss.s.Conn().RemotePeer())
+	return nil
+}
+
+// serveBlocks answers want messages with blocks until the fetcher closes.
+func (p *Service) serveBlocks(ss *serverStream) error {
+	c := ss.c
+	limit := c.man.BlockCount()
+	if ss.hello.Coded {
+		limit = ss.cb.count()
+	}
+	wantMax := 1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint
+	var idx []int
+	var hdr [1 + binaryMaxVarint]byte
+	for {
+		f, err := ss.next(wantMax)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		idx, err = wire.DecodeWant(idx, f, p.cfg.limits.MaxWant, limit)
+		if err != nil {
+			return err
+		}
+		for _, i := range idx {
+			if ss.hello.Coded {
+				if data, ok := ss.cb.get(i); ok {
+					err = p.sendBlock(ss, hdr[:0], i, data)
+				} else {
+					err = ss.send(wire.AppendMissing(hdr[:0], i))
+				}
+			} else if c.store.Has(i) {
+				err = p.sendStored(ss, hdr[:0], i)
+			} else {
+				err = ss.send(wire.AppendMissing(hdr[:0], i))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := ss.flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// blockRoom is the room kept in front of a served block's bytes for its
+// frame's length and header, so that the frame goes out in one write.
+const blockRoom = binaryMaxVarint + 1 + binaryMaxVarint
+
+// sendStored reads block i of the stream's store and sends it, as one write
+// of the whole frame (on go-libp2p's mock network every write costs a
+// latency). The bytes it reads count against Limits.ServeBytes until they
+// are sent (written to the stream, or copied into its write buffer).
+func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
+	c := ss.c
+	n := c.man.BlockLen(i)
+	budget := int64(min(n, p.cfg.limits.ServeBytes))
+	if err := p.serveMem.Acquire(p.ctx, budget); err != nil {
+		return err
+	}
+	defer p.serveMem.Release(budget)
+	bp, _ := p.serveBufs.Get().(*[]byte)
+	if bp == nil {
+		bp = new([]byte)
+	}
+	defer p.serveBufs.Put(bp)
+	if cap(*bp) < blockRoom+n {
+		*bp = make([]byte, 0, blockRoom+n)
+	}
+	buf := (*bp)[:blockRoom]
+	data, err := c.store.ReadBlock(i, buf[blockRoom:])
+	if err != nil {
+		return fmt.Errorf("read block %d: %w", i, err)
+	}
+	hdr = wire.AppendBlockHeader(hdr, i)
+	var lp [binaryMaxVarint]byte
+	l := binary.PutUvarint(lp[:], uint64(len(hdr)+len(data)))
+	start := blockRoom - len(hdr) - l
+	copy(buf[start:], lp[:l])
+	copy(buf[start+l:], hdr)
+	if p.upload != nil {
+		if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
+			return err
+		}
+	}
+	// data lies right after the room (the buffer had the capacity).
+	if err := ss.sendRaw(buf[start : blockRoom+len(data)]); err != nil {
+		return err
+	}
+	p.noteSent(ss, i, len(data))
+	return nil
+}
+
+// sendBlock sends block i (within the upload rate, if capped).
+func (p *Service) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) error {
+	if p.upload != nil {
+		if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
+			return err
+		}
+	}
+	if err := ss.send(wire.AppendBlockHeader(hdr, i), data); err != nil {
+		return err
+	}
+	p.noteSent(ss, i, len(data))
+	return nil
+}
+
+// noteSent counts unit i of n bytes as sent on ss.
+func (p *Service) noteSent(ss *serverStream, i, n int) {
+	remote := ss.s.Conn().RemotePeer()
+	ss.c.noteSent(remote, n)
+	if p.cfg.observer != nil {
+		p.observe(ServeEvent{Kind: EventBlockSent, Peer: remote, Root: ss.c.man.ID(), Coded: ss.hello.Coded, Index: i, Bytes: n})
+	}
+}
+
+// servePeers lists the other peers known to hold or fetch the content.
+func (p *Service) servePeers(ss *serverStream) error {
+	remote := ss.s.Conn().RemotePeer()
+	var infos []lpeer.AddrInfo
+	for _, id := range ss.c.swarmPeers() {
+		if id == remote || id == p.h.ID() {
+			continue
+		}
+		addrs := p.h.Peerstore().Addrs(id)
+		if len(addrs) == 0 {
+			continue
+		}
+		infos = append(infos, lpeer.AddrInfo{ID: id, Addrs: addrs})
+		if len(infos) == wire.MaxPeersListed {
+			break
+		}
+	}
+	if err := ss.send(wire.AppendPeers(nil, infos)); err != nil {
+		return err
+	}
+	return ss.flush()
+}
+
+// binaryMaxVarint is the longest uvarint of an index we accept (uint64).
+const binaryMaxVarint = 10

@@ -1,0 +1,275 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
+	"golang.org/x/sync/semaphore"
+	"golang.org/x/time/rate"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// The protocols a peer speaks. Each is one request per stream, except blocks,
+// where one stream carries many want and block messages.
+const (
+	// ProtoManifest answers a root id with the content's manifest.
+	ProtoManifest protocol.ID = "/reconcile/1/manifest"
+	// ProtoReconcile carries one reconciliation exchange of package reconcile:
+	// the fetcher's filter in, the indices of the blocks to offer it out.
+	ProtoReconcile protocol.ID = "/reconcile/1/reconcile"
+	// ProtoBlocks moves blocks: want messages in, block messages out.
+	ProtoBlocks protocol.ID = "/reconcile/1/blocks"
+	// ProtoPeers lists other peers that hold or fetch the same content.
+	ProtoPeers protocol.ID = "/reconcile/1/peers"
+)
+
+// Protocols lists the protocols NewService registers on its host.
+var Protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers}
+
+// helloMax bounds the first frame of a request.
+const helloMax = 2 + wire.MaxRootLen + 1
+
+// A Service is the reconcile protocols on a libp2p host: it seeds, serves and
+// fetches content. It serves every content it seeds or fetches to any peer
+// that asks, until Close. It never closes the host or a connection of the
+// host: a misbehaving peer is put on the service's own deny-list, its
+// streams of this service's protocols are reset, and its other protocols
+// (those of the application that owns the host) are left alone.
+type Service struct {
+	h   host.Host
+	cfg config
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// reconciles holds a token per reconciliation being answered.
+	reconciles chan struct{}
+	// upload caps the rate of served blocks; nil means no cap.
+	upload *rate.Limiter
+	// serveMem bounds the bytes of blocks read for serving held at once over
+	// all streams (Limits.ServeBytes); serveBufs recycles those buffers.
+	serveMem  *semaphore.Weighted
+	serveBufs sync.Pool
+
+	mu       sync.Mutex
+	contents map[chunker.ID]*content
+	banned   map[lpeer.ID]time.Time // the deny-list: misbehaving peers, until when
+	// streams are the open streams of this service's protocols, per remote
+	// peer, so that a ban resets them (and only them).
+	streams map[lpeer.ID]map[network.Stream]struct{}
+	closed  bool
+}
+
+// NewService mounts the reconcile protocols on h, as go-libp2p's ping
+// service mounts on any host: it registers the stream handlers of Protocols
+// and returns the service. The host stays the caller's: Close removes the
+// handlers and stops the service but closes neither the host nor any of its
+// connections.
+//
+// The options that shape a host (WithListenAddrs, WithIdentity, WithKeyFile)
+// apply to New only and are refused here. A host built elsewhere should bound
+// the streams of the protocols with ResourceLimits; without them only the
+// service's own limits (reconcile slots, serve budget, frame sizes) apply.
+func NewService(h host.Host, opts ...Option) (*Service, error) {
+	if h == nil {
+		return nil, errors.New("peer: NewService: nil host")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.hostOpts {
+		return nil, errors.New("peer: NewService: listen addresses and identity shape a new host; pass them to New")
+	}
+	return newService(h, cfg), nil
+}
+
+func newService(h host.Host, cfg config) *Service {
+	p := &Service{
+		h: h, cfg: cfg, log: cfg.log,
+		contents:   make(map[chunker.ID]*content),
+		banned:     make(map[lpeer.ID]time.Time),
+		streams:    make(map[lpeer.ID]map[network.Stream]struct{}),
+		reconciles: make(chan struct{}, cfg.limits.Reconciles),
+		serveMem:   semaphore.NewWeighted(int64(cfg.limits.ServeBytes)),
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if cfg.serveRate > 0 {
+		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
+		p.upload.ReserveN(time.Now(), chunker.MaxBlockSize) // start empty: no initial burst
+	}
+	p.h.SetStreamHandler(ProtoManifest, p.handler(p.serveManifest))
+	p.h.SetStreamHandler(ProtoReconcile, p.handler(p.serveReconcile))
+	p.h.SetStreamHandler(ProtoBlocks, p.handler(p.serveBlocks))
+	p.h.SetStreamHandler(ProtoPeers, p.handler(p.servePeers))
+	return p
+}
+
+// banFor is how long a peer that sent a bad block or a malformed message is
+// refused: no stream to it is opened and its streams are reset.
+const banFor = 10 * time.Minute
+
+// ban puts id on the deny-list for banFor and resets its open streams of
+// this service's protocols. The host's connection to id stays up: other
+// protocols of the host may use it.
+func (p *Service) ban(id lpeer.ID) {
+	p.mu.Lock()
+	if len(p.banned) >= maxSwarm {
+		for k, until := range p.banned {
+			if time.Now().After(until) {
+				delete(p.banned, k)
+			}
+		}
+	}
+	p.banned[id] = time.Now().Add(banFor)
+	var open []network.Stream
+	for s := range p.streams[id] {
+		open = append(open, s)
+	}
+	p.mu.Unlock()
+	for _, s := range open {
+		s.Reset()
+	}
+}
+
+// isBanned reports whether id is on the deny-list.
+func (p *Service) isBanned(id lpeer.ID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	until, ok := p.banned[id]
+	return ok && time.Now().Before(until)
+}
+
+// track records an open stream of ours until the returned func is called.
+// It refuses (false) a stream of a banned peer or of a closed service.
+func (p *Service) track(s network.Stream) (untrack func(), ok bool) {
+	id := s.Conn().RemotePeer()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if until, banned := p.banned[id]; p.closed || (banned && time.Now().Before(until)) {
+		return nil, false
+	}
+	m := p.streams[id]
+	if m == nil {
+		m = make(map[network.Stream]struct{})
+		p.streams[id] = m
+	}
+	m[s] = struct{}{}
+	return func() {
+		p.mu.Lock()
+		delete(m, s)
+		if len(p.streams[id]) == 0 {
+			delete(p.streams, id)
+		}
+		p.mu.Unlock()
+	}, true
+}
+
+// ID is the host's identity.
+func (p *Service) ID() lpeer.ID { return p.h.ID() }
+
+// Host is the libp2p host the service runs on.
+func (p *Service) Host() host.Host { return p.h }
+
+// AddrInfo is the host's identity and listen addresses, as put in tickets.
+// Unspecified listen addresses (0.0.0.0, ::) are expanded to the interface
+// addresses by libp2p.
+func (p *Service) AddrInfo() lpeer.AddrInfo {
+	return lpeer.AddrInfo{ID: p.h.ID(), Addrs: p.h.Addrs()}
+}
+
+// Addrs returns the host's full multiaddrs, each ending in /p2p/ID.
+func (p *Service) Addrs() []ma.Multiaddr {
+	out, err := lpeer.AddrInfoToP2pAddrs(&lpeer.AddrInfo{ID: p.h.ID(), Addrs: p.h.Addrs()})
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+// Connect dials a peer given as a full multiaddr (ending in /p2p/ID).
+func (p *Service) Connect(ctx context.Context, addr ma.Multiaddr) (lpeer.ID, error) {
+	ai, err := lpeer.AddrInfoFromP2pAddr(addr)
+	if err != nil {
+		return "", fmt.Errorf("peer: %s: %w", addr, err)
+	}
+	if err := p.h.Connect(ctx, *ai); err != nil {
+		return "", fmt.Errorf("peer: connect %s: %w", ai.ID, err)
+	}
+	return ai.ID, nil
+}
+
+// Close stops serving, ends running fetches, resets the service's open
+// streams and closes every store. It closes neither the host nor its
+// connections.
+func (p *Service) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	var open []network.Stream
+	for _, m := range p.streams {
+		for s := range m {
+			open = append(open, s)
+		}
+	}
+	p.mu.Unlock()
+	for _, proto := range Protocols {
+		p.h.RemoveStreamHandler(proto)
+	}
+	p.cancel()
+	for _, s := range open {
+		s.Reset()
+	}
+	p.wg.Wait()
+	var errs []error
+	p.mu.Lock()
+	for id, c := range p.contents {
+		errs = append(errs, c.close())
+		delete(p.contents, id)
+	}
+	p.mu.Unlock()
+	return errors.Join(errs...)
+}
+
+// goroutine runs fn on the service's wait group unless the service is closed.
+func (p *Service) goroutine(fn func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// lookup returns the content with the given root, or nil.
+func (p *Service) lookup(root []byte) *content {
+	var id chunker.ID
+	if len(root) != len(id) {
+		return nil
+	}
+	copy(id[:], root)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.contents[id]
+}

@@ -1,0 +1,511 @@
+// Package wire is the framing of package peer's protocols: length-prefixed
+// frames whose first byte names the message, and the small binary messages
+// that move blocks (hello, want, block, missing, error, manifest, peers). The
+// reconciliation messages themselves are package reconcile's (msgpack,
+// versioned); they travel here inside payload frames.
+//
+// Every decoder takes the bytes of one frame, bounds what it allocates by
+// those bytes and by explicit limits, and returns an error wrapping
+// ErrMalformed on bad input, never a panic. Reader reads frames of at most a
+// given size and grows its buffer only as bytes arrive, so a peer that
+// announces a huge frame and sends a few bytes costs a few bytes.
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// Errors of the framing, for errors.Is. Package peer uses the same values.
+var (
+	// ErrFrameTooLarge means a frame is longer than the limit its reader was given.
+	ErrFrameTooLarge = errors.New("peer: frame too large")
+	// ErrMalformed means bytes do not decode as the message expected.
+	ErrMalformed = errors.New("peer: malformed message")
+	// ErrRemote means the remote answered with an error frame.
+	ErrRemote = errors.New("peer: remote error")
+	// ErrUnknownRoot means the remote answered that it does not serve the content.
+	ErrUnknownRoot = errors.New("peer: remote does not serve this content")
+)
+
+// A Type is the first byte of a frame: which message it carries.
+type Type = byte
+
+// The frames.
+//
+// Every stream carries frames: a uvarint length followed by that many bytes.
+// The first byte of a frame is its message type; the rest is the message:
+//
+//	Hello    0x01  root-len u8, root, flags u8            (first frame of a request)
+//	want     0x02  count uvarint, count × index uvarint   (blocks the fetcher asks for)
+//	block    0x03  index uvarint, block bytes             (one verified block)
+//	missing  0x04  index uvarint                          (the server lacks that block)
+//	error    0x05  message text                           (the request failed)
+//	manifest 0x06  manifest bytes (package chunker)       (answer to a manifest request)
+//	peers    0x07  count uvarint, count × peer            (other peers holding the content)
+//	payload  0x08  bytes of a package reconcile message   (reconciliation request/answer)
+//
+// A peer in a peers message is: id-len uvarint, id bytes, naddrs uvarint,
+// naddrs × (addr-len uvarint, multiaddr bytes).
+//
+// Every reader is given the largest frame it accepts; a longer frame resets
+// the stream with ErrFrameTooLarge, and buffers grow only as bytes arrive.
+const (
+	// TypeHello opens a request: the content it is about.
+	TypeHello Type = 0x01
+	// TypeWant asks for blocks.
+	TypeWant Type = 0x02
+	// TypeBlock carries one block.
+	TypeBlock Type = 0x03
+	// TypeMissing says the server lacks a block it was asked for.
+	TypeMissing Type = 0x04
+	// TypeError ends a request with a reason.
+	TypeError Type = 0x05
+	// TypeManifest carries a manifest (or a coded header).
+	TypeManifest Type = 0x06
+	// TypePeers lists other peers of the content.
+	TypePeers Type = 0x07
+	// TypePayload carries one message of package reconcile.
+	TypePayload Type = 0x08
+)
+
+// helloCoded marks a request about the erasure-coded blocks of a root (Byers).
+const helloCoded byte = 1 << 0
+
+// MaxRootLen bounds the root id carried in a Hello.
+const MaxRootLen = 64
+
+// readChunk is the largest step by which a frame buffer grows before the bytes
+// that fill it have arrived.
+const readChunk = 64 << 10
+
+// Reader reads length-prefixed frames, each of at most the size its caller
+// allows. Its buffer grows only as a frame's bytes arrive (by at most 64 KiB
+// ahead of them), so a frame that claims more than it carries costs what it
+// carried. A Reader is not safe for concurrent use.
+type Reader struct {
+	r   *bufio.Reader
+	buf []byte
+}
+
+// BufSize is the size of a stream's read and write buffers. They only
+// gather small frames (hello, want, missing, headers): a frame larger than
+// the buffer is read or written straight from or to its own memory, so a
+// larger buffer would cost memory on every open stream (thousands in a
+// testnet) and save nothing.
+const BufSize = 4 << 10
+
+// NewReader returns a Reader of the frames of r.
+func NewReader(r io.Reader) *Reader {
+	return &Reader{r: bufio.NewReaderSize(r, BufSize)}
+}
+
+// Next returns the next frame, of at most max bytes (a longer one is
+// ErrFrameTooLarge). The slice is valid until the following call. A clean
+// end of stream before a frame starts is io.EOF; an end inside a frame is
+// io.ErrUnexpectedEOF; other errors of the underlying reader (a reset, a
+// deadline) come back as they are.
+func (fr *Reader) Next(limit int) ([]byte, error) {
+	n, err := readLength(fr.r)
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(limit) {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, limit)
+	}
+	need := int(n)
+	buf := fr.buf[:0]
+	for len(buf) < need {
+		step := need - len(buf)
+		if c := max(readChunk, len(buf)); step > c && cap(buf) < need {
+			step = c
+		}
+		if cap(buf)-len(buf) < step {
+			nb := make([]byte, len(buf), len(buf)+step)
+			copy(nb, buf)
+			buf = nb
+		}
+		if _, err := io.ReadFull(fr.r, buf[len(buf):len(buf)+step]); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		buf = buf[:len(buf)+step]
+	}
+	fr.buf = buf
+	return buf, nil
+}
+
+// NextInto is Next, reading the frame into the memory of a buffer from get
+// (when it has the capacity) and handing that memory to the caller: the
+// Reader keeps no reference to it. get is called only once the frame starts
+// to arrive, so a reader waiting for its next frame holds no frame buffer.
+func (fr *Reader) NextInto(get func() []byte, max int) ([]byte, error) {
+	if _, err := fr.r.Peek(1); err != nil {
+		return nil, err
+	}
+	fr.buf = get()[:0]
+	f, err := fr.Next(max)
+	fr.buf = nil
+	return f, err
+}
+
+// Release drops the Reader's frame buffer (the last frame returned by Next
+// becomes invalid): a reader that waits long between frames then holds only
+// its small read buffer.
+func (fr *Reader) Release() { fr.buf = nil }
+
+// readLength reads a frame's uvarint length. Only a length that overflows 64
+// bits is malformed: an error of the stream itself (a reset, a deadline) is
+// returned as it is, so that a slow or vanished peer is not taken for a
+// misbehaving one. A clean end of stream before the first byte is io.EOF, in
+// the middle io.ErrUnexpectedEOF.
+func readLength(r io.ByteReader) (uint64, error) {
+	var x uint64
+	var s uint
+	for i := range binary.MaxVarintLen64 {
+		b, err := r.ReadByte()
+		if err != nil {
+			if i > 0 && errors.Is(err, io.EOF) {
+				return 0, io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if b < 0x80 {
+			if i == binary.MaxVarintLen64-1 && b > 1 {
+				break
+			}
+			return x | uint64(b)<<s, nil
+		}
+		x |= uint64(b&0x7f) << s
+		s += 7
+	}
+	return 0, fmt.Errorf("%w: frame length overflows 64 bits", ErrMalformed)
+}
+
+// WriteFrame writes one frame made of the concatenation of parts.
+func WriteFrame(w *bufio.Writer, parts ...[]byte) error {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	var hdr [binary.MaxVarintLen64]byte
+	if _, err := w.Write(hdr[:binary.PutUvarint(hdr[:], uint64(n))]); err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Hello is the first frame of every request: which content it is about.
+type Hello struct {
+	// Root is the content's root id.
+	Root []byte
+	// Coded asks about the content's erasure-coded blocks (Byers).
+	Coded bool
+}
+
+// Append appends the hello frame.
+func (h Hello) Append(b []byte) []byte {
+	b = append(b, TypeHello, byte(len(h.Root)))
+	b = append(b, h.Root...)
+	var flags byte
+	if h.Coded {
+		flags |= helloCoded
+	}
+	return append(b, flags)
+}
+
+// DecodeHello decodes a hello frame, refusing unknown flags and roots longer
+// than MaxRootLen. The root is copied.
+func DecodeHello(f []byte) (Hello, error) {
+	if len(f) < 3 || f[0] != TypeHello {
+		return Hello{}, fmt.Errorf("%w: not a hello", ErrMalformed)
+	}
+	n := int(f[1])
+	if n == 0 || n > MaxRootLen || len(f) != 2+n+1 {
+		return Hello{}, fmt.Errorf("%w: hello of %d bytes with a %d-byte root", ErrMalformed, len(f), n)
+	}
+	flags := f[2+n]
+	if flags&^helloCoded != 0 {
+		return Hello{}, fmt.Errorf("%w: unknown hello flags %#x", ErrMalformed, flags)
+	}
+	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0}, nil
+}
+
+// AppendWant encodes a request for the blocks idx.
+func AppendWant(b []byte, idx []int) []byte {
+	b = append(b, TypeWant)
+	b = binary.AppendUvarint(b, uint64(len(idx)))
+	for _, i := range idx {
+		b = binary.AppendUvarint(b, uint64(i))
+	}
+	return b
+}
+
+// DecodeWant decodes a want frame into dst, refusing more than max indices or
+// any index >= limit. It allocates nothing beyond dst's growth to the count
+// the frame's bytes can hold.
+func DecodeWant(dst []int, f []byte, max, limit int) ([]int, error) {
+	if len(f) < 2 || f[0] != TypeWant {
+		return dst, fmt.Errorf("%w: not a want", ErrMalformed)
+	}
+	f = f[1:]
+	n, k := binary.Uvarint(f)
+	if k <= 0 {
+		return dst, fmt.Errorf("%w: want count", ErrMalformed)
+	}
+	f = f[k:]
+	if n > uint64(max) || n > uint64(len(f)) {
+		return dst, fmt.Errorf("%w: want of %d blocks (limit %d, %d bytes)", ErrMalformed, n, max, len(f))
+	}
+	dst = dst[:0]
+	for range n {
+		v, k := binary.Uvarint(f)
+		if k <= 0 {
+			return dst, fmt.Errorf("%w: want index", ErrMalformed)
+		}
+		if v >= uint64(limit) {
+			return dst, fmt.Errorf("%w: want index %d of %d blocks", ErrMalformed, v, limit)
+		}
+		dst = append(dst, int(v))
+		f = f[k:]
+	}
+	if len(f) != 0 {
+		return dst, fmt.Errorf("%w: %d bytes after want", ErrMalformed, len(f))
+	}
+	return dst, nil
+}
+
+// AppendBlockHeader encodes the head of a block frame; the block bytes follow.
+func AppendBlockHeader(b []byte, idx int) []byte {
+	return binary.AppendUvarint(append(b, TypeBlock), uint64(idx))
+}
+
+// AppendMissing encodes "I do not hold block idx".
+func AppendMissing(b []byte, idx int) []byte {
+	return binary.AppendUvarint(append(b, TypeMissing), uint64(idx))
+}
+
+// DecodeBlock decodes a block or missing frame. data aliases f; it is nil for
+// a missing frame (ok false).
+func DecodeBlock(f []byte, limit int) (idx int, data []byte, ok bool, err error) {
+	if len(f) < 2 || (f[0] != TypeBlock && f[0] != TypeMissing) {
+		if len(f) > 0 && f[0] == TypeError {
+			return 0, nil, false, DecodeError(f)
+		}
+		return 0, nil, false, fmt.Errorf("%w: not a block", ErrMalformed)
+	}
+	v, k := binary.Uvarint(f[1:])
+	if k <= 0 {
+		return 0, nil, false, fmt.Errorf("%w: block index", ErrMalformed)
+	}
+	if v >= uint64(limit) {
+		return 0, nil, false, fmt.Errorf("%w: block index %d of %d", ErrMalformed, v, limit)
+	}
+	if f[0] == TypeMissing {
+		if 1+k != len(f) {
+			return 0, nil, false, fmt.Errorf("%w: bytes after missing", ErrMalformed)
+		}
+		return int(v), nil, false, nil
+	}
+	return int(v), f[1+k:], true, nil
+}
+
+// MaxErrorText bounds the text of an error frame we send or show.
+const MaxErrorText = 256
+
+// AppendError appends an error frame of msg, cut to MaxErrorText bytes.
+func AppendError(b []byte, msg string) []byte {
+	if len(msg) > MaxErrorText {
+		msg = msg[:MaxErrorText]
+	}
+	return append(append(b, TypeError), msg...)
+}
+
+// DecodeError turns an error frame into an error wrapping ErrRemote (or
+// ErrUnknownRoot when the remote says so).
+func DecodeError(f []byte) error {
+	if len(f) < 1 || f[0] != TypeError {
+		return fmt.Errorf("%w: not an error", ErrMalformed)
+	}
+	text := f[1:]
+	if len(text) > MaxErrorText {
+		text = text[:MaxErrorText]
+	}
+	msg := Sanitize(string(text))
+	if msg == UnknownRootText {
+		return ErrUnknownRoot
+	}
+	return fmt.Errorf("%w: %s", ErrRemote, msg)
+}
+
+// UnknownRootText is the error text a server sends for content it does not serve.
+const UnknownRootText = "unknown root"
+
+// Sanitize keeps printable ASCII so a remote cannot write control sequences to
+// our terminal.
+func Sanitize(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+// AppendTyped encodes a frame of type t around body (manifest, payload).
+func AppendTyped(b []byte, t byte, body []byte) []byte {
+	return append(append(b, t), body...)
+}
+
+// DecodeTyped checks that f is of type t and returns its body, turning an
+// error frame into the remote's error.
+func DecodeTyped(f []byte, t byte) ([]byte, error) {
+	if len(f) == 0 {
+		return nil, fmt.Errorf("%w: empty frame", ErrMalformed)
+	}
+	if f[0] == TypeError && t != TypeError {
+		return nil, DecodeError(f)
+	}
+	if f[0] != t {
+		return nil, fmt.Errorf("%w: message type %#x, want %#x", ErrMalformed, f[0], t)
+	}
+	return f[1:], nil
+}
+
+// Bounds of a peers message.
+const (
+	// MaxPeersListed is the most peers in one peers message.
+	MaxPeersListed = 64
+	// MaxAddrsListed is the most addresses of one listed peer.
+	MaxAddrsListed = 16
+	// MaxIDLen bounds a listed peer id's bytes.
+	MaxIDLen = 128
+	// MaxAddrLen bounds a listed multiaddr's bytes.
+	MaxAddrLen = 256
+)
+
+// AppendPeers encodes a peers message of at most MaxPeersListed peers with at
+// most MaxAddrsListed addresses each.
+func AppendPeers(b []byte, infos []lpeer.AddrInfo) []byte {
+	if len(infos) > MaxPeersListed {
+		infos = infos[:MaxPeersListed]
+	}
+	b = append(b, TypePeers)
+	b = binary.AppendUvarint(b, uint64(len(infos)))
+	for _, ai := range infos {
+		id := []byte(ai.ID)
+		b = binary.AppendUvarint(b, uint64(len(id)))
+		b = append(b, id...)
+		addrs := ai.Addrs
+		if len(addrs) > MaxAddrsListed {
+			addrs = addrs[:MaxAddrsListed]
+		}
+		b = binary.AppendUvarint(b, uint64(len(addrs)))
+		for _, a := range addrs {
+			ab := a.Bytes()
+			b = binary.AppendUvarint(b, uint64(len(ab)))
+			b = append(b, ab...)
+		}
+	}
+	return b
+}
+
+// DecodePeers decodes a peers message, refusing anything beyond the bounds
+// AppendPeers keeps.
+func DecodePeers(f []byte) ([]lpeer.AddrInfo, error) {
+	body, err := DecodeTyped(f, TypePeers)
+	if err != nil {
+		return nil, err
+	}
+	d := decoder{b: body}
+	n := d.count(MaxPeersListed)
+	var out []lpeer.AddrInfo
+	for i := 0; i < n && d.err == nil; i++ {
+		idb := d.bytes(MaxIDLen)
+		if d.err != nil {
+			break
+		}
+		id, err := lpeer.IDFromBytes(idb)
+		if err != nil {
+			return nil, fmt.Errorf("%w: peer id: %v", ErrMalformed, err)
+		}
+		ai := lpeer.AddrInfo{ID: id}
+		na := d.count(MaxAddrsListed)
+		for j := 0; j < na && d.err == nil; j++ {
+			ab := d.bytes(MaxAddrLen)
+			if d.err != nil {
+				break
+			}
+			a, err := ma.NewMultiaddrBytes(ab)
+			if err != nil {
+				return nil, fmt.Errorf("%w: multiaddr: %v", ErrMalformed, err)
+			}
+			ai.Addrs = append(ai.Addrs, a)
+		}
+		out = append(out, ai)
+	}
+	if d.err != nil {
+		return nil, d.err
+	}
+	if len(d.b) != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after peers", ErrMalformed, len(d.b))
+	}
+	return out, nil
+}
+
+// decoder reads uvarints and length-prefixed byte strings, keeping the first error.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.err = fmt.Errorf("%w: truncated varint", ErrMalformed)
+		return 0
+	}
+	d.b = d.b[k:]
+	return v
+}
+
+// count reads a count of items that each take at least one byte.
+func (d *decoder) count(max int) int {
+	v := d.uvarint()
+	if d.err == nil && (v > uint64(max) || v > uint64(len(d.b))) {
+		d.err = fmt.Errorf("%w: count %d (limit %d, %d bytes left)", ErrMalformed, v, max, len(d.b))
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) bytes(max int) []byte {
+	v := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if v > uint64(max) || v > uint64(len(d.b)) {
+		d.err = fmt.Errorf("%w: %d-byte field (limit %d, %d bytes left)", ErrMalformed, v, max, len(d.b))
+		return nil
+	}
+	out := d.b[:v]
+	d.b = d.b[v:]
+	return out
+}
