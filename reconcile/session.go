@@ -1,7 +1,6 @@
 package reconcile
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -88,7 +87,7 @@ type Outcome struct {
 	Cells int `json:"cells,omitempty"`
 	// Flights is the number of one-way message flights of the exchange (A to B,
 	// B to A, ...; a round trip is two). A session cannot count them alone; [Run]
-	// fills it in.
+	// and the [Driver] that moves its messages fill it in.
 	Flights int `json:"flights,omitempty"`
 }
 
@@ -589,61 +588,4 @@ func (s *Session) decode() {
 		s.source = shards[:code.K()]
 		s.outcome.Decoded = true
 	}
-}
-
-// maxRunRounds bounds the round trips of Run (an IBLT session needs a few).
-const maxRunRounds = 64
-
-// Run drives two sessions over the same file to completion in memory: a starts,
-// and every message is encoded, decoded with lim and delivered in order, as a
-// network would. It then fills in Missed on both outcomes from the sets the sessions
-// started with. Run is what tests, the table3 experiment and simulators that need
-// real compute costs use.
-func Run(a, b *Session, lim Limits) error {
-	a.outcome.Flights, b.outcome.Flights = 0, 0
-	if err := a.Start(); err != nil {
-		return err
-	}
-	var buf []byte
-	deliver := func(from, to *Session) (int, error) {
-		msgs := from.Ready()
-		for i := range msgs {
-			var err error
-			buf, err = msgs[i].AppendBinary(buf[:0])
-			if err != nil {
-				return 0, err
-			}
-			m, err := Decode(buf, lim)
-			if err != nil {
-				return 0, err
-			}
-			if err := to.Step(m); err != nil {
-				return 0, err
-			}
-		}
-		return len(msgs), nil
-	}
-	for round := 0; !(a.Done() && b.Done()); round++ {
-		na, err := deliver(a, b)
-		if err != nil {
-			return err
-		}
-		nb, err := deliver(b, a)
-		if err != nil {
-			return err
-		}
-		a.outcome.Flights += min(na, 1) + min(nb, 1)
-		if na+nb == 0 || round > maxRunRounds {
-			return fmt.Errorf("%w: exchange stalled", ErrState)
-		}
-	}
-	if err := errors.Join(a.Err(), b.Err()); err != nil {
-		return err
-	}
-	b.outcome.Flights = a.outcome.Flights
-	a.outcome.Missed = b.orig.Difference(a.orig) - (a.outcome.Received - a.outcome.Redundant)
-	if !a.cfg.OneWay {
-		b.outcome.Missed = a.orig.Difference(b.orig) - (b.outcome.Received - b.outcome.Redundant)
-	}
-	return nil
 }
