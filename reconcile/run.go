@@ -3,6 +3,7 @@ package reconcile
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // maxRunRounds bounds the round trips of Run (an IBLT session needs a few).
@@ -14,8 +15,14 @@ const maxRunRounds = 64
 // outcomes from the sets the sessions started with, and Flights with the
 // exchange's one-way flights: a round delivers everything A queued, then
 // everything B queued, and counts a flight for each side that sent. Run is what tests, the table3 experiment and simulators that
-// need real compute costs use.
+// need real compute costs use; it times the compute of a session whose Config
+// has no clock (Now) with time.Now.
 func Run(a, b *Session, lim Limits) error {
+	for _, s := range []*Session{a, b} {
+		if s.now == nil {
+			s.now = time.Now
+		}
+	}
 	if err := a.Start(); err != nil {
 		return err
 	}

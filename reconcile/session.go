@@ -8,101 +8,6 @@ import (
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 )
 
-// Blocks gives a session the payloads of blocks. With a Blocks store a session
-// answers with [MsgBlocks] messages that carry the bytes and stores the blocks it
-// receives; without one (nil) it answers with [MsgOffer] indices and the caller moves
-// the bytes (see [Session.Wanted]).
-type Blocks interface {
-	// BlockSize is the size of every block in bytes.
-	BlockSize() int
-	// Block returns the payload of block i, or nil when it is not held.
-	Block(i int) []byte
-	// Put stores the payload of block i. The session hands over a private copy,
-	// which the store may keep.
-	Put(i int, data []byte)
-}
-
-// MemBlocks is an in-memory [Blocks] store over a universe of block indices.
-type MemBlocks struct {
-	size int
-	data [][]byte
-}
-
-// NewMemBlocks returns an empty store for blocks [0, universe) of size bytes each.
-func NewMemBlocks(universe, size int) *MemBlocks {
-	return &MemBlocks{size: size, data: make([][]byte, max(universe, 0))}
-}
-
-// BlockSize is the size of every block in bytes.
-func (b *MemBlocks) BlockSize() int { return b.size }
-
-// Block returns the payload of block i, or nil when it is not held.
-func (b *MemBlocks) Block(i int) []byte {
-	if i < 0 || i >= len(b.data) {
-		return nil
-	}
-	return b.data[i]
-}
-
-// Put stores data (without copying) as block i; indices outside the universe are
-// ignored.
-func (b *MemBlocks) Put(i int, data []byte) {
-	if i >= 0 && i < len(b.data) {
-		b.data[i] = data
-	}
-}
-
-// Outcome reports what one side of a session did and saw. Counts of blocks are in
-// indices offered when the session runs without a Blocks store.
-type Outcome struct {
-	// Method is the protocol of the session.
-	Method Method `json:"method"`
-	// Params are the parameters of the filters exchanged (zero before any).
-	Params cbfalgebra.Params `json:"params"`
-	// Sent is the number of blocks this side sent (or offered) to the peer.
-	Sent int `json:"sent"`
-	// Received is the number of blocks the peer sent (or offered) to this side.
-	Received int `json:"received"`
-	// Redundant is the number of received blocks this side already held.
-	Redundant int `json:"redundant"`
-	// Missed is the number of blocks the peer held and this side lacked that did
-	// not arrive. A session cannot know it alone; [Run] fills it in from both sets.
-	Missed int `json:"missed"`
-	// WireSent and WireReceived are the encoded bytes by message type.
-	WireSent     map[MsgType]int `json:"wire_sent"`
-	WireReceived map[MsgType]int `json:"wire_received"`
-	// Compute is the time spent in Start and Step: building, decoding and
-	// subtracting filters, querying, packing and unpacking blocks, and decoding
-	// (Byers). Message encoding by the caller is not included.
-	Compute time.Duration `json:"compute_ns"`
-	// Build is the time spent building (or fetching from Config.Filters) this
-	// side's own filter; part of Compute. A peer keeps its filter between
-	// sessions, so Compute - Build is the cost of the reconciliation proper.
-	Build time.Duration `json:"build_ns"`
-	// DecodeTime is the time spent erasure-decoding (Byers; part of Compute).
-	DecodeTime time.Duration `json:"decode_ns"`
-	// Decoded reports that the Byers session decoded the source blocks.
-	Decoded bool `json:"decoded"`
-	// Cells is the number of coded IBLT cells this side sent or received.
-	Cells int `json:"cells,omitempty"`
-	// Flights is the number of one-way message flights of the exchange (A to B,
-	// B to A, ...; a round trip is two). A session cannot count them alone; [Run]
-	// and the [Driver] that moves its messages fill it in.
-	Flights int `json:"flights,omitempty"`
-}
-
-// WireBytes is the total of bytes sent and received.
-func (o *Outcome) WireBytes() int {
-	t := 0
-	for _, v := range o.WireSent {
-		t += v
-	}
-	for _, v := range o.WireReceived {
-		t += v
-	}
-	return t
-}
-
 // Session is one side of one reconciliation between two peers over one file: a pure
 // state machine in the style of etcd raft. The caller feeds it the peer's messages
 // with [Session.Step], collects the messages to send with [Session.Ready], and stops
@@ -129,6 +34,7 @@ type Session struct {
 	origIdx   []int
 	store     Blocks
 	initiator bool
+	now       func() time.Time // Config.Now; nil: no timing
 
 	params  cbfalgebra.Params
 	loc     *locator
@@ -185,7 +91,7 @@ func NewSession(id uint64, cfg Config, u *Universe, held *Set, store Blocks) (*S
 	s := &Session{
 		id: id, cfg: cfg, method: m, u: u,
 		held: held.Clone(), orig: held.Clone(), origIdx: held.Indices(),
-		store: store, limits: cfg.Limits.withDefaults(),
+		store: store, limits: cfg.Limits.withDefaults(), now: cfg.Now,
 		needFilter: true,
 	}
 	s.outcome.Method = m
@@ -212,8 +118,7 @@ func (s *Session) Start() error {
 	if s.started || !s.needFilter || s.responded {
 		return fmt.Errorf("%w: Start on a session already under way", ErrState)
 	}
-	t0 := time.Now()
-	defer func() { s.outcome.Compute += time.Since(t0) }()
+	defer s.addSince(&s.outcome.Compute, s.clock())
 	s.started, s.initiator = true, true
 	switch s.method {
 	case Bitfield:
@@ -254,8 +159,7 @@ func (s *Session) Step(m Message) error {
 		return s.err
 	}
 	s.outcome.WireReceived[m.Type] += m.EncodedSize()
-	t0 := time.Now()
-	defer func() { s.outcome.Compute += time.Since(t0) }()
+	defer s.addSince(&s.outcome.Compute, s.clock())
 	if m.Session != s.id {
 		return s.fail(fmt.Errorf("%w: message for session %d in session %d", ErrState, m.Session, s.id))
 	}
@@ -292,6 +196,21 @@ func (s *Session) Done() bool {
 		return true
 	}
 	return (s.started || s.responded) && !s.needFilter && !s.needResponse && !s.needWant
+}
+
+// clock reads the session's clock (Config.Now), or gives the zero time without one.
+func (s *Session) clock() time.Time {
+	if s.now == nil {
+		return time.Time{}
+	}
+	return s.now()
+}
+
+// addSince adds the time since t0 (read by clock) to *d; nothing without a clock.
+func (s *Session) addSince(d *time.Duration, t0 time.Time) {
+	if s.now != nil {
+		*d += s.now().Sub(t0)
+	}
 }
 
 // Err returns the error that ended the session, if any.
@@ -335,8 +254,7 @@ func (s *Session) build(p cbfalgebra.Params) error {
 	}
 	s.params, s.loc = p, loc
 	s.outcome.Params = p
-	t0 := time.Now()
-	defer func() { s.outcome.Build += time.Since(t0) }()
+	defer s.addSince(&s.outcome.Build, s.clock())
 	if f := s.cfg.Filters; f != nil {
 		if s.method == Byers {
 			s.mineBF, err = f.Bloom(p)
@@ -577,13 +495,13 @@ func (s *Session) decode() {
 	if s.held.Len() < code.K() {
 		return
 	}
-	t0 := time.Now()
+	t0 := s.clock()
 	shards := make([][]byte, code.N())
 	for _, i := range s.held.Indices() {
 		shards[i] = s.store.Block(i)
 	}
 	err := code.Reconstruct(shards)
-	s.outcome.DecodeTime += time.Since(t0)
+	s.addSince(&s.outcome.DecodeTime, t0)
 	if err == nil {
 		s.source = shards[:code.K()]
 		s.outcome.Decoded = true

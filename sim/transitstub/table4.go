@@ -243,6 +243,11 @@ func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][
 		return nil, err
 	}
 	scfg := reconcile.Config{Method: m, M: f.M, K: f.K, R: f.R, Hash: f.Hash, OneWay: true}
+	if cfg.Costs == nil || (m != reconcile.Complete && m != reconcile.Byers) {
+		// Steps are timed by the wall clock; with Costs the paper's two methods
+		// are priced by the cost model and their sessions need no clock.
+		scfg.Now = time.Now
+	}
 	if m == reconcile.Byers {
 		scfg.Code = fx.code
 		if _, ok := cfg.DecodeMS[r.KK]; !ok && cfg.Costs != nil {
