@@ -1,11 +1,13 @@
 package reconcile
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/erasure"
 )
 
 // Session is one side of one reconciliation between two peers over one file: a pure
@@ -56,6 +58,11 @@ type Session struct {
 	ibltReply    bool
 	needWant     bool
 
+	// Byers with a code and a store: the coded blocks held, and whether the
+	// source is ready to decode (the collector claimed it).
+	coded     *erasure.Collector
+	decodable bool
+
 	out     []Message
 	outcome Outcome
 	wanted  []int
@@ -93,6 +100,21 @@ func NewSession(id uint64, cfg Config, u *Universe, held *Set, store Blocks) (*S
 		held: held.Clone(), orig: held.Clone(), origIdx: held.Indices(),
 		store: store, limits: cfg.Limits.withDefaults(), now: cfg.Now,
 		needFilter: true,
+	}
+	if m == Byers && cfg.Code != nil && store != nil {
+		// One generation: the universe is the code's nn coded blocks.
+		gens, err := erasure.NewGenerations(cfg.Code, int64(cfg.Code.K())*int64(cfg.Code.BlockSize()))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUniverse, err)
+		}
+		s.coded = erasure.NewCollector(gens)
+		for _, i := range s.origIdx {
+			_, ready, err := s.coded.Add(i, store.Block(i))
+			if err != nil {
+				return nil, fmt.Errorf("%w: the store's held block %d: %w", ErrUniverse, i, err)
+			}
+			s.decodable = s.decodable || ready
+		}
 	}
 	s.outcome.Method = m
 	s.outcome.WireSent = map[MsgType]int{}
@@ -479,31 +501,43 @@ func (s *Session) onResponse(m *Message) error {
 		if arena != nil {
 			start := len(arena)
 			arena = append(arena, m.Data[j*size:(j+1)*size]...)
-			s.store.Put(i, arena[start:len(arena):len(arena)])
+			b := arena[start:len(arena):len(arena)]
+			s.store.Put(i, b)
+			if err := s.collect(i, b); err != nil {
+				return err
+			}
 		}
 	}
 	s.needResponse = false
-	if s.method == Byers && s.cfg.Code != nil && s.store != nil && s.source == nil {
-		s.decode()
+	return s.decode()
+}
+
+// collect gives a coded block this side holds to the Byers collector, if any.
+func (s *Session) collect(i int, b []byte) error {
+	if s.coded == nil {
+		return nil
 	}
+	_, ready, err := s.coded.Add(i, b)
+	if err != nil {
+		return s.fail(fmt.Errorf("reconcile: byers: %w", err))
+	}
+	s.decodable = s.decodable || ready
 	return nil
 }
 
-// decode erasure-decodes the source once kk distinct coded blocks are held.
-func (s *Session) decode() {
-	code := s.cfg.Code
-	if s.held.Len() < code.K() {
-		return
+// decode erasure-decodes the source once the collector holds kk distinct coded
+// blocks (timed as DecodeTime); a decode that fails ends the session.
+func (s *Session) decode() error {
+	if !s.decodable {
+		return nil
 	}
-	t0 := s.clock()
-	shards := make([][]byte, code.N())
-	for _, i := range s.held.Indices() {
-		shards[i] = s.store.Block(i)
+	s.decodable = false
+	defer s.addSince(&s.outcome.DecodeTime, s.clock())
+	src, err := s.coded.Decode(context.Background(), 0)
+	if err != nil {
+		return s.fail(fmt.Errorf("reconcile: byers: %w", err))
 	}
-	err := code.Reconstruct(shards)
-	s.addSince(&s.outcome.DecodeTime, t0)
-	if err == nil {
-		s.source = shards[:code.K()]
-		s.outcome.Decoded = true
-	}
+	s.source = src
+	s.outcome.Decoded = true
+	return nil
 }
