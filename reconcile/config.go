@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/erasure"
@@ -53,6 +54,12 @@ type Config struct {
 	// sends in its first batch; 0 means DefaultIBLTCells. The responder asks for
 	// more (MsgMore) until it decodes, sizing each request from what it has seen.
 	IBLTCells int
+	// Now is the session's clock: with it, the session times its compute
+	// (Outcome.Compute, Build and DecodeTime); nil means no timing, so the
+	// engine never reads the wall clock on its own. Pass time.Now to measure
+	// on this machine, or a simulated clock. [Run] times sessions without one
+	// by time.Now.
+	Now func() time.Time
 }
 
 // DefaultIBLTCells is the first batch of an [IBLT] session: enough to decode a

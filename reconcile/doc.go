@@ -30,6 +30,8 @@
 //     [MsgReject], and for the IBLT [MsgMore] and [MsgWant]); [Message.MarshalBinary]
 //     and [Decode] (bounded by [Limits], never panics) are the codec,
 //     [Message.EncodedSize] the size on the wire.
+//   - [Drive], [Driver], [Conn]: the one driver of a session over a message
+//     connection, and [IsViolation] to classify its errors.
 //   - [Run]: drives two sessions in memory through the codec (tests, experiments,
 //     compute costs for the simulator).
 //
@@ -73,7 +75,7 @@
 // 64-bit hash into the universe; every element's membership in the responder's own
 // set; the set sizes) and a failure ends the session with [ErrDecode]; a wrong set
 // is never answered. [Outcome.Cells] counts the cells,
-// and [Run] fills in [Outcome.Flights] (round trips = Flights/2).
+// and [Run] and [Drive] fill in [Outcome.Flights] (round trips = Flights/2).
 //
 // A session with a [Blocks] store answers with [MsgBlocks] (indices and payloads) and
 // stores what it receives. Without one it answers with [MsgOffer] (indices only): the
@@ -82,22 +84,26 @@
 //
 // # Driving a session over a network
 //
+// [Drive] is the one loop that moves a session's messages over a [Conn] (Send
+// and Flush encoded messages, Recv the next one; a Conn over a byte stream
+// frames them, e.g. with a length prefix):
+//
 //	s, _ := reconcile.NewSession(id, cfg, universe, held, nil)
-//	s.Start()                          // initiator only
-//	for !s.Done() {
-//		for _, m := range s.Ready() {  // send in order
-//			b, _ := m.MarshalBinary()
-//			writeFrame(stream, b)
-//		}
-//		m, err := reconcile.Decode(readFrame(stream), reconcile.DefaultLimits)
-//		if err != nil { ... }
-//		if err := s.Step(m); err != nil { ... } // Ready now holds a MsgReject to send
-//	}
-//	for _, m := range s.Ready() { ... } // the last answer
-//	o := s.Outcome()                    // sent, received, redundant, bytes, compute
+//	s.Start()                                  // initiator only
+//	err := reconcile.Drive(ctx, s, conn, lim)  // until s is Done
+//	if reconcile.IsViolation(err) { ... }      // the peer broke the protocol
+//	o := s.Outcome()                           // sent, received, bytes, flights
+//
+// A responder that picks its configuration from the peer's first message
+// decodes it, creates the session, steps the message in and then calls Drive,
+// which starts by sending the answer (or the MsgReject). [Driver] is the same
+// machinery for callers that push messages in as they arrive: [Run], the
+// event-driven simulator and the trace test. Errors of the connection come back
+// as [ConnError]; [IsViolation] tells a peer's protocol violations (malformed,
+// unexpected or out-of-file messages) from connection errors, rejects and
+// configurations that do not match.
 //
 // The loop is the same for every method: an IBLT session simply takes more turns.
-// Messages are not self-delimiting on a stream: frame them (e.g. with a length
-// prefix). Errors wrap the sentinels of this package or of cbfalgebra
+// Errors wrap the sentinels of this package or of cbfalgebra
 // (cbfalgebra.ErrNotHomologous, ErrCorrupt, ErrTooLarge).
 package reconcile

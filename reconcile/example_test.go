@@ -19,28 +19,10 @@ func Example() {
 	sa, _ := reconcile.NewSession(7, cfg, u, a, nil)
 	sb, _ := reconcile.NewSession(7, cfg, u, b, nil)
 
-	// Drive the two engines by hand; reconcile.Run does the same.
-	if err := sa.Start(); err != nil {
+	// Run drives both engines in memory through the codec; over a network each
+	// side calls reconcile.Drive (see ExampleDrive).
+	if err := reconcile.Run(sa, sb, reconcile.DefaultLimits); err != nil {
 		panic(err)
-	}
-	for !sa.Done() || !sb.Done() {
-		for _, m := range sa.Ready() {
-			wire, _ := m.MarshalBinary()
-			got, err := reconcile.Decode(wire, reconcile.DefaultLimits)
-			if err != nil {
-				panic(err)
-			}
-			if err := sb.Step(got); err != nil {
-				panic(err)
-			}
-		}
-		for _, m := range sb.Ready() {
-			wire, _ := m.MarshalBinary()
-			got, _ := reconcile.Decode(wire, reconcile.DefaultLimits)
-			if err := sa.Step(got); err != nil {
-				panic(err)
-			}
-		}
 	}
 	oa, ob := sa.Outcome(), sb.Outcome()
 	fmt.Println("params:", oa.Params)

@@ -1,108 +1,14 @@
 package reconcile
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/erasure"
 )
-
-// Blocks gives a session the payloads of blocks. With a Blocks store a session
-// answers with [MsgBlocks] messages that carry the bytes and stores the blocks it
-// receives; without one (nil) it answers with [MsgOffer] indices and the caller moves
-// the bytes (see [Session.Wanted]).
-type Blocks interface {
-	// BlockSize is the size of every block in bytes.
-	BlockSize() int
-	// Block returns the payload of block i, or nil when it is not held.
-	Block(i int) []byte
-	// Put stores the payload of block i. The session hands over a private copy,
-	// which the store may keep.
-	Put(i int, data []byte)
-}
-
-// MemBlocks is an in-memory [Blocks] store over a universe of block indices.
-type MemBlocks struct {
-	size int
-	data [][]byte
-}
-
-// NewMemBlocks returns an empty store for blocks [0, universe) of size bytes each.
-func NewMemBlocks(universe, size int) *MemBlocks {
-	return &MemBlocks{size: size, data: make([][]byte, max(universe, 0))}
-}
-
-// BlockSize is the size of every block in bytes.
-func (b *MemBlocks) BlockSize() int { return b.size }
-
-// Block returns the payload of block i, or nil when it is not held.
-func (b *MemBlocks) Block(i int) []byte {
-	if i < 0 || i >= len(b.data) {
-		return nil
-	}
-	return b.data[i]
-}
-
-// Put stores data (without copying) as block i; indices outside the universe are
-// ignored.
-func (b *MemBlocks) Put(i int, data []byte) {
-	if i >= 0 && i < len(b.data) {
-		b.data[i] = data
-	}
-}
-
-// Outcome reports what one side of a session did and saw. Counts of blocks are in
-// indices offered when the session runs without a Blocks store.
-type Outcome struct {
-	// Method is the protocol of the session.
-	Method Method `json:"method"`
-	// Params are the parameters of the filters exchanged (zero before any).
-	Params cbfalgebra.Params `json:"params"`
-	// Sent is the number of blocks this side sent (or offered) to the peer.
-	Sent int `json:"sent"`
-	// Received is the number of blocks the peer sent (or offered) to this side.
-	Received int `json:"received"`
-	// Redundant is the number of received blocks this side already held.
-	Redundant int `json:"redundant"`
-	// Missed is the number of blocks the peer held and this side lacked that did
-	// not arrive. A session cannot know it alone; [Run] fills it in from both sets.
-	Missed int `json:"missed"`
-	// WireSent and WireReceived are the encoded bytes by message type.
-	WireSent     map[MsgType]int `json:"wire_sent"`
-	WireReceived map[MsgType]int `json:"wire_received"`
-	// Compute is the time spent in Start and Step: building, decoding and
-	// subtracting filters, querying, packing and unpacking blocks, and decoding
-	// (Byers). Message encoding by the caller is not included.
-	Compute time.Duration `json:"compute_ns"`
-	// Build is the time spent building (or fetching from Config.Filters) this
-	// side's own filter; part of Compute. A peer keeps its filter between
-	// sessions, so Compute - Build is the cost of the reconciliation proper.
-	Build time.Duration `json:"build_ns"`
-	// DecodeTime is the time spent erasure-decoding (Byers; part of Compute).
-	DecodeTime time.Duration `json:"decode_ns"`
-	// Decoded reports that the Byers session decoded the source blocks.
-	Decoded bool `json:"decoded"`
-	// Cells is the number of coded IBLT cells this side sent or received.
-	Cells int `json:"cells,omitempty"`
-	// Flights is the number of one-way message flights of the exchange (A to B,
-	// B to A, ...; a round trip is two). A session cannot count them alone; [Run]
-	// fills it in.
-	Flights int `json:"flights,omitempty"`
-}
-
-// WireBytes is the total of bytes sent and received.
-func (o *Outcome) WireBytes() int {
-	t := 0
-	for _, v := range o.WireSent {
-		t += v
-	}
-	for _, v := range o.WireReceived {
-		t += v
-	}
-	return t
-}
 
 // Session is one side of one reconciliation between two peers over one file: a pure
 // state machine in the style of etcd raft. The caller feeds it the peer's messages
@@ -130,6 +36,7 @@ type Session struct {
 	origIdx   []int
 	store     Blocks
 	initiator bool
+	now       func() time.Time // Config.Now; nil: no timing
 
 	params  cbfalgebra.Params
 	loc     *locator
@@ -150,6 +57,11 @@ type Session struct {
 	ibltPeerSize int
 	ibltReply    bool
 	needWant     bool
+
+	// Byers with a code and a store: the coded blocks held, and whether the
+	// source is ready to decode (the collector claimed it).
+	coded     *erasure.Collector
+	decodable bool
 
 	out     []Message
 	outcome Outcome
@@ -186,8 +98,23 @@ func NewSession(id uint64, cfg Config, u *Universe, held *Set, store Blocks) (*S
 	s := &Session{
 		id: id, cfg: cfg, method: m, u: u,
 		held: held.Clone(), orig: held.Clone(), origIdx: held.Indices(),
-		store: store, limits: cfg.Limits.withDefaults(),
+		store: store, limits: cfg.Limits.withDefaults(), now: cfg.Now,
 		needFilter: true,
+	}
+	if m == Byers && cfg.Code != nil && store != nil {
+		// One generation: the universe is the code's nn coded blocks.
+		gens, err := erasure.NewGenerations(cfg.Code, int64(cfg.Code.K())*int64(cfg.Code.BlockSize()))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrUniverse, err)
+		}
+		s.coded = erasure.NewCollector(gens)
+		for _, i := range s.origIdx {
+			_, ready, err := s.coded.Add(i, store.Block(i))
+			if err != nil {
+				return nil, fmt.Errorf("%w: the store's held block %d: %w", ErrUniverse, i, err)
+			}
+			s.decodable = s.decodable || ready
+		}
 	}
 	s.outcome.Method = m
 	s.outcome.WireSent = map[MsgType]int{}
@@ -213,8 +140,7 @@ func (s *Session) Start() error {
 	if s.started || !s.needFilter || s.responded {
 		return fmt.Errorf("%w: Start on a session already under way", ErrState)
 	}
-	t0 := time.Now()
-	defer func() { s.outcome.Compute += time.Since(t0) }()
+	defer s.addSince(&s.outcome.Compute, s.clock())
 	s.started, s.initiator = true, true
 	switch s.method {
 	case Bitfield:
@@ -255,8 +181,7 @@ func (s *Session) Step(m Message) error {
 		return s.err
 	}
 	s.outcome.WireReceived[m.Type] += m.EncodedSize()
-	t0 := time.Now()
-	defer func() { s.outcome.Compute += time.Since(t0) }()
+	defer s.addSince(&s.outcome.Compute, s.clock())
 	if m.Session != s.id {
 		return s.fail(fmt.Errorf("%w: message for session %d in session %d", ErrState, m.Session, s.id))
 	}
@@ -293,6 +218,21 @@ func (s *Session) Done() bool {
 		return true
 	}
 	return (s.started || s.responded) && !s.needFilter && !s.needResponse && !s.needWant
+}
+
+// clock reads the session's clock (Config.Now), or gives the zero time without one.
+func (s *Session) clock() time.Time {
+	if s.now == nil {
+		return time.Time{}
+	}
+	return s.now()
+}
+
+// addSince adds the time since t0 (read by clock) to *d; nothing without a clock.
+func (s *Session) addSince(d *time.Duration, t0 time.Time) {
+	if s.now != nil {
+		*d += s.now().Sub(t0)
+	}
 }
 
 // Err returns the error that ended the session, if any.
@@ -336,8 +276,7 @@ func (s *Session) build(p cbfalgebra.Params) error {
 	}
 	s.params, s.loc = p, loc
 	s.outcome.Params = p
-	t0 := time.Now()
-	defer func() { s.outcome.Build += time.Since(t0) }()
+	defer s.addSince(&s.outcome.Build, s.clock())
 	if f := s.cfg.Filters; f != nil {
 		if s.method == Byers {
 			s.mineBF, err = f.Bloom(p)
@@ -562,88 +501,43 @@ func (s *Session) onResponse(m *Message) error {
 		if arena != nil {
 			start := len(arena)
 			arena = append(arena, m.Data[j*size:(j+1)*size]...)
-			s.store.Put(i, arena[start:len(arena):len(arena)])
+			b := arena[start:len(arena):len(arena)]
+			s.store.Put(i, b)
+			if err := s.collect(i, b); err != nil {
+				return err
+			}
 		}
 	}
 	s.needResponse = false
-	if s.method == Byers && s.cfg.Code != nil && s.store != nil && s.source == nil {
-		s.decode()
+	return s.decode()
+}
+
+// collect gives a coded block this side holds to the Byers collector, if any.
+func (s *Session) collect(i int, b []byte) error {
+	if s.coded == nil {
+		return nil
 	}
+	_, ready, err := s.coded.Add(i, b)
+	if err != nil {
+		return s.fail(fmt.Errorf("reconcile: byers: %w", err))
+	}
+	s.decodable = s.decodable || ready
 	return nil
 }
 
-// decode erasure-decodes the source once kk distinct coded blocks are held.
-func (s *Session) decode() {
-	code := s.cfg.Code
-	if s.held.Len() < code.K() {
-		return
+// decode erasure-decodes the source once the collector holds kk distinct coded
+// blocks (timed as DecodeTime); a decode that fails ends the session.
+func (s *Session) decode() error {
+	if !s.decodable {
+		return nil
 	}
-	t0 := time.Now()
-	shards := make([][]byte, code.N())
-	for _, i := range s.held.Indices() {
-		shards[i] = s.store.Block(i)
+	s.decodable = false
+	defer s.addSince(&s.outcome.DecodeTime, s.clock())
+	src, err := s.coded.Decode(context.Background(), 0)
+	if err != nil {
+		return s.fail(fmt.Errorf("reconcile: byers: %w", err))
 	}
-	err := code.Reconstruct(shards)
-	s.outcome.DecodeTime += time.Since(t0)
-	if err == nil {
-		s.source = shards[:code.K()]
-		s.outcome.Decoded = true
-	}
-}
-
-// maxRunRounds bounds the round trips of Run (an IBLT session needs a few).
-const maxRunRounds = 64
-
-// Run drives two sessions over the same file to completion in memory: a starts,
-// and every message is encoded, decoded with lim and delivered in order, as a
-// network would. It then fills in Missed on both outcomes from the sets the sessions
-// started with. Run is what tests, the table3 experiment and simulators that need
-// real compute costs use.
-func Run(a, b *Session, lim Limits) error {
-	a.outcome.Flights, b.outcome.Flights = 0, 0
-	if err := a.Start(); err != nil {
-		return err
-	}
-	var buf []byte
-	deliver := func(from, to *Session) (int, error) {
-		msgs := from.Ready()
-		for i := range msgs {
-			var err error
-			buf, err = msgs[i].AppendBinary(buf[:0])
-			if err != nil {
-				return 0, err
-			}
-			m, err := Decode(buf, lim)
-			if err != nil {
-				return 0, err
-			}
-			if err := to.Step(m); err != nil {
-				return 0, err
-			}
-		}
-		return len(msgs), nil
-	}
-	for round := 0; !(a.Done() && b.Done()); round++ {
-		na, err := deliver(a, b)
-		if err != nil {
-			return err
-		}
-		nb, err := deliver(b, a)
-		if err != nil {
-			return err
-		}
-		a.outcome.Flights += min(na, 1) + min(nb, 1)
-		if na+nb == 0 || round > maxRunRounds {
-			return fmt.Errorf("%w: exchange stalled", ErrState)
-		}
-	}
-	if err := errors.Join(a.Err(), b.Err()); err != nil {
-		return err
-	}
-	b.outcome.Flights = a.outcome.Flights
-	a.outcome.Missed = b.orig.Difference(a.orig) - (a.outcome.Received - a.outcome.Redundant)
-	if !a.cfg.OneWay {
-		b.outcome.Missed = a.orig.Difference(b.orig) - (b.outcome.Received - b.outcome.Redundant)
-	}
+	s.source = src
+	s.outcome.Decoded = true
 	return nil
 }

@@ -3,7 +3,6 @@ package reconcile
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 )
@@ -37,13 +36,12 @@ func (s *Session) buildIBLT() {
 	if s.ibltEnc != nil {
 		return
 	}
-	t0 := time.Now()
+	defer s.addSince(&s.outcome.Build, s.clock())
 	if f := s.cfg.Filters; f != nil {
 		s.ibltEnc = f.ibltEncoder(s.cfg.Seed).clone()
 	} else {
 		s.ibltEnc = newIBLTEncoder(s.cfg.Seed, s.origIdx)
 	}
-	s.outcome.Build += time.Since(t0)
 }
 
 // sendCells queues the next n cells of this side's IBLT.

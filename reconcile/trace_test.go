@@ -1,6 +1,8 @@
 package reconcile
 
 import (
+	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -14,25 +16,45 @@ import (
 
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata/*.golden from the current output")
 
-// traceRun drives a and b like Run, writing one line per message: direction, type,
-// encoded size and the fields that matter. The golden file pins the message flow and
-// the wire sizes, so schema changes show up in review.
+// traceConn is the trace's [Sender]: it queues the messages a side sends until
+// traceRun delivers them.
+type traceConn struct {
+	msgs []Message
+	wire [][]byte
+}
+
+func (c *traceConn) Send(m *Message, encoded []byte) error {
+	c.msgs = append(c.msgs, *m)
+	c.wire = append(c.wire, bytes.Clone(encoded))
+	return nil
+}
+
+func (c *traceConn) Flush() error { return nil }
+
+// traceRun drives a and b like Run, each by a Driver, writing one line per
+// message as it is delivered: direction, type, encoded size and the fields that
+// matter. The golden file pins the message flow and the wire sizes, so schema
+// changes show up in review.
 func traceRun(w *strings.Builder, a, b *Session) {
 	if err := a.Start(); err != nil {
 		fmt.Fprintf(w, "start: %v\n", err)
 		return
 	}
 	names := map[*Session]string{a: "A", b: "B"}
+	conns := map[*Session]*traceConn{a: {}, b: {}}
+	drivers := map[*Session]*Driver{a: NewDriver(a, conns[a], Limits{}), b: NewDriver(b, conns[b], Limits{})}
+	if err := drivers[a].Flush(); err != nil {
+		fmt.Fprintf(w, "encode: %v\n", err)
+		return
+	}
 	for round := 0; round < 20 && !(a.Done() && b.Done()); round++ {
 		for _, pair := range [][2]*Session{{a, b}, {b, a}} {
 			from, to := pair[0], pair[1]
-			for _, m := range from.Ready() {
-				wire, err := m.MarshalBinary()
-				if err != nil {
-					fmt.Fprintf(w, "encode: %v\n", err)
-					return
-				}
-				fmt.Fprintf(w, "%s->%s %-6v %6d B", names[from], names[to], m.Type, len(wire))
+			c := conns[from]
+			msgs, wire := c.msgs, c.wire
+			c.msgs, c.wire = nil, nil
+			for i, m := range msgs {
+				fmt.Fprintf(w, "%s->%s %-6v %6d B", names[from], names[to], m.Type, len(wire[i]))
 				switch m.Type {
 				case MsgFilter:
 					fmt.Fprintf(w, " %v universe=%d set=%d reply=%v %v", m.Filter.Method, m.Filter.Universe, m.Filter.SetSize, m.Filter.Reply, m.Filter.Params)
@@ -44,12 +66,11 @@ func traceRun(w *strings.Builder, a, b *Session) {
 					fmt.Fprintf(w, " %q", m.Reason)
 				}
 				fmt.Fprintln(w)
-				got, err := Decode(wire, Limits{})
-				if err != nil {
-					fmt.Fprintf(w, "decode: %v\n", err)
-					return
-				}
-				if err := to.Step(got); err != nil {
+				if err := drivers[to].Receive(wire[i]); err != nil {
+					if _, ok := errors.AsType[*ConnError](err); ok || !to.Done() {
+						fmt.Fprintf(w, "deliver: %v\n", err)
+						return
+					}
 					fmt.Fprintf(w, "%s: %v\n", names[to], err)
 				}
 			}

@@ -63,7 +63,8 @@
 //     A really decodes RS(NN, kk) (package erasure, Leopard GF(2^16)) and the result
 //     is checked against the source.
 //   - Compute time of a step is, by default, measured: the wall-clock time the
-//     session reports for the step (reconcile.Outcome.Compute) minus the time spent
+//     session reports for the step (its Config.Now is time.Now;
+//     reconcile.Outcome.Compute) minus the time spent
 //     building the peer's own filter (a peer keeps it between sessions), so figures
 //     vary slightly between runs and with machine load. Table4Config.Costs replaces
 //     it by a cost model (Costs, calibrated once by Calibrate, which times the real

@@ -243,6 +243,11 @@ func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][
 		return nil, err
 	}
 	scfg := reconcile.Config{Method: m, M: f.M, K: f.K, R: f.R, Hash: f.Hash, OneWay: true}
+	if cfg.Costs == nil || (m != reconcile.Complete && m != reconcile.Byers) {
+		// Steps are timed by the wall clock; with Costs the paper's two methods
+		// are priced by the cost model and their sessions need no clock.
+		scfg.Now = time.Now
+	}
 	if m == reconcile.Byers {
 		scfg.Code = fx.code
 		if _, ok := cfg.DecodeMS[r.KK]; !ok && cfg.Costs != nil {
@@ -270,8 +275,9 @@ func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][
 		look := o.Lookup(pair[0], o.ID(pair[1]))
 		res.MeanHops += float64(look.Hops)
 		res.LookupMS += look.LatencyMS
-		pr := &pairRun{sim: &sim, route: o.Route(pair[0], pair[1]), a: A, b: B, res: res, cfg: &cfg, kk: r.KK,
-			setB: sb.Len(), fail: func(err error) { runErr = cmp.Or(runErr, err) }}
+		pr := newPairRun(&sim, o.Route(pair[0], pair[1]), A, B)
+		pr.res, pr.cfg, pr.kk, pr.setB = res, &cfg, r.KK, sb.Len()
+		pr.fail = func(err error) { runErr = cmp.Or(runErr, err) }
 		pr.finish = func(at float64) {
 			oa := A.Outcome()
 			res.Sent += float64(oa.Received)
@@ -291,7 +297,7 @@ func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][
 				pr.fail(err)
 				return
 			}
-			pr.send(A, B, sim.Now())
+			pr.start(sim.Now())
 		})
 	}
 	sim.Run(inf)
@@ -313,10 +319,15 @@ func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][
 }
 
 // pairRun carries the messages of one pair of sessions through the simulation.
+// Each session is moved by a reconcile.Driver whose Sender is an outbox: the
+// messages one step sends leave once the step's compute time has passed.
 type pairRun struct {
 	sim    *Sim
 	route  Route
 	a, b   *reconcile.Session
+	da, db *reconcile.Driver
+	boxA   *outbox // what A sends
+	boxB   *outbox // what B sends
 	res    *MethodResult
 	cfg    *Table4Config
 	kk     int
@@ -326,43 +337,71 @@ type pairRun struct {
 	ended  bool
 }
 
-// send carries from's queued messages to to, leaving back to back from time at.
-func (p *pairRun) send(from, to *reconcile.Session, at float64) {
+// outbox is the simulator's reconcile.Sender: it keeps what a session sends
+// until pairRun.send schedules it.
+type outbox struct {
+	msgs []outMsg
+}
+
+type outMsg struct {
+	t    reconcile.MsgType
+	wire []byte
+}
+
+func (o *outbox) Send(m *reconcile.Message, encoded []byte) error {
+	o.msgs = append(o.msgs, outMsg{m.Type, bytes.Clone(encoded)})
+	return nil
+}
+
+func (o *outbox) Flush() error { return nil }
+
+func newPairRun(sim *Sim, route Route, a, b *reconcile.Session) *pairRun {
+	p := &pairRun{sim: sim, route: route, a: a, b: b, boxA: &outbox{}, boxB: &outbox{}}
+	p.da = reconcile.NewDriver(a, p.boxA, reconcile.Limits{})
+	p.db = reconcile.NewDriver(b, p.boxB, reconcile.Limits{})
+	return p
+}
+
+// start sends A's first message at time at (A.Start has run).
+func (p *pairRun) start(at float64) {
+	if err := p.da.Flush(); err != nil {
+		p.fail(err)
+		return
+	}
+	p.send(p.boxA, p.db, at)
+}
+
+// send carries the messages in box to the driver to, leaving back to back from
+// time at.
+func (p *pairRun) send(box *outbox, to *reconcile.Driver, at float64) {
 	t := at
-	for _, m := range from.Ready() {
-		size := m.EncodedSize()
-		buf, err := m.MarshalBinary()
-		if err != nil {
-			p.fail(err)
-			return
-		}
+	for _, m := range box.msgs {
+		size := len(m.wire)
 		ser := float64(size) * 8 / p.route.BottleneckBps * 1000
 		t += ser
 		cost := ser + float64(p.route.DelayMS)
-		if m.Type == reconcile.MsgFilter || m.Type == reconcile.MsgMore { // MsgMore: IBLT's requests for cells
+		if m.t == reconcile.MsgFilter || m.t == reconcile.MsgMore { // MsgMore: IBLT's requests for cells
 			p.res.FilterBytes += float64(size)
 			p.res.FilterMS += cost
 		} else {
 			p.res.BlocksBytes += float64(size)
 			p.res.BlocksMS += cost
 		}
-		p.sim.At(t+float64(p.route.DelayMS), func() { p.deliver(to, from, buf) })
+		wire := m.wire
+		p.sim.At(t+float64(p.route.DelayMS), func() { p.deliver(to, wire) })
 	}
+	box.msgs = box.msgs[:0]
 }
 
-// deliver decodes a message at its receiver, steps it in and sends the answers
-// after the step's compute time.
-func (p *pairRun) deliver(to, from *reconcile.Session, buf []byte) {
+// deliver hands a message to its receiver's driver (decode, step, answer) and
+// sends the answers after the step's compute time.
+func (p *pairRun) deliver(d *reconcile.Driver, wire []byte) {
 	if p.ended {
 		return
 	}
-	m, err := reconcile.Decode(buf, reconcile.Limits{})
-	if err != nil {
-		p.fail(err)
-		return
-	}
+	to := d.Session()
 	before := to.Outcome()
-	if err := to.Step(m); err != nil {
+	if err := d.Receive(wire); err != nil {
 		p.fail(err)
 		return
 	}
@@ -373,9 +412,9 @@ func (p *pairRun) deliver(to, from *reconcile.Session, buf []byte) {
 	// others are timed by the wall clock around the real Step.
 	if c := p.cfg.Costs; c != nil && (after.Method == reconcile.Complete || after.Method == reconcile.Byers) {
 		switch {
-		case m.Type == reconcile.MsgFilter && after.Method == reconcile.Complete:
+		case after.WireReceived[reconcile.MsgFilter] > before.WireReceived[reconcile.MsgFilter] && after.Method == reconcile.Complete:
 			comp = c.completeMS(p.setB, 0)
-		case m.Type == reconcile.MsgFilter:
+		case after.WireReceived[reconcile.MsgFilter] > before.WireReceived[reconcile.MsgFilter]:
 			comp = c.byersMS(p.setB)
 		case after.Method == reconcile.Complete:
 			comp = float64(after.Received-after.Redundant) * c.CBFInsertUS / 1000
@@ -401,7 +440,11 @@ func (p *pairRun) deliver(to, from *reconcile.Session, buf []byte) {
 		p.finish(now)
 		return
 	}
-	p.send(to, from, now)
+	if to == p.a {
+		p.send(p.boxA, p.db, now)
+	} else {
+		p.send(p.boxB, p.da, now)
+	}
 }
 
 // fixture holds what one row shares between its trials: the universe, the
