@@ -31,7 +31,7 @@ func BenchmarkOpenStore(b *testing.B) {
 		b.Fatal(err)
 	}
 	s.held.setAll(n)
-	if err := s.rewriteLog(); err != nil {
+	if err := s.log.rewrite(s.held, n); err != nil {
 		b.Fatal(err)
 	}
 	s.Close()

@@ -532,14 +532,14 @@ func TestStorePutAfterReadOnlyHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.fmu.Lock()
+	s.mu.Lock()
 	if old := s.files[0]; old != nil {
 		old.Close()
 	} else {
 		s.nopen++
 	}
 	s.files[0], s.rdonly[0] = ro, true
-	s.fmu.Unlock()
+	s.mu.Unlock()
 	rep, err := s.Verify(context.Background())
 	if err != nil || len(rep.Corrupt) != 1 || rep.Corrupt[0] != 1 {
 		t.Fatalf("verify: %+v, %v", rep, err)
@@ -613,16 +613,16 @@ func TestStoreBoundsOpenFiles(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s.fmu.Lock()
+	s.mu.Lock()
 	open, refs := 0, 0
 	for k, f := range s.files {
 		if f != nil {
 			open++
 		}
-		refs += int(s.refs[k])
+		refs += int(s.refs[k].Load())
 	}
 	nopen := s.nopen
-	s.fmu.Unlock()
+	s.mu.Unlock()
 	if open != nopen || open > s.maxOpen || refs != 0 {
 		t.Fatalf("%d files open (counted %d, limit %d), %d references left", open, nopen, s.maxOpen, refs)
 	}
