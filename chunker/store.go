@@ -1,6 +1,7 @@
 package chunker
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -31,10 +32,16 @@ type storeConfig struct {
 	verify           bool
 	syncEvery        int
 	maxManifestBytes int
+	checkProgress    func(done, total int)
 }
 
-func newConfig(opts []StoreOption) (storeConfig, error) {
+// newConfig applies opts; it fails if one does or if ctx is already done, so that
+// a cancelled constructor touches nothing.
+func newConfig(ctx context.Context, opts []StoreOption) (storeConfig, error) {
 	c := storeConfig{syncEvery: 1, maxManifestBytes: DefaultMaxManifestBytes}
+	if err := ctx.Err(); err != nil {
+		return c, fmt.Errorf("chunker: store: %w", err)
+	}
 	for _, o := range opts {
 		if err := o(&c); err != nil {
 			return c, err
@@ -47,6 +54,15 @@ func newConfig(opts []StoreOption) (storeConfig, error) {
 // match, rewriting the held log (the default trusts the held log, which is cheap).
 // For SeedStore it checks that every block of the original matches.
 func WithVerify() StoreOption { return func(c *storeConfig) error { c.verify = true; return nil } }
+
+// WithCheckProgress makes the re-hashing of WithVerify, when opening a store or
+// seeding, call fn with the number of blocks checked so far and their total: once
+// with done == 0 before the first block, then after each block (from several
+// goroutines, one call at a time). A CLI draws "checking N blocks on disk" with it.
+// Default: no calls.
+func WithCheckProgress(fn func(done, total int)) StoreOption {
+	return func(c *storeConfig) error { c.checkProgress = fn; return nil }
+}
 
 // WithSyncEvery makes PutBlock group n blocks per data fsync and record fsync (default
 // 1: every PutBlock is durable when it returns). With n > 1, a block is readable and

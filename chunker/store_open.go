@@ -14,9 +14,10 @@ import (
 
 // CreateStore creates a new, empty store for m in dir (created if needed). It fails
 // with ErrExists, touching nothing, if dir already holds a store or any of m's files.
-func CreateStore(dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
-	ctx := context.Background()
-	cfg, err := newConfig(opts)
+// Cancelling ctx stops it between output files (the store is then left half made,
+// and OpenOrCreateStore completes it).
+func CreateStore(ctx context.Context, dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
+	cfg, err := newConfig(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -109,9 +110,12 @@ func syncDir(root *os.Root, name string) error {
 // those recorded in the held log (or, WithVerify, those whose bytes match). An output
 // file found missing or resized is recreated at its size and its blocks are dropped.
 // It fails with ErrNotFound if dir holds no store.
-func OpenStore(dir string, opts ...StoreOption) (*Store, error) {
-	ctx := context.Background()
-	cfg, err := newConfig(opts)
+//
+// Cancelling ctx stops the opening promptly, also amid the re-hashing of WithVerify
+// (see WithCheckProgress), with an error wrapping ctx.Err(); the store on disk is
+// left as it was.
+func OpenStore(ctx context.Context, dir string, opts ...StoreOption) (*Store, error) {
+	cfg, err := newConfig(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -157,10 +161,9 @@ func readManifest(dir string, root *os.Root, limit int) (*Manifest, error) {
 
 // OpenOrCreateStore resumes the store for m in dir, or creates it if dir holds no
 // store. If dir holds a store of another manifest it fails with ErrManifestMismatch
-// and touches nothing.
-func OpenOrCreateStore(dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
-	ctx := context.Background()
-	cfg, err := newConfig(opts)
+// and touches nothing. ctx is as for OpenStore.
+func OpenOrCreateStore(ctx context.Context, dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
+	cfg, err := newConfig(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

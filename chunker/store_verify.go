@@ -18,9 +18,9 @@ func (s *Store) verifyAll(ctx context.Context) error {
 	for i := range all {
 		all[i] = i
 	}
-	bad, err := s.checkBlocks(ctx, all, nil)
+	bad, err := s.checkBlocks(ctx, all, s.cfg.checkProgress)
 	if err != nil {
-		return err
+		return fmt.Errorf("chunker: check %d blocks in %s: %w", len(all), s.dir, err)
 	}
 	s.held = newBitset(s.m.blockCount)
 	s.held.setAll(s.m.blockCount)
@@ -142,10 +142,10 @@ func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (R
 // SeedStore serves the original file or tree at path (the path given to ChunkPath)
 // in place: read-only, every block held, nothing copied. It checks that every file of
 // m exists under path with its size (ErrManifestMismatch otherwise); WithVerify also
-// re-hashes every block (ErrBadBlock if one does not match).
-func SeedStore(p string, m *Manifest, opts ...StoreOption) (*Store, error) {
-	ctx := context.Background()
-	cfg, err := newConfig(opts)
+// re-hashes every block (ErrBadBlock if one does not match), which cancelling ctx
+// stops promptly (see WithCheckProgress).
+func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) (*Store, error) {
+	cfg, err := newConfig(ctx, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -297,7 +297,7 @@ func (p *Peer) fetchByers(ctx context.Context, t Ticket, out string, fc fetchCon
 	if cb == nil {
 		return nil, fmt.Errorf("%w: no peer serves coded blocks (seed with byers on): %w", ErrNoPeers, errors.Join(errs...))
 	}
-	store, err := chunker.OpenOrCreateStore(out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
+	store, err := chunker.OpenOrCreateStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
 	if err != nil {
 		if errors.Is(err, chunker.ErrManifestMismatch) {
 			return nil, fmt.Errorf("%w: %s holds other content", ErrManifestMismatch, out)

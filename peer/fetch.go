@@ -172,7 +172,7 @@ func (p *Peer) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOpt
 		// disk, so they are not downloaded again.
 		sopts = append(sopts, chunker.WithVerify())
 	}
-	store, err := chunker.OpenStore(out, sopts...)
+	store, err := chunker.OpenStore(ctx, out, sopts...)
 	switch {
 	case err == nil:
 		if store.Manifest().ID() != t.Root {
@@ -192,7 +192,7 @@ func (p *Peer) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOpt
 		if err != nil {
 			return nil, err
 		}
-		store, err = chunker.CreateStore(out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
+		store, err = chunker.CreateStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
 		if err != nil {
 			return nil, fmt.Errorf("peer: create %s: %w", out, err)
 		}

@@ -52,7 +52,7 @@ func (p *Peer) Seed(ctx context.Context, path string, opts ...SeedOption) (Ticke
 	if err != nil {
 		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
 	}
-	s, err := chunker.SeedStore(path, m)
+	s, err := chunker.SeedStore(ctx, path, m)
 	if err != nil {
 		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
 	}
