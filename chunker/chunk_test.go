@@ -289,7 +289,7 @@ func TestChunkSymlinkRoot(t *testing.T) {
 		if got := fmt.Sprint(m.Files()); got != tc.files {
 			t.Fatalf("%s: files %s, want %s", tc.path, got, tc.files)
 		}
-		s, err := SeedStore(tc.path, m, WithVerify())
+		s, err := SeedStore(context.Background(), tc.path, m, WithVerify())
 		if err != nil {
 			t.Fatalf("seed through %s: %v", tc.path, err)
 		}

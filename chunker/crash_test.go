@@ -2,6 +2,7 @@ package chunker
 
 import (
 	"bytes"
+	"context"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -29,7 +30,7 @@ func crashWriter(t *testing.T, dir string, round int) {
 	if round%2 == 1 {
 		opts = append(opts, WithSyncEvery(1+r.IntN(16)))
 	}
-	s, err := OpenOrCreateStore(dir, m, opts...)
+	s, err := OpenOrCreateStore(context.Background(), dir, m, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestStoreCrash(t *testing.T) {
 			if finished && err != nil {
 				t.Fatalf("writer failed: %v\n%s", err, out.String())
 			}
-			s, err := OpenStore(dir)
+			s, err := OpenStore(context.Background(), dir)
 			if err != nil {
 				if _, statErr := os.Stat(dir + "/" + manifestName); statErr != nil {
 					continue // killed before the store existed
@@ -134,7 +135,7 @@ func TestStoreCrash(t *testing.T) {
 				break
 			}
 		}
-		s, err := OpenStore(dir, WithVerify())
+		s, err := OpenStore(context.Background(), dir, WithVerify())
 		if err != nil || !s.Complete() {
 			t.Fatalf("trial %d: final verify: %v", trial, err)
 		}

@@ -31,14 +31,14 @@ func Example() {
 	}
 	fmt.Println(m.Files()[0].Path, m.TotalSize(), "bytes in", m.BlockCount(), "blocks")
 
-	seed, err := chunker.SeedStore(src, m)
+	seed, err := chunker.SeedStore(context.Background(), src, m)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer seed.Close()
 
 	out := filepath.Join(tmp, "download")
-	st, err := chunker.OpenOrCreateStore(out, m)
+	st, err := chunker.OpenOrCreateStore(context.Background(), out, m)
 	if err != nil {
 		log.Fatal(err)
 	}

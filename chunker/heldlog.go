@@ -2,10 +2,14 @@ package chunker
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math/bits"
+	"os"
 
 	"github.com/zeebo/xxh3"
 )
@@ -95,6 +99,122 @@ func replayLog(r io.Reader, id ID, blockCount int, held bitset) (valid int64, re
 			bad++
 		}
 	}
+}
+
+// heldLog is an open store's held log: every write to the log goes through its
+// methods (the header on creation, appended records, the compacting rewrite), which
+// the Store serializes under flushMu.
+type heldLog struct {
+	dir  *os.Root // the folder holding the log
+	name string   // the log's name in dir
+	id   ID
+	seed uint64 // record check seed
+	f    *os.File
+	off  int64  // where the next record goes
+	buf  []byte // records being appended, reused
+}
+
+// load replays the log into held (a set over blockCount blocks) and returns the
+// length of its valid prefix and the number of records read. A log that does not
+// exist yet is created empty (a crash may come between a new store's manifest and
+// its log).
+func (l *heldLog) load(ctx context.Context, held bitset, blockCount int) (valid int64, records int, err error) {
+	f, err := l.dir.Open(l.name)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := writeAtomic(l.dir, l.name, logHeader(l.id)); err != nil {
+			return 0, 0, fmt.Errorf("chunker: create held log: %w", err)
+		}
+		return logHeaderSize, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("chunker: open held log: %w", err)
+	}
+	defer f.Close()
+	valid, records, _, err = replayLog(ctxReader{ctx, f}, l.id, blockCount, held)
+	return valid, records, err
+}
+
+// open opens the log for appending after its first valid bytes, cutting off a torn
+// record at the end.
+func (l *heldLog) open(valid int64) error {
+	f, err := l.dir.OpenFile(l.name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("chunker: open held log: %w", err)
+	}
+	if err := f.Truncate(valid); err != nil {
+		f.Close()
+		return fmt.Errorf("chunker: open held log: %w", err)
+	}
+	l.f, l.off = f, valid
+	return nil
+}
+
+// append writes the records (i, op) for every i in idx and fsyncs them. written
+// reports whether the records reached the file (only their fsync failed).
+func (l *heldLog) append(idx []int, op uint32) (written bool, err error) {
+	if len(idx) == 0 {
+		return true, nil
+	}
+	buf := l.buf[:0]
+	for _, i := range idx {
+		buf = appendRecord(buf, l.seed, i, op)
+	}
+	l.buf = buf
+	if _, err := l.f.WriteAt(buf, l.off); err != nil {
+		return false, fmt.Errorf("chunker: write held log: %w", err)
+	}
+	l.off += int64(len(buf))
+	if err := l.f.Sync(); err != nil {
+		return true, fmt.Errorf("chunker: sync held log: %w", err)
+	}
+	return true, nil
+}
+
+// rewrite atomically replaces the log with one holding exactly the members of held
+// (n, their number, sizes the buffer) and reopens it for appending.
+func (l *heldLog) rewrite(held bitset, n int) error {
+	buf := make([]byte, 0, logHeaderSize+n*logRecordSize)
+	buf = append(buf, logHeader(l.id)...)
+	for w, word := range held {
+		for word != 0 {
+			b := bits.TrailingZeros64(word)
+			buf = appendRecord(buf, l.seed, w*64+b, opHeld)
+			word &= word - 1
+		}
+	}
+	if err := l.close(); err != nil {
+		return fmt.Errorf("chunker: rewrite held log: %w", err)
+	}
+	if err := writeAtomic(l.dir, l.name, buf); err != nil {
+		return fmt.Errorf("chunker: rewrite held log: %w", err)
+	}
+	if err := l.open(int64(len(buf))); err != nil {
+		return fmt.Errorf("chunker: rewrite held log: %w", err)
+	}
+	return nil
+}
+
+// close closes the log file if it is open.
+func (l *heldLog) close() error {
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	return err
+}
+
+// ctxReader is an io.Reader that fails with the context's error once it is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
 }
 
 // bitset is a set of block indices.

@@ -1,6 +1,7 @@
 package chunker
 
 import (
+	"context"
 	"fmt"
 	"testing"
 )
@@ -26,17 +27,17 @@ func BenchmarkOpenStore(b *testing.B) {
 	const n = 100_000
 	m := zeroManifest(b, n, MinBlockSize)
 	dir := b.TempDir()
-	s, err := CreateStore(dir, m)
+	s, err := CreateStore(context.Background(), dir, m)
 	if err != nil {
 		b.Fatal(err)
 	}
 	s.held.setAll(n)
-	if err := s.rewriteLog(); err != nil {
+	if err := s.log.rewrite(s.held, n); err != nil {
 		b.Fatal(err)
 	}
 	s.Close()
 	for b.Loop() {
-		s, err := OpenStore(dir)
+		s, err := OpenStore(context.Background(), dir)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -73,7 +74,7 @@ func BenchmarkPutBlock(b *testing.B) {
 					if s != nil {
 						s.Close()
 					}
-					if s, err = CreateStore(b.TempDir(), m, WithSyncEvery(every)); err != nil {
+					if s, err = CreateStore(context.Background(), b.TempDir(), m, WithSyncEvery(every)); err != nil {
 						b.Fatal(err)
 					}
 					i = 0
@@ -92,7 +93,7 @@ func BenchmarkPutBlock(b *testing.B) {
 // BenchmarkReadBlock measures serving a held 256 KiB block (no re-hash).
 func BenchmarkReadBlock(b *testing.B) {
 	m := zeroManifest(b, 16, DefaultBlockSize)
-	s, err := CreateStore(b.TempDir(), m)
+	s, err := CreateStore(context.Background(), b.TempDir(), m)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func BenchmarkReadBlock(b *testing.B) {
 
 func TestReadBlockAllocs(t *testing.T) {
 	m := zeroManifest(t, 4, MinBlockSize)
-	s, err := CreateStore(t.TempDir(), m)
+	s, err := CreateStore(context.Background(), t.TempDir(), m)
 	if err != nil {
 		t.Fatal(err)
 	}

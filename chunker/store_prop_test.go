@@ -28,7 +28,7 @@ func TestStoreModel(t *testing.T) {
 			}
 			dir := t.TempDir()
 			opts := []StoreOption{WithSyncEvery(1 + r.IntN(4))}
-			s, err := CreateStore(dir, m, opts...)
+			s, err := CreateStore(context.Background(), dir, m, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -51,7 +51,7 @@ func TestStoreModel(t *testing.T) {
 					if err := s.Close(); err != nil {
 						t.Fatal(err)
 					}
-					if s, err = OpenStore(dir, opts...); err != nil {
+					if s, err = OpenStore(context.Background(), dir, opts...); err != nil {
 						t.Fatal(err)
 					}
 				default: // damage a held block on disk and verify
@@ -134,7 +134,7 @@ func TestTreeReaderShrink(t *testing.T) {
 
 func TestVerifyProgress(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 40*MinBlockSize+3)
-	s, err := CreateStore(t.TempDir(), m, WithSyncEvery(64))
+	s, err := CreateStore(context.Background(), t.TempDir(), m, WithSyncEvery(64))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m, data := testManifest(t, MinBlockSize, tc.sizes...)
 			dir := t.TempDir()
-			s, err := CreateStore(dir, m, tc.opts...)
+			s, err := CreateStore(context.Background(), dir, m, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -74,7 +74,7 @@ func TestStoreRoundTrip(t *testing.T) {
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
-			s, err = OpenStore(dir, tc.opts...)
+			s, err = OpenStore(context.Background(), dir, tc.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func TestStoreRoundTrip(t *testing.T) {
 			if !bytes.Equal(stream, data) {
 				t.Fatal("output files differ from the original")
 			}
-			s, err = OpenStore(dir, WithVerify())
+			s, err = OpenStore(context.Background(), dir, WithVerify())
 			if err != nil || !s.Complete() {
 				t.Fatalf("verified reopen: %v, complete %v", err, s != nil && s.Complete())
 			}
@@ -119,7 +119,7 @@ func TestStoreRoundTrip(t *testing.T) {
 func TestStoreBadInput(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 5*MinBlockSize+5)
 	dir := t.TempDir()
-	s, err := CreateStore(dir, m)
+	s, err := CreateStore(context.Background(), dir, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,31 +167,31 @@ func TestOpenOrCreateStore(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 3000)
 	other, _ := testManifest(t, MinBlockSize, 3001)
 	dir := t.TempDir()
-	s, err := OpenOrCreateStore(dir, m)
+	s, err := OpenOrCreateStore(context.Background(), dir, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.PutBlock(0, block(m, data, 0))
 	s.Close()
 	snap := snapshot(t, dir)
-	if _, err := OpenOrCreateStore(dir, other); !errors.Is(err, ErrManifestMismatch) {
+	if _, err := OpenOrCreateStore(context.Background(), dir, other); !errors.Is(err, ErrManifestMismatch) {
 		t.Fatalf("other manifest: err = %v, want ErrManifestMismatch", err)
 	}
-	if _, err := CreateStore(dir, m); !errors.Is(err, ErrExists) {
+	if _, err := CreateStore(context.Background(), dir, m); !errors.Is(err, ErrExists) {
 		t.Fatalf("create over a store: err = %v, want ErrExists", err)
 	}
 	if got := snapshot(t, dir); got != snap {
 		t.Fatalf("a refused open changed the folder:\n%s\nwas\n%s", got, snap)
 	}
-	s, err = OpenOrCreateStore(dir, m)
+	s, err = OpenOrCreateStore(context.Background(), dir, m)
 	if err != nil || s.HeldCount() != 1 || !s.Has(0) {
 		t.Fatalf("resume: %v", err)
 	}
 	s.Close()
-	if _, err := OpenStore(t.TempDir()); !errors.Is(err, ErrNotFound) {
+	if _, err := OpenStore(context.Background(), t.TempDir()); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("empty folder: %v", err)
 	}
-	if _, err := OpenStore(filepath.Join(dir, "nope")); !errors.Is(err, ErrNotFound) {
+	if _, err := OpenStore(context.Background(), filepath.Join(dir, "nope")); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("missing folder: %v", err)
 	}
 }
@@ -219,7 +219,7 @@ func TestCreateStoreKeepsExistingFiles(t *testing.T) {
 	mine := filepath.Join(dir, "tree", "f001.bin")
 	os.MkdirAll(filepath.Dir(mine), 0o755)
 	os.WriteFile(mine, []byte("precious"), 0o644)
-	if _, err := CreateStore(dir, m); !errors.Is(err, ErrExists) {
+	if _, err := CreateStore(context.Background(), dir, m); !errors.Is(err, ErrExists) {
 		t.Fatalf("err = %v, want ErrExists", err)
 	}
 	if b, _ := os.ReadFile(mine); string(b) != "precious" {
@@ -238,7 +238,7 @@ func TestStoreEscape(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, "tree")); err != nil {
 		t.Fatal(err)
 	}
-	s, err := CreateStore(dir, m)
+	s, err := CreateStore(context.Background(), dir, m)
 	if err == nil {
 		err = s.PutBlock(0, block(m, data, 0))
 		s.Close()
@@ -254,7 +254,7 @@ func TestStoreEscape(t *testing.T) {
 func TestStoreTornLog(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 8*MinBlockSize)
 	dir := t.TempDir()
-	s, _ := CreateStore(dir, m)
+	s, _ := CreateStore(context.Background(), dir, m)
 	for i := range 4 {
 		s.PutBlock(i, block(m, data, i))
 	}
@@ -283,7 +283,7 @@ func TestStoreTornLog(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.WriteFile(logPath, tc.log, 0o644)
-			s, err := OpenStore(dir)
+			s, err := OpenStore(context.Background(), dir)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -297,7 +297,7 @@ func TestStoreTornLog(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
-			s2, err := OpenStore(dir)
+			s2, err := OpenStore(context.Background(), dir)
 			if err != nil || !s2.Has(7) || s2.HeldCount() != tc.want+1 {
 				t.Fatalf("after a put: %v, held %v", err, s2.Held())
 			}
@@ -305,10 +305,10 @@ func TestStoreTornLog(t *testing.T) {
 		})
 	}
 	os.WriteFile(logPath, orig[:10], 0o644)
-	if _, err := OpenStore(dir); !errors.Is(err, ErrCorrupt) {
+	if _, err := OpenStore(context.Background(), dir); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("torn header: %v", err)
 	}
-	s, err := OpenStore(dir, WithVerify())
+	s, err := OpenStore(context.Background(), dir, WithVerify())
 	if err != nil || s.HeldCount() != 8-3 {
 		// Blocks 0..3 and 7 were written in the loop's first rounds; 4..6 never.
 		t.Fatalf("verify rebuild: %v, held %v", err, s.Held())
@@ -319,7 +319,7 @@ func TestStoreTornLog(t *testing.T) {
 func TestStoreDamagedFiles(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 3*MinBlockSize, 3*MinBlockSize)
 	dir := t.TempDir()
-	s, _ := CreateStore(dir, m)
+	s, _ := CreateStore(context.Background(), dir, m)
 	for i := range m.BlockCount() {
 		s.PutBlock(i, block(m, data, i))
 	}
@@ -333,7 +333,7 @@ func TestStoreDamagedFiles(t *testing.T) {
 	fh, _ := os.OpenFile(f1, os.O_WRONLY, 0)
 	fh.WriteAt([]byte("oops"), 100)
 	fh.Close()
-	s, err := OpenStore(dir)
+	s, err := OpenStore(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +345,7 @@ func TestStoreDamagedFiles(t *testing.T) {
 		t.Fatalf("report %+v", rep)
 	}
 	s.Close()
-	s, _ = OpenStore(dir)
+	s, _ = OpenStore(context.Background(), dir)
 	if s.Has(3) || s.HeldCount() != 5 {
 		t.Fatalf("the dropped block came back: %v", s.Held())
 	}
@@ -353,7 +353,7 @@ func TestStoreDamagedFiles(t *testing.T) {
 
 	// A file truncated behind the store's back: its blocks are dropped on open.
 	os.Truncate(f0, 10)
-	s, err = OpenStore(dir)
+	s, err = OpenStore(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +364,7 @@ func TestStoreDamagedFiles(t *testing.T) {
 	s.Close()
 	// And a deleted file is recreated.
 	os.Remove(f1)
-	s, err = OpenStore(dir)
+	s, err = OpenStore(context.Background(), dir)
 	if err != nil || s.HeldCount() != 0 {
 		t.Fatalf("after delete: %v, held %v", err, s.Held())
 	}
@@ -374,7 +374,7 @@ func TestStoreDamagedFiles(t *testing.T) {
 		}
 	}
 	s.Close()
-	s, err = OpenStore(dir, WithVerify())
+	s, err = OpenStore(context.Background(), dir, WithVerify())
 	if err != nil || !s.Complete() {
 		t.Fatalf("repaired store: %v", err)
 	}
@@ -389,7 +389,7 @@ func TestSeedStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := snapshot(t, dir)
-	s, err := SeedStore(root, m, WithVerify())
+	s, err := SeedStore(context.Background(), root, m, WithVerify())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -420,14 +420,14 @@ func TestSeedStore(t *testing.T) {
 	}
 	// A changed size is caught at once, changed bytes with WithVerify.
 	os.WriteFile(filepath.Join(root, "b", "c"), randBytes(3, 100), 0o644)
-	if _, err := SeedStore(root, m, WithVerify()); !errors.Is(err, ErrBadBlock) {
+	if _, err := SeedStore(context.Background(), root, m, WithVerify()); !errors.Is(err, ErrBadBlock) {
 		t.Fatalf("changed bytes: %v", err)
 	}
 	os.WriteFile(filepath.Join(root, "b", "c"), randBytes(3, 101), 0o644)
-	if _, err := SeedStore(root, m); !errors.Is(err, ErrManifestMismatch) {
+	if _, err := SeedStore(context.Background(), root, m); !errors.Is(err, ErrManifestMismatch) {
 		t.Fatalf("changed size: %v", err)
 	}
-	if _, err := SeedStore(filepath.Join(dir, "elsewhere"), m); !errors.Is(err, ErrManifestMismatch) {
+	if _, err := SeedStore(context.Background(), filepath.Join(dir, "elsewhere"), m); !errors.Is(err, ErrManifestMismatch) {
 		t.Fatalf("wrong root: %v", err)
 	}
 }
@@ -437,7 +437,7 @@ func TestSeedStore(t *testing.T) {
 func TestStoreConcurrent(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 64*MinBlockSize+100, 5*MinBlockSize)
 	for _, every := range []int{1, 5} {
-		s, err := CreateStore(t.TempDir(), m, WithSyncEvery(every))
+		s, err := CreateStore(context.Background(), t.TempDir(), m, WithSyncEvery(every))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -487,7 +487,7 @@ func TestStoreConcurrent(t *testing.T) {
 
 func TestStoreClosed(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 3000)
-	s, _ := CreateStore(t.TempDir(), m)
+	s, _ := CreateStore(context.Background(), t.TempDir(), m)
 	s.PutBlock(0, block(m, data, 0))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
@@ -510,7 +510,7 @@ func TestStoreClosed(t *testing.T) {
 func TestStorePutAfterReadOnlyHandle(t *testing.T) {
 	m, data := testManifest(t, MinBlockSize, 3*MinBlockSize)
 	dir := t.TempDir()
-	s, err := CreateStore(dir, m)
+	s, err := CreateStore(context.Background(), dir, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,14 +532,14 @@ func TestStorePutAfterReadOnlyHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.fmu.Lock()
+	s.mu.Lock()
 	if old := s.files[0]; old != nil {
 		old.Close()
 	} else {
 		s.nopen++
 	}
 	s.files[0], s.rdonly[0] = ro, true
-	s.fmu.Unlock()
+	s.mu.Unlock()
 	rep, err := s.Verify(context.Background())
 	if err != nil || len(rep.Corrupt) != 1 || rep.Corrupt[0] != 1 {
 		t.Fatalf("verify: %+v, %v", rep, err)
@@ -557,7 +557,7 @@ func TestStorePutAfterReadOnlyHandle(t *testing.T) {
 // file handle (it would never be closed).
 func TestStoreNoFileOpenedAfterClose(t *testing.T) {
 	m, _ := testManifest(t, MinBlockSize, 2*MinBlockSize)
-	s, err := CreateStore(t.TempDir(), m)
+	s, err := CreateStore(context.Background(), t.TempDir(), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -582,7 +582,7 @@ func TestStoreBoundsOpenFiles(t *testing.T) {
 	}
 	m, data := testManifest(t, MinBlockSize, sizes...)
 	dir := t.TempDir()
-	s, err := CreateStore(dir, m, WithSyncEvery(3))
+	s, err := CreateStore(context.Background(), dir, m, WithSyncEvery(3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -613,16 +613,16 @@ func TestStoreBoundsOpenFiles(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s.fmu.Lock()
+	s.mu.Lock()
 	open, refs := 0, 0
 	for k, f := range s.files {
 		if f != nil {
 			open++
 		}
-		refs += int(s.refs[k])
+		refs += int(s.refs[k].Load())
 	}
 	nopen := s.nopen
-	s.fmu.Unlock()
+	s.mu.Unlock()
 	if open != nopen || open > s.maxOpen || refs != 0 {
 		t.Fatalf("%d files open (counted %d, limit %d), %d references left", open, nopen, s.maxOpen, refs)
 	}
@@ -630,7 +630,7 @@ func TestStoreBoundsOpenFiles(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = OpenStore(dir, WithVerify())
+	s, err = OpenStore(context.Background(), dir, WithVerify())
 	if err != nil || !s.Complete() {
 		t.Fatalf("reopen with verify: %v, complete %v", err, s != nil && s.Complete())
 	}

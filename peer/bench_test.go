@@ -73,7 +73,7 @@ func BenchmarkFetchSeeds(b *testing.B) {
 				for j := range n {
 					part := filepath.Join(dir, fmt.Sprint("part", j))
 					prefill(b, src, m, part, func(i int) bool { return i*n/m.BlockCount() == j })
-					st, err := chunker.OpenStore(part)
+					st, err := chunker.OpenStore(ctx, part)
 					if err != nil {
 						b.Fatal(err)
 					}

@@ -34,7 +34,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, err
 	}
 	start := time.Now()
-	st, err := p.openOutput(out, t.Root)
+	st, err := p.openOutput(ctx, out, t.Root)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		}
 	}
 	if st == nil {
-		if st, err = chunker.CreateStore(out, m, chunker.WithSyncEvery(p.cfg.syncEvery)); err != nil {
+		if st, err = chunker.CreateStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery)); err != nil {
 			return nil, fmt.Errorf("peer: create %s: %w", out, err)
 		}
 	}
@@ -153,7 +153,7 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 
 // openOutput opens the store in out for root, or returns nil if out holds
 // none yet. A store of other content is ErrManifestMismatch.
-func (p *Service) openOutput(out string, root chunker.ID) (*chunker.Store, error) {
+func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID) (*chunker.Store, error) {
 	sopts := []chunker.StoreOption{chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
 	if p.cfg.syncEvery > 1 {
 		// Blocks stored after the last group fsync have no record yet after a
@@ -161,7 +161,7 @@ func (p *Service) openOutput(out string, root chunker.ID) (*chunker.Store, error
 		// disk, so they are not downloaded again.
 		sopts = append(sopts, chunker.WithVerify())
 	}
-	st, err := chunker.OpenStore(out, sopts...)
+	st, err := chunker.OpenStore(ctx, out, sopts...)
 	switch {
 	case err == nil:
 		if st.Manifest().ID() != root {

@@ -38,7 +38,7 @@ func TestMethods(t *testing.T) {
 			outA, outB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 			prefill(t, src, m, outA, func(i int) bool { return i < n/3 })
 			prefill(t, src, m, outB, func(i int) bool { return i >= n/3 && i < 2*n/3 })
-			stA, err := chunker.OpenStore(outA)
+			stA, err := chunker.OpenStore(ctx, outA)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,7 +212,7 @@ func TestServeMethods(t *testing.T) {
 	out := filepath.Join(dir, "part")
 	serverHas := func(i int) bool { return i%3 != 0 }
 	prefill(t, src, m, out, serverHas)
-	st, err := chunker.OpenStore(out)
+	st, err := chunker.OpenStore(ctx, out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -325,12 +325,12 @@ func TestSwarmHalves(t *testing.T) {
 // prefill creates a store for m in out holding the blocks of src for which keep is true.
 func prefill(t testing.TB, src string, m *chunker.Manifest, out string, keep func(int) bool) {
 	t.Helper()
-	seedStore, err := chunker.SeedStore(src, m)
+	seedStore, err := chunker.SeedStore(context.Background(), src, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer seedStore.Close()
-	st, err := chunker.CreateStore(out, m)
+	st, err := chunker.CreateStore(context.Background(), out, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,9 @@ func prefill(t testing.TB, src string, m *chunker.Manifest, out string, keep fun
 	}
 }
 
-func openStoreForTest(dir string) (*chunker.Store, error) { return chunker.OpenStore(dir) }
+func openStoreForTest(dir string) (*chunker.Store, error) {
+	return chunker.OpenStore(context.Background(), dir)
+}
 
 // TestMissingBlocks: a peer that offers blocks but then says it lacks them is
 // not asked for them again; the others send them.

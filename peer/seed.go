@@ -53,7 +53,7 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 	if err != nil {
 		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
 	}
-	s, err := chunker.SeedStore(path, m)
+	s, err := chunker.SeedStore(ctx, path, m)
 	if err != nil {
 		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
 	}

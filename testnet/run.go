@@ -163,7 +163,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	// The source store holds the whole file; the seed serves it in place and
 	// the Byers coder codes it.
-	src, err := chunker.CreateStore(filepath.Join(runDir, "source"), m, chunker.WithSyncEvery(1<<30))
+	src, err := chunker.CreateStore(ctx, filepath.Join(runDir, "source"), m, chunker.WithSyncEvery(1<<30))
 	if err != nil {
 		return nil, fmt.Errorf("testnet: source store: %w", err)
 	}
@@ -292,7 +292,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			continue
 		}
 		n.dir = filepath.Join(runDir, fmt.Sprintf("node%04d", i))
-		s, err := chunker.CreateStore(n.dir, m, chunker.WithSyncEvery(1<<30))
+		s, err := chunker.CreateStore(ctx, n.dir, m, chunker.WithSyncEvery(1<<30))
 		if err != nil {
 			return nil, fmt.Errorf("testnet: store: %w", err)
 		}

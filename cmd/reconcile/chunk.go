@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -194,12 +195,12 @@ func runVerify(c *cli.Context) error {
 	// be read) tell which of them the rebuild found corrupt.
 	var before []int
 	if c.Bool("rebuild") {
-		if old, err := chunker.OpenStore(dir); err == nil {
+		if old, err := chunker.OpenStore(context.Background(), dir); err == nil {
 			before = old.Held()
 			old.Close()
 		}
 	}
-	st, err := chunker.OpenStore(dir, opts...)
+	st, err := chunker.OpenStore(context.Background(), dir, opts...)
 	if err != nil {
 		if errors.Is(err, chunker.ErrNotFound) {
 			return fmt.Errorf("verify: %s is not a block store (no %s/manifest in it)", dir, chunker.MetaDir)

@@ -69,13 +69,13 @@ func TestVerifyCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed, err := chunker.SeedStore(src, m)
+	seed, err := chunker.SeedStore(context.Background(), src, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer seed.Close()
 	out := filepath.Join(dir, "out")
-	st, err := chunker.CreateStore(out, m)
+	st, err := chunker.CreateStore(context.Background(), out, m)
 	if err != nil {
 		t.Fatal(err)
 	}

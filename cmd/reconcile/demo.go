@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -294,12 +295,12 @@ func writeDemoFile(path string, size int64, seed uint64) error {
 
 // prefillDemo creates a store for m in out holding blocks [lo, hi) of file.
 func prefillDemo(file string, m *chunker.Manifest, out string, lo, hi int) (int, error) {
-	src, err := chunker.SeedStore(file, m)
+	src, err := chunker.SeedStore(context.Background(), file, m)
 	if err != nil {
 		return 0, err
 	}
 	defer src.Close()
-	st, err := chunker.OpenOrCreateStore(out, m, chunker.WithSyncEvery(64))
+	st, err := chunker.OpenOrCreateStore(context.Background(), out, m, chunker.WithSyncEvery(64))
 	if err != nil {
 		return 0, err
 	}

@@ -105,12 +105,12 @@ func prefillStore(t *testing.T, path, out string, blockSize int, keep func(i, n 
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := chunker.SeedStore(path, m)
+	src, err := chunker.SeedStore(context.Background(), path, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	st, err := chunker.CreateStore(out, m)
+	st, err := chunker.CreateStore(context.Background(), out, m)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -163,7 +163,7 @@ func runSeed(c *cli.Context) error {
 	defer p.Close()
 	var tk peer.Ticket
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
-		st, err := chunker.OpenStore(path)
+		st, err := chunker.OpenStore(ctx, path)
 		if err != nil {
 			return oneLine(fmt.Errorf("seed %s: %w", path, err))
 		}

@@ -1,0 +1,160 @@
+package chunker
+
+import (
+	"fmt"
+	"slices"
+)
+
+// PutBlock stores block i: it checks data against the manifest (ErrBadIndex,
+// ErrBadBlock), writes it in place, fsyncs it and then records it (see WithSyncEvery).
+// Putting a held block again is a no-op.
+func (s *Store) PutBlock(i int, data []byte) error {
+	if err := VerifyBlock(s.m, i, data); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	closed, held := s.closed, s.held.has(i)
+	s.mu.RUnlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case s.readOnly:
+		return ErrReadOnly
+	case held:
+		return nil
+	}
+	var files [4]int // the files block i spans; usually one
+	written := files[:0]
+	err := s.m.segments(i, func(g segment) error {
+		f, err := s.writableFile(g.file)
+		if err != nil {
+			return err
+		}
+		written = append(written, g.file)
+		_, err = f.WriteAt(data[g.pos:g.pos+g.n], g.off)
+		s.release(g.file)
+		if err != nil {
+			return fmt.Errorf("chunker: write block %d: %w", i, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	if s.held.has(i) {
+		s.mu.Unlock()
+		return nil
+	}
+	s.held.set(i)
+	s.nheld++
+	s.pending = append(s.pending, i)
+	for _, k := range written {
+		s.dirty[k] = struct{}{}
+	}
+	flush := len(s.pending) >= s.cfg.syncEvery || s.nheld == s.m.blockCount
+	s.mu.Unlock()
+	if flush {
+		return s.flush()
+	}
+	return nil
+}
+
+// flush fsyncs the files written since the last flush, then appends and fsyncs the
+// records of the pending blocks. If the data fsync or the record write fails, those
+// blocks are no longer held.
+func (s *Store) flush() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	pend, dirty := s.pending, s.dirty
+	s.pending, s.dirty = nil, map[int]struct{}{}
+	s.mu.Unlock()
+	if len(pend) == 0 {
+		return nil
+	}
+	unhold := func(err error) error {
+		s.mu.Lock()
+		for _, i := range pend {
+			if s.held.has(i) {
+				s.held.clear(i)
+				s.nheld--
+			}
+		}
+		s.mu.Unlock()
+		return err
+	}
+	for k := range dirty {
+		f, err := s.file(k)
+		if err == nil {
+			err = f.Sync()
+			s.release(k)
+		}
+		if err != nil {
+			return unhold(fmt.Errorf("chunker: sync %s: %w", s.m.files[k].Path, err))
+		}
+	}
+	if written, err := s.log.append(pend, opHeld); err != nil {
+		if !written {
+			return unhold(err)
+		}
+		return err
+	}
+	if s.Complete() {
+		return s.finish()
+	}
+	return nil
+}
+
+// ReadBlock appends block i to dst[:0] and returns it, without re-hashing it (the
+// block was verified when it was put). It fails with ErrBadIndex if i is out of
+// range and ErrNotHeld if the block is not held.
+func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
+	if i < 0 || i >= s.m.blockCount {
+		return dst[:0], fmt.Errorf("%w: block %d of %d", ErrBadIndex, i, s.m.blockCount)
+	}
+	s.mu.RLock()
+	closed, held := s.closed, s.held.has(i)
+	s.mu.RUnlock()
+	if closed {
+		return dst[:0], ErrClosed
+	}
+	if !held {
+		return dst[:0], fmt.Errorf("%w: block %d", ErrNotHeld, i)
+	}
+	return s.readAt(i, dst)
+}
+
+// readAt reads block i from the files into dst[:0].
+func (s *Store) readAt(i int, dst []byte) ([]byte, error) {
+	n := s.m.BlockLen(i)
+	dst = slices.Grow(dst[:0], n)[:n]
+	err := s.m.segments(i, func(g segment) error {
+		f, err := s.file(g.file)
+		if err != nil {
+			return err
+		}
+		_, err = f.ReadAt(dst[g.pos:g.pos+g.n], g.off)
+		s.release(g.file)
+		if err != nil {
+			return fmt.Errorf("chunker: read block %d: %w", i, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return dst[:0], err
+	}
+	return dst, nil
+}
+
+// Sync makes every block put so far durable (records included).
+func (s *Store) Sync() error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	return s.flush()
+}
