@@ -205,16 +205,71 @@ func TestDriveAfterStep(t *testing.T) {
 	}
 }
 
+// BenchmarkDriver prices one one-way Complete exchange (4000 blocks, each
+// side holding half) moved by Drivers: in memory (Run) and by Drive on both
+// sides of an in-memory connection (two goroutines).
 func BenchmarkDriver(b *testing.B) {
 	const u = 4000
 	uv, _ := NewUniverse(u)
 	sa, sb := splitSets(rand.New(rand.NewPCG(7, 8)), u, 2000, 2000, 1000)
 	cfg := Config{OneWay: true}
-	for b.Loop() {
-		A, _ := NewSession(1, cfg, uv, sa, nil)
-		B, _ := NewSession(1, cfg, uv, sb, nil)
-		if err := Run(A, B, Limits{}); err != nil {
-			b.Fatal(err)
+	b.Run("Run", func(b *testing.B) {
+		for b.Loop() {
+			A, _ := NewSession(1, cfg, uv, sa, nil)
+			B, _ := NewSession(1, cfg, uv, sb, nil)
+			if err := Run(A, B, Limits{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("Drive", func(b *testing.B) {
+		for b.Loop() {
+			A, _ := NewSession(1, cfg, uv, sa, nil)
+			B, _ := NewSession(1, cfg, uv, sb, nil)
+			ca, cb := chanPipe()
+			errB := make(chan error, 1)
+			go func() { errB <- Drive(context.Background(), B, cb, Limits{}) }()
+			A.Start()
+			if err := Drive(context.Background(), A, ca, Limits{}); err != nil {
+				b.Fatal(err)
+			}
+			if err := <-errB; err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzDriverReceive: whatever arrives, a responder's Driver never panics, and
+// an error is a violation, a reject, a disagreement of configurations or
+// nothing the peer did wrong (never a ConnError: the Sender does not fail).
+func FuzzDriverReceive(f *testing.F) {
+	uv, _ := NewUniverse(64)
+	a := NewSet(64)
+	for i := range 30 {
+		a.Add(i)
+	}
+	for _, m := range AllMethods {
+		s, _ := NewSession(1, Config{Method: m}, uv, a, nil)
+		if m == Byers || s.Start() != nil {
+			continue
+		}
+		for _, msg := range s.Ready() {
+			w, _ := msg.MarshalBinary()
+			f.Add(w)
 		}
 	}
+	f.Add([]byte{0x93, 1, 4})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, _ := NewSession(1, Config{}, uv, a, nil)
+		var q memQueue
+		err := NewDriver(s, &q, Limits{MaxFilterBytes: 1 << 16}).Receive(b)
+		if _, ok := errors.AsType[*ConnError](err); ok {
+			t.Fatalf("ConnError from a Sender that does not fail: %v", err)
+		}
+		if err != nil && !IsViolation(err) && !errors.Is(err, ErrRejected) &&
+			!errors.Is(err, cbfalgebra.ErrNotHomologous) && !errors.Is(err, cbfalgebra.ErrInvalidParams) {
+			t.Fatalf("unclassified error: %v", err)
+		}
+	})
 }

@@ -64,6 +64,7 @@ type memQueue struct {
 	free [][]byte // buffers of delivered messages, reused
 }
 
+// Send queues a copy of the encoded message.
 func (q *memQueue) Send(_ *Message, encoded []byte) error {
 	var b []byte
 	if n := len(q.free); n > 0 {
@@ -73,6 +74,7 @@ func (q *memQueue) Send(_ *Message, encoded []byte) error {
 	return nil
 }
 
+// Flush does nothing: deliver moves the queue.
 func (q *memQueue) Flush() error { return nil }
 
 // deliver hands the queued messages to d in order, stopping at the first error,

@@ -1,6 +1,7 @@
 package transitstub
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -215,7 +216,8 @@ func Calibrate(f FilterConfig, n, u, reps int, seed uint64) (*Costs, error) {
 
 // MeasureDecode measures, with the real erasure code, decoding RS(f.NN, kk) from the
 // coded blocks listed in have (at least kk distinct indices in [0, NN); nil means a
-// random kk of them) and re-encoding all NN blocks: the median of reps runs each.
+// random kk of them), collected and decoded by an erasure.Collector as a
+// receiver does, and re-encoding all NN blocks: the median of reps runs each.
 // The decoded blocks are checked against the source. Results are stored in c and
 // reused for the same kk.
 func (c *Costs) MeasureDecode(f FilterConfig, kk int, have []int, reps int, seed uint64) (decodeMS, encodeMS float64, err error) {
@@ -245,15 +247,35 @@ func (c *Costs) MeasureDecode(f FilterConfig, kk int, have []int, reps int, seed
 	if have == nil {
 		have = rng.Perm(f.NN)[:kk]
 	}
-	blocks := make([]erasure.Block, 0, len(have))
 	for _, i := range have {
 		if i < 0 || i >= f.NN {
 			return 0, 0, fmt.Errorf("%w: coded block %d outside [0, %d)", ErrParams, i, f.NN)
 		}
-		blocks = append(blocks, erasure.Block{Index: i, Data: coded[i]})
 	}
+	gens, err := erasure.NewGenerations(code, int64(kk)*int64(f.BlockBytes))
+	if err != nil {
+		return 0, 0, err
+	}
+	// Time what a receiver runs: an erasure.Collector given the blocks held,
+	// then its decode of the generation they complete.
 	var out [][]byte
-	dm = medianOf(reps, func() { out, err = code.Decode(blocks) })
+	dm = medianOf(reps, func() {
+		c := erasure.NewCollector(gens)
+		ready := false
+		for _, i := range have {
+			_, r, aerr := c.Add(i, coded[i])
+			if aerr != nil {
+				err = aerr
+				return
+			}
+			ready = ready || r
+		}
+		if !ready {
+			err = fmt.Errorf("%w: have %d distinct blocks, need %d", erasure.ErrTooFewBlocks, c.Len(), kk)
+			return
+		}
+		out, err = c.Decode(context.Background(), 0)
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("transitstub: decoding RS(%d, %d): %w", f.NN, kk, err)
 	}

@@ -102,7 +102,8 @@ type swarmPeer struct {
 // random share of the blocks (every block held somewhere) and, until it holds the
 // whole file, reconciles with its Chord neighbours (successor list, then fingers)
 // in turn, one reconciliation at a time, with the real filter code deciding what
-// each exchange carries and the cost model timing it. A Byers peer decodes once it
+// each exchange carries and the cost model timing it. It is a model of the
+// sessions, checked against them (see the package documentation). A Byers peer decodes once it
 // holds kk distinct coded blocks, then re-encodes and serves all nn. Peers keep
 // serving after they complete. Routes of neighbour pairs are computed up front, in
 // parallel.

@@ -348,11 +348,13 @@ type outMsg struct {
 	wire []byte
 }
 
+// Send keeps a copy of the encoded message and its type.
 func (o *outbox) Send(m *reconcile.Message, encoded []byte) error {
 	o.msgs = append(o.msgs, outMsg{m.Type, bytes.Clone(encoded)})
 	return nil
 }
 
+// Flush does nothing: pairRun.send schedules the outbox.
 func (o *outbox) Flush() error { return nil }
 
 func newPairRun(sim *Sim, route Route, a, b *reconcile.Session) *pairRun {
