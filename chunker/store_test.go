@@ -259,7 +259,7 @@ func TestStoreTornLog(t *testing.T) {
 		s.PutBlock(i, block(m, data, i))
 	}
 	s.Close()
-	logPath := filepath.Join(dir, filepath.FromSlash(heldName))
+	logPath := filepath.Join(s.StateDir(), heldFile)
 	orig, _ := os.ReadFile(logPath)
 	for _, tc := range []struct {
 		name string
