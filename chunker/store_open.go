@@ -234,6 +234,9 @@ func readManifest(meta *os.Root, where string, limit int) (*Manifest, error) {
 // openStore loads the held log (or starts it), checks the output files and, with
 // WithVerify, re-hashes them. On error it closes whatever it opened but root.
 func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*Store, error) {
+	if err := p.openMeta(false); err != nil {
+		return nil, err
+	}
 	s := newStore(p, m, cfg)
 	dir, root := p.stateDir, p.root
 	fail := func(err error) (*Store, error) {
