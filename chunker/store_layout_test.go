@@ -335,5 +335,4 @@ func TestRemoveStateTree(t *testing.T) {
 	if _, err := OpenStore(ctxb(), dir); !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), dir) {
 		t.Fatalf("open after RemoveState: %v", err)
 	}
-	_ = nothing
 }
