@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ func TestStoreCrash(t *testing.T) {
 			}
 			s, err := OpenStore(context.Background(), dir)
 			if err != nil {
-				if _, statErr := os.Stat(dir + "/" + manifestName); statErr != nil {
+				if _, statErr := os.Stat(filepath.Join(dir, MetaDir, m.ID().String(), manifestFile)); statErr != nil {
 					continue // killed before the store existed
 				}
 				t.Fatalf("trial %d round %d: reopen after kill: %v", trial, round, err)

@@ -19,22 +19,42 @@
 //
 // # Stores
 //
-// A Store is a folder. The output files are assembled in place under it at their
-// manifest paths (so a store at OUT holds OUT/movie.mkv, or the tree OUT/photos/...),
-// and the metadata lives in OUT/.reconcile/: "manifest" (the canonical encoding) and
-// "held" (an append-only log of fixed-size checksummed records naming the blocks whose
-// bytes are verified and on disk). PutBlock checks a block's hash, writes it in place,
-// fsyncs the data and only then appends and fsyncs its record, so after a crash or a
-// kill -9 at any moment OpenStore gives back exactly verified blocks. A torn or garbage
-// record fails its checksum and is ignored. SeedStore serves an original file or tree
-// in place, read-only, without copying it.
+// A Store assembles the files of one manifest in place and keeps its state (the
+// manifest's canonical encoding in "manifest", and "held", an append-only log of
+// fixed-size checksummed records naming the blocks whose bytes are verified and on
+// disk) in a state folder. Two layouts:
 //
-// A store folder holds one manifest: OpenOrCreateStore resumes it for the same
-// manifest and refuses another one (ErrManifestMismatch) without touching anything.
-// CreateStore never overwrites a file that is already there (ErrExists). All file
-// access goes through an os.Root, so a symbolic link planted in the folder cannot
-// make the store write outside it. An output file found missing or resized on
-// reopening is recreated and its blocks are fetched again.
+//   - A tree (CreateStore, OpenStore, OpenOrCreateStore): a store at OUT holds its
+//     files at their manifest paths (OUT/movie.mkv, or the tree OUT/photos/...),
+//     and its state in OUT/.reconcile/<manifest id>/ (MetaDir). State is per
+//     manifest, so one folder can hold many downloads, as long as their files
+//     differ; ListStores lists them, and OpenStore opens the only one or that of
+//     WithID. Stores made by earlier versions, with their state in OUT/.reconcile/
+//     itself, are still opened and resumed.
+//   - A single file (CreateFileStore, OpenFileStore, OpenOrCreateFileStore): the
+//     manifest's one file is written to a path of the caller's choosing, FILE,
+//     and its state lives beside it in FILE.reconcile/. Once the download is
+//     complete, Store.RemoveState deletes the state and leaves just the file.
+//
+// WithStateDir puts the state of either layout in another folder.
+//
+// PutBlock checks a block's hash, writes it in place, fsyncs the data and only then
+// appends and fsyncs its record, so after a crash or a kill -9 at any moment
+// OpenStore gives back exactly verified blocks. A torn or garbage record fails its
+// checksum and is ignored. SeedStore serves an original file or tree in place,
+// read-only, without copying it.
+//
+// A state folder holds one manifest: OpenOrCreateStore resumes the store of the
+// same manifest and refuses to put another one's files where files are already
+// (ErrExists, and ErrManifestMismatch when they belong to another store) without
+// touching anything. No constructor ever overwrites a file that is already there
+// (ErrExists). All access to the output files goes through an os.Root, so a
+// symbolic link planted in the folder cannot make the store write outside it. An
+// output file found missing or resized on reopening is recreated and its blocks
+// are fetched again.
+//
+// The constructors take a context: cancelling it stops them promptly, notably amid
+// the re-hashing of WithVerify, whose progress WithCheckProgress reports.
 //
 // Durability: with the default WithSyncEvery(1) a block is on disk, and recorded,
 // when PutBlock returns; with WithSyncEvery(n) the data of up to n blocks is fsynced

@@ -29,4 +29,13 @@ var (
 	ErrReadOnly = errors.New("chunker: store is read-only")
 	// ErrClosed is returned by the methods of a closed store.
 	ErrClosed = errors.New("chunker: store is closed")
+	// ErrManyStores is returned by OpenStore when a folder holds the stores of
+	// several manifests and WithID does not say which one to open.
+	ErrManyStores = errors.New("chunker: folder holds several stores")
+	// ErrIncomplete is returned by Store.RemoveState for a store that does not hold
+	// every block.
+	ErrIncomplete = errors.New("chunker: store is not complete")
+	// ErrNotFile is returned when a single-file store is asked for content that is
+	// not exactly one file.
+	ErrNotFile = errors.New("chunker: content is not a single file")
 )

@@ -82,3 +82,55 @@ func ExampleDecodeManifestID() {
 	// 3 <nil>
 	// true
 }
+
+// Download single-file content to a file of one's choosing ("fetch --out FILE"):
+// the state lives beside it until the download completes, then RemoveState leaves
+// just the file. Resuming an interrupted download is the same call.
+func ExampleOpenOrCreateFileStore() {
+	tmp, err := os.MkdirTemp("", "chunker-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "hello.txt")
+	if err := os.WriteFile(src, bytes.Repeat([]byte("hello, blocks\n"), 300), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := chunker.ChunkPath(ctx, src, chunker.MinBlockSize)
+	if err != nil {
+		log.Fatal(err)
+	}
+	seed, err := chunker.SeedStore(ctx, src, m)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer seed.Close()
+
+	out := filepath.Join(tmp, "greeting.txt")
+	st, err := chunker.OpenOrCreateFileStore(ctx, out, m)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("state in", filepath.Base(st.StateDir()))
+	var buf []byte
+	for _, i := range st.Missing() {
+		if buf, err = seed.ReadBlock(i, buf); err != nil {
+			log.Fatal(err)
+		}
+		if err := st.PutBlock(i, buf); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if err := st.RemoveState(); err != nil { // also closes the store
+		log.Fatal(err)
+	}
+	entries, _ := os.ReadDir(tmp)
+	for _, e := range entries {
+		fmt.Println(e.Name())
+	}
+	// Output:
+	// state in greeting.txt.reconcile
+	// greeting.txt
+	// hello.txt
+}

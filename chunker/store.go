@@ -12,6 +12,7 @@ import (
 //
 //	store.go         the Store type, its options, its lock order, accessors and Close
 //	store_open.go    creating and reopening a store, the output files' creation
+//	store_layout.go  where a store's files and state live; single-file stores, RemoveState
 //	store_files.go   the cache of open output files
 //	store_write.go   PutBlock, ReadBlock, Sync and the flush that records blocks
 //	store_verify.go  re-hashing: Verify, WithVerify on opening, SeedStore
@@ -20,9 +21,10 @@ import (
 // MetaDir is the name of the metadata folder inside a store folder.
 const MetaDir = ".reconcile"
 
+// The files of a state folder.
 const (
-	manifestName = MetaDir + "/manifest"
-	heldName     = MetaDir + "/held"
+	manifestFile = "manifest"
+	heldFile     = "held"
 )
 
 // StoreOption configures CreateStore, OpenStore, OpenOrCreateStore and SeedStore.
@@ -33,6 +35,8 @@ type storeConfig struct {
 	syncEvery        int
 	maxManifestBytes int
 	checkProgress    func(done, total int)
+	stateDir         string // WithStateDir
+	id               *ID    // WithID
 }
 
 // newConfig applies opts; it fails if one does or if ctx is already done, so that
@@ -113,9 +117,8 @@ type Report struct {
 // The cache's reference counts are atomic: a cache hit takes mu for reading only,
 // and eviction, which takes mu for writing, sees every reference taken before it.
 type Store struct {
+	place    // where the output files and the state are
 	m        *Manifest
-	dir      string
-	root     *os.Root
 	readOnly bool
 	cfg      storeConfig
 
@@ -134,20 +137,18 @@ type Store struct {
 	maxOpen int            // handles kept open before unused ones are closed
 	evictAt int            // where the next eviction scan starts
 
-	top [2]string // a seed store's manifest root name and its name on disk
-
 	flushMu sync.Mutex // taken before mu; guards log
 	log     heldLog
 }
 
 // newStore returns a store of m over root with nothing held and no log open.
-func newStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) *Store {
+func newStore(p *place, m *Manifest, cfg storeConfig) *Store {
 	return &Store{
-		m: m, dir: dir, root: root, cfg: cfg,
+		place: *p, m: m, cfg: cfg,
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
 		files: make([]*os.File, len(m.files)), rdonly: make([]bool, len(m.files)),
 		refs: make([]atomic.Int32, len(m.files)), maxOpen: maxOpenFiles,
-		log: heldLog{id: m.id, seed: logSeed(m.id)},
+		log: heldLog{dir: p.meta, name: heldFile, id: m.id, seed: logSeed(m.id)},
 	}
 }
 
@@ -155,8 +156,13 @@ func newStore(dir string, root *os.Root, m *Manifest, cfg storeConfig) *Store {
 func (s *Store) Manifest() *Manifest { return s.m }
 
 // Dir returns the folder of the store (for a seed store: the folder holding the
-// seeded file or tree). The output files are at Dir()/File.Path.
+// seeded file or tree). The output files are at Dir()/File.Path, except that of a
+// single-file store (CreateFileStore), which is the file it was given.
 func (s *Store) Dir() string { return s.dir }
+
+// StateDir returns the folder holding the store's manifest and held log, or "" for
+// a seed store, which has none.
+func (s *Store) StateDir() string { return s.stateDir }
 
 // ReadOnly reports whether the store is a seed store.
 func (s *Store) ReadOnly() bool { return s.readOnly }
@@ -228,6 +234,6 @@ func (s *Store) Close() error {
 	}
 	s.flushMu.Unlock()
 	s.closeFiles()
-	s.root.Close()
+	s.place.close()
 	return err
 }

@@ -125,10 +125,4 @@ func (s *Store) closeFiles() {
 }
 
 // diskPath returns the path of file k under the store's root.
-func (s *Store) diskPath(k int) string {
-	p := s.m.files[k].Path
-	if s.top[0] != s.top[1] && s.top[0] != "" {
-		p = s.top[1] + p[len(s.top[0]):]
-	}
-	return p
-}
+func (s *Store) diskPath(k int) string { return s.place.diskPath(s.m, k) }

@@ -12,25 +12,107 @@ import (
 	"runtime"
 )
 
-// CreateStore creates a new, empty store for m in dir (created if needed). It fails
-// with ErrExists, touching nothing, if dir already holds a store or any of m's files.
-// Cancelling ctx stops it between output files (the store is then left half made,
-// and OpenOrCreateStore completes it).
+// CreateStore creates a new, empty store for m in dir (created if needed), with its
+// state in dir/.reconcile/<m's id>/ (or WithStateDir). It fails with ErrExists,
+// touching nothing, if dir already holds a store of m or any of m's files; the
+// stores of other manifests in dir stay as they are. Cancelling ctx stops it
+// between output files (the store is then left half made, and OpenOrCreateStore
+// completes it).
 func CreateStore(ctx context.Context, dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
+	return openTree(ctx, dir, m, opts, modeCreate)
+}
+
+// OpenStore reopens the store in dir after a restart or a crash: the held blocks are
+// those recorded in the held log (or, WithVerify, those whose bytes match). An output
+// file found missing or resized is recreated at its size and its blocks are dropped.
+//
+// The store is the one of WithID, or else the only one in dir; stores in the layout
+// of earlier versions (one per folder, state in dir/.reconcile/) are opened too. It
+// fails with ErrNotFound if dir holds no store (of that id) and with ErrManyStores
+// if it holds several and WithID does not choose.
+//
+// Cancelling ctx stops the opening promptly, also amid the re-hashing of WithVerify
+// (see WithCheckProgress), with an error wrapping ctx.Err(); the held log is left
+// as it was.
+func OpenStore(ctx context.Context, dir string, opts ...StoreOption) (*Store, error) {
+	return openTree(ctx, dir, nil, opts, modeOpen)
+}
+
+// OpenOrCreateStore resumes the store for m in dir, or creates it if dir holds none
+// (see CreateStore). Several manifests' stores can share dir, as long as their
+// files differ: if a file of m is already there and dir holds the store of another
+// manifest, it fails with an error wrapping both ErrExists and ErrManifestMismatch,
+// and touches nothing. ctx is as for OpenStore.
+func OpenOrCreateStore(ctx context.Context, dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
+	return openTree(ctx, dir, m, opts, modeOpenOrCreate)
+}
+
+// openMode says what a constructor does with an existing store and a missing one.
+type openMode int
+
+const (
+	modeOpen         openMode = iota // open an existing store, ErrNotFound if none
+	modeCreate                       // create a new store, ErrExists if there is one
+	modeOpenOrCreate                 // open the store, or create it if there is none
+)
+
+// openTree opens or creates (as mode says) the store of a tree layout in dir.
+func openTree(ctx context.Context, dir string, m *Manifest, opts []StoreOption, mode openMode) (*Store, error) {
 	cfg, err := newConfig(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	root, err := makeRoot(dir)
+	var root *os.Root
+	if mode == modeOpen {
+		root, err = openRoot(dir)
+	} else {
+		root, err = makeRoot(dir)
+	}
 	if err != nil {
 		return nil, err
 	}
-	s, err := createStore(ctx, dir, root, m, cfg)
+	p := &place{dir: dir, root: root}
+	var (
+		have   *Manifest
+		others bool
+	)
+	switch {
+	case cfg.stateDir != "":
+		p.setExternalState(cfg.stateDir)
+		have, err = p.readManifest(cfg.maxManifestBytes)
+	case mode == modeOpen:
+		have, err = p.pickTree(cfg)
+	default:
+		have, others, err = p.findTree(m, cfg.maxManifestBytes)
+	}
+	s, err := p.open(ctx, have, err, others, m, cfg, mode)
 	if err != nil {
-		root.Close()
+		p.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// open finishes every constructor but SeedStore: have is the manifest in p's state
+// folder (err wrapping ErrNotFound if there is none), m the one asked for (nil for
+// an open) and others whether the output folder holds other manifests' stores.
+func (p *place) open(ctx context.Context, have *Manifest, err error, others bool, m *Manifest, cfg storeConfig, mode openMode) (*Store, error) {
+	switch {
+	case errors.Is(err, ErrNotFound) && mode != modeOpen:
+		return createStore(ctx, p, m, cfg, others)
+	case err != nil:
+		return nil, err
+	case m != nil && have.id != m.id:
+		return nil, fmt.Errorf("%w: %s holds manifest %s, not %s", ErrManifestMismatch, p.stateDir, have.id, m.id)
+	case cfg.id != nil && have.id != *cfg.id:
+		return nil, fmt.Errorf("%w: %s holds manifest %s, not %s", ErrManifestMismatch, p.stateDir, have.id, *cfg.id)
+	case mode == modeCreate:
+		return nil, fmt.Errorf("%w: %s already holds the store of %s", ErrExists, p.stateDir, have.id)
+	}
+	if err := p.fit(have); err != nil {
+		return nil, err
+	}
+	return openStore(ctx, p, have, cfg)
 }
 
 // makeRoot creates dir if needed and opens it as the root of a store.
@@ -45,26 +127,48 @@ func makeRoot(dir string) (*os.Root, error) {
 	return root, nil
 }
 
-func createStore(ctx context.Context, dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store, error) {
-	if _, err := root.Lstat(manifestName); err == nil {
-		return nil, fmt.Errorf("%w: %s already holds a store", ErrExists, dir)
+// openRoot opens the existing folder dir as the root of a store.
+func openRoot(dir string) (*os.Root, error) {
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s: %w", ErrNotFound, dir, err)
 	}
-	for _, f := range m.files {
-		if _, err := root.Lstat(f.Path); err == nil {
-			return nil, fmt.Errorf("%w: %s", ErrExists, filepath.Join(dir, filepath.FromSlash(f.Path)))
-		} else if !errors.Is(err, fs.ErrNotExist) {
+	if err != nil {
+		return nil, fmt.Errorf("chunker: open store: %w", err)
+	}
+	return root, nil
+}
+
+// createStore creates the store of m at p, whose state folder holds no manifest.
+func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, others bool) (*Store, error) {
+	if err := p.fit(m); err != nil {
+		return nil, err
+	}
+	for k := range m.files {
+		name := p.diskPath(m, k)
+		_, err := p.root.Lstat(name)
+		switch {
+		case err == nil && others:
+			return nil, fmt.Errorf("%w: %s, and %s holds the store of other content (%w)", ErrExists, filepath.Join(p.dir, filepath.FromSlash(name)), p.dir, ErrManifestMismatch)
+		case err == nil:
+			return nil, fmt.Errorf("%w: %s", ErrExists, filepath.Join(p.dir, filepath.FromSlash(name)))
+		case !errors.Is(err, fs.ErrNotExist):
 			return nil, fmt.Errorf("chunker: create store: %w", err)
 		}
 	}
-	if err := root.Mkdir(MetaDir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := p.openMeta(true); err != nil {
+		return nil, err
+	}
+	// A held log left without its manifest (a crash amid RemoveState) is stale.
+	if err := p.meta.Remove(heldFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("chunker: create store: %w", err)
 	}
-	// The manifest is the commit point: once it is in place the folder belongs to m,
-	// and OpenStore completes whatever else is missing.
-	if err := writeAtomic(root, manifestName, m.enc); err != nil {
+	// The manifest is the commit point: once it is in place the state folder belongs
+	// to m, and OpenStore completes whatever else is missing.
+	if err := writeAtomic(p.meta, manifestFile, m.enc); err != nil {
 		return nil, fmt.Errorf("chunker: create store: %w", err)
 	}
-	return openStore(ctx, dir, root, m, cfg)
+	return openStore(ctx, p, m, cfg)
 }
 
 // writeAtomic writes a file through a temporary file, fsync and rename, then fsyncs
@@ -106,44 +210,12 @@ func syncDir(root *os.Root, name string) error {
 	return d.Sync()
 }
 
-// OpenStore reopens the store in dir after a restart or a crash: the held blocks are
-// those recorded in the held log (or, WithVerify, those whose bytes match). An output
-// file found missing or resized is recreated at its size and its blocks are dropped.
-// It fails with ErrNotFound if dir holds no store.
-//
-// Cancelling ctx stops the opening promptly, also amid the re-hashing of WithVerify
-// (see WithCheckProgress), with an error wrapping ctx.Err(); the store on disk is
-// left as it was.
-func OpenStore(ctx context.Context, dir string, opts ...StoreOption) (*Store, error) {
-	cfg, err := newConfig(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(dir)
+// readManifest reads and decodes the manifest of a state folder.
+func readManifest(meta *os.Root, where string, limit int) (*Manifest, error) {
+	f, err := meta.Open(manifestFile)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s: %w", ErrNotFound, dir, err)
-		}
-		return nil, fmt.Errorf("chunker: open store: %w", err)
-	}
-	m, err := readManifest(dir, root, cfg.maxManifestBytes)
-	if err != nil {
-		root.Close()
-		return nil, err
-	}
-	s, err := openStore(ctx, dir, root, m, cfg)
-	if err != nil {
-		root.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
-func readManifest(dir string, root *os.Root, limit int) (*Manifest, error) {
-	f, err := root.Open(manifestName)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("%w: %s has no %s", ErrNotFound, dir, manifestName)
+			return nil, fmt.Errorf("%w: %s has no %s", ErrNotFound, where, manifestFile)
 		}
 		return nil, fmt.Errorf("chunker: open store: %w", err)
 	}
@@ -154,46 +226,19 @@ func readManifest(dir string, root *os.Root, limit int) (*Manifest, error) {
 	}
 	m, err := DecodeManifest(b, limit)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return nil, fmt.Errorf("open store %s: %w", where, err)
 	}
 	return m, nil
 }
 
-// OpenOrCreateStore resumes the store for m in dir, or creates it if dir holds no
-// store. If dir holds a store of another manifest it fails with ErrManifestMismatch
-// and touches nothing. ctx is as for OpenStore.
-func OpenOrCreateStore(ctx context.Context, dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
-	cfg, err := newConfig(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	root, err := makeRoot(dir)
-	if err != nil {
-		return nil, err
-	}
-	var s *Store
-	have, err := readManifest(dir, root, cfg.maxManifestBytes)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		s, err = createStore(ctx, dir, root, m, cfg)
-	case err != nil:
-	case have.id != m.id:
-		err = fmt.Errorf("%w: %s holds manifest %s, not %s", ErrManifestMismatch, dir, have.id, m.id)
-	default:
-		s, err = openStore(ctx, dir, root, have, cfg)
-	}
-	if err != nil {
-		root.Close()
-		return nil, err
-	}
-	return s, nil
-}
-
 // openStore loads the held log (or starts it), checks the output files and, with
 // WithVerify, re-hashes them. On error it closes whatever it opened but root.
-func openStore(ctx context.Context, dir string, root *os.Root, m *Manifest, cfg storeConfig) (*Store, error) {
-	s := newStore(dir, root, m, cfg)
-	s.log.dir, s.log.name = root, heldName
+func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*Store, error) {
+	if err := p.openMeta(false); err != nil {
+		return nil, err
+	}
+	s := newStore(p, m, cfg)
+	dir, root := p.stateDir, p.root
 	fail := func(err error) (*Store, error) {
 		s.closeFiles()
 		s.log.close()
@@ -219,7 +264,7 @@ func openStore(ctx context.Context, dir string, root *os.Root, m *Manifest, cfg 
 		if err := ctx.Err(); err != nil {
 			return fail(fmt.Errorf("chunker: open store %s: %w", dir, err))
 		}
-		info, err := root.Stat(f.Path)
+		info, err := root.Stat(s.diskPath(k))
 		if err == nil && info.Mode().IsRegular() && info.Size() == f.Size {
 			continue
 		}
@@ -270,11 +315,12 @@ func openStore(ctx context.Context, dir string, root *os.Root, m *Manifest, cfg 
 // its folder and their parents to dirs, which the caller fsyncs.
 func (s *Store) createFile(k int, dirs map[string]struct{}) error {
 	f := s.m.files[k]
-	dir := path.Dir(f.Path)
+	name := s.diskPath(k)
+	dir := path.Dir(name)
 	if err := s.root.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
 	}
-	fh, err := s.root.OpenFile(f.Path, os.O_RDWR|os.O_CREATE, 0o644)
+	fh, err := s.root.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
 	}
@@ -317,8 +363,8 @@ func (s *Store) finish() error {
 	if s.readOnly {
 		return nil
 	}
-	for _, f := range s.m.files {
-		if err := s.root.Chmod(f.Path, fs.FileMode(f.Mode|0o400)); err != nil {
+	for k, f := range s.m.files {
+		if err := s.root.Chmod(s.diskPath(k), fs.FileMode(f.Mode|0o400)); err != nil {
 			return fmt.Errorf("chunker: %w", err)
 		}
 	}

@@ -171,9 +171,8 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 	if err != nil {
 		return nil, fmt.Errorf("chunker: seed %s: %w", p, err)
 	}
-	s := newStore(dir, root, m, cfg)
+	s := newStore(&place{dir: dir, root: root, top: [2]string{name, filepath.Base(real)}}, m, cfg)
 	s.readOnly = true
-	s.top = [2]string{name, filepath.Base(real)}
 	for k, f := range m.files {
 		info, err := root.Stat(s.diskPath(k))
 		if err != nil {

@@ -127,7 +127,7 @@ func TestVerifyCommand(t *testing.T) {
 	fh, _ = os.OpenFile(filepath.Join(out, "src"), os.O_WRONLY, 0)
 	fh.WriteAt(orig[chunker.MinBlockSize+3:][:1], chunker.MinBlockSize+3) // restore the byte
 	fh.Close()
-	if err := os.WriteFile(filepath.Join(out, chunker.MetaDir, "held"), []byte("garbage"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(st.StateDir(), "held"), []byte("garbage"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := run(t, "", "verify", out); err == nil || !strings.Contains(err.Error(), "--rebuild") {

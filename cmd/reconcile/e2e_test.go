@@ -242,9 +242,9 @@ func testKillResume(t *testing.T, syncEvery string) {
 	}
 	// Kill it once some blocks are recorded as held (the seed's rate cap
 	// leaves more than a second before the last one).
-	held := filepath.Join(out, chunker.MetaDir, "held")
+	held := filepath.Join(out, chunker.MetaDir, "*", "held") // the state of the ticket's root
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if fi, err := os.Stat(held); err == nil && fi.Size() > 256 {
+		if hs, _ := filepath.Glob(held); len(hs) == 1 && fileSize(hs[0]) > 256 {
 			break
 		}
 	}
@@ -307,4 +307,13 @@ func TestE2EErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fileSize returns the size of the file at p, or -1.
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
 }
