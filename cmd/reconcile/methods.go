@@ -13,8 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/methods"
 	"github.com/reconcile-p2p/reconcile/reconcile"
-	"github.com/reconcile-p2p/reconcile/reconcile/methods"
 )
 
 func init() {

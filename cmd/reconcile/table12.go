@@ -13,7 +13,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
-	"github.com/reconcile-p2p/reconcile/cbfalgebra/paperexp"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/paperexp"
 )
 
 func init() {

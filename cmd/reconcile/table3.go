@@ -12,7 +12,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/reconcile-p2p/reconcile/reconcile/table3"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/table3"
 )
 
 func init() {
