@@ -81,20 +81,17 @@ func runBench(c *cli.Context) error {
 	if addr := c.String("tcp-send"); addr != "" {
 		return benchTCPSend(addr, c.String("file"), c.Bool("zero-copy"))
 	}
-	size, err := parseByteSize(c.String("size"))
+	size, err := flagSize(c, "size", 1, 0)
 	if err != nil {
-		return fmt.Errorf("--size: %v", err)
+		return err
 	}
-	bs, err := parseByteSize(c.String("block-size"))
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
-		return fmt.Errorf("--block-size: %v", err)
-	}
-	if bs < chunker.MinBlockSize || bs > chunker.MaxBlockSize {
-		return fmt.Errorf("--block-size %d: want %d to %d bytes (1KiB to 16MiB)", bs, chunker.MinBlockSize, chunker.MaxBlockSize)
+		return err
 	}
 	nseeds := c.Int("seeds")
 	if nseeds < 1 || nseeds > 16 {
-		return fmt.Errorf("--seeds %d: want 1 to 16", nseeds)
+		return usagef("--seeds %d: want 1 to 16", nseeds)
 	}
 	self, err := os.Executable()
 	if err != nil {

@@ -37,7 +37,7 @@ func init() {
 			&cli.StringFlag{Name: "method", Usage: "comma-separated methods to run (default all: complete,byers,bitfield,iblt,ccbf)"},
 			&cli.IntFlag{Name: "nn", Value: methods.Default().NN, Usage: "length of Byers' Reed–Solomon code (points with n + d > nn skip Byers)"},
 			&cli.BoolFlag{Name: "two-way", Usage: "both peers end with S_A ∪ S_B (default: A pulls from B)"},
-			&cli.IntFlag{Name: "block-size", Value: 256 << 10, Usage: "payload bytes a redundant block costs when ranking the methods (chunker's default 256 KiB)"},
+			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "payload a redundant block costs when ranking the methods (chunker's default), up to 16MiB"},
 			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers). Filters are sized for n, as for offers: when the file is over 2n blocks, complete and ccbf offer many blocks A holds (an index each)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
 			&cli.StringFlag{Name: "plot", Usage: "draw bytes on the wire against d (log scales) into `FILE.png`"},
@@ -58,9 +58,12 @@ func runMethodsCommand(c *cli.Context) error {
 		return fmt.Errorf("--n must be at least 1, got %d", cfg.N)
 	case cfg.Trials < 1:
 		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
-	case c.Int("block-size") < 0:
-		return fmt.Errorf("--block-size must not be negative, got %d", c.Int("block-size"))
 	}
+	bs, err := flagSize(c, "block-size", 0, 16<<20)
+	if err != nil {
+		return err
+	}
+	blockSize := int(bs)
 	if ds := c.IntSlice("diff"); len(ds) > 0 {
 		cfg.Diffs = ds
 	} else if cfg.N != methods.Default().N {
@@ -83,7 +86,7 @@ func runMethodsCommand(c *cli.Context) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
-	rows, err := runWithProgress("methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
+	rows, err := runWithProgress(c, "methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
 		cfg.Progress = progress
 		return methods.Run(ctx, cfg)
 	})
@@ -99,9 +102,9 @@ func runMethodsCommand(c *cli.Context) error {
 		return writeJSON(c.App.Writer, struct {
 			Rows []methods.Row  `json:"rows"`
 			Best map[int]string `json:"best_by_d"`
-		}{rows, methods.Best(rows, c.Int("block-size"))})
+		}{rows, methods.Best(rows, blockSize)})
 	}
-	return printMethods(c.App.Writer, cfg, rows, c.Int("block-size"))
+	return printMethods(c.App.Writer, cfg, rows, blockSize)
 }
 
 // scaleDiffs is the default sweep for another n: 1, 3, 10, ... up to n, with the

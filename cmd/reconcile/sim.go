@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -132,10 +133,14 @@ func simMethods(c *cli.Context) ([]reconcile.Method, error) {
 }
 
 // simFilter returns the filter parameters from the flags.
-func simFilter(c *cli.Context) ts.FilterConfig {
+func simFilter(c *cli.Context) (ts.FilterConfig, error) {
 	f := ts.PaperFilter()
-	f.M, f.K, f.BlockBytes = c.Int("m"), c.Int("k"), c.Int("block-size")
-	return f
+	bs, err := flagSize(c, "block-size", 1, 16<<20)
+	if err != nil {
+		return f, err
+	}
+	f.M, f.K, f.BlockBytes = c.Int("m"), c.Int("k"), int(bs)
+	return f, nil
 }
 
 func simFilterFlags() []cli.Flag {
@@ -143,7 +148,7 @@ func simFilterFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "m", Usage: "filter counters (bits for Byers)", Value: f.M},
 		&cli.IntFlag{Name: "k", Usage: "hash functions", Value: f.K},
-		&cli.IntFlag{Name: "block-size", Usage: "bytes per block (a multiple of 64 for the RS(8191, kk) code of Byers)", Value: f.BlockBytes},
+		&cli.StringFlag{Name: "block-size", Usage: "bytes per block (a multiple of 64 for the RS(8191, kk) code of Byers), up to 16MiB", Value: strconv.Itoa(f.BlockBytes)},
 		&cli.StringFlag{Name: "method", Usage: "complete, byers, bitfield, iblt, ccbf, both (complete and byers) or all", Value: "both"},
 	}
 }
@@ -266,7 +271,10 @@ func simTable4Command() *cli.Command {
 			if err != nil {
 				return err
 			}
-			f := simFilter(c)
+			f, err := simFilter(c)
+			if err != nil {
+				return err
+			}
 			rows := []ts.Row{}
 			for _, r := range ts.PaperTable4 {
 				rows = append(rows, ts.Row{KK: 2*n - r.N0*n/4000, N0: r.N0 * n / 4000})
@@ -422,7 +430,10 @@ func simSwarmCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			f := simFilter(c)
+			f, err := simFilter(c)
+			if err != nil {
+				return err
+			}
 			kk := c.Int("blocks")
 			if kk < 2 {
 				return fmt.Errorf("sim swarm: --blocks must be at least 2, got %d", kk)

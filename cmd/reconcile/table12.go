@@ -69,7 +69,7 @@ func runTable1Command(c *cli.Context) error {
 	}
 	cfg := paperexp.DefaultTable1()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := runWithProgress("table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
+	rows, err := runWithProgress(c, "table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable1(ctx, cfg)
 	})
@@ -221,7 +221,7 @@ func runTable2Command(c *cli.Context) error {
 	}
 	cfg := paperexp.DefaultTable2()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := runWithProgress("table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
+	rows, err := runWithProgress(c, "table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable2(ctx, cfg)
 	})

@@ -31,7 +31,7 @@ func init() {
 			&cli.IntFlag{Name: "trials", Value: 100, Usage: "trials per row and method"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same counts)"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family of the filters: sha1 (the paper's) or fast"},
-			&cli.IntFlag{Name: "block-size", Value: 64, Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64)"},
+			&cli.StringFlag{Name: "block-size", Value: "64", Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64), up to 16MiB"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
 			&cli.StringFlag{Name: "plot", Usage: "draw mean times by row into `FILE.png`"},
 		},
@@ -47,12 +47,16 @@ func runTable3Command(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := table3.Default()
-	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = trials, c.Uint64("seed"), c.Int("block-size"), h
-	if cfg.BlockSize < 64 || cfg.BlockSize%64 != 0 {
-		return fmt.Errorf("--block-size must be a positive multiple of 64, got %d", cfg.BlockSize)
+	bs, err := flagSize(c, "block-size", 64, 16<<20)
+	if err != nil {
+		return err
 	}
-	rows, err := runWithProgress("table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
+	if bs%64 != 0 {
+		return usagef("--block-size %s: want a multiple of 64 bytes", c.String("block-size"))
+	}
+	cfg := table3.Default()
+	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = trials, c.Uint64("seed"), int(bs), h
+	rows, err := runWithProgress(c, "table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
 		cfg.Progress = progress
 		return table3.Run(ctx, cfg)
 	})

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
@@ -56,7 +57,7 @@ func testnetCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
-			&cli.StringFlag{Name: "block-size", Usage: "block size (e.g. 256KiB)", Value: "256KiB"},
+			&cli.StringFlag{Name: "block-size", Usage: "block size, 1KiB to 16MiB", Value: "256KiB"},
 			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
 			&cli.StringFlag{Name: "method", Usage: "complete, byers, both (the two), ccbf, bitfield, iblt, all, or a comma list", Value: "both"},
 			&cli.StringFlag{Name: "latency", Usage: "link latency: transitstub (shortest-path delay) or none", Value: "transitstub"},
@@ -93,12 +94,12 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	if cfg.Nodes < 2 {
 		return fail("--nodes must be at least 2, got %d", cfg.Nodes)
 	}
-	if cfg.Size, err = parseByteSize(c.String("size")); err != nil || cfg.Size < 1 {
-		return fail("--size %q: want a size such as 16MiB", c.String("size"))
+	if cfg.Size, err = flagSize(c, "size", 1, 0); err != nil {
+		return cfg, nil, err
 	}
-	bs, err := parseByteSize(c.String("block-size"))
-	if err != nil || bs < 1 || bs > 1<<30 {
-		return fail("--block-size %q: want a size such as 256KiB", c.String("block-size"))
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	if err != nil {
+		return cfg, nil, err
 	}
 	cfg.BlockSize = int(bs)
 	cfg.Hold = c.Float64("hold")
@@ -164,9 +165,9 @@ func runTestnet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := parseByteSize(c.String("mem-limit"))
+	limit, err := flagSize(c, "mem-limit", 0, 0)
 	if err != nil {
-		return fmt.Errorf("testnet: --mem-limit %q: want a size such as 3GiB, or 0", c.String("mem-limit"))
+		return err
 	}
 	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		// The garbage collector's slack (GOGC=100 lets the heap reach twice
@@ -190,10 +191,13 @@ func runTestnet(c *cli.Context) error {
 	for _, m := range methods {
 		cfg.Method = m
 		cfg.Dir = dir
-		update, finish := newTestnetProgress(m.String())
-		cfg.Progress = update
+		pr, err := newProgress(c, m.String(), false)
+		if err != nil {
+			return err
+		}
+		cfg.Progress = testnetProgress(pr)
 		res, err := testnet.Run(ctx, cfg)
-		finish()
+		pr.finish(false)
 		if res != nil {
 			rep.Runs = append(rep.Runs, res)
 		}
@@ -227,19 +231,12 @@ func runTestnet(c *cli.Context) error {
 
 // newTestnetProgress shows "method: peers done d/n, blocks moved b, t s" on a
 // terminal's standard error.
-func newTestnetProgress(label string) (func(testnet.Progress), func()) {
-	if !isTerminal(os.Stderr) {
-		return nil, func() {}
-	}
-	drawn := false
+// testnetProgress shows the fetchers done of all and the blocks moved.
+func testnetProgress(pr *progress) func(testnet.Progress) {
 	return func(p testnet.Progress) {
-			fmt.Fprintf(os.Stderr, "\r\033[K%s: peers done %d/%d, blocks moved %d, %.1f s", label, p.Done, p.Fetchers, p.Blocks, p.Elapsed.Seconds())
-			drawn = true
-		}, func() {
-			if drawn {
-				fmt.Fprintf(os.Stderr, "\r\033[K")
-			}
-		}
+		pr.update(progressState{done: int64(p.Done), total: int64(p.Fetchers), session: -1,
+			extra: fmt.Sprintf("fetchers done, %d blocks moved", p.Blocks)})
+	}
 }
 
 func printTestnet(out io.Writer, rep testnetReport) {
