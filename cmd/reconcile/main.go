@@ -140,7 +140,12 @@ func permuteArgs(app *cli.App, args []string) []string {
 		case strings.HasPrefix(a, "-") && a != "-":
 			pending = append(pending, a)
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && flagTakesValue(flags, name) && i+1 < len(args) {
+			if !strings.Contains(name, "=") && flagTakesValue(flags, name) {
+				if i+1 == len(args) {
+					// No value: the parser is to report this flag, so it goes
+					// last (the positional arguments no longer matter).
+					return append(out, pending...)
+				}
 				i++
 				pending = append(pending, args[i])
 			}

@@ -40,6 +40,7 @@ func init() {
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "payload a redundant block costs when ranking the methods (chunker's default), up to 16MiB"},
 			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers). Filters are sized for n, as for offers: when the file is over 2n blocks, complete and ccbf offer many blocks A holds (an index each)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
+			progressFlag(),
 			&cli.StringFlag{Name: "plot", Usage: "draw bytes on the wire against d (log scales) into `FILE.png`"},
 		},
 		Action: runMethodsCommand,

@@ -29,6 +29,7 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same figures)"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 (the paper's) or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]} with fp and fn as fractions"},
+			progressFlag(),
 			&cli.StringFlag{Name: "plot", Usage: "draw measured against expected fp into `FILE.png`"},
 		},
 		Action: runTable1Command,
@@ -45,6 +46,7 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
+			progressFlag(),
 		},
 		Action: runTable2Command,
 	})

@@ -33,6 +33,7 @@ func init() {
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family of the filters: sha1 (the paper's) or fast"},
 			&cli.StringFlag{Name: "block-size", Value: "64", Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64), up to 16MiB"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
+			progressFlag(),
 			&cli.StringFlag{Name: "plot", Usage: "draw mean times by row into `FILE.png`"},
 		},
 		Action: runTable3Command,

@@ -75,6 +75,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "mem-limit", Usage: "soft memory limit of the Go runtime (e.g. 3GiB; 0: none); ignored when GOMEMLIMIT is set", Value: "3GiB"},
 			&cli.BoolFlag{Name: "no-verify", Usage: "do not re-hash every peer's file at the end"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+			progressFlag(),
 			&cli.StringFlag{Name: "plot", Usage: "draw the completion-time distribution of each method to `FILE.png`"},
 		},
 		Action: runTestnet,
