@@ -76,7 +76,7 @@ func testnetCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-verify", Usage: "do not re-hash every peer's file at the end"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			progressFlag(),
-			&cli.StringFlag{Name: "plot", Usage: "draw the completion-time distribution of each method to `FILE.png`"},
+			plotFlag("draw the completion-time distribution of each method"),
 		},
 		Action: runTestnet,
 	}
@@ -155,15 +155,19 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	slices.Sort(methods)
 	methods = slices.Compact(methods)
-	if p := c.String("plot"); p != "" && !strings.HasSuffix(strings.ToLower(p), ".png") {
-		return fail("--plot needs a .png file name, got %q", p)
-	}
 	return cfg, methods, nil
 }
 
 func runTestnet(c *cli.Context) error {
 	cfg, methods, err := testnetConfig(c)
 	if err != nil {
+		return err
+	}
+	plotFile, err := checkPlotPath(c)
+	if err != nil {
+		return err
+	}
+	if _, err := progressModeOf(c); err != nil {
 		return err
 	}
 	limit, err := flagSize(c, "mem-limit", 0, 0)
@@ -215,18 +219,18 @@ func runTestnet(c *cli.Context) error {
 	}
 	rep.WallSeconds = time.Since(t0).Seconds()
 	rep.MaxRSSMiB = maxRSSMiB()
-	if p := c.String("plot"); p != "" {
-		if err := plotTestnet(rep.Runs, p); err != nil {
-			return err
-		}
-	}
 	if c.Bool("json") {
 		if err := writeJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
-		return runErr
+	} else {
+		printTestnet(c.App.Writer, rep)
 	}
-	printTestnet(c.App.Writer, rep)
+	if plotFile != "" {
+		if err := plotTestnet(rep.Runs, plotFile); err != nil {
+			return err
+		}
+	}
 	return runErr
 }
 
@@ -251,12 +255,12 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	bw := "no bandwidth cap"
 	if r0.BandwidthBps > 0 {
-		bw = fmt.Sprintf("%.2f MB/s per link", r0.BandwidthBps/1e6)
+		bw = fmt.Sprintf("%s/s per link", humanBytes(int64(r0.BandwidthBps)))
 	}
 	fmt.Fprintf(out, "%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %d blocks, %s.\n",
 		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), r0.Blocks, scen)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "method\tcompleted\tidentical\tmedian s\tp95 s\tmax s\tfilter MB\tblocks MB\twant MB\tpeers MB\tfilter/blocks\tredundant\tmissed\tfalse offers\tpeak MiB\trun s\t\n")
+	fmt.Fprintf(w, "method\tcompleted\tidentical\tmedian s\tp95 s\tmax s\tfilter MiB\tblocks MiB\twant MiB\tpeers MiB\tfilter/blocks\tredundant\tmissed\tfalse offers\tpeak MiB\trun s\t\n")
 	for _, r := range rep.Runs {
 		ident := "-"
 		if r.Identical >= 0 {
@@ -264,7 +268,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		}
 		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.2f%%\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
 			r.Method, r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
-			float64(r.FilterBytes)/1e6, float64(r.BlockBytes)/1e6, float64(r.Wire[testnet.WireWant])/1e6, float64(r.Wire[testnet.WirePeers])/1e6,
+			mib(r.FilterBytes), mib(r.BlockBytes), mib(r.Wire[testnet.WireWant]), mib(r.Wire[testnet.WirePeers]),
 			100*float64(r.FilterBytes)/float64(max(1, r.BlockBytes)), r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
 	}
 	w.Flush()
@@ -287,7 +291,7 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 	}
 	p.X.Label.Text = "time since the fetches started (s)"
 	p.Y.Label.Text = "share of fetching peers complete"
-	for i, r := range runs {
+	for _, r := range runs {
 		pts := make(plotter.XYs, 0, len(r.Completions)+1)
 		pts = append(pts, plotter.XY{X: 0, Y: 0})
 		for k, x := range r.Completions {
@@ -297,11 +301,11 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 		if err != nil {
 			return fmt.Errorf("testnet: plot: %w", err)
 		}
-		l.Color = plotColor(i)
+		l.Color = methodColor(r.Method)
 		l.Width = 2
 		l.StepStyle = plotter.PostStep
-		s.Color = plotColor(i)
-		s.Shape = plotShape(i)
+		s.Color = methodColor(r.Method)
+		s.Shape = methodShape(r.Method)
 		s.Radius = 2
 		p.Add(l, s)
 		p.Legend.Add(fmt.Sprintf("%s (median %.1f s, p95 %.1f s)", r.Method, r.MedianS, r.P95S), l, s)
@@ -311,8 +315,5 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 	p.Y.Min, p.Y.Max = 0, 1.1 // room for the legend above the curves
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
-		return fmt.Errorf("testnet: writing plot: %w", err)
-	}
-	return nil
+	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
 }
