@@ -352,6 +352,16 @@ func oneLineString(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
 }
 
+// interruptedError is work cut short by a signal: its message says what is
+// kept; it unwraps to the cause (context.Canceled).
+type interruptedError struct {
+	msg string
+	err error
+}
+
+func (e *interruptedError) Error() string { return e.msg }
+func (e *interruptedError) Unwrap() error { return e.err }
+
 // flatError is an error shown on one line that still unwraps to the original
 // (so errors.Is, errors.As and --verbose see the whole chain).
 type flatError struct{ err error }

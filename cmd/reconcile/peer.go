@@ -367,7 +367,7 @@ func runFetch(c *cli.Context) error {
 	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return fmt.Errorf("interrupted; every verified block is kept, run the same command to resume: %w", err)
+			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
 		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
 			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
