@@ -353,6 +353,13 @@ func runFetch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if sum := completeOutput(c.String("out"), tk, method); sum != nil && !c.Bool("seed-after") {
+		if c.Bool("json") {
+			return writeJSON(c.App.Writer, sum)
+		}
+		fmt.Fprintf(c.App.Writer, "%s already holds all %d blocks (%s) of %s: nothing to fetch\n", sum.Out, sum.Blocks, humanBytes(sum.Bytes), sum.Root)
+		return nil
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	p, err := peer.New(ctx, popts...)
@@ -387,6 +394,24 @@ func runFetch(c *cli.Context) error {
 		<-ctx.Done()
 	}
 	return oneLine(p.Close())
+}
+
+// completeOutput returns the summary of a fetch that has nothing to do, when
+// out already holds every block of the ticket's content, and nil otherwise
+// (no store there, another content, blocks missing: the fetch finds out).
+// It needs no network.
+func completeOutput(out string, tk peer.Ticket, method reconcile.Method) *peer.Summary {
+	st, err := chunker.OpenStore(out)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	m := st.Manifest()
+	if m.ID() != tk.Root || st.HeldCount() != m.BlockCount() {
+		return nil
+	}
+	return &peer.Summary{Root: tk.Root.String(), Method: method.String(), Out: out, Blocks: m.BlockCount(),
+		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}
 }
 
 // fetchProgress is the progress line of a fetch: bytes held of the content's
