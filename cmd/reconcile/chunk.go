@@ -124,7 +124,7 @@ func printChunkReport(w io.Writer, r chunkReport) {
 	}
 	fmt.Fprintf(w, "blocks    %d of %s%s\n", r.Blocks, humanBytes(int64(r.BlockSize)), last)
 	fmt.Fprintf(w, "manifest  %s (%s block hashes)\n", humanBytes(int64(r.ManifestBytes)), r.Hash)
-	fmt.Fprintf(w, "time      %.3fs (%.0f MB/s)\n", r.Seconds, r.MBPerSecond)
+	fmt.Fprintf(w, "time      %.3fs (%.0f MiB/s)\n", r.Seconds, r.MBPerSecond*1e6/(1<<20))
 }
 
 func verifyCommand() *cli.Command {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -122,5 +123,24 @@ func TestFetchCompleteOutput(t *testing.T) {
 	}
 	if sum := completeOutput(out, peer.Ticket{}, reconcile.Complete); sum != nil {
 		t.Errorf("another content's ticket: %+v", sum)
+	}
+}
+
+// TestServedLog: a seed logs the bytes served when they grow and the peers
+// it serves for the first time, nothing when nothing changed, and a total.
+func TestServedLog(t *testing.T) {
+	var buf bytes.Buffer
+	l := &servedLog{w: &buf}
+	a, b := "12D3KooWAAAAAAAAAAAAAAAAAAAAAAAA1", "12D3KooWBBBBBBBBBBBBBBBBBBBBBBBB2"
+	l.log(map[string]int64{}, false)
+	l.log(map[string]int64{a: 3 << 20}, false)
+	l.log(map[string]int64{a: 3 << 20}, false)
+	l.log(map[string]int64{a: 4 << 20, b: 1 << 19}, false)
+	l.log(map[string]int64{a: 4 << 20, b: 1 << 19}, true)
+	want := "served 3 MiB to 1 peer so far (+3 MiB); new: 12D3Ko…AAAAA1\n" +
+		"served 4.5 MiB to 2 peers so far (+1.5 MiB); new: 12D3Ko…BBBBB2\n" +
+		"served 4.5 MiB to 2 peers in all\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }
