@@ -55,6 +55,11 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		{[]string{"fetch"}, "reconcile fetch: want one TICKET, got 0 arguments (see reconcile fetch --help)"},
 		{[]string{"seed", f, "--rate", "0"}, "reconcile seed: --rate 0: want at least 1 B (see reconcile seed --help)"},
 		{[]string{"seed", f, "--log-every", "-1s"}, "reconcile seed: --log-every -1s: want a positive duration such as 30s, or 0 for no log (see reconcile seed --help)"},
+		{[]string{"sim", "table4", "--m", "0"}, "reconcile sim table4: --m 0: want at least 1 (see reconcile sim table4 --help)"},
+		{[]string{"sim", "topology", "--ring-bits", "161"}, "reconcile sim topology: --ring-bits 161: want 1 to 160 (see reconcile sim topology --help)"},
+		{[]string{"sim", "swarm", "--reps", "0"}, "reconcile sim swarm: --reps 0: want at least 1 (see reconcile sim swarm --help)"},
+		{[]string{"experiment", "methods", "--nn", "0"}, "reconcile experiment methods: --nn 0: want at least 1 (see reconcile experiment methods --help)"},
+		{[]string{"demo", "--fetchers", "0"}, "reconcile demo: --fetchers 0: want 1 to 16 (see reconcile demo --help)"},
 		// One size parser and one message in every command.
 		{[]string{"chunk", f, "--block-size", "3Q"}, `reconcile chunk: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile chunk --help)`},
 		{[]string{"seed", f, "--block-size", "3Q"}, `reconcile seed: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile seed --help)`},

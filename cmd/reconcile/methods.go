@@ -52,6 +52,9 @@ func runMethodsCommand(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("methods takes no arguments, got %q", c.Args().First())
 	}
+	if err := checkAtLeast(c, map[string]int{"n": 1, "trials": 1, "nn": 1}); err != nil {
+		return err
+	}
 	plotFile, err := checkPlotPath(c)
 	if err != nil {
 		return err

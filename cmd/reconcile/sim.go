@@ -39,6 +39,10 @@ func init() {
 	})
 }
 
+// simMins are the lowest sensible values of the sim commands' int flags.
+var simMins = map[string]int{"nodes": 2, "ring-bits": 1, "successors": 1, "m": 1, "k": 1, "trials": 1, "n": 1,
+	"reps": 1, "blocks": 2, "lookups": 1, "sources": 0}
+
 // simNetFlags are the flags that describe the network, shared by every sim command.
 func simNetFlags() []cli.Flag {
 	return []cli.Flag{
@@ -105,7 +109,10 @@ func simNetwork(c *cli.Context) (*ts.Network, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if c.Int("nodes") < 2 {
-		return nil, fmt.Errorf("sim: --nodes must be at least 2, got %d", c.Int("nodes"))
+		return nil, usagef("--nodes %d: want at least 2", c.Int("nodes"))
+	}
+	if b := c.Int("ring-bits"); b > 160 {
+		return nil, usagef("--ring-bits %d: want 1 to 160", b)
 	}
 	net, err := ts.NewNetwork(p, bw, c.Int("nodes"),
 		ts.ChordConfig{Bits: c.Int("ring-bits"), Successors: c.Int("successors")}, c.Uint64("seed"))
@@ -180,6 +187,9 @@ func simTopologyCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
+			if err := checkAtLeast(c, simMins); err != nil {
+				return err
+			}
 			plotFile, err := checkPlotPath(c)
 			if err != nil {
 				return err
@@ -260,6 +270,9 @@ func simTable4Command() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
+			if err := checkAtLeast(c, simMins); err != nil {
+				return err
+			}
 			plotFile, err := checkPlotPath(c)
 			if err != nil {
 				return err
@@ -425,6 +438,9 @@ func simSwarmCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
+			if err := checkAtLeast(c, simMins); err != nil {
+				return err
+			}
 			plotFile, err := checkPlotPath(c)
 			if err != nil {
 				return err

@@ -118,3 +118,17 @@ func flagAtLeast(c *cli.Context, name string, lo int) (int, error) {
 	}
 	return v, nil
 }
+
+// checkAtLeast checks every int flag of mins that c's command has against its
+// lowest sensible value, in the order of the command's flags, before any work.
+func checkAtLeast(c *cli.Context, mins map[string]int) error {
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if lo, ok := mins[name]; ok {
+			if _, err := flagAtLeast(c, name, lo); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
