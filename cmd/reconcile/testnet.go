@@ -196,7 +196,7 @@ func runTestnet(c *cli.Context) error {
 	for _, m := range methods {
 		cfg.Method = m
 		cfg.Dir = dir
-		pr, err := newProgress(c, m.String(), false)
+		pr, err := newProgress(c, m.String()+" fetchers done", false)
 		if err != nil {
 			return err
 		}
@@ -236,11 +236,11 @@ func runTestnet(c *cli.Context) error {
 
 // newTestnetProgress shows "method: peers done d/n, blocks moved b, t s" on a
 // terminal's standard error.
-// testnetProgress shows the fetchers done of all and the blocks moved.
+// testnetProgress shows the fetchers done of all, and the blocks moved.
 func testnetProgress(pr *progress) func(testnet.Progress) {
 	return func(p testnet.Progress) {
 		pr.update(progressState{done: int64(p.Done), total: int64(p.Fetchers), session: -1,
-			extra: fmt.Sprintf("fetchers done, %d blocks moved", p.Blocks)})
+			extra: fmt.Sprintf("%d blocks moved", p.Blocks)})
 	}
 }
 
