@@ -42,6 +42,7 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		{[]string{"frobnicate"}, `reconcile: unknown command "frobnicate" (see reconcile --help)`},
 		{[]string{"experimnt"}, `reconcile: unknown command "experimnt"; did you mean "experiment"? (see reconcile --help)`},
 		{[]string{"experiment", "tabel1"}, `reconcile experiment: unknown command "tabel1"; did you mean "table1"? (see reconcile experiment --help)`},
+		{[]string{"help", "frob"}, `reconcile: unknown command "frob" (see reconcile --help)`},
 		{[]string{"sim", "frob"}, `reconcile sim: unknown command "frob" (see reconcile sim --help)`},
 		{[]string{"testnet", "extra"}, `reconcile testnet: unexpected argument "extra": every setting is a flag (see reconcile testnet --help)`},
 		{[]string{"cbf", "build", "--m", "64", "--k", "2"}, "reconcile cbf build: --output is required (see reconcile cbf build --help)"},

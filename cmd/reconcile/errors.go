@@ -165,6 +165,7 @@ var (
 	reNeedsArg      = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
 	reInvalidValue  = regexp.MustCompile(`^invalid value "(.*)" for flag -+([^:]*)`)
 	reInvalidBool   = regexp.MustCompile(`^invalid boolean (?:value "(.*)" )?for -+([^:]*)`)
+	reNoHelpTopic   = regexp.MustCompile(`^No help topic for '(.*)'$`)
 )
 
 // usageErrorHandler turns urfave/cli's flag parsing errors (which it would
@@ -283,6 +284,10 @@ func reportError(w io.Writer, err error, verbose bool) int {
 	var ce *commandError
 	if errors.As(err, &ce) {
 		cmd, inner = ce.cmd, ce.err
+	}
+	// "reconcile help frob": urfave/cli's own message, as a usage error.
+	if m := reNoHelpTopic.FindStringSubmatch(err.Error()); m != nil {
+		err = &usageError{cmd: "reconcile", msg: fmt.Sprintf("unknown command %q", m[1])}
 	}
 	var ue *usageError
 	if errors.As(err, &ue) {
