@@ -33,6 +33,7 @@ func chunkCommand() *cli.Command {
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size, 1KiB to 16MiB (e.g. 4096, 64KiB, 4MiB)"},
 			&cli.StringFlag{Name: "manifest", Usage: "write the manifest's encoding to this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+			progressFlag(),
 		},
 		Action: runChunk,
 	}
@@ -60,24 +61,24 @@ type chunkReport struct {
 
 func runChunk(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return fmt.Errorf("chunk: want exactly one PATH, got %d arguments (see reconcile chunk --help)", c.NArg())
+		return usagef("want exactly one PATH, got %d arguments", c.NArg())
 	}
 	path := c.Args().First()
-	bs, err := parseByteSize(c.String("block-size"))
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
-		return fmt.Errorf("--block-size: %v", err)
+		return err
 	}
-	if bs < chunker.MinBlockSize || bs > chunker.MaxBlockSize {
-		return fmt.Errorf("--block-size %s: must be from 1KiB to 16MiB", c.String("block-size"))
+	pr, err := newProgress(c, "chunking", true)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	update, finish := newProgress("chunking (MiB)")
 	start := time.Now()
 	m, err := chunker.ChunkPath(ctx, path, int(bs), chunker.WithProgress(func(done, total int64) {
-		update(int(done>>20), int(total>>20))
+		pr.update(progressState{done: done, total: total, session: -1})
 	}))
-	finish()
+	pr.finish(false)
 	if err != nil {
 		return err
 	}
@@ -124,25 +125,7 @@ func printChunkReport(w io.Writer, r chunkReport) {
 	}
 	fmt.Fprintf(w, "blocks    %d of %s%s\n", r.Blocks, humanBytes(int64(r.BlockSize)), last)
 	fmt.Fprintf(w, "manifest  %s (%s block hashes)\n", humanBytes(int64(r.ManifestBytes)), r.Hash)
-	fmt.Fprintf(w, "time      %.3fs (%.0f MB/s)\n", r.Seconds, r.MBPerSecond)
-}
-
-// humanBytes prints a size with a binary unit: "1.5 GiB", "256 KiB", "17 B".
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	v, u := float64(n), 0
-	for v >= unit && u < 5 {
-		v /= unit
-		u++
-	}
-	s := fmt.Sprintf("%.1f", v)
-	if len(s) > 2 && s[len(s)-2:] == ".0" {
-		s = s[:len(s)-2]
-	}
-	return s + " " + []string{"", "KiB", "MiB", "GiB", "TiB", "PiB"}[u]
+	fmt.Fprintf(w, "time      %.3fs (%.0f MiB/s)\n", r.Seconds, r.MBPerSecond*1e6/(1<<20))
 }
 
 func verifyCommand() *cli.Command {
@@ -164,6 +147,7 @@ func verifyCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "rebuild", Usage: "re-hash every block and rebuild the record of held blocks"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+			progressFlag(),
 		},
 		Action: runVerify,
 	}
@@ -183,7 +167,7 @@ type verifyReport struct {
 
 func runVerify(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return fmt.Errorf("verify: want exactly one STORE folder, got %d arguments (see reconcile verify --help)", c.NArg())
+		return usagef("want exactly one STORE folder, got %d arguments", c.NArg())
 	}
 	dir := c.Args().First()
 	var opts []chunker.StoreOption
@@ -211,10 +195,13 @@ func runVerify(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
+	pr, err := newProgress(c, "verifying blocks", false)
+	if err != nil {
+		return err
+	}
 	ctx, stop := signalContext()
 	defer stop()
 	m := st.Manifest()
-	update, finish := newProgress("verifying blocks")
 	checked := st.HeldCount()
 	var r chunker.Report
 	if c.Bool("rebuild") { // opening re-hashed every block already
@@ -225,11 +212,11 @@ func runVerify(c *cli.Context) error {
 				r.Corrupt = append(r.Corrupt, i)
 			}
 		}
-	} else if r, err = st.VerifyProgress(ctx, update); err != nil {
-		finish()
+	} else if r, err = st.VerifyProgress(ctx, pr.counts); err != nil {
+		pr.finish(false)
 		return fmt.Errorf("verify: %w", err)
 	}
-	finish()
+	pr.finish(false)
 	rep := verifyReport{
 		Store: dir, ID: m.ID().String(), Blocks: r.Blocks, Held: r.Held, Missing: r.Missing,
 		Corrupt: r.Corrupt, Complete: r.Held == r.Blocks, Seconds: time.Since(start).Seconds(),

@@ -44,7 +44,7 @@ func demoCommand() *cli.Command {
 			"   reconcile demo --method iblt",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "size", Value: "16MiB", Usage: "size of the demo file"},
-			&cli.StringFlag{Name: "block-size", Value: "64KiB", Usage: "block size"},
+			&cli.StringFlag{Name: "block-size", Value: "64KiB", Usage: "block size, 1KiB to 16MiB"},
 			&cli.IntFlag{Name: "fetchers", Value: 3, Usage: "number of fetchers (1 to 16)"},
 			&cli.StringFlag{Name: "method", Value: "complete", Usage: "reconciliation method: complete, ccbf, bitfield, iblt or byers (see reconcile fetch --help)"},
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
@@ -75,27 +75,24 @@ type demoFetcher struct {
 }
 
 func runDemo(c *cli.Context) error {
-	size, err := parseByteSize(c.String("size"))
+	size, err := flagSize(c, "size", 1, 0)
 	if err != nil {
-		return fmt.Errorf("--size: %v", err)
+		return err
 	}
-	bs, err := parseByteSize(c.String("block-size"))
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
-		return fmt.Errorf("--block-size: %v", err)
-	}
-	if bs < chunker.MinBlockSize || bs > chunker.MaxBlockSize {
-		return fmt.Errorf("--block-size %d: want %d to %d bytes (1KiB to 16MiB)", bs, chunker.MinBlockSize, chunker.MaxBlockSize)
+		return err
 	}
 	nf := c.Int("fetchers")
 	if nf < 1 || nf > 16 {
-		return fmt.Errorf("--fetchers %d: want 1 to 16", nf)
+		return usagef("--fetchers %d: want 1 to 16", nf)
 	}
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
-		return fmt.Errorf("--method: %v", err)
+		return usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
 	}
 	if method == reconcile.Byers && size > peer.MaxByersBytes {
-		return fmt.Errorf("--size: the byers baseline keeps coded blocks in memory; use at most %d MiB", peer.MaxByersBytes>>20)
+		return usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), exactSize(peer.MaxByersBytes))
 	}
 	dir := c.String("dir")
 	if dir == "" {

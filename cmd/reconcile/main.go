@@ -5,10 +5,16 @@
 //
 // Every subcommand lives in its own file and registers itself in an init function,
 // so the command tree is assembled here without one file that everyone edits.
+//
+// Exit status: 0 on success, 1 when a command fails, 2 for a mistake on the
+// command line (an unknown command or flag, a value out of range), 130 when
+// Ctrl-C (143 when SIGTERM) cut a command's work short. Commands that run until
+// interrupted (seed, fetch --seed-after once the fetch is done) exit 0 then.
 package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -28,6 +34,19 @@ func register(c *cli.Command) { commands = append(commands, c) }
 // registerExperiment adds a subcommand of "reconcile experiment".
 func registerExperiment(c *cli.Command) { experiments = append(experiments, c) }
 
+// Exit codes of the command.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func init() {
+	// The version flag has no short alias: -v is --verbose.
+	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version (module and VCS revision) and exit"}
+	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, c.App.Version) }
+}
+
 func newApp() *cli.App {
 	cmds := append([]*cli.Command(nil), commands...)
 	if len(experiments) > 0 {
@@ -37,18 +56,23 @@ func newApp() *cli.App {
 			Name:  "experiment",
 			Usage: "reproduce the paper's experiments on this machine",
 			Description: "Each experiment is deterministic for a given --seed and prints a table;\n" +
-				"--json prints one JSON document instead, --plot FILE.png draws a figure.\n\n" +
+				"--json prints one JSON document instead, --plot FILE.png (or .svg) draws a figure.\n\n" +
 				"Example:\n   reconcile experiment table1 --trials 10",
 			Subcommands: exps,
 		})
 	}
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
-	return &cli.App{
-		Name:  "reconcile",
-		Usage: "P2P set reconciliation and file distribution with counting Bloom filter algebra",
+	st := &appState{}
+	cmds = prepareCommands(cmds, "reconcile", st)
+	app := &cli.App{
+		Name:    "reconcile",
+		Usage:   "P2P set reconciliation and file distribution with counting Bloom filter algebra",
+		Version: versionString(),
 		Description: "Peers cut files into blocks and exchange counting Bloom filters (CBFs);\n" +
 			"CBF subtraction finds every block the other side lacks (complete reconciliation).\n" +
-			"Flags may come before or after a command's arguments.\n\n" +
+			"Flags may come before or after a command's arguments. Sizes count in powers of\n" +
+			"1024 everywhere (IEC units: 64KiB, 16MiB, 1GiB; K, M and G mean the same), in flags\n" +
+			"and in output. -v (--verbose) shows the full error chain and libp2p's own logs.\n\n" +
 			"Examples:\n" +
 			"   reconcile demo                                    seed, reconcile and fetch on this machine\n" +
 			"   reconcile seed movie.mkv --ticket-file t          serve a file, print its ticket\n" +
@@ -60,11 +84,39 @@ func newApp() *cli.App {
 			"   reconcile sim table4                              paper Table 4 on a simulated Transit-Stub network\n" +
 			"   reconcile testnet --nodes 200                     200 real peers in one process\n" +
 			"   reconcile bench --size 1GiB                       fetch speed against a plain TCP copy\n\n" +
-			"Run \"reconcile COMMAND --help\" for a command's flags and more examples.",
+			"Run \"reconcile COMMAND --help\" for a command's flags and more examples.\n" +
+			"Exit status: 0 done, 1 failed, 2 bad command line, 130 interrupted (Ctrl-C).",
 		Commands:             cmds,
+		Flags:                []cli.Flag{verboseFlag()},
 		EnableBashCompletion: true,
 		HideHelpCommand:      false,
+		Metadata:             map[string]any{stateKey: st},
+		// Errors are reported by runMain, which picks the exit code; urfave/cli
+		// must not exit on its own.
+		ExitErrHandler: func(*cli.Context, error) {},
+		OnUsageError:   usageErrorHandler("reconcile", nil),
+		Before: func(c *cli.Context) error {
+			st.noteVerbose(c)
+			return nil
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() > 0 {
+				return unknownCommand("reconcile", c.Args().First(), cmds)
+			}
+			return cli.ShowAppHelp(c)
+		},
 	}
+	return app
+}
+
+// runMain runs the command line args (args[0] is the program name) with the
+// given standard output and error, and returns the exit code: every error is
+// reported on stderr as one line (the whole wrapped chain with --verbose).
+func runMain(args []string, stdout, stderr io.Writer) int {
+	app := newApp()
+	app.Writer, app.ErrWriter = stdout, stderr
+	err := app.Run(permuteArgs(app, args))
+	return reportError(stderr, err, stateOf(app).verbose)
 }
 
 // permuteArgs moves every flag (and its value) in front of the positional
@@ -88,7 +140,12 @@ func permuteArgs(app *cli.App, args []string) []string {
 		case strings.HasPrefix(a, "-") && a != "-":
 			pending = append(pending, a)
 			name := strings.TrimLeft(a, "-")
-			if !strings.Contains(name, "=") && flagTakesValue(flags, name) && i+1 < len(args) {
+			if !strings.Contains(name, "=") && flagTakesValue(flags, name) {
+				if i+1 == len(args) {
+					// No value: the parser is to report this flag, so it goes
+					// last (the positional arguments no longer matter).
+					return append(out, pending...)
+				}
 				i++
 				pending = append(pending, args[i])
 			}
@@ -116,21 +173,26 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // flagTakesValue reports whether the flag called name is defined in flags and
 // takes a value (bool flags do not; unknown flags are assumed not to).
 func flagTakesValue(flags []cli.Flag, name string) bool {
-	for _, f := range flags {
-		for _, n := range f.Names() {
-			if n == name {
-				tv, ok := f.(interface{ TakesValue() bool })
-				return ok && tv.TakesValue()
-			}
-		}
+	if f := findFlag(flags, name); f != nil {
+		tv, ok := f.(interface{ TakesValue() bool })
+		return ok && tv.TakesValue()
 	}
 	return false
 }
 
-func main() {
-	app := newApp()
-	if err := app.Run(permuteArgs(app, os.Args)); err != nil {
-		fmt.Fprintln(os.Stderr, "reconcile: "+err.Error())
-		os.Exit(1)
+// findFlag returns the flag called name (or with that alias), or nil.
+func findFlag(flags []cli.Flag, name string) cli.Flag {
+	for _, f := range flags {
+		for _, n := range f.Names() {
+			if n == name {
+				return f
+			}
+		}
 	}
+	return nil
+}
+
+func main() {
+	setLibp2pLogging(os.Stderr)
+	os.Exit(runMain(os.Args, os.Stdout, os.Stderr))
 }

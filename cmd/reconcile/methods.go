@@ -12,9 +12,10 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/methods"
 	"github.com/reconcile-p2p/reconcile/reconcile"
-	"github.com/reconcile-p2p/reconcile/reconcile/methods"
 )
 
 func init() {
@@ -37,10 +38,11 @@ func init() {
 			&cli.StringFlag{Name: "method", Usage: "comma-separated methods to run (default all: complete,byers,bitfield,iblt,ccbf)"},
 			&cli.IntFlag{Name: "nn", Value: methods.Default().NN, Usage: "length of Byers' Reed–Solomon code (points with n + d > nn skip Byers)"},
 			&cli.BoolFlag{Name: "two-way", Usage: "both peers end with S_A ∪ S_B (default: A pulls from B)"},
-			&cli.IntFlag{Name: "block-size", Value: 256 << 10, Usage: "payload bytes a redundant block costs when ranking the methods (chunker's default 256 KiB)"},
+			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "payload a redundant block costs when ranking the methods (chunker's default), up to 16MiB"},
 			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers). Filters are sized for n, as for offers: when the file is over 2n blocks, complete and ccbf offer many blocks A holds (an index each)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			&cli.StringFlag{Name: "plot", Usage: "draw bytes on the wire against d (log scales) into `FILE.png`"},
+			progressFlag(),
+			plotFlag("draw bytes on the wire against d (log scales), missed blocks marked,"),
 		},
 		Action: runMethodsCommand,
 	})
@@ -50,6 +52,13 @@ func runMethodsCommand(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("methods takes no arguments, got %q", c.Args().First())
 	}
+	if err := checkAtLeast(c, map[string]int{"n": 1, "trials": 1, "nn": 1}); err != nil {
+		return err
+	}
+	plotFile, err := checkPlotPath(c)
+	if err != nil {
+		return err
+	}
 	cfg := methods.Default()
 	cfg.N, cfg.Trials, cfg.Seed, cfg.NN, cfg.TwoWay = c.Int("n"), c.Int("trials"), c.Uint64("seed"), c.Int("nn"), c.Bool("two-way")
 	cfg.Universe = c.Int("universe")
@@ -58,9 +67,12 @@ func runMethodsCommand(c *cli.Context) error {
 		return fmt.Errorf("--n must be at least 1, got %d", cfg.N)
 	case cfg.Trials < 1:
 		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
-	case c.Int("block-size") < 0:
-		return fmt.Errorf("--block-size must not be negative, got %d", c.Int("block-size"))
 	}
+	bs, err := flagSize(c, "block-size", 0, 16<<20)
+	if err != nil {
+		return err
+	}
+	blockSize := int(bs)
 	if ds := c.IntSlice("diff"); len(ds) > 0 {
 		cfg.Diffs = ds
 	} else if cfg.N != methods.Default().N {
@@ -83,25 +95,25 @@ func runMethodsCommand(c *cli.Context) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
-	rows, err := runWithProgress("methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
+	rows, err := runWithProgress(c, "methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
 		cfg.Progress = progress
 		return methods.Run(ctx, cfg)
 	})
 	if err != nil {
 		return err
 	}
-	if f := c.String("plot"); f != "" {
-		if err := plotMethods(rows, cfg, f); err != nil {
-			return fmt.Errorf("plot %s: %w", f, err)
-		}
-	}
 	if c.Bool("json") {
-		return writeJSON(c.App.Writer, struct {
+		err = writeJSON(c.App.Writer, struct {
 			Rows []methods.Row  `json:"rows"`
 			Best map[int]string `json:"best_by_d"`
-		}{rows, methods.Best(rows, c.Int("block-size"))})
+		}{rows, methods.Best(rows, blockSize)})
+	} else {
+		err = printMethods(c.App.Writer, cfg, rows, blockSize)
 	}
-	return printMethods(c.App.Writer, cfg, rows, c.Int("block-size"))
+	if err == nil && plotFile != "" {
+		err = plotMethods(rows, cfg, plotFile)
+	}
+	return err
 }
 
 // scaleDiffs is the default sweep for another n: 1, 3, 10, ... up to n, with the
@@ -172,18 +184,23 @@ func printMethods(w io.Writer, cfg methods.Config, rows []methods.Row, blockSize
 	return nil
 }
 
-// plotMethods draws the mean bytes on the wire against d, one line per method, on
-// log scales, marking the paper's Table 3 points.
+// plotMethods draws the mean bytes on the wire against d, one line per method
+// (each method in its colour of every figure), on log scales, marking the
+// paper's Table 3 points and writing the mean missed blocks beside every
+// point where a method missed some.
 func plotMethods(rows []methods.Row, cfg methods.Config, file string) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("Bytes on the wire per reconciliation, n = %d blocks a peer", cfg.N)
 	p.X.Label.Text = "d: blocks each peer lacks (|S_A ∩ S_B| = n - d)"
 	p.Y.Label.Text = "bytes (all messages, offers, no payloads)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
 	var order []string
 	series := map[string]plotter.XYs{}
 	var paperPts plotter.XYs
+	missed := plotter.XYLabels{}
+	missRange := map[string][2]float64{}
+	lastLabel := map[string]float64{}
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range rows {
 		if _, ok := series[r.Method]; !ok {
@@ -193,35 +210,71 @@ func plotMethods(rows []methods.Row, cfg methods.Config, file string) error {
 		if r.Paper != nil && r.Method == "complete" {
 			paperPts = append(paperPts, plotter.XY{X: float64(r.D), Y: r.WireBytes})
 		}
+		if r.Missed > 0 {
+			mr, ok := missRange[r.Method]
+			if !ok {
+				mr = [2]float64{math.Inf(1), 0}
+			}
+			missRange[r.Method] = [2]float64{math.Min(mr[0], r.Missed), math.Max(mr[1], r.Missed)}
+			// Label points far enough apart on the log axis to stay legible.
+			if last, ok := lastLabel[r.Method]; !ok || math.Log10(float64(r.D))-math.Log10(last) >= 0.3 {
+				lastLabel[r.Method] = float64(r.D)
+				missed.XYs = append(missed.XYs, plotter.XY{X: float64(r.D), Y: r.WireBytes})
+				missed.Labels = append(missed.Labels, fmt.Sprintf("%.1f missed", r.Missed))
+			}
+		}
 		lo, hi = math.Min(lo, r.WireBytes), math.Max(hi, r.WireBytes)
 	}
 	if len(order) == 0 {
-		return fmt.Errorf("no rows to draw")
+		return fmt.Errorf("plot %s: no rows to draw", file)
 	}
-	for i, name := range order {
+	for _, name := range order {
 		line, pts, err := plotter.NewLinePoints(series[name])
 		if err != nil {
 			return err
 		}
-		line.Color, pts.Color = plotColor(i), plotColor(i)
+		line.Color, pts.Color = methodColor(name), methodColor(name)
 		line.Width = vg.Points(1.5)
-		pts.Shape = plotShape(i)
+		pts.Shape = methodShape(name)
 		pts.Radius = vg.Points(3)
 		p.Add(line, pts)
-		p.Legend.Add(name, line, pts)
+		label := name
+		if mr, ok := missRange[name]; ok {
+			label = fmt.Sprintf("%s: misses %.1f to %.1f blocks a session (mean, labelled)", name, mr[0], mr[1])
+		}
+		p.Legend.Add(label, line, pts)
+	}
+	if len(missed.XYs) > 0 {
+		labels, err := plotter.NewLabels(missed)
+		if err != nil {
+			return err
+		}
+		for i := range labels.TextStyle {
+			labels.TextStyle[i].Color = methodColor("byers")
+			labels.TextStyle[i].Font.Size = vg.Points(7)
+			labels.TextStyle[i].YAlign = draw.YBottom
+			labels.TextStyle[i].XAlign = draw.XCenter
+		}
+		labels.Offset = vg.Point{Y: vg.Points(5)}
+		p.Add(labels)
 	}
 	if len(paperPts) > 0 {
 		sc, err := plotter.NewScatter(paperPts)
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Shape = plotShape(5)
+		sc.GlyphStyle.Shape = draw.RingGlyph{}
 		sc.GlyphStyle.Radius = vg.Points(7)
 		p.Add(sc)
 		p.Legend.Add("paper's Table 3 points", sc)
 	}
-	p.Y.Min, p.Y.Max = lo/2, hi*4
+	p.Y.Min, p.Y.Max = lo/2, hi*6
+	maxD := 0.0
+	for _, r := range rows {
+		maxD = math.Max(maxD, float64(r.D))
+	}
+	p.X.Max = maxD * 1.5 // room for the last label
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	return p.Save(8*vg.Inch, 5.5*vg.Inch, file)
+	return savePlot(p, 8*vg.Inch, 5.5*vg.Inch, file)
 }

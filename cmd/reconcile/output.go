@@ -3,9 +3,6 @@ package main
 import (
 	"encoding/json"
 	"io"
-	"os"
-
-	"golang.org/x/term"
 )
 
 // writeJSON prints v as one indented JSON document.
@@ -14,6 +11,3 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
-// isTerminal reports whether f is an interactive terminal (progress bars go there only).
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }

@@ -7,15 +7,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
 	ma "github.com/multiformats/go-multiaddr"
@@ -42,72 +38,50 @@ func peerFlags() []cli.Flag {
 	}
 }
 
-// newCLIPeer starts a peer from the shared flags.
-func newCLIPeer(ctx context.Context, c *cli.Context) (*peer.Peer, error) {
+// peerOptions checks the shared flags of seed and fetch and returns the peer's
+// options; it starts nothing, so a bad value is refused before any work.
+func peerOptions(c *cli.Context) ([]peer.Option, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+		return nil, usagef("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
-	opts := []peer.Option{peer.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))}
+	if stateOf(c.App).verbose && !c.IsSet("log-level") {
+		level = slog.LevelInfo
+	}
+	opts := []peer.Option{peer.WithLogger(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})))}
 	if l := c.StringSlice("listen"); len(l) > 0 {
 		for _, a := range l {
 			if _, err := ma.NewMultiaddr(a); err != nil {
-				return nil, fmt.Errorf("--listen %q: %v", a, err)
+				return nil, usagef("--listen %q: %v", a, err)
 			}
 		}
 		opts = append(opts, peer.WithListenAddrs(l...))
 	}
-	if r := c.String("rate"); r != "" {
-		n, err := parseByteSize(r)
+	if c.String("rate") != "" {
+		n, err := flagSize(c, "rate", 1, 0)
 		if err != nil {
-			return nil, fmt.Errorf("--rate: %v", err)
+			return nil, err
 		}
 		opts = append(opts, peer.WithServeRate(float64(n)))
 	}
-	if n := c.Int("sync-every"); n > 0 {
+	if findFlag(c.Command.Flags, "sync-every") != nil {
+		n, err := flagAtLeast(c, "sync-every", 1)
+		if err != nil {
+			return nil, err
+		}
 		opts = append(opts, peer.WithSyncEvery(n))
 	}
-	if d := c.Duration("stall-timeout"); d > 0 {
+	if findFlag(c.Command.Flags, "stall-timeout") != nil {
+		d := c.Duration("stall-timeout")
+		if d <= 0 {
+			return nil, usagef("--stall-timeout %v: want a positive duration such as 10s", d)
+		}
 		opts = append(opts, peer.WithStallTimeout(d))
 	}
 	if k := c.String("key"); k != "" {
 		opts = append(opts, peer.WithKeyFile(k))
 	}
-	return peer.New(ctx, opts...)
-}
-
-// signalContext is cancelled on SIGINT or SIGTERM.
-func signalContext() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-}
-
-// parseByteSize parses "262144", "256K", "256KiB", "4M", "1GiB" (powers of 1024).
-func parseByteSize(s string) (int64, error) {
-	t := strings.TrimSpace(strings.ToUpper(s))
-	mult := int64(1)
-	for _, u := range []struct {
-		suffix string
-		mult   int64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("size %q: want a number of bytes such as 262144, 256KiB or 1GiB", s)
-	}
-	return n * mult, nil
-}
-
-// oneLine flattens an error to one line (errors.Join puts each on its own).
-func oneLine(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
-	return errors.New(msg)
+	return opts, nil
 }
 
 func seedCommand() *cli.Command {
@@ -124,13 +98,14 @@ func seedCommand() *cli.Command {
 			"   reconcile seed movie.mkv --key ~/.reconcile/key --ticket-file movie.ticket\n" +
 			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001 --block-size 1MiB",
 		Flags: append(peerFlags(),
-			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size (1KiB to 16MiB)"},
+			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size, 1KiB to 16MiB (e.g. 64KiB, 1MiB)"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
-			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate, e.g. 4MiB (per second)"},
+			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
 			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
+			&cli.DurationFlag{Name: "log-every", Value: 30 * time.Second, Usage: "every this long, log on stderr the bytes served and new peers (0: only the total at the end)"},
 		),
 		Action: runSeed,
 	}
@@ -147,16 +122,24 @@ type seedReport struct {
 
 func runSeed(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return fmt.Errorf("seed: want exactly one PATH, got %d arguments (see reconcile seed --help)", c.NArg())
+		return usagef("want exactly one PATH, got %d arguments", c.NArg())
 	}
 	path := c.Args().First()
-	bs, err := parseByteSize(c.String("block-size"))
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
-		return fmt.Errorf("--block-size: %v", err)
+		return err
+	}
+	logEvery := c.Duration("log-every")
+	if logEvery < 0 {
+		return usagef("--log-every %v: want a positive duration such as 30s, or 0 for no log", logEvery)
+	}
+	opts, err := peerOptions(c)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	p, err := newCLIPeer(ctx, c)
+	p, err := peer.New(ctx, opts...)
 	if err != nil {
 		return oneLine(err)
 	}
@@ -165,7 +148,7 @@ func runSeed(c *cli.Context) error {
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
 		st, err := chunker.OpenStore(ctx, path)
 		if err != nil {
-			return oneLine(fmt.Errorf("seed %s: %w", path, err))
+			return oneLine(fmt.Errorf("%s: %w", path, err))
 		}
 
 		tk, err = p.Serve(st)
@@ -190,27 +173,87 @@ func runSeed(c *cli.Context) error {
 	rep.Held, rep.Blocks, _ = p.Held(tk.Root)
 	if f := c.String("ticket-file"); f != "" {
 		if err := os.WriteFile(f, []byte(rep.Ticket+"\n"), 0o644); err != nil {
-			return fmt.Errorf("--ticket-file: %v", err)
+			return fmt.Errorf("--ticket-file: %w", err)
 		}
 	}
+	w := c.App.Writer
 	if c.Bool("json") {
-		if err := writeJSON(os.Stdout, rep); err != nil {
+		if err := writeJSON(w, rep); err != nil {
 			return err
 		}
 	} else {
-		fmt.Printf("seeding %s (root %s)\n", path, rep.Root)
-		fmt.Printf("serving %d of %d blocks\n", rep.Held, rep.Blocks)
-		fmt.Println("listening on:")
+		fmt.Fprintf(w, "seeding %s (root %s)\n", path, rep.Root)
+		fmt.Fprintf(w, "serving %d of %d blocks\n", rep.Held, rep.Blocks)
+		fmt.Fprintln(w, "listening on:")
 		for _, a := range rep.Addrs {
-			fmt.Println("   " + a)
+			fmt.Fprintln(w, "   "+a)
 		}
-		fmt.Println("ticket:")
-		fmt.Println(rep.Ticket)
-		fmt.Println("fetch it with: reconcile fetch TICKET --out DIR   (Ctrl-C stops seeding)")
+		fmt.Fprintln(w, "ticket:")
+		fmt.Fprintln(w, rep.Ticket)
+		fmt.Fprintln(w, "fetch it with: reconcile fetch TICKET --out DIR   (Ctrl-C stops seeding)")
 	}
-	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "reconcile: seed: shutting down")
+	sl := &servedLog{w: c.App.ErrWriter}
+	if logEvery > 0 {
+		t := time.NewTicker(logEvery)
+		defer t.Stop()
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case <-t.C:
+				sl.log(p.ServedBytes(tk.Root), false)
+			}
+		}
+	} else {
+		<-ctx.Done()
+	}
+	sl.log(p.ServedBytes(tk.Root), true)
+	fmt.Fprintln(c.App.ErrWriter, "reconcile seed: shutting down")
 	return oneLine(p.Close())
+}
+
+// servedLog writes what a seed has served: a line when a peer is served for
+// the first time or the bytes served grew, and a total at the end.
+type servedLog struct {
+	w    io.Writer
+	last map[string]int64
+}
+
+// log writes the changes since the last call (peer ids shortened, IEC units);
+// final writes the total even when nothing changed.
+func (l *servedLog) log(served map[string]int64, final bool) {
+	var total, grown int64
+	var news []string
+	ids := make([]string, 0, len(served))
+	for id := range served {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		n := served[id]
+		total += n
+		old, seen := l.last[id]
+		if n > old {
+			grown += n - old
+		}
+		if !seen {
+			news = append(news, shortID(id))
+		}
+	}
+	if final {
+		fmt.Fprintf(l.w, "served %s to %s in all\n", humanBytes(total), count(len(served), "peer"))
+		return
+	}
+	if grown == 0 && len(news) == 0 {
+		return
+	}
+	line := fmt.Sprintf("served %s to %s so far (+%s)", humanBytes(total), count(len(served), "peer"), humanBytes(grown))
+	if len(news) > 0 {
+		line += "; new: " + strings.Join(news, ", ")
+	}
+	fmt.Fprintln(l.w, line)
+	l.last = served
 }
 
 func fetchCommand() *cli.Command {
@@ -225,6 +268,10 @@ func fetchCommand() *cli.Command {
 			"it holds to other fetchers meanwhile. Interrupted (Ctrl-C, kill -9), it resumes from\n" +
 			"the verified blocks when started again with the same --out. The content is written\n" +
 			"under --out at its own name (OUT/movie.mkv).\n\n" +
+			"Progress (--progress) shows the bytes held of the content's size; the rate and the\n" +
+			"time left count only the bytes received in this run, not blocks resumed from disk.\n" +
+			"Sizes and rates are in IEC units (1 MiB = 1024 KiB = 1048576 bytes) here, in the\n" +
+			"summary and in seed's --rate.\n\n" +
 			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
 			"   complete  counting Bloom filter of the blocks held (r*m bits, m ~ 8 per block); never misses a block\n" +
 			"   ccbf      the same filter entropy coded (~40% of its size); the same answers\n" +
@@ -244,8 +291,9 @@ func fetchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Usage: "give up after this long with no peer to download from"},
-			&cli.IntFlag{Name: "sync-every", Value: 16, Usage: "blocks per fsync group; above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
+			&cli.IntFlag{Name: "sync-every", Value: 16, Usage: "blocks per fsync group (at least 1); above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Usage: "move a peer's blocks to others after it sends nothing for this long"},
+			progressFlag(),
 		),
 		Action: runFetch,
 	}
@@ -255,21 +303,21 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 	var s string
 	switch {
 	case c.String("ticket-file") != "" && c.NArg() > 0:
-		return peer.Ticket{}, errors.New("fetch: give the ticket as the argument or with --ticket-file, not both")
+		return peer.Ticket{}, usagef("give the ticket as the argument or with --ticket-file, not both")
 	case c.String("ticket-file") != "":
 		b, err := os.ReadFile(c.String("ticket-file"))
 		if err != nil {
-			return peer.Ticket{}, fmt.Errorf("--ticket-file: %v", err)
+			return peer.Ticket{}, fmt.Errorf("--ticket-file: %w", err)
 		}
 		s = string(b)
 	case c.NArg() == 1:
 		s = c.Args().First()
 	default:
-		return peer.Ticket{}, fmt.Errorf("fetch: want one TICKET, got %d arguments (see reconcile fetch --help)", c.NArg())
+		return peer.Ticket{}, usagef("want one TICKET, got %d arguments", c.NArg())
 	}
 	t, err := peer.ParseTicket(s)
 	if err != nil {
-		return peer.Ticket{}, fmt.Errorf("%v (copy the whole token printed by reconcile seed)", err)
+		return peer.Ticket{}, fmt.Errorf("%w (copy the whole token printed by reconcile seed)", err)
 	}
 	return t, nil
 }
@@ -277,100 +325,114 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 func runFetch(c *cli.Context) error {
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
-		return fmt.Errorf("--method: %v", err)
+		return usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
 	}
-	for _, name := range []string{"no-peer-timeout", "stall-timeout"} {
-		if d := c.Duration(name); d <= 0 {
-			return fmt.Errorf("--%s %v: want a positive duration such as 10s", name, d)
-		}
+	if d := c.Duration("no-peer-timeout"); d <= 0 {
+		return usagef("--no-peer-timeout %v: want a positive duration such as 10s", d)
 	}
-	tk, err := readTicket(c)
-	if err != nil {
-		return err
+	if c.String("out") == "" {
+		return usagef("--out is empty: want a folder")
 	}
 	var extra []ma.Multiaddr
 	for _, s := range c.StringSlice("peer") {
 		a, err := ma.NewMultiaddr(s)
 		if err != nil {
-			return fmt.Errorf("--peer %q: %v", s, err)
+			return usagef("--peer %q: %v", s, err)
 		}
 		extra = append(extra, a)
 	}
+	popts, err := peerOptions(c)
+	if err != nil {
+		return err
+	}
+	pr, err := newProgress(c, "fetch", true)
+	if err != nil {
+		return err
+	}
+	tk, err := readTicket(c)
+	if err != nil {
+		return err
+	}
+	if sum := completeOutput(c.String("out"), tk, method); sum != nil && !c.Bool("seed-after") {
+		if c.Bool("json") {
+			return writeJSON(c.App.Writer, sum)
+		}
+		fmt.Fprintf(c.App.Writer, "%s already holds all %d blocks (%s) of %s: nothing to fetch\n", sum.Out, sum.Blocks, humanBytes(sum.Bytes), sum.Root)
+		return nil
+	}
 	ctx, stop := signalContext()
 	defer stop()
-	p, err := newCLIPeer(ctx, c)
+	p, err := peer.New(ctx, popts...)
 	if err != nil {
 		return oneLine(err)
 	}
 	defer p.Close()
 	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout"))}
-	var bar *progressbar.ProgressBar
-	if isTerminal(os.Stderr) && !c.Bool("json") {
-		bar = newFetchBar()
-		opts = append(opts, peer.WithProgress(func(pr peer.Progress) {
-			if bar.GetMax64() != pr.TotalBytes {
-				bar.ChangeMax64(pr.TotalBytes)
-			}
-			bar.Describe(fmt.Sprintf("%d/%d blocks, %s", pr.Blocks, pr.TotalBlocks, count(pr.Peers, "peer")))
-			bar.Set64(pr.Bytes)
-		}))
-	}
+	pr.status(fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer")))
+	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
 	sum, err := p.Fetch(ctx, tk, c.String("out"), opts...)
-	if bar != nil {
-		if err == nil {
-			bar.Finish()
-		} else {
-			bar.Exit() // keep what was done: an interrupted fetch is not at 100 %
-		}
-		fmt.Fprintln(os.Stderr)
-	}
+	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-			return errors.New("fetch: interrupted; every verified block is kept, run the same command to resume")
+			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
 		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
-			return oneLine(fmt.Errorf("fetch: %w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
+			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}
-		return oneLine(fmt.Errorf("fetch: %w", err))
+		return oneLine(err)
 	}
 	if c.Bool("json") {
-		if err := writeJSON(os.Stdout, sum); err != nil {
+		if err := writeJSON(c.App.Writer, sum); err != nil {
 			return err
 		}
 	} else {
-		printSummary(os.Stdout, sum)
+		printSummary(c.App.Writer, sum)
 	}
 	if c.Bool("seed-after") {
-		fmt.Fprintln(os.Stderr, "seeding the content; ticket:")
-		fmt.Fprintln(os.Stderr, peer.Ticket{Root: tk.Root, Peers: append(tk.Peers[:0:0], p.AddrInfo())}.String())
+		fmt.Fprintln(c.App.ErrWriter, "seeding the content; ticket:")
+		fmt.Fprintln(c.App.ErrWriter, peer.Ticket{Root: tk.Root, Peers: append(tk.Peers[:0:0], p.AddrInfo())}.String())
 		<-ctx.Done()
 	}
 	return oneLine(p.Close())
 }
 
-func newFetchBar() *progressbar.ProgressBar {
-	return progressbar.NewOptions64(1,
-		progressbar.OptionSetWriter(os.Stderr),
-		progressbar.OptionShowBytes(true),
-		progressbar.OptionSetWidth(30),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionSetPredictTime(true),
-		progressbar.OptionShowElapsedTimeOnFinish(),
-		progressbar.OptionSetDescription("connecting"),
-	)
+// completeOutput returns the summary of a fetch that has nothing to do, when
+// out already holds every block of the ticket's content, and nil otherwise
+// (no store there, another content, blocks missing: the fetch finds out).
+// It needs no network.
+func completeOutput(out string, tk peer.Ticket, method reconcile.Method) *peer.Summary {
+	st, err := chunker.OpenStore(out)
+	if err != nil {
+		return nil
+	}
+	defer st.Close()
+	m := st.Manifest()
+	if m.ID() != tk.Root || st.HeldCount() != m.BlockCount() {
+		return nil
+	}
+	return &peer.Summary{Root: tk.Root.String(), Method: method.String(), Out: out, Blocks: m.BlockCount(),
+		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}
 }
 
-func mib(n int64) float64 { return float64(n) / (1 << 20) }
+// fetchProgress is the progress line of a fetch: bytes held of the content's
+// bytes; the rate and the time left come from the bytes received in this run
+// only (blocks resumed from disk were not transferred).
+func fetchProgress(x peer.Progress) progressState {
+	return progressState{done: x.Bytes, total: x.TotalBytes, session: x.Received,
+		extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, count(x.Peers, "peer"))}
+}
 
+// printSummary prints a fetch's summary; sizes and rates in IEC units (MiB/s),
+// the rate from the bytes received in this run (not the resumed ones).
 func printSummary(w io.Writer, s *peer.Summary) {
-	rate := 0.0
+	rate := int64(0)
 	if s.Seconds > 0 {
-		rate = mib(s.Received) / s.Seconds
+		rate = int64(float64(s.Received) / s.Seconds)
 	}
 	fmt.Fprintf(w, "fetched %s into %s\n", s.Root, s.Out)
-	fmt.Fprintf(w, "  time        %.2f s (%.1f MiB/s)\n", s.Seconds, rate)
+	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, humanBytes(rate), humanBytes(s.Received))
 	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
-	fmt.Fprintf(w, "  bytes       %.2f MiB received, %.1f KiB of %s reconciliation (%d false offers)\n", mib(s.Received), float64(s.FilterBytes)/1024, s.Method, s.FalseOffers)
+	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", humanBytes(s.Bytes), humanBytes(s.FilterBytes), s.Method, s.FalseOffers)
 	if s.Cells > 0 {
 		fmt.Fprintf(w, "  iblt        %d cells sent\n", s.Cells)
 	}
@@ -388,7 +450,7 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		if total > 0 {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
-		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %.2f MiB, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), mib(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
+		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), humanBytes(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
 		if ps.Dropped != "" {
 			line += "  dropped: " + ps.Dropped
 		}

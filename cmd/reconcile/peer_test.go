@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -83,5 +89,58 @@ func TestCount(t *testing.T) {
 		if got := count(tc.n, tc.noun); got != tc.want {
 			t.Errorf("count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
 		}
+	}
+}
+
+// TestFetchCompleteOutput: a fetch into a folder that already holds every
+// block of the ticket's content says so and contacts no peer (the ticket's
+// only peer is dead, so any network work would end in a timeout).
+func TestFetchCompleteOutput(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f.bin")
+	writeRandom(t, file, 100<<10+5)
+	out := filepath.Join(dir, "out")
+	prefillStore(t, file, out, 16<<10, func(i, n int) bool { return true })
+	m, err := chunker.ChunkPath(context.Background(), file, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ai, err := lpeer.AddrInfoFromString("/ip4/127.0.0.1/tcp/1/p2p/" + keyID(t, filepath.Join(dir, "k")).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := peer.Ticket{Root: m.ID(), Peers: []lpeer.AddrInfo{*ai}}.String()
+	start := time.Now()
+	code, stdout, stderr := runCLI(t, "fetch", tk, "--out", out, "--progress", "none")
+	want := fmt.Sprintf("%s already holds all 7 blocks (100 KiB) of %s: nothing to fetch\n", out, m.ID())
+	if code != exitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
+		t.Errorf("exit %d after %v, stdout %q, stderr %q; want %q", code, time.Since(start), stdout, stderr, want)
+	}
+	// One block missing: the fetch goes to the network (and fails there).
+	prefillStore(t, file, filepath.Join(dir, "part"), 16<<10, func(i, n int) bool { return i > 0 })
+	if sum := completeOutput(filepath.Join(dir, "part"), peer.Ticket{Root: m.ID()}, reconcile.Complete); sum != nil {
+		t.Errorf("a store missing a block: %+v", sum)
+	}
+	if sum := completeOutput(out, peer.Ticket{}, reconcile.Complete); sum != nil {
+		t.Errorf("another content's ticket: %+v", sum)
+	}
+}
+
+// TestServedLog: a seed logs the bytes served when they grow and the peers
+// it serves for the first time, nothing when nothing changed, and a total.
+func TestServedLog(t *testing.T) {
+	var buf bytes.Buffer
+	l := &servedLog{w: &buf}
+	a, b := "12D3KooWAAAAAAAAAAAAAAAAAAAAAAAA1", "12D3KooWBBBBBBBBBBBBBBBBBBBBBBBB2"
+	l.log(map[string]int64{}, false)
+	l.log(map[string]int64{a: 3 << 20}, false)
+	l.log(map[string]int64{a: 3 << 20}, false)
+	l.log(map[string]int64{a: 4 << 20, b: 1 << 19}, false)
+	l.log(map[string]int64{a: 4 << 20, b: 1 << 19}, true)
+	want := "served 3 MiB to 1 peer so far (+3 MiB); new: 12D3Ko…AAAAA1\n" +
+		"served 4.5 MiB to 2 peers so far (+1.5 MiB); new: 12D3Ko…BBBBB2\n" +
+		"served 4.5 MiB to 2 peers in all\n"
+	if buf.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }

@@ -3,41 +3,213 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/term"
 )
 
-// newProgress returns a callback that shows "label done/total (pct) eta" on
-// standard error, redrawn in place, when standard error is a terminal; it
-// prints nothing otherwise (output piped to a file stays clean). Call the
-// returned done function when the work ends to finish the line.
-func newProgress(label string) (update func(done, total int), finish func()) {
-	if !isTerminal(os.Stderr) {
-		return func(int, int) {}, func() {}
+// progressMode says how a command shows its progress on standard error.
+type progressMode int
+
+const (
+	// progressNone shows nothing.
+	progressNone progressMode = iota
+	// progressBar redraws one line in place (for a terminal).
+	progressBar
+	// progressPlain prints a line every plainEvery (for logs and pipes).
+	progressPlain
+)
+
+const (
+	barEvery   = 100 * time.Millisecond
+	plainEvery = 5 * time.Second
+	barWidth   = 24
+)
+
+// progressFlag is --progress, for the commands that report progress.
+func progressFlag() cli.Flag {
+	return &cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress on stderr: bar (redrawn in place), plain (a line every 5 s, for logs), none; auto: bar on a terminal, plain otherwise"}
+}
+
+// progressModeOf reads --progress; auto (and commands without the flag) mean
+// a bar when standard error is a terminal and plain lines otherwise.
+func progressModeOf(c *cli.Context) (progressMode, error) {
+	s := "auto"
+	if c.Command != nil && findFlag(c.Command.Flags, "progress") != nil {
+		s = c.String("progress")
 	}
-	start := time.Now()
-	var last time.Time
-	drawn := false
-	update = func(done, total int) {
-		now := time.Now()
-		if done < total && now.Sub(last) < 100*time.Millisecond {
+	switch strings.ToLower(s) {
+	case "auto", "":
+		if isTerminalWriter(c.App.ErrWriter) {
+			return progressBar, nil
+		}
+		return progressPlain, nil
+	case "bar":
+		return progressBar, nil
+	case "plain":
+		return progressPlain, nil
+	case "none":
+		return progressNone, nil
+	}
+	return progressNone, usagef("--progress %q: want bar, plain, none or auto", s)
+}
+
+// isTerminalWriter reports whether w is an interactive terminal.
+func isTerminalWriter(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress draws the progress of one piece of work: done of total items or
+// bytes, the percentage, the rate and the time left, and a free text.
+type progress struct {
+	w     io.Writer
+	mode  progressMode
+	label string
+	bytes bool // done and total are bytes (shown in IEC units), else counts
+	now   func() time.Time
+	start time.Time
+	last  time.Time
+	drawn bool
+}
+
+// progressState is one snapshot of the work.
+type progressState struct {
+	done, total int64
+	// session is the part of done that this run did (bytes transferred, not
+	// resumed), which the rate and the time left come from; -1 means all of done.
+	session int64
+	// extra is shown after the figures: "40/64 blocks, 3 peers".
+	extra string
+}
+
+// newProgressWriter returns a progress drawn on w in the given mode.
+func newProgressWriter(w io.Writer, mode progressMode, label string, bytes bool) *progress {
+	now := time.Now()
+	return &progress{w: w, mode: mode, label: label, bytes: bytes, now: time.Now, start: now, last: now}
+}
+
+// newProgress returns the progress of command c (see progressModeOf), on c's
+// standard error.
+func newProgress(c *cli.Context, label string, bytes bool) (*progress, error) {
+	mode, err := progressModeOf(c)
+	if err != nil {
+		return nil, err
+	}
+	return newProgressWriter(c.App.ErrWriter, mode, label, bytes), nil
+}
+
+// status shows a text while there is nothing to count yet ("connecting"), on a bar only.
+func (p *progress) status(text string) {
+	if p.mode != progressBar {
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s: %s", p.label, text)
+	p.drawn = true
+}
+
+// update shows s if enough time has passed since the last line (a bar also
+// shows the end of the work at once).
+func (p *progress) update(s progressState) {
+	if p.mode == progressNone {
+		return
+	}
+	now := p.now()
+	end := s.total > 0 && s.done >= s.total
+	switch p.mode {
+	case progressBar:
+		if !end && now.Sub(p.last) < barEvery {
 			return
 		}
-		last = now
-		eta := ""
-		if done > 0 && done < total {
-			left := time.Duration(float64(now.Sub(start)) * float64(total-done) / float64(done))
-			eta = " eta " + left.Round(time.Second).String()
+		fmt.Fprintf(p.w, "\r\033[K%s", p.render(s, now))
+		p.drawn = true
+	case progressPlain:
+		if now.Sub(p.last) < plainEvery {
+			return
 		}
-		fmt.Fprintf(os.Stderr, "\r\033[K%s %d/%d (%.0f%%)%s", label, done, total, 100*float64(done)/float64(max(total, 1)), eta)
-		drawn = true
+		fmt.Fprintln(p.w, p.render(s, now))
 	}
-	finish = func() {
-		if drawn {
-			fmt.Fprintf(os.Stderr, "\r\033[K")
+	p.last = now
+}
+
+// counts is update for work counted in items (trials, blocks).
+func (p *progress) counts(done, total int) {
+	p.update(progressState{done: int64(done), total: int64(total), session: -1})
+}
+
+// finish ends the progress: a bar is cleared, or kept on its own line when
+// keep is set (an interrupted fetch shows how far it got).
+func (p *progress) finish(keep bool) {
+	if p.mode != progressBar || !p.drawn {
+		return
+	}
+	if keep {
+		fmt.Fprintln(p.w)
+	} else {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+	p.drawn = false
+}
+
+// render writes one progress line: "label  42% [=====>    ] 6.7 MiB / 16 MiB,
+// 2.1 MiB/s, 5s left, extra" (without the bar in plain mode).
+func (p *progress) render(s progressState, now time.Time) string {
+	var parts []string
+	pct := 0.0
+	if s.total > 0 {
+		pct = 100 * float64(s.done) / float64(s.total)
+	}
+	head := fmt.Sprintf("%s: %3.0f%%", p.label, pct)
+	if p.mode == progressBar {
+		head += " " + bar(pct, barWidth)
+	}
+	if p.bytes {
+		parts = append(parts, fmt.Sprintf("%s / %s", humanBytes(s.done), humanBytes(s.total)))
+	} else {
+		parts = append(parts, fmt.Sprintf("%d/%d", s.done, s.total))
+	}
+	session := s.session
+	if session < 0 {
+		session = s.done
+	}
+	elapsed := now.Sub(p.start).Seconds()
+	if elapsed > 0 && session > 0 {
+		rate := float64(session) / elapsed
+		if p.bytes {
+			parts = append(parts, humanBytes(int64(rate))+"/s")
+		}
+		if left := s.total - s.done; left > 0 {
+			parts = append(parts, roundETA(time.Duration(float64(left)/rate*float64(time.Second))).String()+" left")
 		}
 	}
-	return update, finish
+	if s.extra != "" {
+		parts = append(parts, s.extra)
+	}
+	return head + " " + strings.Join(parts, ", ")
+}
+
+// bar draws pct (0–100) as "[=====>     ]" of width cells.
+func bar(pct float64, width int) string {
+	full := int(pct / 100 * float64(width))
+	full = max(0, min(width, full))
+	b := strings.Repeat("=", full)
+	if full < width {
+		b += ">" + strings.Repeat(" ", width-full-1)
+	}
+	return "[" + b + "]"
+}
+
+// roundETA rounds a time left to what a reader needs: seconds under ten
+// minutes, minutes above.
+func roundETA(d time.Duration) time.Duration {
+	if d > 10*time.Minute {
+		return d.Round(time.Minute)
+	}
+	return d.Round(time.Second)
 }
 
 // count writes n and the noun, in the plural unless n is 1: "1 peer", "3 peers".
@@ -49,13 +221,17 @@ func count(n int, noun string) string {
 }
 
 // runWithProgress runs fn with a context cancelled by Ctrl-C or SIGTERM and a
-// progress callback that draws "label done/total" on a terminal (see
-// newProgress): the frame of every long experiment command.
-func runWithProgress[R any](label string, fn func(ctx context.Context, progress func(done, total int)) (R, error)) (R, error) {
-	update, finish := newProgress(label)
+// progress callback that shows "label done/total" (see newProgress): the frame
+// of every long experiment command.
+func runWithProgress[R any](c *cli.Context, label string, fn func(ctx context.Context, progress func(done, total int)) (R, error)) (R, error) {
+	pr, err := newProgress(c, label, false)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
 	ctx, stop := signalContext()
 	defer stop()
-	r, err := fn(ctx, update)
-	finish()
+	r, err := fn(ctx, pr.counts)
+	pr.finish(false)
 	return r, err
 }

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"image/color"
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -13,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -39,6 +39,10 @@ func init() {
 	})
 }
 
+// simMins are the lowest sensible values of the sim commands' int flags.
+var simMins = map[string]int{"nodes": 2, "ring-bits": 1, "successors": 1, "m": 1, "k": 1, "trials": 1, "n": 1,
+	"reps": 1, "blocks": 2, "lookups": 1, "sources": 0}
+
 // simNetFlags are the flags that describe the network, shared by every sim command.
 func simNetFlags() []cli.Flag {
 	return []cli.Flag{
@@ -57,7 +61,7 @@ func simNetFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "access-mbps", Usage: "bandwidth of a peer's access link, Mbit/s", Value: ts.DefaultBandwidth.Access / 1e6},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay and the experiment", Value: 1},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
-		&cli.StringFlag{Name: "plot", Usage: "draw a figure to `FILE.png`"},
+		plotFlag("draw a figure (topology: link delays; table4: Byers/complete time ratios, this run and the paper's; swarm: peers complete over time)"),
 	}
 }
 
@@ -105,7 +109,10 @@ func simNetwork(c *cli.Context) (*ts.Network, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if c.Int("nodes") < 2 {
-		return nil, fmt.Errorf("sim: --nodes must be at least 2, got %d", c.Int("nodes"))
+		return nil, usagef("--nodes %d: want at least 2", c.Int("nodes"))
+	}
+	if b := c.Int("ring-bits"); b > 160 {
+		return nil, usagef("--ring-bits %d: want 1 to 160", b)
 	}
 	net, err := ts.NewNetwork(p, bw, c.Int("nodes"),
 		ts.ChordConfig{Bits: c.Int("ring-bits"), Successors: c.Int("successors")}, c.Uint64("seed"))
@@ -132,10 +139,14 @@ func simMethods(c *cli.Context) ([]reconcile.Method, error) {
 }
 
 // simFilter returns the filter parameters from the flags.
-func simFilter(c *cli.Context) ts.FilterConfig {
+func simFilter(c *cli.Context) (ts.FilterConfig, error) {
 	f := ts.PaperFilter()
-	f.M, f.K, f.BlockBytes = c.Int("m"), c.Int("k"), c.Int("block-size")
-	return f
+	bs, err := flagSize(c, "block-size", 1, 16<<20)
+	if err != nil {
+		return f, err
+	}
+	f.M, f.K, f.BlockBytes = c.Int("m"), c.Int("k"), int(bs)
+	return f, nil
 }
 
 func simFilterFlags() []cli.Flag {
@@ -143,7 +154,7 @@ func simFilterFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "m", Usage: "filter counters (bits for Byers)", Value: f.M},
 		&cli.IntFlag{Name: "k", Usage: "hash functions", Value: f.K},
-		&cli.IntFlag{Name: "block-size", Usage: "bytes per block (a multiple of 64 for the RS(8191, kk) code of Byers)", Value: f.BlockBytes},
+		&cli.StringFlag{Name: "block-size", Usage: "bytes per block (a multiple of 64 for the RS(8191, kk) code of Byers), up to 16MiB", Value: strconv.Itoa(f.BlockBytes)},
 		&cli.StringFlag{Name: "method", Usage: "complete, byers, bitfield, iblt, ccbf, both (complete and byers) or all", Value: "both"},
 	}
 }
@@ -176,6 +187,13 @@ func simTopologyCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
+			if err := checkAtLeast(c, simMins); err != nil {
+				return err
+			}
+			plotFile, err := checkPlotPath(c)
+			if err != nil {
+				return err
+			}
 			net, err := simNetwork(c)
 			if err != nil {
 				return err
@@ -190,13 +208,11 @@ func simTopologyCommand() *cli.Command {
 				return fmt.Errorf("sim topology: %w", err)
 			}
 			rep.Seconds = time.Since(t0).Seconds()
-			if p := c.String("plot"); p != "" {
-				if err := plotLinkDelays(net.Topology, p); err != nil {
+			if c.Bool("json") {
+				if err := writeJSON(c.App.Writer, rep); err != nil {
 					return err
 				}
-			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, rep)
+				return plotLinkDelays(net.Topology, plotFile)
 			}
 			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(w, "\tthis run\tpaper\n")
@@ -211,7 +227,10 @@ func simTopologyCommand() *cli.Command {
 			fmt.Fprintf(w, "Chord mean hops (½·log2 N = %.2f)\t%.2f\t\n", rep.Chord.HalfLog2N, rep.Chord.MeanHops)
 			fmt.Fprintf(w, "Chord lookup ms median / p95\t%.0f / %.0f\t\n", rep.Chord.MedianMS, rep.Chord.P95MS)
 			fmt.Fprintf(w, "seconds\t%.2f\t\n", rep.Seconds)
-			return w.Flush()
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			return plotLinkDelays(net.Topology, plotFile)
 		},
 	}
 }
@@ -251,6 +270,13 @@ func simTable4Command() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
+			if err := checkAtLeast(c, simMins); err != nil {
+				return err
+			}
+			plotFile, err := checkPlotPath(c)
+			if err != nil {
+				return err
+			}
 			methods, err := simMethods(c)
 			if err != nil {
 				return err
@@ -266,7 +292,10 @@ func simTable4Command() *cli.Command {
 			if err != nil {
 				return err
 			}
-			f := simFilter(c)
+			f, err := simFilter(c)
+			if err != nil {
+				return err
+			}
 			rows := []ts.Row{}
 			for _, r := range ts.PaperTable4 {
 				rows = append(rows, ts.Row{KK: 2*n - r.N0*n/4000, N0: r.N0 * n / 4000})
@@ -298,16 +327,14 @@ func simTable4Command() *cli.Command {
 				return fmt.Errorf("sim table4: %w", err)
 			}
 			rep.WallSeconds = time.Since(t0).Seconds()
-			if p := c.String("plot"); p != "" {
-				if err := plotTable4(res, p); err != nil {
+			if c.Bool("json") {
+				if err := writeJSON(c.App.Writer, rep); err != nil {
 					return err
 				}
+			} else {
+				printTable4(c.App.Writer, rep)
 			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, rep)
-			}
-			printTable4(c.App.Writer, rep)
-			return nil
+			return plotTable4(res, plotFile)
 		},
 	}
 }
@@ -411,6 +438,13 @@ func simSwarmCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
+			if err := checkAtLeast(c, simMins); err != nil {
+				return err
+			}
+			plotFile, err := checkPlotPath(c)
+			if err != nil {
+				return err
+			}
 			methods, err := simMethods(c)
 			if err != nil {
 				return err
@@ -422,7 +456,10 @@ func simSwarmCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			f := simFilter(c)
+			f, err := simFilter(c)
+			if err != nil {
+				return err
+			}
 			kk := c.Int("blocks")
 			if kk < 2 {
 				return fmt.Errorf("sim swarm: --blocks must be at least 2, got %d", kk)
@@ -447,43 +484,35 @@ func simSwarmCommand() *cli.Command {
 			}
 			rep.WallSeconds = time.Since(t0).Seconds()
 			rep.MaxRSSMiB = maxRSSMiB()
-			if p := c.String("plot"); p != "" {
-				if err := plotSwarm(rep.Runs, p); err != nil {
+			if c.Bool("json") {
+				if err := writeJSON(c.App.Writer, rep); err != nil {
 					return err
 				}
-			}
-			if c.Bool("json") {
-				return writeJSON(c.App.Writer, rep)
+				return plotSwarm(rep.Runs, plotFile)
 			}
 			fmt.Fprintf(c.App.Writer, "%d peers on %d routers, file of %d blocks, each peer starting with %.0f%%.\n",
 				net.Overlay.Len(), net.Topology.Routers(), kk, 100*rep.Share)
 			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MB\tblocks MB\tredundant\tmissed\twall s\t\n")
+			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MiB\tblocks MiB\tredundant\tmissed\twall s\t\n")
 			for _, r := range rep.Runs {
 				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", r.Method, r.Completed, r.Peers,
-					r.MedianMS, r.P95MS, r.MaxMS, r.MeanRounds, float64(r.Bytes["filter"])/1e6, float64(r.Bytes["blocks"])/1e6,
+					r.MedianMS, r.P95MS, r.MaxMS, r.MeanRounds, mib(r.Bytes["filter"]), mib(r.Bytes["blocks"]),
 					r.RedundantBlocks, r.MissedBlocks, r.WallSeconds)
 			}
 			w.Flush()
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
-			return nil
+			return plotSwarm(rep.Runs, plotFile)
 		},
 	}
 }
 
 // ---- plots ----
-
-func savePlot(p *plot.Plot, file string) error {
-	if !strings.HasSuffix(strings.ToLower(file), ".png") {
-		return errors.New("sim: --plot needs a .png file name")
-	}
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
-		return fmt.Errorf("sim: writing plot: %w", err)
-	}
-	return nil
-}
+// Each plot function does nothing when file is "".
 
 func plotLinkDelays(t *ts.Topology, file string) error {
+	if file == "" {
+		return nil
+	}
 	var v plotter.Values
 	for _, e := range t.Edges() {
 		v = append(v, float64(e.DelayMS))
@@ -494,79 +523,109 @@ func plotLinkDelays(t *ts.Topology, file string) error {
 	p.Y.Label.Text = "links"
 	h, err := plotter.NewHist(v, 60)
 	if err != nil {
-		return fmt.Errorf("sim: plot: %w", err)
+		return fmt.Errorf("plot %s: %w", file, err)
 	}
 	p.Add(h)
-	return savePlot(p, file)
+	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
 }
 
+// plotTable4 draws, per row, Byers' time over complete's in this simulation
+// beside the paper's ratio: the ratio is what the simulation can reproduce
+// (the absolute times depend on a 2010 machine). Rows where one of the two
+// methods did not run draw the mean time of every method that ran instead.
 func plotTable4(rows []ts.Table4Row, file string) error {
-	p := plot.New()
-	p.Title.Text = "Table 4: reconciliation time, this simulation vs the paper"
-	p.Y.Label.Text = "time (ms)"
-	series := []struct {
-		name string
-		get  func(ts.Table4Row) float64
-	}{
-		{"complete (sim)", func(r ts.Table4Row) float64 {
-			if r.Complete == nil {
-				return 0
-			}
-			return r.Complete.MeanMS
-		}},
-		{"Byers (sim)", func(r ts.Table4Row) float64 {
-			if r.Byers == nil {
-				return 0
-			}
-			return r.Byers.MeanMS
-		}},
-		{"complete (paper)", func(r ts.Table4Row) float64 {
-			if r.Paper == nil {
-				return 0
-			}
-			return r.Paper.CompleteMS
-		}},
-		{"Byers (paper)", func(r ts.Table4Row) float64 {
-			if r.Paper == nil {
-				return 0
-			}
-			return r.Paper.ByersMS
-		}},
+	if file == "" {
+		return nil
 	}
-	w := vg.Points(14)
-	top := 0.0
 	var names []string
+	ratios := true
 	for _, r := range rows {
 		names = append(names, fmt.Sprintf("kk=%d n0=%d", r.KK, r.N0))
-	}
-	for i, s := range series {
-		var v plotter.Values
-		for _, r := range rows {
-			v = append(v, s.get(r))
-			top = max(top, s.get(r))
+		if r.Ratio <= 0 {
+			ratios = false
 		}
+	}
+	if len(rows) == 0 {
+		return fmt.Errorf("plot %s: no rows to draw", file)
+	}
+	p := plot.New()
+	p.X.Label.Text = "row of Table 4: kk blocks in the file, n0 shared by A and B"
+	w := vg.Points(18)
+	top := 0.0
+	addBars := func(i, n int, name string, v plotter.Values, c color.Color) error {
 		b, err := plotter.NewBarChart(v, w)
 		if err != nil {
-			return fmt.Errorf("sim: plot: %w", err)
+			return fmt.Errorf("plot %s: %w", file, err)
 		}
-		b.Color = plotutil.Color(i)
+		b.Color = c
 		b.LineStyle.Width = 0
-		b.Offset = w * vg.Length(float64(i)-1.5)
+		b.Offset = w * vg.Length(float64(i)-float64(n-1)/2)
 		p.Add(b)
-		p.Legend.Add(s.name, b)
+		p.Legend.Add(name, b)
+		for _, x := range v {
+			top = max(top, x)
+		}
+		return nil
+	}
+	bottom := 0.0
+	if ratios {
+		p.Title.Text = "Table 4: how much longer Byers takes than complete, this simulation vs the paper"
+		p.Y.Label.Text = "Byers time / complete time − 1 (%)"
+		var sim, paper plotter.Values
+		for _, r := range rows {
+			sim = append(sim, 100*(r.Ratio-1))
+			pr := 0.0
+			if r.Paper != nil && r.Paper.CompleteMS > 0 {
+				pr = 100 * (r.Paper.ByersMS/r.Paper.CompleteMS - 1)
+			}
+			paper = append(paper, pr)
+			bottom = min(bottom, sim[len(sim)-1], pr)
+		}
+		if err := addBars(0, 2, "this simulation", sim, methodColor("byers")); err != nil {
+			return err
+		}
+		if err := addBars(1, 2, "paper (Table 4)", paper, lighter(methodColor("byers"))); err != nil {
+			return err
+		}
+	} else {
+		p.Title.Text = "Table 4: mean reconciliation time in this simulation"
+		p.Y.Label.Text = "time (ms)"
+		byMethod := map[string]plotter.Values{}
+		var order []string
+		for k, r := range rows {
+			for _, m := range append([]*ts.MethodResult{r.Complete, r.Byers}, r.Others...) {
+				if m == nil {
+					continue
+				}
+				name := fmt.Sprint(m.Method)
+				if _, ok := byMethod[name]; !ok {
+					order = append(order, name)
+					byMethod[name] = make(plotter.Values, len(rows))
+				}
+				byMethod[name][k] = m.MeanMS
+			}
+		}
+		for i, name := range order {
+			if err := addBars(i, len(order), name, byMethod[name], methodColor(name)); err != nil {
+				return err
+			}
+		}
 	}
 	p.Legend.Top = true
 	p.NominalX(names...)
-	p.Y.Min, p.Y.Max = 0, 1.35*top // room for the legend above the bars
-	return savePlot(p, file)
+	p.Y.Min, p.Y.Max = 1.2*bottom, 1.35*top // room for the legend above the bars
+	p.Add(plotter.NewGrid())
+	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
 }
 
 func plotSwarm(runs []*ts.SwarmResult, file string) error {
+	if file == "" {
+		return nil
+	}
 	p := plot.New()
 	p.Title.Text = "Swarm: share of peers holding the whole file"
-	p.X.Label.Text = "time (s)"
-	p.Y.Label.Text = "peers complete"
-	var args []any
+	p.X.Label.Text = "simulated time (s)"
+	p.Y.Label.Text = "share of peers complete"
 	for _, r := range runs {
 		xs := slices.Clone(r.Completions)
 		slices.Sort(xs)
@@ -575,15 +634,23 @@ func plotSwarm(runs []*ts.SwarmResult, file string) error {
 		for i, x := range xs {
 			pts = append(pts, plotter.XY{X: x / 1000, Y: float64(i+1) / float64(r.Peers)})
 		}
-		args = append(args, fmt.Sprintf("%v (median %.1f s)", r.Method, r.MedianMS/1000), pts)
-	}
-	if err := plotutil.AddLines(p, args...); err != nil {
-		return fmt.Errorf("sim: plot: %w", err)
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", file, err)
+		}
+		name := fmt.Sprint(r.Method)
+		l.Color = methodColor(name)
+		l.Width = vg.Points(2)
+		l.StepStyle = plotter.PostStep
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (median %.1f s)", name, r.MedianMS/1000), l)
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true
-	p.Y.Min, p.Y.Max = 0, 1
-	return savePlot(p, file)
+	p.Y.Min, p.Y.Max = 0, 1.1
+	p.X.Min = 0
+	p.Add(plotter.NewGrid())
+	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
 }
 
 // maxRSSMiB returns the process's peak resident set size in MiB from

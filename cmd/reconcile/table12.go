@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/urfave/cli/v2"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
-	"github.com/reconcile-p2p/reconcile/cbfalgebra/paperexp"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/paperexp"
 )
 
 func init() {
@@ -29,7 +31,8 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same figures)"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 (the paper's) or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]} with fp and fn as fractions"},
-			&cli.StringFlag{Name: "plot", Usage: "draw measured against expected fp into `FILE.png`"},
+			progressFlag(),
+			plotFlag("draw measured against expected fp"),
 		},
 		Action: runTable1Command,
 	})
@@ -45,6 +48,7 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
+			progressFlag(),
 		},
 		Action: runTable2Command,
 	})
@@ -57,7 +61,7 @@ func hashAndTrials(c *cli.Context) (cbfalgebra.HashFamily, int, error) {
 		return h, 0, err
 	}
 	if t := c.Int("trials"); t < 1 {
-		return h, 0, fmt.Errorf("--trials must be at least 1, got %d", t)
+		return h, 0, usagef("--trials %d: want at least 1", t)
 	}
 	return h, c.Int("trials"), nil
 }
@@ -67,27 +71,30 @@ func runTable1Command(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	plotFile, err := checkPlotPath(c)
+	if err != nil {
+		return err
+	}
 	cfg := paperexp.DefaultTable1()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := runWithProgress("table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
+	rows, err := runWithProgress(c, "table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable1(ctx, cfg)
 	})
 	if err != nil {
 		return err
 	}
-	if f := c.String("plot"); f != "" {
-		if err := plotTable1(rows, f); err != nil {
-			return fmt.Errorf("plot: %w", err)
-		}
-	}
 	if c.Bool("json") {
-		return writeJSON(c.App.Writer, struct {
+		err = writeJSON(c.App.Writer, struct {
 			Rows []paperexp.Table1Row `json:"rows"`
 		}{rows})
+	} else {
+		printTable1(c.App.Writer, rows, cfg)
 	}
-	printTable1(c.App.Writer, rows, cfg)
-	return nil
+	if err == nil && plotFile != "" {
+		err = plotTable1(rows, plotFile)
+	}
+	return err
 }
 
 // printTable1 prints the rows in the paper's layout (percent) and a summary of
@@ -160,30 +167,41 @@ func pct(v float64) string {
 }
 
 // plotTable1 draws measured against expected fp on log scales, set filters and
-// algebra results as two series, with the line measured = expected.
+// algebra results as two series, with the line measured = expected. Points
+// where no false positive was measured (fp 0, not drawable on a log scale)
+// are drawn as rings on the floor of the plot and counted in the legend.
 func plotTable1(rows []paperexp.Table1Row, file string) error {
 	p := plot.New()
 	p.Title.Text = "Table 1: measured vs expected false-positive rate"
-	p.X.Label.Text = "expected fp (theory)"
-	p.Y.Label.Text = "measured fp"
+	p.X.Label.Text = "expected fp (theory, paper-notes §4)"
+	p.Y.Label.Text = "measured fp (mean over trials)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	var set, alg plotter.XYs
+	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
+	var set, alg, zero plotter.XYs
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range rows {
-		if r.MeasuredFP <= 0 || r.ExpectedFP <= 0 {
-			continue // not drawable on a log scale (no false positive seen)
+		if r.ExpectedFP <= 0 {
+			continue // theory says 0: nothing to compare on a log scale
+		}
+		lo, hi = math.Min(lo, r.ExpectedFP), math.Max(hi, r.ExpectedFP)
+		if r.MeasuredFP <= 0 {
+			zero = append(zero, plotter.XY{X: r.ExpectedFP})
+			continue
 		}
 		pt := plotter.XY{X: r.ExpectedFP, Y: r.MeasuredFP}
-		if r.Column == "S1" || r.Column == "S2" || len(r.Column) > 4 && r.Column[:4] == "set_" {
+		if r.Column == "S1" || r.Column == "S2" || strings.HasPrefix(r.Column, "set_") {
 			set = append(set, pt)
 		} else {
 			alg = append(alg, pt)
 		}
-		lo, hi = math.Min(lo, math.Min(pt.X, pt.Y)), math.Max(hi, math.Max(pt.X, pt.Y))
+		lo, hi = math.Min(lo, pt.Y), math.Max(hi, pt.Y)
 	}
-	if len(set)+len(alg) == 0 {
-		return fmt.Errorf("no positive fp to draw")
+	if hi == 0 {
+		return fmt.Errorf("plot %s: no expected fp above 0 to draw", file)
+	}
+	floor := lo / 4
+	for i := range zero {
+		zero[i].Y = floor
 	}
 	diag, err := plotter.NewLine(plotter.XYs{{X: lo, Y: lo}, {X: hi, Y: hi}})
 	if err != nil {
@@ -195,7 +213,8 @@ func plotTable1(rows []paperexp.Table1Row, file string) error {
 	for i, s := range []struct {
 		name string
 		xy   plotter.XYs
-	}{{"CBF of the result set", set}, {"algebra result", alg}} {
+	}{{"CBF of the result set", set}, {"algebra result", alg},
+		{fmt.Sprintf("no false positive measured (%d of %d points; drawn at the floor)", len(zero), len(rows)), zero}} {
 		if len(s.xy) == 0 {
 			continue
 		}
@@ -205,13 +224,17 @@ func plotTable1(rows []paperexp.Table1Row, file string) error {
 		}
 		sc.GlyphStyle.Color = plotColor(i)
 		sc.GlyphStyle.Shape = plotShape(i)
+		if i == 2 {
+			sc.GlyphStyle.Color, sc.GlyphStyle.Shape = colGrey, draw.RingGlyph{}
+		}
 		sc.GlyphStyle.Radius = vg.Points(3)
 		p.Add(sc)
 		p.Legend.Add(s.name, sc)
 	}
+	p.Y.Min = floor / 2
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	return p.Save(7*vg.Inch, 6*vg.Inch, file)
+	return savePlot(p, 7*vg.Inch, 6*vg.Inch, file)
 }
 
 func runTable2Command(c *cli.Context) error {
@@ -221,7 +244,7 @@ func runTable2Command(c *cli.Context) error {
 	}
 	cfg := paperexp.DefaultTable2()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := runWithProgress("table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
+	rows, err := runWithProgress(c, "table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable2(ctx, cfg)
 	})

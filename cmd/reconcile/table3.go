@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"image/color"
 	"io"
 	"math"
 	"text/tabwriter"
@@ -12,7 +13,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/reconcile-p2p/reconcile/reconcile/table3"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/table3"
 )
 
 func init() {
@@ -31,9 +32,10 @@ func init() {
 			&cli.IntFlag{Name: "trials", Value: 100, Usage: "trials per row and method"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same counts)"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family of the filters: sha1 (the paper's) or fast"},
-			&cli.IntFlag{Name: "block-size", Value: 64, Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64)"},
+			&cli.StringFlag{Name: "block-size", Value: "64", Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64), up to 16MiB"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			&cli.StringFlag{Name: "plot", Usage: "draw mean times by row into `FILE.png`"},
+			progressFlag(),
+			plotFlag("draw mean times by row"),
 		},
 		Action: runTable3Command,
 	})
@@ -47,29 +49,37 @@ func runTable3Command(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg := table3.Default()
-	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = trials, c.Uint64("seed"), c.Int("block-size"), h
-	if cfg.BlockSize < 64 || cfg.BlockSize%64 != 0 {
-		return fmt.Errorf("--block-size must be a positive multiple of 64, got %d", cfg.BlockSize)
+	plotFile, err := checkPlotPath(c)
+	if err != nil {
+		return err
 	}
-	rows, err := runWithProgress("table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
+	bs, err := flagSize(c, "block-size", 64, 16<<20)
+	if err != nil {
+		return err
+	}
+	if bs%64 != 0 {
+		return usagef("--block-size %s: want a multiple of 64 bytes", c.String("block-size"))
+	}
+	cfg := table3.Default()
+	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = trials, c.Uint64("seed"), int(bs), h
+	rows, err := runWithProgress(c, "table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
 		cfg.Progress = progress
 		return table3.Run(ctx, cfg)
 	})
 	if err != nil {
 		return err
 	}
-	if f := c.String("plot"); f != "" {
-		if err := plotTable3(rows, f); err != nil {
-			return fmt.Errorf("plot %s: %w", f, err)
-		}
-	}
 	if c.Bool("json") {
-		return writeJSON(c.App.Writer, struct {
+		err = writeJSON(c.App.Writer, struct {
 			Rows []table3.Row `json:"rows"`
 		}{rows})
+	} else {
+		err = printTable3(c.App.Writer, cfg, rows)
 	}
-	return printTable3(c.App.Writer, cfg, rows)
+	if err == nil && plotFile != "" {
+		err = plotTable3(rows, plotFile)
+	}
+	return err
 }
 
 func printTable3(w io.Writer, cfg table3.Config, rows []table3.Row) error {
@@ -129,21 +139,24 @@ func plotTable3(rows []table3.Row, file string) error {
 		labels = append(labels, fmt.Sprintf("kk=%d n0=%d", rows[i].KK, rows[i].N0))
 	}
 	if len(labels) == 0 {
-		return fmt.Errorf("no rows to draw")
+		return fmt.Errorf("plot %s: no rows to draw", file)
 	}
 	p := plot.New()
 	p.Title.Text = "Table 3: time until A holds the whole file (mean)"
-	p.Y.Label.Text = "ms"
+	p.X.Label.Text = "row of Table 3: kk blocks in the file, n0 shared by A and B"
+	p.Y.Label.Text = "time (ms)"
 	w := vg.Points(18)
 	for i, s := range []struct {
-		name string
-		v    plotter.Values
-	}{{"complete reconciliation", complete}, {"Byers (BF + RS)", byers}, {"of which RS decoding", decode}} {
+		name  string
+		v     plotter.Values
+		color color.Color
+	}{{"complete reconciliation", complete, methodColor("complete")}, {"Byers (BF + RS)", byers, methodColor("byers")},
+		{"of which Byers' RS decoding", decode, lighter(methodColor("byers"))}} {
 		bars, err := plotter.NewBarChart(s.v, w)
 		if err != nil {
 			return err
 		}
-		bars.Color = plotColor(i)
+		bars.Color = s.color
 		bars.LineStyle.Width = 0
 		bars.Offset = vg.Length(i-1) * w
 		p.Add(bars)
@@ -157,5 +170,5 @@ func plotTable3(rows []table3.Row, file string) error {
 	p.Legend.Top, p.Legend.Left = true, true
 	p.NominalX(labels...)
 	p.Add(plotter.NewGrid())
-	return p.Save(8*vg.Inch, 5*vg.Inch, file)
+	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
 }

@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
@@ -56,7 +57,7 @@ func testnetCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
-			&cli.StringFlag{Name: "block-size", Usage: "block size (e.g. 256KiB)", Value: "256KiB"},
+			&cli.StringFlag{Name: "block-size", Usage: "block size, 1KiB to 16MiB", Value: "256KiB"},
 			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
 			&cli.StringFlag{Name: "method", Usage: "complete, byers, both (the two), ccbf, bitfield, iblt, all, or a comma list", Value: "both"},
 			&cli.StringFlag{Name: "latency", Usage: "link latency: transitstub (shortest-path delay) or none", Value: "transitstub"},
@@ -74,7 +75,8 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "mem-limit", Usage: "soft memory limit of the Go runtime (e.g. 3GiB; 0: none); ignored when GOMEMLIMIT is set", Value: "3GiB"},
 			&cli.BoolFlag{Name: "no-verify", Usage: "do not re-hash every peer's file at the end"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
-			&cli.StringFlag{Name: "plot", Usage: "draw the completion-time distribution of each method to `FILE.png`"},
+			progressFlag(),
+			plotFlag("draw the completion-time distribution of each method"),
 		},
 		Action: runTestnet,
 	}
@@ -93,12 +95,12 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	if cfg.Nodes < 2 {
 		return fail("--nodes must be at least 2, got %d", cfg.Nodes)
 	}
-	if cfg.Size, err = parseByteSize(c.String("size")); err != nil || cfg.Size < 1 {
-		return fail("--size %q: want a size such as 16MiB", c.String("size"))
+	if cfg.Size, err = flagSize(c, "size", 1, 0); err != nil {
+		return cfg, nil, err
 	}
-	bs, err := parseByteSize(c.String("block-size"))
-	if err != nil || bs < 1 || bs > 1<<30 {
-		return fail("--block-size %q: want a size such as 256KiB", c.String("block-size"))
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	if err != nil {
+		return cfg, nil, err
 	}
 	cfg.BlockSize = int(bs)
 	cfg.Hold = c.Float64("hold")
@@ -153,9 +155,6 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	slices.Sort(methods)
 	methods = slices.Compact(methods)
-	if p := c.String("plot"); p != "" && !strings.HasSuffix(strings.ToLower(p), ".png") {
-		return fail("--plot needs a .png file name, got %q", p)
-	}
 	return cfg, methods, nil
 }
 
@@ -164,9 +163,16 @@ func runTestnet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	limit, err := parseByteSize(c.String("mem-limit"))
+	plotFile, err := checkPlotPath(c)
 	if err != nil {
-		return fmt.Errorf("testnet: --mem-limit %q: want a size such as 3GiB, or 0", c.String("mem-limit"))
+		return err
+	}
+	if _, err := progressModeOf(c); err != nil {
+		return err
+	}
+	limit, err := flagSize(c, "mem-limit", 0, 0)
+	if err != nil {
+		return err
 	}
 	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		// The garbage collector's slack (GOGC=100 lets the heap reach twice
@@ -190,10 +196,13 @@ func runTestnet(c *cli.Context) error {
 	for _, m := range methods {
 		cfg.Method = m
 		cfg.Dir = dir
-		update, finish := newTestnetProgress(m.String())
-		cfg.Progress = update
+		pr, err := newProgress(c, m.String()+" fetchers done", false)
+		if err != nil {
+			return err
+		}
+		cfg.Progress = testnetProgress(pr)
 		res, err := testnet.Run(ctx, cfg)
-		finish()
+		pr.finish(false)
 		if res != nil {
 			rep.Runs = append(rep.Runs, res)
 		}
@@ -210,36 +219,29 @@ func runTestnet(c *cli.Context) error {
 	}
 	rep.WallSeconds = time.Since(t0).Seconds()
 	rep.MaxRSSMiB = maxRSSMiB()
-	if p := c.String("plot"); p != "" {
-		if err := plotTestnet(rep.Runs, p); err != nil {
-			return err
-		}
-	}
 	if c.Bool("json") {
 		if err := writeJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
-		return runErr
+	} else {
+		printTestnet(c.App.Writer, rep)
 	}
-	printTestnet(c.App.Writer, rep)
+	if plotFile != "" {
+		if err := plotTestnet(rep.Runs, plotFile); err != nil {
+			return err
+		}
+	}
 	return runErr
 }
 
 // newTestnetProgress shows "method: peers done d/n, blocks moved b, t s" on a
 // terminal's standard error.
-func newTestnetProgress(label string) (func(testnet.Progress), func()) {
-	if !isTerminal(os.Stderr) {
-		return nil, func() {}
-	}
-	drawn := false
+// testnetProgress shows the fetchers done of all, and the blocks moved.
+func testnetProgress(pr *progress) func(testnet.Progress) {
 	return func(p testnet.Progress) {
-			fmt.Fprintf(os.Stderr, "\r\033[K%s: peers done %d/%d, blocks moved %d, %.1f s", label, p.Done, p.Fetchers, p.Blocks, p.Elapsed.Seconds())
-			drawn = true
-		}, func() {
-			if drawn {
-				fmt.Fprintf(os.Stderr, "\r\033[K")
-			}
-		}
+		pr.update(progressState{done: int64(p.Done), total: int64(p.Fetchers), session: -1,
+			extra: fmt.Sprintf("%d blocks moved", p.Blocks)})
+	}
 }
 
 func printTestnet(out io.Writer, rep testnetReport) {
@@ -253,12 +255,12 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	bw := "no bandwidth cap"
 	if r0.BandwidthBps > 0 {
-		bw = fmt.Sprintf("%.2f MB/s per link", r0.BandwidthBps/1e6)
+		bw = fmt.Sprintf("%s/s per link", humanBytes(int64(r0.BandwidthBps)))
 	}
 	fmt.Fprintf(out, "%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %d blocks, %s.\n",
 		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), r0.Blocks, scen)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "method\tcompleted\tidentical\tmedian s\tp95 s\tmax s\tfilter MB\tblocks MB\twant MB\tpeers MB\tfilter/blocks\tredundant\tmissed\tfalse offers\tpeak MiB\trun s\t\n")
+	fmt.Fprintf(w, "method\tcompleted\tidentical\tmedian s\tp95 s\tmax s\tfilter MiB\tblocks MiB\twant MiB\tpeers MiB\tfilter/blocks\tredundant\tmissed\tfalse offers\tpeak MiB\trun s\t\n")
 	for _, r := range rep.Runs {
 		ident := "-"
 		if r.Identical >= 0 {
@@ -266,7 +268,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		}
 		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.2f%%\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
 			r.Method, r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
-			float64(r.FilterBytes)/1e6, float64(r.BlockBytes)/1e6, float64(r.Wire[testnet.WireWant])/1e6, float64(r.Wire[testnet.WirePeers])/1e6,
+			mib(r.FilterBytes), mib(r.BlockBytes), mib(r.Wire[testnet.WireWant]), mib(r.Wire[testnet.WirePeers]),
 			100*float64(r.FilterBytes)/float64(max(1, r.BlockBytes)), r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
 	}
 	w.Flush()
@@ -289,7 +291,7 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 	}
 	p.X.Label.Text = "time since the fetches started (s)"
 	p.Y.Label.Text = "share of fetching peers complete"
-	for i, r := range runs {
+	for _, r := range runs {
 		pts := make(plotter.XYs, 0, len(r.Completions)+1)
 		pts = append(pts, plotter.XY{X: 0, Y: 0})
 		for k, x := range r.Completions {
@@ -299,11 +301,11 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 		if err != nil {
 			return fmt.Errorf("testnet: plot: %w", err)
 		}
-		l.Color = plotColor(i)
+		l.Color = methodColor(r.Method)
 		l.Width = 2
 		l.StepStyle = plotter.PostStep
-		s.Color = plotColor(i)
-		s.Shape = plotShape(i)
+		s.Color = methodColor(r.Method)
+		s.Shape = methodShape(r.Method)
 		s.Radius = 2
 		p.Add(l, s)
 		p.Legend.Add(fmt.Sprintf("%s (median %.1f s, p95 %.1f s)", r.Method, r.MedianS, r.P95S), l, s)
@@ -313,8 +315,5 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 	p.Y.Min, p.Y.Max = 0, 1.1 // room for the legend above the curves
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
-		return fmt.Errorf("testnet: writing plot: %w", err)
-	}
-	return nil
+	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
 }

@@ -60,7 +60,7 @@ func TestTestnetCommand(t *testing.T) {
 		{[]string{"testnet", "--transport", "udp"}, "--transport"},
 		{[]string{"testnet", "--neighbours", "all"}, "--neighbours"},
 		{[]string{"testnet", "--preset", "huge"}, "--preset"},
-		{[]string{"testnet", "--plot", "x.svg"}, ".png"},
+		{[]string{"testnet", "--plot", "x.pdf"}, ".png or .svg"},
 		{[]string{"testnet", "--max-sources", "0"}, "--max-sources"},
 		{[]string{"testnet", "--mem-limit", "much", "--nodes", "2"}, "--mem-limit"},
 		{[]string{"testnet", "extra"}, "unexpected argument"},

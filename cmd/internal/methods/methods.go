@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/table3"
 	"github.com/reconcile-p2p/reconcile/reconcile"
-	"github.com/reconcile-p2p/reconcile/reconcile/table3"
 )
 
 // Config is the experiment's configuration; [Default] gives the standard sweep.

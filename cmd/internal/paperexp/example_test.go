@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
-	"github.com/reconcile-p2p/reconcile/cbfalgebra/paperexp"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/paperexp"
 )
 
 // One trial of paper Table 1 at m = 65536, k = 6: the subtraction result has

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/methods"
 	"github.com/reconcile-p2p/reconcile/reconcile"
-	"github.com/reconcile-p2p/reconcile/reconcile/methods"
 )
 
 // Two peers of 1000 blocks each lacking 10 of the other's: the exact methods

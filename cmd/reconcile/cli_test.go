@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/urfave/cli/v2"
+)
+
+// runCLI runs the command line as main does and returns its exit code,
+// standard output and standard error.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := runMain(append([]string{"reconcile"}, args...), &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestUsageErrorsOneLine: a mistake on the command line is one line on
+// stderr naming the command, with a hint to its help, and exit code 2.
+func TestUsageErrorsOneLine(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string // the whole line
+	}{
+		{[]string{"fetch", "--bogus", "x"}, "reconcile fetch: unknown flag --bogus (see reconcile fetch --help)"},
+		{[]string{"fetch", "--outt", "dl", "x"}, "reconcile fetch: unknown flag --outt; did you mean --out? (see reconcile fetch --help)"},
+		{[]string{"frobnicate"}, `reconcile: unknown command "frobnicate" (see reconcile --help)`},
+		{[]string{"experimnt"}, `reconcile: unknown command "experimnt"; did you mean "experiment"? (see reconcile --help)`},
+		{[]string{"experiment", "tabel1"}, `reconcile experiment: unknown command "tabel1"; did you mean "table1"? (see reconcile experiment --help)`},
+		{[]string{"help", "frob"}, `reconcile: unknown command "frob" (see reconcile --help)`},
+		{[]string{"sim", "frob"}, `reconcile sim: unknown command "frob" (see reconcile sim --help)`},
+		{[]string{"testnet", "extra"}, `reconcile testnet: unexpected argument "extra": every setting is a flag (see reconcile testnet --help)`},
+		{[]string{"cbf", "build", "--m", "64", "--k", "2"}, "reconcile cbf build: --output is required (see reconcile cbf build --help)"},
+		{[]string{"experiment", "table1", "--trials", "many"}, `reconcile experiment table1: --trials "many": want a whole number (see reconcile experiment table1 --help)`},
+		{[]string{"fetch", "x", "--stall-timeout", "soon"}, `reconcile fetch: --stall-timeout "soon": want a duration such as 10s, 1m30s or 500ms (see reconcile fetch --help)`},
+		{[]string{"fetch", "x", "--out"}, "reconcile fetch: --out needs a value (see reconcile fetch --help)"},
+		{[]string{"fetch", "x", "--sync-every", "0"}, "reconcile fetch: --sync-every 0: want at least 1 (see reconcile fetch --help)"},
+		{[]string{"fetch", "x", "--sync-every", "-1"}, "reconcile fetch: --sync-every -1: want at least 1 (see reconcile fetch --help)"},
+		{[]string{"fetch", "x", "--stall-timeout", "0s"}, "reconcile fetch: --stall-timeout 0s: want a positive duration such as 10s (see reconcile fetch --help)"},
+		{[]string{"fetch", "x", "--progress", "fancy"}, `reconcile fetch: --progress "fancy": want bar, plain, none or auto (see reconcile fetch --help)`},
+		{[]string{"fetch"}, "reconcile fetch: want one TICKET, got 0 arguments (see reconcile fetch --help)"},
+		{[]string{"seed", f, "--rate", "0"}, "reconcile seed: --rate 0: want at least 1 B (see reconcile seed --help)"},
+		{[]string{"seed", f, "--log-every", "-1s"}, "reconcile seed: --log-every -1s: want a positive duration such as 30s, or 0 for no log (see reconcile seed --help)"},
+		{[]string{"sim", "table4", "--m", "0"}, "reconcile sim table4: --m 0: want at least 1 (see reconcile sim table4 --help)"},
+		{[]string{"sim", "topology", "--ring-bits", "161"}, "reconcile sim topology: --ring-bits 161: want 1 to 160 (see reconcile sim topology --help)"},
+		{[]string{"sim", "swarm", "--reps", "0"}, "reconcile sim swarm: --reps 0: want at least 1 (see reconcile sim swarm --help)"},
+		{[]string{"experiment", "methods", "--nn", "0"}, "reconcile experiment methods: --nn 0: want at least 1 (see reconcile experiment methods --help)"},
+		{[]string{"demo", "--fetchers", "0"}, "reconcile demo: --fetchers 0: want 1 to 16 (see reconcile demo --help)"},
+		// One size parser and one message in every command.
+		{[]string{"chunk", f, "--block-size", "3Q"}, `reconcile chunk: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile chunk --help)`},
+		{[]string{"seed", f, "--block-size", "3Q"}, `reconcile seed: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile seed --help)`},
+		{[]string{"demo", "--block-size", "3Q"}, `reconcile demo: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile demo --help)`},
+		{[]string{"testnet", "--block-size", "3Q"}, `reconcile testnet: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile testnet --help)`},
+		{[]string{"bench", "--block-size", "3Q"}, `reconcile bench: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile bench --help)`},
+		{[]string{"experiment", "table3", "--block-size", "3Q"}, `reconcile experiment table3: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile experiment table3 --help)`},
+		{[]string{"experiment", "methods", "--block-size", "3Q"}, `reconcile experiment methods: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile experiment methods --help)`},
+		{[]string{"sim", "table4", "--block-size", "3Q"}, `reconcile sim table4: --block-size "3Q": want a size such as 4096, 64KiB, 16MiB or 1.5GiB (see reconcile sim table4 --help)`},
+		{[]string{"chunk", f, "--block-size", "4MB"}, `reconcile chunk: --block-size "4MB": sizes count in powers of 1024: write 4MiB (see reconcile chunk --help)`},
+		{[]string{"chunk", f, "--block-size", "512"}, "reconcile chunk: --block-size 512: want 1KiB to 16MiB (see reconcile chunk --help)"},
+		{[]string{"experiment", "table3", "--block-size", "100"}, "reconcile experiment table3: --block-size 100: want a multiple of 64 bytes (see reconcile experiment table3 --help)"},
+	}
+	for _, tc := range cases {
+		code, stdout, stderr := runCLI(t, tc.args...)
+		if code != exitUsage || stderr != tc.want+"\n" || stdout != "" {
+			t.Errorf("reconcile %s:\nexit %d, stdout %q\nstderr %q\nwant exit 2 and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
+		}
+	}
+}
+
+// TestRuntimeErrorWording: a failing command prints one line without the
+// library's package prefixes and exits 1; --verbose (-v, before or after the
+// command) prints the whole wrapped chain.
+func TestRuntimeErrorWording(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	code, _, stderr := runCLI(t, "chunk", missing)
+	want := "reconcile chunk: " + missing + ": no such file or directory\n"
+	if code != exitFailure || stderr != want {
+		t.Errorf("exit %d, stderr %q, want exit 1 and %q", code, stderr, want)
+	}
+	for _, args := range [][]string{{"-v", "chunk", missing}, {"chunk", missing, "--verbose"}} {
+		code, _, stderr := runCLI(t, args...)
+		if code != exitFailure || !strings.HasPrefix(stderr, "reconcile chunk: chunker: ") || !strings.Contains(stderr, "stat "+missing) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q, want the whole chain (chunker: ... stat %s ...)", args, code, stderr, missing)
+		}
+	}
+}
+
+func TestUserMessage(t *testing.T) {
+	pe := &fs.PathError{Op: "lstat", Path: "/x", Err: syscall.ENOENT}
+	for _, tc := range []struct {
+		err  error
+		cmd  string
+		want string
+	}{
+		{fmt.Errorf("peer: seed: %w", fmt.Errorf("chunker: %w", pe)), "reconcile seed", "/x: no such file or directory"},
+		{errors.New("peer: bad ticket: empty (copy the whole token)"), "reconcile fetch", "bad ticket: empty (copy the whole token)"},
+		{errors.New("sim table4: --n must be positive, got 0"), "reconcile sim table4", "--n must be positive, got 0"},
+		{errors.New("sim: unknown --preset \"x\""), "reconcile sim table4", "unknown --preset \"x\""},
+		{errors.New("testnet: complete: peer: no peer reached has them;\ntestnet: byers: x"), "reconcile testnet", "complete: no peer reached has them;; byers: x"},
+		{errors.New("reconcile is a word: keep it"), "reconcile chunk", "reconcile is a word: keep it"},
+	} {
+		if got := userMessage(tc.err, tc.cmd); got != tc.want {
+			t.Errorf("userMessage(%q) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "--version")
+	if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "reconcile ") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, "revision") {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/reconcile-p2p/reconcile/cmd", Version: "v0.3.1"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "7edf698c0ffee1234567890abcdef"}, {Key: "vcs.time", Value: "2026-11-23T14:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	want := "reconcile v0.3.1 (module github.com/reconcile-p2p/reconcile/cmd), revision 7edf698c0ffe+modified (2026-11-23T14:00:00Z), go1.26.8"
+	if got := formatVersion(bi); got != want {
+		t.Errorf("formatVersion = %q, want %q", got, want)
+	}
+	bi.Settings, bi.Main.Version = nil, ""
+	if got := formatVersion(bi); !strings.Contains(got, "(devel)") || !strings.Contains(got, "revision unknown") {
+		t.Errorf("formatVersion without VCS = %q", got)
+	}
+}
+
+func TestParseByteSize(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  string
+	}{
+		{"262144", 262144, ""},
+		{"256KiB", 256 << 10, ""},
+		{"256k", 256 << 10, ""},
+		{"16MiB", 16 << 20, ""},
+		{" 1.5GiB ", 3 << 29, ""},
+		{"100B", 100, ""},
+		{"0", 0, ""},
+		{"4MB", 0, "write 4MiB"},
+		{"1kb", 0, "write 1KiB"},
+		{"-1KiB", 0, "want a size"},
+		{"", 0, "want a size"},
+		{"1e3", 0, "want a size"},
+		{"lots", 0, "want a size"},
+		{"MiB", 0, "want a size"},
+	} {
+		got, err := parseByteSize(tc.in)
+		if tc.err == "" && (err != nil || got != tc.want) {
+			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("parseByteSize(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.err)
+		}
+	}
+}
+
+// fakeClock is a clock the test moves.
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func newTestProgress(mode progressMode) (*progress, *bytes.Buffer, *fakeClock) {
+	var buf bytes.Buffer
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	p := newProgressWriter(&buf, mode, "fetch", true)
+	p.now, p.start, p.last = clk.now, clk.t, clk.t
+	return p, &buf, clk
+}
+
+// TestProgressBar draws a fetch's progress on a fake terminal: bytes held of
+// the total in IEC units, and a rate and time left from this run's bytes only
+// (8 MiB resumed from disk do not count as transferred).
+func TestProgressBar(t *testing.T) {
+	p, buf, clk := newTestProgress(progressBar)
+	p.status("connecting to 1 peer")
+	clk.t = clk.t.Add(2 * time.Second)
+	// 8 MiB resumed + 2 MiB received in 2 s: 1 MiB/s, 6 MiB left: 6 s.
+	p.update(progressState{done: 10 << 20, total: 16 << 20, session: 2 << 20, extra: "40/64 blocks, 2 peers"})
+	clk.t = clk.t.Add(50 * time.Millisecond)
+	p.update(progressState{done: 11 << 20, total: 16 << 20, session: 3 << 20}) // too soon: not drawn
+	clk.t = clk.t.Add(4 * time.Second)
+	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"})
+	p.finish(false)
+	want := "\r\033[Kfetch: connecting to 1 peer" +
+		"\r\033[Kfetch:  62% [===============>        ] 10 MiB / 16 MiB, 1 MiB/s, 6s left, 40/64 blocks, 2 peers" +
+		"\r\033[Kfetch: 100% [========================] 16 MiB / 16 MiB, 1.3 MiB/s, 64/64 blocks, 2 peers" +
+		"\r\033[K"
+	if got := buf.String(); got != want {
+		t.Errorf("bar output\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestProgressPlain: off a terminal, a plain line (no escapes) every 5 s at
+// most; with --progress none nothing at all.
+func TestProgressPlain(t *testing.T) {
+	p, buf, clk := newTestProgress(progressPlain)
+	p.status("connecting")
+	for i := 1; i <= 12; i++ { // a block every second for 12 s
+		clk.t = clk.t.Add(time.Second)
+		p.update(progressState{done: int64(i) << 20, total: 12 << 20, session: int64(i) << 20})
+	}
+	p.finish(true)
+	want := "fetch:  42% 5 MiB / 12 MiB, 1 MiB/s, 7s left\n" +
+		"fetch:  83% 10 MiB / 12 MiB, 1 MiB/s, 2s left\n"
+	if got := buf.String(); got != want {
+		t.Errorf("plain output\n got %q\nwant %q", got, want)
+	}
+	p, buf, clk = newTestProgress(progressNone)
+	p.status("connecting")
+	clk.t = clk.t.Add(time.Minute)
+	p.update(progressState{done: 1, total: 2})
+	p.finish(true)
+	if buf.Len() != 0 {
+		t.Errorf("--progress none wrote %q", buf.String())
+	}
+}
+
+// TestProgressModeFlag: auto is plain off a terminal; the flag picks a mode.
+func TestProgressModeFlag(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{{"", "plain"}, {"auto", "plain"}, {"bar", "bar"}, {"none", "none"}, {"plain", "plain"}} {
+		args := []string{"chunk", filepath.Join(t.TempDir(), "nope")}
+		if tc.flag != "" {
+			args = append(args, "--progress", tc.flag)
+		}
+		app := newApp()
+		var mode progressMode = -1
+		for _, c := range app.Commands {
+			if c.Name == "chunk" {
+				c.Action = func(c *cli.Context) error {
+					var err error
+					mode, err = progressModeOf(c)
+					return err
+				}
+			}
+		}
+		var out bytes.Buffer
+		app.Writer, app.ErrWriter = &out, &out
+		if err := app.Run(permuteArgs(app, append([]string{"reconcile"}, args...))); err != nil {
+			t.Fatal(err)
+		}
+		if got := map[progressMode]string{progressNone: "none", progressBar: "bar", progressPlain: "plain"}[mode]; got != tc.want {
+			t.Errorf("--progress %q: mode %s, want %s", tc.flag, got, tc.want)
+		}
+	}
+}
+
+// TestE2EInterruptExitCode: Ctrl-C during an experiment ends it with exit
+// code 130 and one line saying so.
+func TestE2EInterruptExitCode(t *testing.T) {
+	bin := e2eBinary(t)
+	cmd := exec.Command(bin, "experiment", "table1", "--trials", "100000", "--progress", "none")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("no exit 20 s after SIGINT")
+	}
+	if code := cmd.ProcessState.ExitCode(); code != 130 || stderr.String() != "reconcile experiment table1: interrupted\n" {
+		t.Errorf("exit %d, stderr %q; want 130 and one line saying interrupted", code, stderr.String())
+	}
+}
