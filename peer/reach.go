@@ -2,12 +2,16 @@ package peer
 
 import (
 	"errors"
+	"net"
+	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/host/observedaddrs"
+	manet "github.com/multiformats/go-multiaddr/net"
 )
 
 // Reach chooses the reachability parts of go-libp2p that New puts into its
@@ -39,6 +43,13 @@ type Reach struct {
 	// is 4). It is process-wide (go-libp2p keeps it in a package variable);
 	// testbeds with few peers set 1.
 	ObserversNeeded int
+	// TreatAsPublic are address ranges go-libp2p is to take for public
+	// internet addresses although they are reserved (it never advertises,
+	// hole-punches from or relays through addresses it thinks private).
+	// Process-wide (go-libp2p's manet keeps its ranges in package
+	// variables). Only for testbeds whose "internet" uses a benchmark range
+	// such as 198.18.0.0/15; never in production.
+	TreatAsPublic []netip.Prefix
 }
 
 // DefaultReach is every reachability part on, with no static relay.
@@ -64,6 +75,7 @@ func reachOptions(r Reach) []libp2p.Option {
 	if r.ObserversNeeded > 0 {
 		observedaddrs.ActivationThresh = r.ObserversNeeded
 	}
+	treatAsPublic(r.TreatAsPublic)
 	var opts []libp2p.Option
 	if r.AutoNAT {
 		opts = append(opts, libp2p.EnableAutoNATv2())
@@ -91,4 +103,40 @@ func reachOptions(r Reach) []libp2p.Option {
 		opts = append(opts, libp2p.ForceReachabilityPublic())
 	}
 	return opts
+}
+
+var treatMu sync.Mutex
+
+// treatAsPublic removes the ranges within any of ps from manet's private
+// and unroutable IPv4 ranges.
+func treatAsPublic(ps []netip.Prefix) {
+	if len(ps) == 0 {
+		return
+	}
+	treatMu.Lock()
+	defer treatMu.Unlock()
+	within := func(n *net.IPNet) bool {
+		a, ok := netip.AddrFromSlice(n.IP)
+		if !ok {
+			return false
+		}
+		ones, _ := n.Mask.Size()
+		for _, p := range ps {
+			if p.Contains(a.Unmap()) && ones >= p.Bits() {
+				return true
+			}
+		}
+		return false
+	}
+	keep := func(nets []*net.IPNet) []*net.IPNet {
+		out := make([]*net.IPNet, 0, len(nets))
+		for _, n := range nets {
+			if !within(n) {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	manet.Private4 = keep(manet.Private4)
+	manet.Unroutable4 = keep(manet.Unroutable4)
 }

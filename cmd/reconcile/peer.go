@@ -18,6 +18,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/urfave/cli/v2"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -35,15 +36,16 @@ func init() {
 
 // peerFlags are the flags shared by seed and fetch.
 func peerFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default: every interface, TCP and QUIC, random ports)"},
 		&cli.StringFlag{Name: "key", Usage: "identity key file, created (mode 0600) on first use; default: a fresh identity"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
-	}
+	}, netFlags()...) // reach.go
 }
 
-// newCLIPeer starts a peer from the shared flags.
-func newCLIPeer(ctx context.Context, c *cli.Context) (*peer.Peer, error) {
+// newCLIPeer starts a peer from the shared flags; fromTicket are relays a
+// ticket names (reach.go).
+func newCLIPeer(ctx context.Context, c *cli.Context, fromTicket ...lpeer.AddrInfo) (*peer.Peer, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -73,6 +75,11 @@ func newCLIPeer(ctx context.Context, c *cli.Context) (*peer.Peer, error) {
 	if k := c.String("key"); k != "" {
 		opts = append(opts, peer.WithKeyFile(k))
 	}
+	nopts, err := netOptions(c, fromTicket) // reach.go
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, nopts...)
 	return peer.New(ctx, opts...)
 }
 
@@ -161,6 +168,7 @@ func runSeed(c *cli.Context) error {
 		return oneLine(err)
 	}
 	defer p.Close()
+	waitForRelayAddrs(ctx, c, p, 10*time.Second) // reach.go: the ticket carries the relay address
 	var tk peer.Ticket
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
 		st, err := chunker.OpenStore(path)
@@ -217,7 +225,7 @@ func fetchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fetch",
 		Usage:     "download the content of a ticket from every peer that has it",
-		ArgsUsage: "TICKET",
+		ArgsUsage: "TICKET|ROOT",
 		Description: "Connects to the ticket's peers (and --peer ones, and the peers they know), gets and\n" +
 			"checks the manifest, reconciles with every peer (complete reconciliation of counting\n" +
 			"Bloom filters by default) so that each sends only blocks this side lacks, downloads\n" +
@@ -267,6 +275,9 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 	default:
 		return peer.Ticket{}, fmt.Errorf("fetch: want one TICKET, got %d arguments (see reconcile fetch --help)", c.NArg())
 	}
+	if root, ok := parseRootArg(s); ok { // reach.go: reconcile fetch ROOT
+		return peer.Ticket{Root: root}, nil
+	}
 	t, err := peer.ParseTicket(s)
 	if err != nil {
 		return peer.Ticket{}, fmt.Errorf("%v (copy the whole token printed by reconcile seed)", err)
@@ -298,7 +309,7 @@ func runFetch(c *cli.Context) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	p, err := newCLIPeer(ctx, c)
+	p, err := newCLIPeer(ctx, c, ticketRelays(tk)...)
 	if err != nil {
 		return oneLine(err)
 	}
@@ -315,7 +326,12 @@ func runFetch(c *cli.Context) error {
 			bar.Set64(pr.Bytes)
 		}))
 	}
-	sum, err := p.Fetch(ctx, tk, c.String("out"), opts...)
+	var sum *peer.Summary
+	if len(tk.Peers) == 0 && len(extra) == 0 { // reach.go: a root id alone, found through the DHT or mDNS
+		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
+	} else {
+		sum, err = p.Fetch(ctx, tk, c.String("out"), opts...)
+	}
 	if bar != nil {
 		if err == nil {
 			bar.Finish()
@@ -389,6 +405,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
 		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %.2f MiB, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), mib(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
+		if ps.Path != "" {
+			line += "  " + ps.Path
+		}
 		if ps.Dropped != "" {
 			line += "  dropped: " + ps.Dropped
 		}
