@@ -326,6 +326,9 @@ func runFetch(c *cli.Context) error {
 			bar.Set64(pr.Bytes)
 		}))
 	}
+	if bar == nil {
+		opts = append(opts, firstBlockLog(processStart)) // reach.go
+	}
 	var sum *peer.Summary
 	if len(tk.Peers) == 0 && len(extra) == 0 { // reach.go: a root id alone, found through the DHT or mDNS
 		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)

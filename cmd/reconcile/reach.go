@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -160,3 +162,24 @@ func waitForRelayAddrs(ctx context.Context, c *cli.Context, p *peer.Peer, d time
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// firstBlockLog reports on stderr how long after start the first block
+// arrived (the testbed's time to first block); for fetches without a
+// progress bar.
+func firstBlockLog(start time.Time) peer.FetchOption {
+	var once sync.Once
+	var first = -1
+	return peer.WithProgress(func(pr peer.Progress) {
+		if first < 0 {
+			first = pr.Blocks
+		}
+		if pr.Blocks > first {
+			once.Do(func() {
+				fmt.Fprintf(os.Stderr, "reconcile: first block after %.3f s\n", time.Since(start).Seconds())
+			})
+		}
+	})
+}
+
+// processStart is when the command started (for the time to first block).
+var processStart = time.Now()
