@@ -29,6 +29,7 @@ func (f *fetch) discoverMore() {
 		cctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
 		defer cancel()
 		if err := f.p.h.Connect(cctx, ai); err == nil {
+			f.p.awaitDirect(f.ctx, ai.ID)
 			f.addSource(ai.ID)
 		}
 	}
@@ -127,11 +128,45 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 
 // FetchRoot fetches the content with the given root id alone, as Fetch
 // does, from the providers FindProviders finds (waiting up to a minute for
-// the first); more join as the fetch runs.
+// the first). It starts as soon as one of them is connected; the others,
+// and providers found later, join as the fetch runs.
 func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, opts ...FetchOption) (*Summary, error) {
 	infos, err := p.FindProviders(ctx, root, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	return p.Fetch(ctx, Ticket{Root: root, Peers: infos}, out, opts...)
+	connected := make(chan AddrInfo, len(infos))
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for _, ai := range infos {
+		go func() {
+			if err := p.h.Connect(cctx, ai); err != nil {
+				p.log.Info("provider unreachable", "peer", ai.ID, "err", err)
+				ai.ID = ""
+			}
+			connected <- ai
+		}()
+	}
+	var reached []AddrInfo
+	var grace <-chan time.Time
+	for range infos {
+		var ai AddrInfo
+		select {
+		case ai = <-connected:
+		case <-grace:
+		}
+		if grace != nil && ai.ID == "" && len(reached) > 0 {
+			break
+		}
+		if ai.ID != "" {
+			reached = append(reached, ai)
+			if grace == nil {
+				grace = time.After(2 * time.Second)
+			}
+		}
+	}
+	if len(reached) == 0 {
+		reached = infos // let Fetch report why
+	}
+	return p.Fetch(ctx, Ticket{Root: root, Peers: reached}, out, opts...)
 }

@@ -1,9 +1,12 @@
 package peer
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -91,4 +94,70 @@ func (f *fetch) notePaths(shares []PeerShare) {
 			shares[i].Path = f.p.pathTo(id)
 		}
 	}
+}
+
+// holePunchWait is how long a fetch waits for DCUtR to turn a relayed
+// connection into a direct one before it moves blocks over the relay.
+const holePunchWait = 6 * time.Second
+
+// holePunchRetry is when a relayed connection that was not upgraded is
+// reopened, so that the peer tries hole punching again.
+const holePunchRetry = 1500 * time.Millisecond
+
+// awaitDirect waits, if hole punching is on and the host reaches id only
+// through relays, until it has a direct connection to id, for holePunchWait
+// at most: blocks then flow through a relay only when hole punching fails.
+func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
+	if s.cfg.x == nil || !s.cfg.x.reach.HolePunch || s.pathTo(id) != PathRelayed {
+		return
+	}
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	deadline := time.After(holePunchWait)
+	// The peer that accepted the relayed connection starts the hole punch
+	// at once, but this host answers only once its own DCUtR service runs
+	// (after it has learned a public address), and an attempt may fail. If
+	// no direct connection came after holePunchRetry, reconnect through the
+	// relay once, so the peer tries again.
+	retry := time.After(holePunchRetry)
+	for s.pathTo(id) == PathRelayed {
+		select {
+		case <-ctx.Done():
+			return
+		case <-deadline:
+			s.log.Info("hole punching did not succeed; using the relay", "peer", id)
+			return
+		case <-retry:
+			if s.dcutrReady() {
+				s.reconnectRelayed(ctx, id)
+			} else {
+				retry = time.After(100 * time.Millisecond)
+			}
+		case <-t.C:
+		}
+	}
+}
+
+// reconnectRelayed closes the relayed connections to id and opens a new one.
+func (s *Service) reconnectRelayed(ctx context.Context, id lpeer.ID) {
+	for _, c := range s.h.Network().ConnsToPeer(id) {
+		if isRelayed(c.RemoteMultiaddr()) {
+			c.Close()
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, holePunchWait)
+	defer cancel()
+	if err := s.h.Connect(cctx, lpeer.AddrInfo{ID: id}); err != nil {
+		s.log.Info("reconnect for hole punching", "peer", id, "err", err)
+	}
+}
+
+// dcutrReady says whether the host's DCUtR (hole punching) service answers.
+func (s *Service) dcutrReady() bool {
+	for _, p := range s.h.Mux().Protocols() {
+		if p == holepunch.Protocol {
+			return true
+		}
+	}
+	return false
 }
