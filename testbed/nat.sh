@@ -49,23 +49,23 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 # --- prerequisites -------------------------------------------------------
-if [ "$(id -u)" != 0 ]; then
-	echo "nat.sh: NOT RUN: needs root to create network namespaces" >&2
-	exit 1
-fi
+# Without namespaces the testbed cannot run: loud, and a failure in CI.
+notrun() {
+	echo "##################################################################" >&2
+	echo "nat.sh: NAT TESTBED NOT RUN: $*" >&2
+	echo "##################################################################" >&2
+	if [ "${CI:-}" = true ]; then exit 1; fi
+	exit 0
+}
+if [ "$(id -u)" != 0 ]; then notrun "needs root to create network namespaces"; fi
 need=()
 command -v ip >/dev/null || need+=(iproute2)
 command -v nft >/dev/null || need+=(nftables)
 if [ ${#need[@]} -gt 0 ]; then
 	echo "installing ${need[*]}"
-	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null || die "cannot install ${need[*]}"
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null || notrun "cannot install ${need[*]}"
 fi
-if ! ip netns add "${P}probe" 2>/dev/null; then
-	echo "##################################################################" >&2
-	echo "nat.sh: CANNOT CREATE NETWORK NAMESPACES: the NAT testbed did not run" >&2
-	echo "##################################################################" >&2
-	exit 1
-fi
+ip netns add "${P}probe" 2>/dev/null || notrun "cannot create network namespaces (ip netns add failed)"
 ip netns del "${P}probe"
 
 BIN=$WORK/reconcile
