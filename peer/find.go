@@ -115,7 +115,7 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 			seen[ai.ID] = true
 			out = append(out, ai)
 			if grace == nil {
-				grace = time.After(time.Second)
+				grace = time.After(500 * time.Millisecond)
 			}
 		case <-grace:
 			cancel()
@@ -161,7 +161,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 		if ai.ID != "" {
 			reached = append(reached, ai)
 			if grace == nil {
-				grace = time.After(2 * time.Second)
+				grace = time.After(500 * time.Millisecond)
 			}
 		}
 	}

@@ -119,6 +119,19 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 	// (after it has learned a public address), and an attempt may fail. If
 	// no direct connection came after holePunchRetry, reconnect through the
 	// relay once, so the peer tries again.
+	if !s.dcutrReady() {
+		// The peer's first attempt failed or will: answer its next one.
+		for !s.dcutrReady() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-deadline:
+				return
+			case <-t.C:
+			}
+		}
+		s.reconnectRelayed(ctx, id)
+	}
 	retry := time.After(holePunchRetry)
 	for s.pathTo(id) == PathRelayed {
 		select {
@@ -128,11 +141,7 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 			s.log.Info("hole punching did not succeed; using the relay", "peer", id)
 			return
 		case <-retry:
-			if s.dcutrReady() {
-				s.reconnectRelayed(ctx, id)
-			} else {
-				retry = time.After(100 * time.Millisecond)
-			}
+			s.reconnectRelayed(ctx, id)
 		case <-t.C:
 		}
 	}

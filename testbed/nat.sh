@@ -262,15 +262,21 @@ if [ "$MODE" = bench ]; then
 	bg bseedA ha "$BIN" seed "$WORK/big.bin" --listen /ip4/100.64.1.2/tcp/4011 --listen /ip4/100.64.1.2/udp/4011/quic-v1 --relay "$RB" --json --no-dht --no-mdns "${NATED[@]}"
 	bg bseedP pubseed "$BIN" seed "$WORK/big.bin" --listen /ip4/198.18.0.5/tcp/4011 --listen /ip4/198.18.0.5/udp/4011/quic-v1 --json --no-dht --no-mdns "${PUBLIC[@]}"
 	wait_for "$WORK/bseedA.out" '"ticket"' 60; wait_for "$WORK/bseedP.out" '"ticket"' 60
-	ip netns exec "${P}hb" "$BIN" fetch "$(field "$WORK/bseedA.out" ticket)" --out "$WORK/bout1" --json --no-dht --no-mdns \
-		--listen /ip4/100.64.2.2/tcp/4011 --listen /ip4/100.64.2.2/udp/4011/quic-v1 "${NATED[@]}" >"$WORK/bfetch1.out" 2>"$WORK/bfetch1.err"
-	ip netns exec "${P}pubfetch" "$BIN" fetch "$(field "$WORK/bseedP.out" ticket)" --out "$WORK/bout2" --json --no-dht --no-mdns \
-		--listen /ip4/198.18.0.6/tcp/4011 --listen /ip4/198.18.0.6/udp/4011/quic-v1 "${PUBLIC[@]}" >"$WORK/bfetch2.out" 2>"$WORK/bfetch2.err"
-	s1=$(sed -n 's/.*"seconds": *\([0-9.e+-]*\).*/\1/p' "$WORK/bfetch1.out" | head -1)
-	s2=$(sed -n 's/.*"seconds": *\([0-9.e+-]*\).*/\1/p' "$WORK/bfetch2.out" | head -1)
-	p1=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' "$WORK/bfetch1.out" | head -1)
-	awk -v a="$s1" -v b="$s2" -v p="$p1" 'BEGIN { if (a > 0 && b > 0) printf "bench: NAT A->B (%s) %.2f s (%.0f MiB/s), public %.2f s (%.0f MiB/s): ratio %.2f (goal >= 0.8)\n", p, a, 256/a, b, 256/b, b/a; else print "bench: a fetch failed" }'
-	cmp -s "$WORK/big.bin" "$WORK/bout1/big.bin" || echo "bench: hole-punched output differs"
+	# Two rounds, alternating, each fetch into a fresh folder; the best of each kind counts.
+	for r in 1 2; do
+		rm -rf "$WORK/bout1" "$WORK/bout2"
+		ip netns exec "${P}hb" "$BIN" fetch "$(field "$WORK/bseedA.out" ticket)" --out "$WORK/bout1" --json --no-dht --no-mdns \
+			--listen /ip4/100.64.2.2/tcp/402$r --listen /ip4/100.64.2.2/udp/402$r/quic-v1 "${NATED[@]}" >"$WORK/bfetch1.$r.out" 2>"$WORK/bfetch1.$r.err"
+		cmp -s "$WORK/big.bin" "$WORK/bout1/big.bin" || echo "bench: hole-punched output differs"
+		rm -rf "$WORK/bout2"
+		ip netns exec "${P}pubfetch" "$BIN" fetch "$(field "$WORK/bseedP.out" ticket)" --out "$WORK/bout2" --json --no-dht --no-mdns \
+			--listen /ip4/198.18.0.6/tcp/402$r --listen /ip4/198.18.0.6/udp/402$r/quic-v1 "${PUBLIC[@]}" >"$WORK/bfetch2.$r.out" 2>"$WORK/bfetch2.$r.err"
+	done
+	secs() { sed -n 's/.*"seconds": *\([0-9.e+-]*\).*/\1/p' "$@" | sort -g | head -1; }
+	s1=$(secs "$WORK"/bfetch1.*.out)
+	s2=$(secs "$WORK"/bfetch2.*.out)
+	p1=$(cat "$WORK"/bfetch1.*.out | sed -n 's/.*"path": "\([^"]*\)".*/\1/p' | sort -u | tr '\n' ' ')
+	awk -v a="$s1" -v b="$s2" -v p="$p1" 'BEGIN { if (a > 0 && b > 0) printf "bench: 256 MiB NAT A->B (%s) %.2f s (%.0f MiB/s), public->public %.2f s (%.0f MiB/s): ratio %.2f (goal >= 0.8)\n", p, a, 256/a, b, 256/b, b/a; else print "bench: a fetch failed" }'
 fi
 
 say "done in $(($(date +%s) - START)) s: $FAILS failed"
