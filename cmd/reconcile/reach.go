@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -116,6 +117,11 @@ func netOptions(c *cli.Context, fromTicket []lpeer.AddrInfo) ([]peer.Option, err
 		return nil, fmt.Errorf("--reachability %q: want auto, private or public", c.String("reachability"))
 	}
 	d := peer.Discovery{MDNS: !c.Bool("no-mdns"), Amino: c.Bool("amino"), Reannounce: c.Duration("reannounce")}
+	if loopbackOnly(c.StringSlice("listen")) {
+		// Nobody outside this host can reach the peer: ask no router for a
+		// port, send nothing to the LAN, ask nobody whether it is reachable.
+		r.PortMap, r.AutoNAT, d.MDNS = false, false, false
+	}
 	if !c.Bool("no-dht") {
 		switch c.String("dht-mode") {
 		case "auto", "":
@@ -183,3 +189,14 @@ func firstBlockLog(start time.Time) peer.FetchOption {
 
 // processStart is when the command started (for the time to first block).
 var processStart = time.Now()
+
+// loopbackOnly says whether addrs is not empty and listens on loopback only.
+func loopbackOnly(addrs []string) bool {
+	for _, s := range addrs {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil || !manet.IsIPLoopback(a) {
+			return false
+		}
+	}
+	return len(addrs) > 0
+}
