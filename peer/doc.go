@@ -74,7 +74,8 @@
 // that tests and embedders get a host that only dials and is dialled
 // directly:
 //   - AutoNAT v2: the host learns whether its addresses are reachable
-//     ([Reach].Reachability forces the verdict);
+//     ([Reach].Reachability forces the verdict; public helper nodes answer
+//     other peers' requests with [Reach].AutoNATService);
 //   - NAT port mapping (UPnP, NAT-PMP);
 //   - circuit relay v2 client with AutoRelay: a host that is not reachable
 //     reserves a slot on its relays ([Reach].Relays; the command line tool

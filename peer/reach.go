@@ -22,6 +22,9 @@ type Reach struct {
 	// AutoNAT runs AutoNAT v2 (and v1) so the host learns whether its
 	// addresses are reachable from outside.
 	AutoNAT bool
+	// AutoNATService answers other peers' AutoNAT (v1) dial-back requests;
+	// public helper nodes (reconcile relay) run it.
+	AutoNATService bool
 	// PortMap asks the home router for a port mapping (UPnP, NAT-PMP).
 	PortMap bool
 	// RelayClient lets the host dial and accept circuit relay v2
@@ -79,6 +82,9 @@ func reachOptions(r Reach) []libp2p.Option {
 	var opts []libp2p.Option
 	if r.AutoNAT {
 		opts = append(opts, libp2p.EnableAutoNATv2())
+	}
+	if r.AutoNATService {
+		opts = append(opts, libp2p.EnableNATService())
 	}
 	if r.PortMap {
 		opts = append(opts, libp2p.NATPortMap())

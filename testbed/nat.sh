@@ -148,7 +148,7 @@ home c 198.18.0.4 3 1
 # address, so they do not advertise one here: peers meet through the relay and
 # hole-punch (DCUtR uses addresses seen by one observer).
 TB=(--treat-as-public 198.18.0.0/15 --no-portmap --log-level info)
-NATED=("${TB[@]}" --reachability private)
+NATED=("${TB[@]}" --reachability ${NAT_REACHABILITY:-auto})  # the CLI default
 PUBLIC=("${TB[@]}" --reachability public --no-relay)
 
 bg() { # bg NAME NS CMD...: run in the background, output in $WORK/NAME.{out,err}

@@ -36,7 +36,7 @@ func netFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-holepunch", Usage: "do not upgrade relayed connections to direct ones (DCUtR)"},
 		&cli.BoolFlag{Name: "no-autonat", Usage: "do not ask peers whether this host is reachable (AutoNAT)"},
 		&cli.BoolFlag{Name: "no-portmap", Usage: "do not ask the router for a port mapping (UPnP, NAT-PMP)"},
-		&cli.StringFlag{Name: "reachability", Value: "auto", Usage: "auto (AutoNAT decides), private (behind NAT: use relays at once) or public"},
+		&cli.StringFlag{Name: "reachability", Value: "auto", Usage: "auto (AutoNAT decides; with --relay: private), private (behind NAT: reserve relay slots at once) or public"},
 		&cli.StringSliceFlag{Name: "treat-as-public", Hidden: true, Usage: "CIDR that libp2p is to take as public internet (testbeds only; repeatable)"},
 		&cli.IntFlag{Name: "observers-needed", Hidden: true, Usage: "peers that must see the same external address before it is advertised (libp2p default 4; testbeds use 1)"},
 	}
@@ -109,6 +109,12 @@ func netOptions(c *cli.Context, fromTicket []lpeer.AddrInfo) ([]peer.Option, err
 	}
 	switch c.String("reachability") {
 	case "auto", "":
+		// AutoNAT takes many seconds (and peers to ask) to find a host
+		// unreachable; a user who names a relay wants its address in the
+		// ticket now: reserve a slot at once.
+		if len(c.StringSlice("relay")) > 0 && !c.Bool("no-relay") {
+			r.Reachability = network.ReachabilityPrivate
+		}
 	case "private":
 		r.Reachability = network.ReachabilityPrivate
 	case "public":

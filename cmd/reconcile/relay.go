@@ -106,7 +106,7 @@ func runRelay(c *cli.Context) error {
 	opts := []peer.Option{
 		peer.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
 		peer.WithListenAddrs(c.StringSlice("listen")...),
-		peer.WithReach(peer.Reach{AutoNAT: true, Reachability: network.ReachabilityPublic, TreatAsPublic: pub}),
+		peer.WithReach(peer.Reach{AutoNAT: true, AutoNATService: true, Reachability: network.ReachabilityPublic, TreatAsPublic: pub}),
 		peer.WithDiscovery(peer.Discovery{DHT: peer.DHTServer, Amino: c.Bool("amino"), Bootstrap: boot}),
 	}
 	if k := c.String("key"); k != "" {
