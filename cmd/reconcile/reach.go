@@ -179,16 +179,17 @@ func waitForRelayAddrs(ctx context.Context, c *cli.Context, p *peer.Peer, d time
 // arrived (the testbed's time to first block); for fetches without a
 // progress bar.
 func firstBlockLog(start time.Time) peer.FetchOption {
-	var once sync.Once
-	var first = -1
+	var mu sync.Mutex
+	first, done := -1, false
 	return peer.WithProgress(func(pr peer.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
 		if first < 0 {
 			first = pr.Blocks
 		}
-		if pr.Blocks > first {
-			once.Do(func() {
-				fmt.Fprintf(os.Stderr, "reconcile: first block after %.3f s\n", time.Since(start).Seconds())
-			})
+		if pr.Blocks > first && !done {
+			done = true
+			fmt.Fprintf(os.Stderr, "reconcile: first block after %.3f s\n", time.Since(start).Seconds())
 		}
 	})
 }
