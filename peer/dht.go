@@ -189,8 +189,9 @@ func (ds *discovery) close() error {
 	return err
 }
 
-// announceLoop announces every served root once it is served (polling each
-// second) and again every Reannounce, until the service closes.
+// announceLoop announces every served root once this peer holds a block of
+// it (polling each second) and again every Reannounce, until the service
+// closes.
 func (ds *discovery) announceLoop() {
 	defer ds.wg.Done()
 	t := time.NewTicker(time.Second)
@@ -208,6 +209,9 @@ func (ds *discovery) announceLoop() {
 			ds.mu.Unlock()
 			if ok && time.Since(last) < ds.d.Reannounce {
 				continue
+			}
+			if held, _, _ := ds.s.Held(r); held == 0 {
+				continue // a fetch that holds no block yet has nothing to offer
 			}
 			if len(ds.dht.RoutingTable().ListPeers()) == 0 {
 				break // nobody to tell yet; try again next tick
