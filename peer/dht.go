@@ -116,13 +116,14 @@ type discovery struct {
 
 	mu        sync.Mutex
 	announced map[chunker.ID]time.Time
+	local     map[chunker.ID]bool
 	lan       map[lpeer.ID]struct{}
 	wg        sync.WaitGroup
 }
 
 // startDiscovery starts the DHT and mDNS of s as d says.
 func startDiscovery(s *Service, h host.Host, d Discovery) (*discovery, error) {
-	ds := &discovery{s: s, d: d, announced: make(map[chunker.ID]time.Time), lan: make(map[lpeer.ID]struct{})}
+	ds := &discovery{s: s, d: d, announced: make(map[chunker.ID]time.Time), local: make(map[chunker.ID]bool), lan: make(map[lpeer.ID]struct{})}
 	if d.DHT != DHTOff {
 		opts := []dht.Option{dht.ProtocolPrefix(DHTPrefix)}
 		boot := d.Bootstrap
@@ -214,7 +215,11 @@ func (ds *discovery) announceLoop() {
 				continue // a fetch that holds no block yet has nothing to offer
 			}
 			if len(ds.dht.RoutingTable().ListPeers()) == 0 {
-				break // nobody to tell yet; try again next tick
+				// Nobody to tell yet: keep the record in this peer's own
+				// store (DHT clients that ask it find it there) and tell
+				// the others once there are some.
+				ds.provideLocally(r)
+				continue
 			}
 			ctx, cancel := context.WithTimeout(ds.s.ctx, 30*time.Second)
 			err := ds.dht.Provide(ctx, RootCID(r), true)
@@ -233,6 +238,22 @@ func (ds *discovery) announceLoop() {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// provideLocally puts this peer's provider record of root into its own
+// provider store, once.
+func (ds *discovery) provideLocally(root chunker.ID) {
+	ds.mu.Lock()
+	done := ds.local[root]
+	ds.local[root] = true
+	ds.mu.Unlock()
+	if done {
+		return
+	}
+	self := lpeer.AddrInfo{ID: ds.s.h.ID(), Addrs: ds.s.h.Addrs()}
+	if err := ds.dht.ProviderStore().AddProvider(ds.s.ctx, RootCID(root).Hash(), self); err != nil {
+		ds.s.log.Info("store own provider record", "root", root, "err", err)
 	}
 }
 
