@@ -17,6 +17,7 @@ func (f *fetch) discover() {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	asked := make(map[lpeer.ID]time.Time)
+	f.discoverMore() // peer/find.go: DHT providers and LAN peers too
 	for {
 		f.mu.Lock()
 		var ids []lpeer.ID

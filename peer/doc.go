@@ -63,4 +63,51 @@
 // taken for misbehaviour. Blocks read to be served count against one budget
 // for all streams ([Limits].ServeBytes), and each block frame goes out in one
 // write.
+//
+// # Reachability and discovery
+//
+// (This section: peer/reach.go, peer/dht.go, peer/find.go, peer/paths.go.)
+//
+// [WithReach] puts go-libp2p's own reachability parts into the host [New]
+// builds; each has its switch in [Reach], and [DefaultReach] (what the
+// command line tool uses) turns all on. The library default is none, so
+// that tests and embedders get a host that only dials and is dialled
+// directly:
+//   - AutoNAT v2: the host learns whether its addresses are reachable
+//     ([Reach].Reachability forces the verdict; public helper nodes answer
+//     other peers' requests with [Reach].AutoNATService);
+//   - NAT port mapping (UPnP, NAT-PMP);
+//   - circuit relay v2 client with AutoRelay: a host that is not reachable
+//     reserves a slot on its relays ([Reach].Relays; the command line tool
+//     takes them from --relay and from the relay addresses in a ticket) and
+//     advertises /RELAY-ADDR/p2p/RELAY/p2p-circuit addresses, which tickets
+//     then carry (older tickets parse as before: a relay address is one more
+//     multiaddr);
+//   - DCUtR hole punching: two NATed peers that met through a relay open a
+//     direct connection. A fetch that reached a peer only through a relay
+//     waits a few seconds for it (and reconnects through the relay once, so
+//     the peer tries again) before it moves blocks over the relay, which
+//     it then does only as far as the relay's limits allow.
+//
+// [PeerShare].Path says how each peer's blocks came: [PathDirect],
+// [PathHolePunched] or [PathRelayed].
+//
+// [WithDiscovery] finds peers by content. With a DHT mode other than
+// [DHTOff] the peer runs a Kademlia DHT (go-libp2p-kad-dht); every root it
+// serves (seeded, or being fetched) is announced as a provider record under
+// [RootCID] (CID v1, raw codec, blake3 multihash of the root id) and
+// announced again every [Discovery].Reannounce. [Service.FetchRoot]
+// fetches by root id alone: [Service.FindProviders] looks the root up, and
+// a running fetch keeps looking up providers and takes them as sources.
+// The default is a private DHT, protocol prefix [DHTPrefix] (/reconcile),
+// joined through [Discovery].Bootstrap peers, so neither tests nor users touch
+// the public network unless they ask; [Discovery].Amino joins the public
+// IPFS Amino DHT instead. [Discovery].MDNS announces the peer on the LAN
+// ([MDNSService]) and connects to the peers found there; a fetch takes them
+// as sources, so fetchers on one LAN feed each other with no seed, relay
+// or DHT.
+//
+// Both options shape the host and apply to New only; an application that
+// mounts the service on its own host (NewService) configures its host's
+// reachability itself.
 package peer

@@ -154,7 +154,7 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 // openOutput opens the store in out for root, or returns nil if out holds
 // none yet. A store of other content is ErrManifestMismatch.
 func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID) (*chunker.Store, error) {
-	sopts := []chunker.StoreOption{chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
+	sopts := []chunker.StoreOption{chunker.WithID(root), chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
 	if p.cfg.syncEvery > 1 {
 		// Blocks stored after the last group fsync have no record yet after a
 		// crash; re-hashing the output finds those whose bytes made it to

@@ -46,12 +46,18 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 		h.Close()
 		return nil, fmt.Errorf("peer: start host: %w", err)
 	}
-	return &Peer{Service: newService(h, cfg)}, nil
+	p := &Peer{Service: newService(h, cfg)}
+	if err := p.startExt(); err != nil { // peer/dht.go: paths, DHT, mDNS
+		p.Close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // Close stops the service (see Service.Close), then closes the host.
 func (p *Peer) Close() error {
 	err := p.Service.Close()
+	err = errors.Join(err, p.stopExt()) // peer/dht.go
 	return errors.Join(err, p.h.Close())
 }
 
@@ -102,9 +108,9 @@ func newHost(cfg config) (host.Host, error) {
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ResourceManager(rm),
 		libp2p.DisableMetrics(),
-		libp2p.DisableRelay(),
 		libp2p.SwarmOpts(swarm.WithDialRanker(cfg.dialRanker)),
 	}
+	opts = append(opts, reachOptions(cfg.ext().reach)...) // peer/reach.go: DisableRelay unless WithReach
 	if key != nil {
 		opts = append(opts, libp2p.Identity(key))
 	}

@@ -31,6 +31,8 @@ type config struct {
 	// dialRanker orders the dials of a peer's addresses (tcpFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
+	// x is reachability and discovery (peer/reach.go, peer/dht.go).
+	x *extConfig
 }
 
 // Limits bound what a remote peer may make this peer allocate or hold open.

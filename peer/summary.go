@@ -39,6 +39,9 @@ type PeerShare struct {
 	Rejected int `json:"rejected"`
 	// Dropped says why the peer was dropped, empty if it was not.
 	Dropped string `json:"dropped,omitempty"`
+	// Path is how the blocks came at the end of the fetch: PathDirect,
+	// PathHolePunched or PathRelayed (empty if no longer connected).
+	Path string `json:"path,omitempty"`
 }
 
 // Summary is the outcome of a fetch.
@@ -91,6 +94,7 @@ func (f *fetch) summary() *Summary {
 	for _, sh := range f.shares {
 		s.Peers = append(s.Peers, *sh)
 	}
+	f.notePaths(s.Peers) // peer/paths.go
 	sort.Slice(s.Peers, func(i, j int) bool {
 		if s.Peers[i].Bytes != s.Peers[j].Bytes {
 			return s.Peers[i].Bytes > s.Peers[j].Bytes

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -31,11 +32,11 @@ func init() {
 
 // peerFlags are the flags shared by seed and fetch.
 func peerFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default: every interface, TCP and QUIC, random ports)"},
 		&cli.StringFlag{Name: "key", Usage: "identity key file, created (mode 0600) on first use; default: a fresh identity"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
-	}
+	}, netFlags()...) // reach.go
 }
 
 // peerOptions checks the shared flags of seed and fetch and returns the peer's
@@ -82,6 +83,16 @@ func peerOptions(c *cli.Context) ([]peer.Option, error) {
 		opts = append(opts, peer.WithKeyFile(k))
 	}
 	return opts, nil
+}
+
+// newCLIPeer starts a peer with opts and the options of the reachability and
+// discovery flags; fromTicket are relays a ticket names (reach.go).
+func newCLIPeer(ctx context.Context, c *cli.Context, opts []peer.Option, fromTicket ...lpeer.AddrInfo) (*peer.Peer, error) {
+	nopts, err := netOptions(c, fromTicket)
+	if err != nil {
+		return nil, err
+	}
+	return peer.New(ctx, append(opts, nopts...)...)
 }
 
 func seedCommand() *cli.Command {
@@ -139,11 +150,12 @@ func runSeed(c *cli.Context) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	p, err := peer.New(ctx, opts...)
+	p, err := newCLIPeer(ctx, c, opts)
 	if err != nil {
 		return oneLine(err)
 	}
 	defer p.Close()
+	waitForRelayAddrs(ctx, c, p, 10*time.Second) // reach.go: the ticket carries the relay address
 	var tk peer.Ticket
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
 		st, err := chunker.OpenStore(ctx, path)
@@ -260,7 +272,7 @@ func fetchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "fetch",
 		Usage:     "download the content of a ticket from every peer that has it",
-		ArgsUsage: "TICKET",
+		ArgsUsage: "TICKET|ROOT",
 		Description: "Connects to the ticket's peers (and --peer ones, and the peers they know), gets and\n" +
 			"checks the manifest, reconciles with every peer (complete reconciliation of counting\n" +
 			"Bloom filters by default) so that each sends only blocks this side lacks, downloads\n" +
@@ -315,6 +327,9 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 	default:
 		return peer.Ticket{}, usagef("want one TICKET, got %d arguments", c.NArg())
 	}
+	if root, ok := parseRootArg(s); ok { // reach.go: reconcile fetch ROOT
+		return peer.Ticket{Root: root}, nil
+	}
 	t, err := peer.ParseTicket(s)
 	if err != nil {
 		return peer.Ticket{}, fmt.Errorf("%w (copy the whole token printed by reconcile seed)", err)
@@ -362,7 +377,7 @@ func runFetch(c *cli.Context) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	p, err := peer.New(ctx, popts...)
+	p, err := newCLIPeer(ctx, c, popts, ticketRelays(tk)...)
 	if err != nil {
 		return oneLine(err)
 	}
@@ -370,7 +385,15 @@ func runFetch(c *cli.Context) error {
 	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout"))}
 	pr.status(fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer")))
 	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
-	sum, err := p.Fetch(ctx, tk, c.String("out"), opts...)
+	if pr.mode != progressBar {
+		opts = append(opts, firstBlockLog(processStart)) // reach.go
+	}
+	var sum *peer.Summary
+	if len(tk.Peers) == 0 && len(extra) == 0 { // reach.go: a root id alone, found through the DHT or mDNS
+		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
+	} else {
+		sum, err = p.Fetch(ctx, tk, c.String("out"), opts...)
+	}
 	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
@@ -401,7 +424,7 @@ func runFetch(c *cli.Context) error {
 // (no store there, another content, blocks missing: the fetch finds out).
 // It needs no network.
 func completeOutput(out string, tk peer.Ticket, method reconcile.Method) *peer.Summary {
-	st, err := chunker.OpenStore(out)
+	st, err := chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root))
 	if err != nil {
 		return nil
 	}
@@ -451,6 +474,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
 		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), humanBytes(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
+		if ps.Path != "" {
+			line += "  " + ps.Path
+		}
 		if ps.Dropped != "" {
 			line += "  dropped: " + ps.Dropped
 		}

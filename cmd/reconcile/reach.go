@@ -1,0 +1,209 @@
+package main
+
+// Reachability (relay, hole punching, AutoNAT, port mapping) and discovery
+// (DHT, mDNS) flags of seed and fetch, and `reconcile fetch ROOT`.
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/urfave/cli/v2"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+)
+
+// netFlags are the reachability and discovery flags of seed and fetch.
+func netFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringSliceFlag{Name: "relay", Usage: "circuit relay v2 node to reserve a slot on when behind NAT, as a multiaddr ending in /p2p/ID (repeatable; `reconcile relay` runs one)"},
+		&cli.StringSliceFlag{Name: "bootstrap", Usage: "DHT peer to join through, as a multiaddr ending in /p2p/ID (repeatable; relays named by the ticket are used too)"},
+		&cli.BoolFlag{Name: "amino", Usage: "use the public IPFS Amino DHT instead of the private /reconcile one (its bootstrap peers unless --bootstrap)"},
+		&cli.StringFlag{Name: "dht-mode", Value: "auto", Usage: "DHT mode: auto (server once reachable), client or server"},
+		&cli.DurationFlag{Name: "reannounce", Value: time.Hour, Usage: "announce the content's root in the DHT again this often"},
+		&cli.BoolFlag{Name: "no-dht", Usage: "run no DHT: neither announce nor look up the content"},
+		&cli.BoolFlag{Name: "no-mdns", Usage: "do not announce or look for peers on the LAN (mDNS)"},
+		&cli.BoolFlag{Name: "no-relay", Usage: "neither use relays nor accept relayed connections (also turns off hole punching)"},
+		&cli.BoolFlag{Name: "no-holepunch", Usage: "do not upgrade relayed connections to direct ones (DCUtR)"},
+		&cli.BoolFlag{Name: "no-autonat", Usage: "do not ask peers whether this host is reachable (AutoNAT)"},
+		&cli.BoolFlag{Name: "no-portmap", Usage: "do not ask the router for a port mapping (UPnP, NAT-PMP)"},
+		&cli.StringFlag{Name: "reachability", Value: "auto", Usage: "auto (AutoNAT decides; with --relay: private), private (behind NAT: reserve relay slots at once) or public"},
+		&cli.StringSliceFlag{Name: "treat-as-public", Hidden: true, Usage: "CIDR that libp2p is to take as public internet (testbeds only; repeatable)"},
+		&cli.IntFlag{Name: "observers-needed", Hidden: true, Usage: "peers that must see the same external address before it is advertised (libp2p default 4; testbeds use 1)"},
+	}
+}
+
+// parseAddrInfos parses full multiaddrs (…/p2p/ID) into peers, merging
+// addresses of the same peer.
+func parseAddrInfos(flag string, ss []string) ([]lpeer.AddrInfo, error) {
+	var addrs []ma.Multiaddr
+	for _, s := range ss {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %v", flag, s, err)
+		}
+		addrs = append(addrs, a)
+	}
+	infos, err := lpeer.AddrInfosFromP2pAddrs(addrs...)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %v (want a multiaddr ending in /p2p/ID)", flag, err)
+	}
+	return infos, nil
+}
+
+// ticketRelays are the relays named by the relay addresses of a ticket's peers.
+func ticketRelays(t peer.Ticket) []lpeer.AddrInfo {
+	var addrs []ma.Multiaddr
+	for _, ai := range t.Peers {
+		for _, a := range ai.Addrs {
+			relay, _ := ma.SplitFunc(a, func(c ma.Component) bool { return c.Protocol().Code == ma.P_CIRCUIT })
+			if len(relay) == 0 || len(relay) == len(a) {
+				continue
+			}
+			if _, err := relay.ValueForProtocol(ma.P_P2P); err == nil {
+				addrs = append(addrs, relay)
+			}
+		}
+	}
+	infos, _ := lpeer.AddrInfosFromP2pAddrs(addrs...)
+	return infos
+}
+
+// netOptions are the peer options of the reachability and discovery flags;
+// fromTicket are relays a ticket names (used as relays and bootstrap peers).
+func netOptions(c *cli.Context, fromTicket []lpeer.AddrInfo) ([]peer.Option, error) {
+	relays, err := parseAddrInfos("relay", c.StringSlice("relay"))
+	if err != nil {
+		return nil, err
+	}
+	boot, err := parseAddrInfos("bootstrap", c.StringSlice("bootstrap"))
+	if err != nil {
+		return nil, err
+	}
+	relays = append(relays, fromTicket...)
+	r := peer.Reach{
+		AutoNAT:         !c.Bool("no-autonat"),
+		PortMap:         !c.Bool("no-portmap"),
+		RelayClient:     !c.Bool("no-relay"),
+		HolePunch:       !c.Bool("no-relay") && !c.Bool("no-holepunch"),
+		ObserversNeeded: c.Int("observers-needed"),
+	}
+	if r.RelayClient {
+		r.Relays = relays
+	}
+	for _, s := range c.StringSlice("treat-as-public") {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("--treat-as-public %q: %v", s, err)
+		}
+		r.TreatAsPublic = append(r.TreatAsPublic, p)
+	}
+	switch c.String("reachability") {
+	case "auto", "":
+		// AutoNAT takes many seconds (and peers to ask) to find a host
+		// unreachable; a user who names a relay wants its address in the
+		// ticket now: reserve a slot at once.
+		if len(c.StringSlice("relay")) > 0 && !c.Bool("no-relay") {
+			r.Reachability = network.ReachabilityPrivate
+		}
+	case "private":
+		r.Reachability = network.ReachabilityPrivate
+	case "public":
+		r.Reachability = network.ReachabilityPublic
+	default:
+		return nil, fmt.Errorf("--reachability %q: want auto, private or public", c.String("reachability"))
+	}
+	d := peer.Discovery{MDNS: !c.Bool("no-mdns"), Amino: c.Bool("amino"), Reannounce: c.Duration("reannounce")}
+	if loopbackOnly(c.StringSlice("listen")) {
+		// Nobody outside this host can reach the peer: ask no router for a
+		// port, send nothing to the LAN, ask nobody whether it is reachable.
+		r.PortMap, r.AutoNAT, d.MDNS = false, false, false
+	}
+	if !c.Bool("no-dht") {
+		switch c.String("dht-mode") {
+		case "auto", "":
+			d.DHT = peer.DHTAuto
+		case "client":
+			d.DHT = peer.DHTClient
+		case "server":
+			d.DHT = peer.DHTServer
+		default:
+			return nil, fmt.Errorf("--dht-mode %q: want auto, client or server", c.String("dht-mode"))
+		}
+		d.Bootstrap = append(boot, fromTicket...)
+		if !d.Amino && len(d.Bootstrap) == 0 {
+			d.Bootstrap = relays
+		}
+	}
+	if d.Reannounce <= 0 {
+		return nil, fmt.Errorf("--reannounce %v: want a positive duration such as 1h", d.Reannounce)
+	}
+	return []peer.Option{peer.WithReach(r), peer.WithDiscovery(d)}, nil
+}
+
+// parseRootArg reads a bare root id (64 hex digits) given instead of a
+// ticket: `reconcile fetch ROOT`.
+func parseRootArg(s string) (chunker.ID, bool) {
+	id, err := chunker.ParseID(strings.TrimSpace(s))
+	return id, err == nil
+}
+
+// waitForRelayAddrs waits up to d for the peer to hold a relay reservation
+// when relays were given and the host is not known to be public, so that the
+// ticket printed carries its relay address.
+func waitForRelayAddrs(ctx context.Context, c *cli.Context, p *peer.Peer, d time.Duration) {
+	if c.Bool("no-relay") || c.String("reachability") == "public" || (len(c.StringSlice("relay")) == 0) {
+		return
+	}
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, a := range p.Addrs() {
+			if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+				return
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// firstBlockLog reports on stderr how long after start the first block
+// arrived (the testbed's time to first block); for fetches without a
+// progress bar.
+func firstBlockLog(start time.Time) peer.FetchOption {
+	var mu sync.Mutex
+	first, done := -1, false
+	return peer.WithProgress(func(pr peer.Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if first < 0 {
+			first = pr.Blocks
+		}
+		if pr.Blocks > first && !done {
+			done = true
+			fmt.Fprintf(os.Stderr, "reconcile: first block after %.3f s\n", time.Since(start).Seconds())
+		}
+	})
+}
+
+// processStart is when the command started (for the time to first block).
+var processStart = time.Now()
+
+// loopbackOnly says whether addrs is not empty and listens on loopback only.
+func loopbackOnly(addrs []string) bool {
+	for _, s := range addrs {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil || !manet.IsIPLoopback(a) {
+			return false
+		}
+	}
+	return len(addrs) > 0
+}

@@ -1,0 +1,172 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// providerLookupEvery is the pause between DHT lookups of a running fetch.
+const providerLookupEvery = 10 * time.Second
+
+// discoverMore starts the fetch's DHT and LAN discovery, if the peer runs
+// any: providers of the root found in the DHT, and peers found on the LAN
+// by mDNS, become sources as they are found.
+func (f *fetch) discoverMore() {
+	ds := f.p.discoveryOf()
+	if ds == nil {
+		return
+	}
+	root := f.c.man.ID()
+	add := func(ai AddrInfo) {
+		if ai.ID == f.p.h.ID() || f.known(ai.ID) || f.p.isBanned(ai.ID) {
+			return
+		}
+		cctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+		defer cancel()
+		if err := f.p.h.Connect(cctx, ai); err == nil {
+			f.p.awaitDirect(f.ctx, ai.ID)
+			f.addSource(ai.ID)
+		}
+	}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		var last time.Time
+		for {
+			for _, id := range ds.lanPeers() {
+				add(AddrInfo{ID: id})
+			}
+			if ds.dht != nil && time.Since(last) > providerLookupEvery {
+				last = time.Now()
+				ctx, cancel := context.WithTimeout(f.ctx, providerLookupEvery)
+				ds.providers(ctx, root, func(ai AddrInfo) { go add(ai) })
+				cancel()
+			}
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// FindProviders looks for peers that serve root: providers in the DHT and
+// peers of this tool on the LAN (WithDiscovery). It returns those found
+// within wait, or as soon as one is found and a further second has passed.
+// It fails with ErrNoPeers if none is found.
+func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.Duration) ([]AddrInfo, error) {
+	ds := p.discoveryOf()
+	if ds == nil {
+		return nil, fmt.Errorf("%w: no DHT and no mDNS to look up %s", ErrNoPeers, root)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	found := make(chan AddrInfo, 16)
+	go func() {
+		defer close(found)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for ctx.Err() == nil {
+			if ds.dht != nil {
+				lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
+				ds.providers(lctx, root, func(ai AddrInfo) {
+					select {
+					case found <- ai:
+					case <-ctx.Done():
+					}
+				})
+				lcancel()
+			}
+			for _, id := range ds.lanPeers() {
+				select {
+				case found <- AddrInfo{ID: id, Addrs: p.h.Peerstore().Addrs(id)}:
+				case <-ctx.Done():
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+		}
+	}()
+	seen := make(map[lpeer.ID]bool)
+	var out []AddrInfo
+	var grace <-chan time.Time
+	for {
+		select {
+		case ai, ok := <-found:
+			if !ok {
+				if len(out) == 0 {
+					return nil, fmt.Errorf("%w: no provider of %s found in %v", ErrNoPeers, root, wait)
+				}
+				return out, nil
+			}
+			if seen[ai.ID] || ai.ID == p.h.ID() {
+				continue
+			}
+			seen[ai.ID] = true
+			out = append(out, ai)
+			if grace == nil {
+				grace = time.After(500 * time.Millisecond)
+			}
+		case <-grace:
+			cancel()
+			for range found {
+			}
+			return out, nil
+		}
+	}
+}
+
+// FetchRoot fetches the content with the given root id alone, as Fetch
+// does, from the providers FindProviders finds (waiting up to a minute for
+// the first). It starts as soon as one of them is connected; the others,
+// and providers found later, join as the fetch runs.
+func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, opts ...FetchOption) (*Summary, error) {
+	infos, err := p.FindProviders(ctx, root, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	connected := make(chan AddrInfo, len(infos))
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	for _, ai := range infos {
+		go func() {
+			if err := p.h.Connect(cctx, ai); err != nil {
+				p.log.Info("provider unreachable", "peer", ai.ID, "err", err)
+				ai.ID = ""
+			}
+			connected <- ai
+		}()
+	}
+	var reached []AddrInfo
+	var grace <-chan time.Time
+	for range infos {
+		var ai AddrInfo
+		select {
+		case ai = <-connected:
+		case <-grace:
+		}
+		if grace != nil && ai.ID == "" && len(reached) > 0 {
+			break
+		}
+		if ai.ID != "" {
+			reached = append(reached, ai)
+			if grace == nil {
+				grace = time.After(500 * time.Millisecond)
+			}
+		}
+	}
+	if len(reached) == 0 {
+		reached = infos // let Fetch report why
+	}
+	return p.Fetch(ctx, Ticket{Root: root, Peers: reached}, out, opts...)
+}

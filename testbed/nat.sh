@@ -1,0 +1,283 @@
+#!/usr/bin/env bash
+# NAT testbed: Linux network namespaces on one machine, an "internet" segment
+# (198.18.0.0/24) with a relay/DHT bootstrap node and a public seed, two home
+# networks behind NAT routers that map endpoint-independently (nftables
+# masquerade, ports kept, unsolicited packets dropped), and one home behind a symmetric NAT (masquerade
+# fully-random). Homes use 100.64.0.0/10. Nothing touches the host's own
+# interfaces and no namespace has a route out of the testbed; everything is
+# removed at the end, also when a step fails.
+#
+#   bash testbed/nat.sh          # the four scenarios, pass/fail (CI)
+#   bash testbed/nat.sh bench    # also: 256 MiB hole-punched vs public-public fetch
+#
+# Needs root (ip netns). Installs nftables and iproute2 with apt-get if missing.
+# Scenarios:
+#   1 seed behind NAT A, fetcher behind NAT B, ticket with the relay: byte-identical,
+#     blocks over a hole-punched (direct, not relayed) connection
+#   2 seed behind the symmetric NAT: completes through the relay (limits raised by
+#     its operator), the summary says "relayed"
+#   3 a fetcher given the root id and the bootstrap address only finds a public and a
+#     NATed seed in the DHT and downloads from both (prints the time to first block)
+#   4 two fetchers in one home find each other by mDNS; the second downloads from the
+#     first with no seed, relay or DHT running
+set -uo pipefail
+
+MODE=${1:-test}
+ROOT_DIR=$(cd "$(dirname "$0")/.." && pwd)
+P=rcn$$                       # prefix of our namespaces and interfaces
+WORK=$(mktemp -d /tmp/nattestbed.XXXXXX)
+PIDS=()
+FAILS=0
+SIZE_MB=${NAT_TESTBED_MB:-16}
+START=$(date +%s)
+
+say()  { printf '\n=== %s\n' "$*"; }
+die()  { echo "nat.sh: FATAL: $*" >&2; exit 2; }
+
+cleanup() {
+	local rc=$?
+	for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+	sleep 0.3
+	for pid in "${PIDS[@]}"; do kill -9 "$pid" 2>/dev/null; done
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P" || true); do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	if [ -n "${KEEP_WORK:-}" ]; then echo "logs kept in $WORK"; else rm -rf "$WORK"; fi
+	exit $rc
+}
+trap cleanup EXIT INT TERM
+
+# --- prerequisites -------------------------------------------------------
+# Without namespaces the testbed cannot run: loud, and a failure in CI.
+notrun() {
+	echo "##################################################################" >&2
+	echo "nat.sh: NAT TESTBED NOT RUN: $*" >&2
+	echo "##################################################################" >&2
+	if [ "${CI:-}" = true ]; then exit 1; fi
+	exit 0
+}
+if [ "$(id -u)" != 0 ]; then notrun "needs root to create network namespaces"; fi
+need=()
+command -v ip >/dev/null || need+=(iproute2)
+command -v nft >/dev/null || need+=(nftables)
+if [ ${#need[@]} -gt 0 ]; then
+	echo "installing ${need[*]}"
+	(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}") >/dev/null || notrun "cannot install ${need[*]}"
+fi
+ip netns add "${P}probe" 2>/dev/null || notrun "cannot create network namespaces (ip netns add failed)"
+ip netns del "${P}probe"
+
+BIN=$WORK/reconcile
+(cd "$ROOT_DIR" && if [ -f cmd/go.mod ]; then cd cmd && go build -o "$BIN" ./reconcile; else go build -o "$BIN" ./cmd/reconcile; fi) || die "build failed"
+
+# --- topology ------------------------------------------------------------
+nsx() { local ns=$1; shift; ip netns exec "$P$ns" "$@"; }
+
+ip netns add "${P}sw"          # the internet's switch (a bridge)
+nsx sw ip link add br0 type bridge
+nsx sw ip link set br0 up
+nsx sw ip link set lo up
+
+# Interface names are at most 15 characters: veth pairs are vNNNNNaK / vNNNNNbK.
+IF=0
+V=v$(($$ % 100000))
+# pubhost NAME ADDR: a namespace on the internet segment
+pubhost() {
+	local n=$1 addr=$2
+	IF=$((IF + 1))
+	ip netns add "$P$n"
+	ip link add "${V}a$IF" type veth peer name "${V}b$IF"
+	ip link set "${V}a$IF" netns "$P$n"
+	ip link set "${V}b$IF" netns "${P}sw"
+	nsx sw ip link set "${V}b$IF" master br0 up
+	nsx "$n" ip link set lo up
+	nsx "$n" ip link set "${V}a$IF" name eth0
+	nsx "$n" ip addr add "$addr/24" dev eth0
+	nsx "$n" ip link set eth0 up
+}
+# home NAME ROUTERADDR HOMENET(x) SYMMETRIC: router namespace rtNAME on the
+# internet, home namespace hNAME on 100.64.x.0/24 behind it
+home() {
+	local n=$1 pub=$2 x=$3 sym=$4
+	pubhost "rt$n" "$pub"
+	ip netns add "${P}h$n"
+	IF=$((IF + 1))
+	ip link add "${V}a$IF" type veth peer name "${V}b$IF"
+	ip link set "${V}a$IF" netns "${P}h$n"
+	ip link set "${V}b$IF" netns "${P}rt$n"
+	nsx "h$n" ip link set lo up
+	nsx "h$n" ip link set "${V}a$IF" name eth0
+	nsx "h$n" ip addr add "100.64.$x.2/24" dev eth0
+	nsx "h$n" ip link set eth0 up
+	nsx "h$n" ip route add default via "100.64.$x.1"
+	nsx "rt$n" ip link set "${V}b$IF" name lan0
+	nsx "rt$n" ip addr add "100.64.$x.1/24" dev lan0
+	nsx "rt$n" ip link set lan0 up
+	nsx "rt$n" sysctl -qw net.ipv4.ip_forward=1
+	local masq="masquerade"
+	[ "$sym" = 1 ] && masq="masquerade random,fully-random"
+	nsx "rt$n" nft -f - <<EOF
+table ip nat {
+	chain post { type nat hook postrouting priority 100; oifname "eth0" $masq; }
+}
+table ip filter {
+	chain forward_chain { type filter hook forward priority 0; policy drop;
+		ct state established,related accept
+		iifname "lan0" oifname "eth0" accept
+	}
+	chain input_chain { type filter hook input priority 0; policy accept;
+		iifname "eth0" ct state established,related accept
+		iifname "eth0" drop
+	}
+}
+EOF
+}
+
+pubhost relay 198.18.0.1
+pubhost pubseed 198.18.0.5
+pubhost pubfetch 198.18.0.6
+home a 198.18.0.2 1 0
+home b 198.18.0.3 2 0
+home c 198.18.0.4 3 1
+
+# --- helpers -------------------------------------------------------------
+# The testbed's internet is 198.18.0.0/24, a benchmark range go-libp2p takes for
+# unroutable: --treat-as-public makes it take it for the internet (testbeds only).
+# NATed peers keep libp2p's default of 4 observers before advertising an external
+# address, so they do not advertise one here: peers meet through the relay and
+# hole-punch (DCUtR uses addresses seen by one observer).
+TB=(--treat-as-public 198.18.0.0/15 --no-portmap --log-level info)
+NATED=("${TB[@]}" --reachability ${NAT_REACHABILITY:-auto})  # the CLI default
+PUBLIC=("${TB[@]}" --reachability public --no-relay)
+
+bg() { # bg NAME NS CMD...: run in the background, output in $WORK/NAME.{out,err}
+	local name=$1 ns=$2; shift 2
+	ip netns exec "$P$ns" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err" &
+	PIDS+=($!)
+	eval "PID_$name=$!"
+}
+wait_for() { # wait_for FILE PATTERN SECONDS
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+	return 1
+}
+field() { sed -n "s/.*\"$2\": *\"\([^\"]*\)\".*/\1/p" "$1" | head -1; }
+pass() { echo "PASS: $*"; }
+fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
+show() { echo "--- $1"; sed -n '1,60p' "$WORK/$1.out"; grep -v '^$' "$WORK/$1.err" | tail -15; }
+
+head -c $((SIZE_MB << 20)) /dev/urandom >"$WORK/file.bin"
+
+say "relay and DHT bootstrap node on the internet (198.18.0.1)"
+bg relay relay "$BIN" relay --listen /ip4/198.18.0.1/tcp/4001 --listen /ip4/198.18.0.1/udp/4001/quic-v1 \
+	--data-limit 64MiB --duration-limit 2m --json --treat-as-public 198.18.0.0/15 --log-level info
+wait_for "$WORK/relay.out" '"addrs"' 10 || { show relay; die "relay did not start"; }
+sleep 0.3
+RELAY=$(grep -o '/ip4/198.18.0.1/tcp/4001/p2p/[A-Za-z0-9]*' "$WORK/relay.out" | head -1)
+echo "relay: $RELAY"
+
+# --- scenario 1 ----------------------------------------------------------
+say "1: seed behind NAT A, fetcher behind NAT B, hole punching"
+bg seedA ha "$BIN" seed "$WORK/file.bin" --listen /ip4/100.64.1.2/tcp/4001 --listen /ip4/100.64.1.2/udp/4001/quic-v1 \
+	--relay "$RELAY" --json "${NATED[@]}"
+wait_for "$WORK/seedA.out" '"ticket"' 20 || { show seedA; die "seed A did not start"; }
+TICKET_A=$(field "$WORK/seedA.out" ticket)
+ROOT=$(field "$WORK/seedA.out" root)
+grep -q p2p-circuit "$WORK/seedA.out" && echo "seed A's ticket carries its relay address" || echo "note: seed A's ticket has no relay address yet"
+t0=$(date +%s.%N)
+ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$TICKET_A" --out "$WORK/out1" --json --no-mdns \
+	--listen /ip4/100.64.2.2/tcp/4001 --listen /ip4/100.64.2.2/udp/4001/quic-v1 "${NATED[@]}" \
+	>"$WORK/fetch1.out" 2>"$WORK/fetch1.err"
+rc=$?
+echo "fetch took $(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo '?') s"
+if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out1/file.bin"; then
+	if grep -q '"path": "hole-punched"' "$WORK/fetch1.out" && ! grep -q '"path": "relayed"' "$WORK/fetch1.out"; then
+		pass "1: byte-identical, blocks over a hole-punched direct connection"
+	else
+		fail "1: byte-identical but not over a hole-punched connection"; show fetch1
+	fi
+else
+	fail "1: fetch failed (exit $rc) or output differs"; show fetch1; show seedA
+fi
+
+# --- scenario 2 ----------------------------------------------------------
+say "2: seed behind the symmetric NAT C: through the relay"
+bg seedC hc "$BIN" seed "$WORK/file.bin" --listen /ip4/100.64.3.2/tcp/4001 --listen /ip4/100.64.3.2/udp/4001/quic-v1 \
+	--relay "$RELAY" --json "${NATED[@]}"
+wait_for "$WORK/seedC.out" '"ticket"' 20 || { show seedC; die "seed C did not start"; }
+TICKET_C=$(field "$WORK/seedC.out" ticket)
+ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$TICKET_C" --out "$WORK/out2" --json --no-mdns --no-dht \
+	--listen /ip4/100.64.2.2/tcp/4002 --listen /ip4/100.64.2.2/udp/4002/quic-v1 "${NATED[@]}" \
+	>"$WORK/fetch2.out" 2>"$WORK/fetch2.err"
+rc=$?
+if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out2/file.bin" && grep -q '"path": "relayed"' "$WORK/fetch2.out"; then
+	pass "2: byte-identical through the relay (summary: relayed), $SIZE_MB MiB within its 64 MiB limit"
+else
+	fail "2: exit $rc, or output differs, or not relayed"; show fetch2
+fi
+kill "$PID_seedC" 2>/dev/null
+
+# --- scenario 3 ----------------------------------------------------------
+say "3: root id and bootstrap address only: two seeds (public, NAT A) found in the DHT"
+bg seedP pubseed "$BIN" seed "$WORK/file.bin" --listen /ip4/198.18.0.5/tcp/4001 --listen /ip4/198.18.0.5/udp/4001/quic-v1 \
+	--bootstrap "$RELAY" --json "${PUBLIC[@]}"
+wait_for "$WORK/seedP.out" '"ticket"' 20 || { show seedP; die "public seed did not start"; }
+wait_for "$WORK/seedP.err" 'announced root' 20 || echo "note: public seed has not announced yet"
+wait_for "$WORK/seedA.err" 'announced root' 20 || echo "note: seed A has not announced yet"
+bg fetch3 hb "$BIN" fetch "$ROOT" --bootstrap "$RELAY" --out "$WORK/out3" --json --seed-after \
+	--listen /ip4/100.64.2.2/tcp/4003 --listen /ip4/100.64.2.2/udp/4003/quic-v1 "${NATED[@]}"
+wait_for "$WORK/fetch3.out" '"peers"' 90
+sleep 0.5
+TTFB=$(sed -n 's/.*first block after \([0-9.]*\) s.*/\1/p' "$WORK/fetch3.err" | head -1)
+npeers=$(grep -c '^      "blocks": [1-9]' "$WORK/fetch3.out")
+if cmp -s "$WORK/file.bin" "$WORK/out3/file.bin" && [ "$npeers" -ge 2 ]; then
+	pass "3: found both seeds in the DHT and downloaded from $npeers peers; time to first block ${TTFB:-?} s (goal < 5 s)"
+else
+	fail "3: output differs or fewer than 2 peers sent blocks ($npeers)"; show fetch3
+fi
+
+# --- scenario 4 ----------------------------------------------------------
+say "4: LAN: a second fetcher in home B finds the first by mDNS, no seed, relay or DHT"
+for n in seedA seedP relay; do eval "kill \$PID_$n" 2>/dev/null; done
+sleep 0.5
+ip netns exec "${P}hb" timeout 60 "$BIN" fetch "$ROOT" --out "$WORK/out4" --json --no-dht --no-relay \
+	--listen /ip4/100.64.2.2/tcp/4004 "${TB[@]}" >"$WORK/fetch4.out" 2>"$WORK/fetch4.err"
+rc=$?
+F3=$(grep -o '"peer": "[^"]*"' "$WORK/fetch4.out" | head -1)
+if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out4/file.bin"; then
+	pass "4: byte-identical from the other fetcher found on the LAN ($F3)"
+else
+	fail "4: exit $rc or output differs"; show fetch4
+fi
+kill "$PID_fetch3" 2>/dev/null
+
+# --- benchmark -----------------------------------------------------------
+if [ "$MODE" = bench ]; then
+	say "bench: 256 MiB, hole-punched (NAT A -> NAT B) vs public (198.18.0.5 -> 198.18.0.6)"
+	head -c $((256 << 20)) /dev/urandom >"$WORK/big.bin"
+	bg relayb relay "$BIN" relay --listen /ip4/198.18.0.1/tcp/4011 --listen /ip4/198.18.0.1/udp/4011/quic-v1 --json --treat-as-public 198.18.0.0/15
+	wait_for "$WORK/relayb.out" '"addrs"' 10
+	RB=$(grep -o '/ip4/198.18.0.1/tcp/4011/p2p/[A-Za-z0-9]*' "$WORK/relayb.out" | head -1)
+	bg bseedA ha "$BIN" seed "$WORK/big.bin" --listen /ip4/100.64.1.2/tcp/4011 --listen /ip4/100.64.1.2/udp/4011/quic-v1 --relay "$RB" --json --no-dht --no-mdns "${NATED[@]}"
+	bg bseedP pubseed "$BIN" seed "$WORK/big.bin" --listen /ip4/198.18.0.5/tcp/4011 --listen /ip4/198.18.0.5/udp/4011/quic-v1 --json --no-dht --no-mdns "${PUBLIC[@]}"
+	wait_for "$WORK/bseedA.out" '"ticket"' 60; wait_for "$WORK/bseedP.out" '"ticket"' 60
+	# Two rounds, alternating, each fetch into a fresh folder; the best of each kind counts.
+	for r in 1 2; do
+		rm -rf "$WORK/bout1" "$WORK/bout2"
+		ip netns exec "${P}hb" "$BIN" fetch "$(field "$WORK/bseedA.out" ticket)" --out "$WORK/bout1" --json --no-dht --no-mdns \
+			--listen /ip4/100.64.2.2/tcp/402$r --listen /ip4/100.64.2.2/udp/402$r/quic-v1 "${NATED[@]}" >"$WORK/bfetch1.$r.out" 2>"$WORK/bfetch1.$r.err"
+		cmp -s "$WORK/big.bin" "$WORK/bout1/big.bin" || echo "bench: hole-punched output differs"
+		rm -rf "$WORK/bout2"
+		ip netns exec "${P}pubfetch" "$BIN" fetch "$(field "$WORK/bseedP.out" ticket)" --out "$WORK/bout2" --json --no-dht --no-mdns \
+			--listen /ip4/198.18.0.6/tcp/402$r --listen /ip4/198.18.0.6/udp/402$r/quic-v1 "${PUBLIC[@]}" >"$WORK/bfetch2.$r.out" 2>"$WORK/bfetch2.$r.err"
+	done
+	secs() { sed -n 's/.*"seconds": *\([0-9.e+-]*\).*/\1/p' "$@" | sort -g | head -1; }
+	s1=$(secs "$WORK"/bfetch1.*.out)
+	s2=$(secs "$WORK"/bfetch2.*.out)
+	p1=$(cat "$WORK"/bfetch1.*.out | sed -n 's/.*"path": "\([^"]*\)".*/\1/p' | sort -u | tr '\n' ' ')
+	awk -v a="$s1" -v b="$s2" -v p="$p1" 'BEGIN { if (a > 0 && b > 0) printf "bench: 256 MiB NAT A->B (%s) %.2f s (%.0f MiB/s), public->public %.2f s (%.0f MiB/s): ratio %.2f (goal >= 0.8)\n", p, a, 256/a, b, 256/b, b/a; else print "bench: a fetch failed" }'
+fi
+
+say "done in $(($(date +%s) - START)) s: $FAILS failed"
+[ $FAILS = 0 ]
