@@ -457,7 +457,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, trips, err := f.p.pullSession(cs, f.t.responder(), f.t.method(), f.t.held())
+	s, trips, err := f.p.pullSession(ctx, cs, f.t.responder(), f.t.method(), f.t.held())
 	if err != nil {
 		cs.reset()
 		return nil, err

@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -8,7 +9,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -93,21 +93,6 @@ func heldSet(n int, held []int) *reconcile.Set {
 // content asked about: the reject is sent and the stream closed politely.
 var errNotServed = errors.New("peer: method not served")
 
-// violation reports whether a session error of package reconcile means the
-// peer broke the protocol (a malformed, out-of-order or wrong-method message,
-// an index outside the file, cells that do not decode, or a peer describing
-// another file), rather than a disagreement of configurations or a reject.
-func violation(err error) bool {
-	for _, e := range []error{reconcile.ErrMessage, reconcile.ErrLimit, reconcile.ErrVersion,
-		reconcile.ErrMethod, reconcile.ErrState, reconcile.ErrIndex, reconcile.ErrUniverse,
-		reconcile.ErrDecode, cbfalgebra.ErrCorrupt, cbfalgebra.ErrTooLarge} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
 // methodNames lists methods by name for messages.
 func methodNames(ms []reconcile.Method) string {
 	names := make([]string, len(ms))
@@ -117,88 +102,113 @@ func methodNames(ms []reconcile.Method) string {
 	return strings.Join(names, ", ")
 }
 
+// reconConn carries the messages of one session of package reconcile in
+// payload frames of a stream (a reconcile.Conn for reconcile.Drive). When
+// offered is set, the indices of the offers sent are recorded in it.
+type reconConn struct {
+	send    func(parts ...[]byte) error
+	flush   func() error
+	next    func(max int) ([]byte, error)
+	max     int
+	offered *[]int
+}
+
+func (c *reconConn) Send(m *reconcile.Message, encoded []byte) error {
+	if c.offered != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
+		*c.offered = (*c.offered)[:0]
+		for _, i := range m.Indices {
+			*c.offered = append(*c.offered, int(i))
+		}
+	}
+	return c.send([]byte{wire.TypePayload}, encoded)
+}
+
+func (c *reconConn) Flush() error { return c.flush() }
+
+// Recv returns the body of the next payload frame; an error frame is the
+// remote's error, any other frame ErrMalformed.
+func (c *reconConn) Recv() ([]byte, error) {
+	f, err := c.next(c.max)
+	if err != nil {
+		return nil, err
+	}
+	return wire.DecodeTyped(f, wire.TypePayload)
+}
+
+// frameMax bounds a reconciliation frame: a message of package reconcile
+// within the filter limit, and its type byte.
+func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<10 }
+
 // answerSession runs the responder side of one session on ss, with the
 // method the first message names, and returns that method and the units
 // the answer offered. held lists the blocks (or coded blocks) offered. A
-// method r does not serve is refused with a reject (errNotServed); a peer
-// that breaks the protocol gets an error wrapping ErrMalformed, which resets
-// the stream.
+// method r does not serve is refused with a reject (errNotServed); a
+// disagreement of configurations is rejected (errRejected); a peer that
+// breaks the protocol gets an error wrapping ErrMalformed, which resets the
+// stream.
 func (p *Service) answerSession(ss *serverStream, r *responder, held []int) (reconcile.Method, []int, error) {
 	lim := p.reconcileLimits()
-	var s *reconcile.Session
-	var method reconcile.Method
 	var offered []int
-	var out []byte
-	send := func(msgs ...reconcile.Message) error {
-		for _, msg := range msgs {
-			if msg.Type == reconcile.MsgOffer || msg.Type == reconcile.MsgBlocks {
-				offered = offered[:0]
-				for _, i := range msg.Indices {
-					offered = append(offered, int(i))
-				}
-			}
-			var err error
-			out, err = msg.AppendBinary(out[:0])
-			if err != nil {
-				return err
-			}
-			if err := ss.send([]byte{wire.TypePayload}, out); err != nil {
-				return err
-			}
-		}
-		return ss.flush()
+	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered}
+	body, err := conn.Recv()
+	if err != nil {
+		return 0, nil, err
 	}
-	for {
-		f, err := ss.next(1 + p.cfg.limits.MaxFilterBytes + 64<<10)
-		if err != nil {
-			return method, nil, err
-		}
-		body, err := wire.DecodeTyped(f, wire.TypePayload)
-		if err != nil {
-			return method, nil, err
-		}
-		m, err := reconcile.Decode(body, lim)
-		if err != nil {
-			return method, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
-		}
-		if s == nil {
-			if m.Type != reconcile.MsgFilter {
-				return method, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
-			}
-			method = m.Filter.Method
-			if !r.serves(method) {
-				reason := fmt.Sprintf("peer: method %v is not served for this content (served: %s)", method, methodNames(r.methods))
-				if err := send(reconcile.Message{Type: reconcile.MsgReject, Session: m.Session, Reason: reason}); err != nil {
-					return method, nil, err
-				}
-				return method, nil, fmt.Errorf("%w: %v", errNotServed, method)
-			}
-			set := heldSet(r.u.Blocks(), held)
-			filters, err := r.filtersFor(set)
-			if err != nil {
-				return method, nil, err
-			}
-			s, err = reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
-			if err != nil {
-				return method, nil, err
-			}
-		}
-		stepErr := s.Step(m)
-		if err := send(s.Ready()...); err != nil {
-			return method, nil, err
-		}
-		if stepErr != nil {
-			// The reject is sent; a peer that broke the protocol has its
-			// stream reset.
-			if violation(stepErr) {
-				return method, nil, fmt.Errorf("%w: %w", ErrMalformed, stepErr)
-			}
-			return method, nil, errRejected
-		}
-		if s.Done() {
-			return method, offered, nil
-		}
+	m, err := reconcile.Decode(body, lim)
+	if err != nil {
+		return 0, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
+	if m.Type != reconcile.MsgFilter {
+		return 0, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
+	}
+	method := m.Filter.Method
+	if !r.serves(method) {
+		reason := fmt.Sprintf("peer: method %v is not served for this content (served: %s)", method, methodNames(r.methods))
+		rej := reconcile.Message{Type: reconcile.MsgReject, Session: m.Session, Reason: reason}
+		out, err := rej.AppendBinary(nil)
+		if err != nil {
+			return method, nil, err
+		}
+		if err := conn.Send(&rej, out); err != nil {
+			return method, nil, err
+		}
+		if err := conn.Flush(); err != nil {
+			return method, nil, err
+		}
+		return method, nil, fmt.Errorf("%w: %v", errNotServed, method)
+	}
+	set := heldSet(r.u.Blocks(), held)
+	filters, err := r.filtersFor(set)
+	if err != nil {
+		return method, nil, err
+	}
+	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
+	if err != nil {
+		return method, nil, err
+	}
+	stepErr := s.Step(m)
+	err = reconcile.Drive(p.ctx, s, conn, lim)
+	if stepErr != nil && (err == nil || errors.Is(err, stepErr)) {
+		err = stepErr
+	}
+	switch {
+	case err == nil:
+		return method, offered, nil
+	case isConnError(err):
+		return method, nil, err
+	case reconcile.IsViolation(err):
+		// The reject is sent; the stream is reset.
+		return method, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+	default:
+		return method, nil, fmt.Errorf("%w: %w", errRejected, err)
+	}
+}
+
+// isConnError reports whether err is the failure of a stream under a
+// session (reconcile.ConnError), not the session's.
+func isConnError(err error) bool {
+	_, ok := errors.AsType[*reconcile.ConnError](err)
+	return ok
 }
 
 // errRejected ends a session this side rejected for a disagreement of
@@ -209,7 +219,7 @@ var errRejected = errors.New("peer: session rejected")
 // cs: it sends the filter of held (the first cells, for IBLT, and more as the
 // server asks) and returns the session, whose Wanted lists the offered blocks
 // this side lacks, and the number of round trips it took.
-func (p *Service) pullSession(cs *clientStream, r *responder, method reconcile.Method, held []int) (s *reconcile.Session, trips int, err error) {
+func (p *Service) pullSession(ctx context.Context, cs *clientStream, r *responder, method reconcile.Method, held []int) (s *reconcile.Session, trips int, err error) {
 	lim := p.reconcileLimits()
 	set := heldSet(r.u.Blocks(), held)
 	filters, err := r.filtersFor(set)
@@ -223,48 +233,15 @@ func (p *Service) pullSession(cs *clientStream, r *responder, method reconcile.M
 	if err := s.Start(); err != nil {
 		return nil, 0, err
 	}
-	var out []byte
-	for {
-		for _, msg := range s.Ready() {
-			out, err = msg.AppendBinary(out[:0])
-			if err != nil {
-				return s, trips, err
-			}
-			if err := cs.send([]byte{wire.TypePayload}, out); err != nil {
-				return s, trips, err
-			}
-		}
-		if err := cs.flush(); err != nil {
-			return s, trips, err
-		}
-		if s.Done() {
-			return s, trips, s.Err()
-		}
-		f, err := cs.next(1 + p.cfg.limits.MaxFilterBytes + 64<<10)
-		if err != nil {
-			return s, trips, err
-		}
-		trips++
-		body, err := wire.DecodeTyped(f, wire.TypePayload)
-		if err != nil {
-			return s, trips, err
-		}
-		m, err := reconcile.Decode(body, lim)
-		if err != nil {
-			return s, trips, fmt.Errorf("%w: %w", ErrMalformed, err)
-		}
-		if err := s.Step(m); err != nil {
-			if violation(err) {
-				// Send the reject before the caller resets the stream.
-				for _, msg := range s.Ready() {
-					if out, e := msg.AppendBinary(out[:0]); e == nil {
-						cs.send([]byte{wire.TypePayload}, out)
-					}
-				}
-				cs.flush()
-				return s, trips, fmt.Errorf("%w: %w", ErrMalformed, err)
-			}
-			return s, trips, fmt.Errorf("%w: %w", ErrRemote, err)
-		}
+	err = reconcile.Drive(ctx, s, &reconConn{send: cs.send, flush: cs.flush, next: cs.next, max: p.frameMax()}, lim)
+	trips = s.Outcome().Flights / 2
+	switch {
+	case err == nil, isConnError(err):
+	case reconcile.IsViolation(err):
+		// The reject went out first; the caller resets the stream.
+		err = fmt.Errorf("%w: %w", ErrMalformed, err)
+	default:
+		err = fmt.Errorf("%w: %w", ErrRemote, err)
 	}
+	return s, trips, err
 }
