@@ -248,39 +248,47 @@ func (s *CodedSet) Held() []int { return s.cb.held() }
 func (s *CodedSet) Has(i int) bool { return s.cb.has(i) }
 
 // byersTarget fetches coded blocks and decodes each generation into the store
-// as soon as it holds K of them. Decodes run outside its lock, so the
-// fetch's other workers go on meanwhile.
+// as soon as it holds K of them. Its erasure.Collector gathers the blocks and
+// decodes outside every lock the fetch's workers need, in one of the coded
+// set's decode slots.
 type byersTarget struct {
-	c  *content
-	cb *codedBlocks
+	ctx  context.Context // ends decodes waiting for a slot (the service's)
+	c    *content
+	cb   *codedBlocks
+	coll *erasure.Collector
 
 	mu         sync.Mutex
-	perGen     []int  // coded blocks held per generation
-	decoded    []bool // generations whose source blocks are stored
-	decoding   []bool // generations being decoded
+	ready      []int // generations claimed for decoding before the fetch started
 	decodeTime time.Duration
 	failed     error // the first decode that failed
 }
 
 // newByersTarget is the Byers fetch of c's coded blocks cb: generations whole
-// in the store need no coded block; generations with K coded blocks held
-// are decoded by the first put.
-func newByersTarget(c *content, cb *codedBlocks) *byersTarget {
-	g := cb.gens.Count()
-	t := &byersTarget{c: c, cb: cb, perGen: make([]int, g), decoded: make([]bool, g), decoding: make([]bool, g)}
+// in the store need no coded block; generations with K coded blocks held are
+// decoded by decodeReady.
+func newByersTarget(ctx context.Context, c *content, cb *codedBlocks) (*byersTarget, error) {
+	t := &byersTarget{ctx: ctx, c: c, cb: cb, coll: erasure.NewCollector(cb.gens, erasure.WithDecodeSlots(cb.decodes))}
 	k := cb.gens.Code().K()
-	for _, i := range cb.held() {
-		gen, _ := cb.gens.Locate(i)
-		t.perGen[gen]++
-	}
-	for gen := range t.decoded {
+	for gen := range cb.gens.Count() {
 		whole := true
 		for i := gen * k; i < min((gen+1)*k, c.man.BlockCount()); i++ {
 			whole = whole && c.store.Has(i)
 		}
-		t.decoded[gen] = whole
+		if whole {
+			t.coll.SetDecoded(gen)
+		}
 	}
-	return t
+	for _, i := range cb.held() {
+		b, _ := cb.get(i)
+		gen, ready, err := t.coll.Add(i, b)
+		if err != nil {
+			return nil, fmt.Errorf("peer: byers: %w", err)
+		}
+		if ready {
+			t.ready = append(t.ready, gen)
+		}
+	}
+	return t, nil
 }
 
 func (t *byersTarget) responder() *responder    { return t.cb.recon }
@@ -293,15 +301,7 @@ func (t *byersTarget) complete() bool           { return t.c.store.Complete() }
 
 // has reports whether coded block i is held or no longer needed: its
 // generation is decoded or being decoded.
-func (t *byersTarget) has(i int) bool {
-	if t.cb.has(i) {
-		return true
-	}
-	gen, _ := t.cb.gens.Locate(i)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return gen >= 0 && gen < len(t.decoded) && (t.decoded[gen] || t.decoding[gen])
-}
+func (t *byersTarget) has(i int) bool { return t.cb.has(i) || !t.coll.Needed(i) }
 
 func (t *byersTarget) put(i int, data []byte) error {
 	if i < 0 || i >= t.cb.count() {
@@ -330,74 +330,58 @@ func (t *byersTarget) put(i int, data []byte) error {
 	t.cb.data[i] = keep
 	t.cb.n++
 	t.cb.mu.Unlock()
-	gen, _ := t.cb.gens.Locate(i)
-	t.mu.Lock()
-	t.perGen[gen]++
-	t.mu.Unlock()
-	return t.decodeGen(gen)
+	gen, ready, err := t.coll.Add(i, keep)
+	if err != nil || !ready {
+		return err
+	}
+	return t.decode(gen)
 }
 
-// decodeReady decodes every generation that holds K coded blocks (those
-// held before the fetch started).
+// decodeReady decodes the generations that held K coded blocks before the
+// fetch started.
 func (t *byersTarget) decodeReady() error {
-	for gen := range t.perGen {
-		if err := t.decodeGen(gen); err != nil {
+	t.mu.Lock()
+	ready := t.ready
+	t.ready = nil
+	t.mu.Unlock()
+	for _, gen := range ready {
+		if err := t.decode(gen); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// decodeGen decodes generation gen if it holds K coded blocks and nobody
-// decodes it, outside t.mu, within one of the decode slots.
-func (t *byersTarget) decodeGen(gen int) error {
-	t.mu.Lock()
-	if t.decoded[gen] || t.decoding[gen] || t.perGen[gen] < t.cb.gens.Code().K() {
-		t.mu.Unlock()
-		return nil
-	}
-	t.decoding[gen] = true
-	t.mu.Unlock()
-	t.cb.decodes <- struct{}{}
+// decode decodes generation gen, claimed from the collector, and stores its
+// source blocks. It holds no lock of the target's while it decodes.
+func (t *byersTarget) decode(gen int) error {
 	t0 := time.Now()
-	err := t.decode(gen)
+	src, err := t.coll.Decode(t.ctx, gen)
 	d := time.Since(t0)
-	<-t.cb.decodes
+	if err == nil {
+		err = t.store(gen, src)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.decoding[gen] = false
 	t.decodeTime += d
-	if err != nil {
-		if t.failed == nil {
-			t.failed = err
-		}
-		return err
+	if err != nil && t.failed == nil {
+		t.failed = err
 	}
-	t.decoded[gen] = true
-	return nil
+	return err
 }
 
-// decode rebuilds generation gen and stores its source blocks.
-func (t *byersTarget) decode(gen int) error {
-	nn := t.cb.gens.Code().N()
-	var blocks []erasure.Block
-	for j := 0; j < nn; j++ {
-		if b, ok := t.cb.get(t.cb.gens.ID(gen, j)); ok {
-			blocks = append(blocks, erasure.Block{Index: j, Data: b})
-		}
-	}
-	data, err := t.cb.gens.DecodeGeneration(gen, blocks)
-	if err != nil {
-		return fmt.Errorf("peer: byers decode: %w", err)
-	}
-	bs := t.c.man.BlockSize()
+// store writes the source blocks src of generation gen into the store.
+func (t *byersTarget) store(gen int, src [][]byte) error {
 	first := gen * t.cb.gens.Code().K()
-	for off := 0; off < len(data); off += bs {
-		i := first + off/bs
+	for j, b := range src {
+		i := first + j
+		if i >= t.c.man.BlockCount() {
+			break
+		}
 		if t.c.store.Has(i) {
 			continue
 		}
-		if err := t.c.store.PutBlock(i, data[off:min(off+bs, len(data))]); err != nil {
+		if err := t.c.store.PutBlock(i, b[:t.c.man.BlockLen(i)]); err != nil {
 			if errors.Is(err, chunker.ErrBadBlock) {
 				// Every coded block matched its hash, so the hashes were wrong:
 				// the peer that sent them lied.

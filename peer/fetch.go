@@ -123,7 +123,10 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 		if cb == nil {
 			return nil, fmt.Errorf("peer: content %s has no coded blocks: %w", root, reconcile.ErrMethod)
 		}
-		bt = newByersTarget(c, cb)
+		var err error
+		if bt, err = newByersTarget(p.ctx, c, cb); err != nil {
+			return nil, err
+		}
 		if err := bt.decodeReady(); err != nil {
 			return nil, err
 		}
