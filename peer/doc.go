@@ -2,16 +2,26 @@
 // complete set reconciliation of counting Bloom filters: every peer sends a
 // fetcher only the blocks the fetcher lacks.
 //
-// # Peers
+// # Services and peers
 //
-// [New] starts a libp2p host (TCP and QUIC v1, TLS 1.3 and Noise, yamux) with an
-// Ed25519 identity that is either fresh or kept in a key file readable by its
-// owner only ([WithKeyFile], [LoadOrCreateKey]), and a resource manager that
-// bounds the streams each remote peer may hold open per protocol. [Peer.Seed]
-// chunks a file or folder (package chunker) and serves it in place;
-// [Peer.Fetch] downloads the content of a [Ticket] into a folder; [Peer.Close]
-// stops everything. A ticket is one copyable token: the content's root id (the
-// hash of its manifest) and the seed's peer id and addresses.
+// [NewService] mounts the protocols on any libp2p host, as go-libp2p's ping
+// service does: an application keeps its host, its other protocols and its
+// connections, and bounds the service's streams with [ResourceLimits] in its
+// resource manager. [New] builds a host with this package's defaults (TCP and
+// QUIC v1, TLS 1.3 and Noise, yamux, ResourceLimits, an Ed25519 identity that
+// is either fresh or kept in a key file readable by its owner only:
+// [WithKeyFile], [LoadOrCreateKey]) and mounts the service on it; a [Peer] is
+// that pair. [Service.Seed] chunks a file or folder (package chunker) and
+// serves it in place; [Service.Serve] serves an open store; [Service.Fetch]
+// downloads the content of a [Ticket] into a folder; [Service.FetchServed]
+// fills the store of served content from given sources ([WithSources]);
+// [Service.Close] stops the service (and [Peer.Close] the host too). A
+// ticket is one copyable token: the content's root id (the hash of its
+// manifest) and the seed's peer id and addresses. [WithServeObserver] tells
+// an application (or a testnet's audit) what the service answers and sends.
+//
+// The framing of the protocols is package peer/wire; the reconciliation
+// messages are package reconcile's, driven by reconcile.Drive.
 //
 // # Fetching
 //
@@ -28,7 +38,9 @@
 // manifest and written by a pool of writers into package chunker's store,
 // which fsyncs them in groups ([WithSyncEvery]) before recording them.
 // A peer that sends a block that fails verification, or a malformed message,
-// is dropped and its connection closed. When a worker has nothing left to
+// is dropped and put on the service's deny-list for a while: its streams of
+// these protocols are reset and refused. The host's connection to it is not
+// closed (the application's other protocols may use it). When a worker has nothing left to
 // pull it reconciles again after a pause, as the peer may have gained blocks.
 //
 // Fetchers serve what they hold while they fetch (and after, until Close):
