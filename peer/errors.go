@@ -28,6 +28,10 @@ var (
 	// ErrUnknownRoot means the remote peer does not serve the requested
 	// content. It is wire.ErrUnknownRoot.
 	ErrUnknownRoot = wire.ErrUnknownRoot
+	// ErrBusy means the remote had no room for the request (its reconcile
+	// slots, or this peer's share of them, were taken); it is retried later
+	// and not taken for a failure. It is wire.ErrBusy.
+	ErrBusy = wire.ErrBusy
 	// ErrBadBlock means a peer sent a block whose hash does not match the
 	// manifest; the block is discarded and the peer dropped.
 	ErrBadBlock = errors.New("peer: block failed verification")

@@ -238,6 +238,7 @@ type source struct {
 	offers   offers     // what it offered and was not yet given (under fetch.mu)
 	share    *PeerShare // in fetch.shares
 	failures int
+	busy     int           // "busy" answers (retried, not failures)
 	err      error         // set by a writer when the source sent a bad block
 	cs       *clientStream // the current blocks stream, to abort it
 }
@@ -301,10 +302,20 @@ loop:
 				f.lastProgress = time.Now()
 			}
 			idle, stuck, active := time.Since(f.lastLive), time.Since(f.lastProgress), f.active
+			busy := 0
+			for _, src := range f.sources {
+				if src.busy > 0 && src.share.Blocks == 0 {
+					busy++
+				}
+			}
 			f.mu.Unlock()
 			missing := m.BlockCount() - f.c.store.HeldCount()
 			if idle > f.fc.noPeer {
 				err = fmt.Errorf("%w: %d of %d blocks missing", ErrNoPeers, missing, m.BlockCount())
+				break loop
+			}
+			if stuck > f.fc.noPeer && busy > 0 && busy == active {
+				err = fmt.Errorf("%w: %d of %d blocks missing: all %d peers refused: busy", ErrNoPeers, missing, m.BlockCount(), active)
 				break loop
 			}
 			if stuck > f.fc.noPeer {
@@ -385,6 +396,11 @@ func (f *fetch) work(src *source) {
 		case errors.Is(err, ErrBadBlock) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrManifestMismatch):
 			f.drop(src, err)
 			return
+		case errors.Is(err, ErrBusy):
+			// The peer has no room for us now: ask again after the pause
+			// (it grows to a second), without counting it as a failure.
+			f.p.log.Debug("peer busy", "peer", src.id)
+			src.busy++
 		case errors.Is(err, ErrUnknownRoot):
 			// Not (yet) serving the content: it may start to, and come back
 			// through discovery or by reconciling with us.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
@@ -11,19 +13,50 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
+// manifestTries is how many rounds over its sources a fetch makes for the
+// manifest; a stream reset, a timeout or a "busy" answer is tried again after
+// a pause that doubles from manifestRetry.
+const (
+	manifestTries = 3
+	manifestRetry = 250 * time.Millisecond
+)
+
 // fetchManifest gets the manifest of root from the first of srcs that has
-// it and checks it against the root.
+// it and checks it against the root, trying each source again (with
+// backoff) after a failure of the stream.
 func (p *Service) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID) (*chunker.Manifest, error) {
 	var errs []error
-	for _, id := range srcs {
-		m, err := p.fetchManifestFrom(ctx, root, id)
-		if err == nil {
-			return m, nil
+	retry := srcs
+	for round := range manifestTries {
+		if round > 0 {
+			t := time.NewTimer(manifestRetry << (round - 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			case <-t.C:
+			}
 		}
-		if errors.Is(err, ErrManifestMismatch) {
-			p.log.Warn("peer sent a manifest that does not match the ticket", "peer", id)
+		var again []lpeer.ID
+		for _, id := range retry {
+			m, err := p.fetchManifestFrom(ctx, root, id)
+			if err == nil {
+				return m, nil
+			}
+			switch {
+			case errors.Is(err, ErrManifestMismatch):
+				p.log.Warn("peer sent a manifest that does not match the ticket", "peer", id)
+			case errors.Is(err, ErrMalformed), errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrUnknownRoot):
+			default:
+				again = append(again, id)
+			}
+			if round == manifestTries-1 || !slices.Contains(again, id) {
+				errs = append(errs, fmt.Errorf("%s: %w", id, err))
+			}
 		}
-		errs = append(errs, fmt.Errorf("%s: %w", id, err))
+		if retry = again; len(retry) == 0 {
+			break
+		}
 	}
 	for _, e := range errs {
 		if errors.Is(e, ErrManifestMismatch) {

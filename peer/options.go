@@ -43,9 +43,14 @@ type Limits struct {
 	// list) accepted. Default 16 MiB (a CBF of 2^25 4-bit counters).
 	MaxFilterBytes int
 	// Reconciles is the most reconciliation requests answered at once, over
-	// all peers; more wait their turn. With MaxFilterBytes it bounds the
-	// memory remote filters can take. Default 8.
+	// all peers; more wait their turn (up to the stream idle time, then they
+	// are told "busy"). With MaxFilterBytes it bounds the memory remote
+	// filters can take. A slot is taken only once the request's whole first
+	// message has arrived and decoded. Default 8.
 	Reconciles int
+	// ReconcilesPerPeer is the most of those slots one remote peer holds at
+	// once; its further requests are told "busy" at once. Default 2.
+	ReconcilesPerPeer int
 	// MaxWant is the most blocks one want message may ask for. Default 256.
 	MaxWant int
 	// StreamsPerPeer is the most concurrent inbound streams of one protocol one
@@ -63,13 +68,14 @@ type Limits struct {
 
 // DefaultLimits are the limits used when WithLimits is not given.
 var DefaultLimits = Limits{
-	MaxManifestBytes: 256 << 20,
-	MaxFilterBytes:   16 << 20,
-	Reconciles:       8,
-	MaxWant:          256,
-	StreamsPerPeer:   8,
-	Streams:          512,
-	ServeBytes:       64 << 20,
+	MaxManifestBytes:  256 << 20,
+	MaxFilterBytes:    16 << 20,
+	Reconciles:        8,
+	ReconcilesPerPeer: 2,
+	MaxWant:           256,
+	StreamsPerPeer:    8,
+	Streams:           512,
+	ServeBytes:        64 << 20,
 }
 
 // newConfig applies opts to the defaults.
@@ -152,7 +158,7 @@ func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
 	for _, f := range []struct{ v, d *int }{
 		{&l.MaxManifestBytes, &d.MaxManifestBytes}, {&l.MaxFilterBytes, &d.MaxFilterBytes},
-		{&l.MaxWant, &d.MaxWant}, {&l.Reconciles, &d.Reconciles}, {&l.StreamsPerPeer, &d.StreamsPerPeer},
+		{&l.MaxWant, &d.MaxWant}, {&l.Reconciles, &d.Reconciles}, {&l.ReconcilesPerPeer, &d.ReconcilesPerPeer}, {&l.StreamsPerPeer, &d.StreamsPerPeer},
 		{&l.Streams, &d.Streams}, {&l.ServeBytes, &d.ServeBytes},
 	} {
 		if *f.v > 0 {

@@ -156,26 +156,36 @@ func (p *Service) serveManifest(ss *serverStream) error {
 
 // serveReconcile answers one reconciliation session.
 func (p *Service) serveReconcile(ss *serverStream) error {
-	select {
-	case p.reconciles <- struct{}{}:
-		defer func() { <-p.reconciles }()
-	case <-time.After(p.cfg.streamIdle):
-		return fmt.Errorf("busy: %w", context.DeadlineExceeded)
-	case <-p.ctx.Done():
-		return p.ctx.Err()
-	}
-	// A session holds one of the few reconcile slots: however many round
-	// trips its method takes (IBLT asks for cells until it decodes), it gets
-	// the time a fetcher gives it (4 idle periods), not one per message.
-	ss.until = time.Now().Add(4 * ss.idle)
 	c := ss.c
-	r, held := c.recon, []int(nil)
+	r := c.recon
 	if ss.hello.Coded {
-		r, held = ss.cb.recon, ss.cb.held()
-	} else {
-		held = c.store.Held()
+		r = ss.cb.recon
 	}
-	method, offered, err := p.answerSession(ss, r, held)
+	var held []int
+	// The slot is taken once the first message has arrived and decoded (a
+	// silent or slow stream holds none); held is read then.
+	slot := func() (func(), error) {
+		release, err := p.reconcileSlot(ss)
+		if err != nil {
+			return nil, err
+		}
+		// A session holds one of the few reconcile slots: however many round
+		// trips its method takes (IBLT asks for cells until it decodes), it
+		// gets the time a fetcher gives it (4 idle periods), not one per
+		// message.
+		ss.until = time.Now().Add(4 * ss.idle)
+		if ss.hello.Coded {
+			held = ss.cb.held()
+		} else {
+			held = c.store.Held()
+		}
+		return release, nil
+	}
+	method, offered, err := p.answerSession(ss, r, func() []int { return held }, slot)
+	if errors.Is(err, ErrBusy) {
+		// Told so; the fetcher retries later.
+		return nil
+	}
 	if err == nil && p.cfg.observer != nil {
 		p.observe(ServeEvent{Kind: EventAnswered, Peer: ss.s.Conn().RemotePeer(), Root: c.man.ID(), Coded: ss.hello.Coded,
 			Method: method, Held: held, Offered: offered})
@@ -297,6 +307,46 @@ func (p *Service) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) er
 	}
 	p.noteSent(ss, i, len(data))
 	return nil
+}
+
+// reconcileSlot takes one of the reconcile slots for the stream's peer,
+// within its share (Limits.ReconcilesPerPeer) and waiting at most the idle
+// time for a free one. When it cannot, it tells the peer "busy" and returns
+// an error wrapping ErrBusy.
+func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
+	id := ss.s.Conn().RemotePeer()
+	busy := func(why string) (func(), error) {
+		if err := ss.send(wire.AppendError(nil, wire.BusyText)); err == nil {
+			ss.flush()
+		}
+		return nil, fmt.Errorf("%w: %s", ErrBusy, why)
+	}
+	p.mu.Lock()
+	if p.reconPeers[id] >= p.cfg.limits.ReconcilesPerPeer {
+		p.mu.Unlock()
+		return busy("the peer holds its share of the reconcile slots")
+	}
+	p.reconPeers[id]++
+	p.mu.Unlock()
+	unshare := func() {
+		p.mu.Lock()
+		if p.reconPeers[id]--; p.reconPeers[id] <= 0 {
+			delete(p.reconPeers, id)
+		}
+		p.mu.Unlock()
+	}
+	t := time.NewTimer(p.cfg.streamIdle)
+	defer t.Stop()
+	select {
+	case p.reconciles <- struct{}{}:
+		return func() { <-p.reconciles; unshare() }, nil
+	case <-t.C:
+		unshare()
+		return busy("every reconcile slot is taken")
+	case <-p.ctx.Done():
+		unshare()
+		return nil, p.ctx.Err()
+	}
 }
 
 // noteSent counts unit i of n bytes as sent on ss.

@@ -70,7 +70,9 @@ type Service struct {
 	// streams are the open streams of this service's protocols, per remote
 	// peer, so that a ban resets them (and only them).
 	streams map[lpeer.ID]map[network.Stream]struct{}
-	closed  bool
+	// reconPeers counts the reconcile slots each remote peer holds.
+	reconPeers map[lpeer.ID]int
+	closed     bool
 }
 
 // NewService mounts the reconcile protocols on h, as go-libp2p's ping
@@ -103,6 +105,7 @@ func newService(h host.Host, cfg config) *Service {
 		contents:   make(map[chunker.ID]*content),
 		banned:     make(map[lpeer.ID]time.Time),
 		streams:    make(map[lpeer.ID]map[network.Stream]struct{}),
+		reconPeers: make(map[lpeer.ID]int),
 		reconciles: make(chan struct{}, cfg.limits.Reconciles),
 		serveMem:   semaphore.NewWeighted(int64(cfg.limits.ServeBytes)),
 	}

@@ -32,6 +32,9 @@ var (
 	ErrRemote = errors.New("peer: remote error")
 	// ErrUnknownRoot means the remote answered that it does not serve the content.
 	ErrUnknownRoot = errors.New("peer: remote does not serve this content")
+	// ErrBusy means the remote answered that it has no room for the request
+	// now; it may be retried later.
+	ErrBusy = errors.New("peer: remote busy")
 )
 
 // A Type is the first byte of a frame: which message it carries.
@@ -345,14 +348,21 @@ func DecodeError(f []byte) error {
 		text = text[:MaxErrorText]
 	}
 	msg := Sanitize(string(text))
-	if msg == UnknownRootText {
+	switch msg {
+	case UnknownRootText:
 		return ErrUnknownRoot
+	case BusyText:
+		return ErrBusy
 	}
 	return fmt.Errorf("%w: %s", ErrRemote, msg)
 }
 
 // UnknownRootText is the error text a server sends for content it does not serve.
 const UnknownRootText = "unknown root"
+
+// BusyText is the error text a server sends when it has no room for a
+// request now (a full share of its slots); the request may be retried.
+const BusyText = "busy"
 
 // Sanitize keeps printable ASCII so a remote cannot write control sequences to
 // our terminal.

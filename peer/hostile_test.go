@@ -1,0 +1,113 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// TestSilentReconcileStreams: one peer holding silent reconcile streams (a
+// hello and nothing more) takes no reconcile slot, so a legitimate fetch of
+// the same seed goes through at once (it used to wait for the 8 slots to time
+// out and fail with "no peer reached has them").
+func TestSilentReconcileStreams(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 512<<10, 16<<10)
+	evil := newTestPeer(t)
+	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	for range DefaultLimits.StreamsPerPeer {
+		openRecon(ctx, t, evil, seed, tk.Root, false)
+	}
+	out := filepath.Join(dir, "out")
+	start := time.Now()
+	if _, err := newTestPeer(t).Fetch(ctx, tk, out, WithNoPeerTimeout(5*time.Second)); err != nil {
+		t.Fatalf("fetch beside %d silent reconcile streams: %v", DefaultLimits.StreamsPerPeer, err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	t.Logf("fetched in %v beside the silent streams", time.Since(start))
+}
+
+// TestReconcileSharePerPeer: a peer holds at most Limits.ReconcilesPerPeer
+// reconcile slots; a further session of it is told "busy" (ErrBusy) at once,
+// while another peer still gets a slot.
+func TestReconcileSharePerPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seed, tk, _ := seedFile(t, t.TempDir(), 256<<10, 1<<10, WithLimits(Limits{ReconcilesPerPeer: 2}))
+	n := seed.lookup(tk.Root[:]).man.BlockCount()
+	u, err := reconcile.NewUniverse(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// IBLT sessions that stop after the first cells hold their slot: the
+	// server asks for more cells and waits.
+	open := func(p *Peer) (reconcile.Message, error) {
+		s, err := reconcile.NewSession(7, reconcile.Config{Method: reconcile.IBLT, OneWay: true}, u, reconcile.NewSet(n), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Start()
+		r := openRecon(ctx, t, p, seed, tk.Root, false)
+		for _, m := range s.Ready() {
+			r.send(m)
+		}
+		return r.recv()
+	}
+	evil := newTestPeer(t)
+	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		m, err := open(evil)
+		if err != nil || m.Type != reconcile.MsgMore {
+			t.Fatalf("session %d: %v %v, want a request for more cells", i, m.Type, err)
+		}
+	}
+	if _, err := open(evil); !errors.Is(err, ErrBusy) {
+		t.Fatalf("third session of one peer: %v, want ErrBusy", err)
+	}
+	other := newTestPeer(t)
+	if err := other.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := open(other); err != nil || m.Type != reconcile.MsgMore {
+		t.Fatalf("another peer's session: %v %v, want a slot", m.Type, err)
+	}
+}
+
+// TestManifestRetried: a seed whose first manifest answers are reset is asked
+// again, and the fetch completes (one reset used to fail the whole fetch).
+func TestManifestRetried(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 64<<10, 16<<10)
+	serve := seed.handler(seed.serveManifest)
+	var resets atomic.Int32
+	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
+		if resets.Add(1) <= 2 {
+			s.Reset()
+			return
+		}
+		serve(s)
+	})
+	out := filepath.Join(dir, "out")
+	if _, err := newTestPeer(t).Fetch(ctx, tk, out); err != nil {
+		t.Fatalf("fetch after %d reset manifest requests: %v", resets.Load()-1, err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	if resets.Load() != 3 {
+		t.Fatalf("%d manifest requests, want 3", resets.Load())
+	}
+}
