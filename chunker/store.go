@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 )
@@ -159,6 +160,15 @@ func (s *Store) Manifest() *Manifest { return s.m }
 // seeded file or tree). The output files are at Dir()/File.Path, except that of a
 // single-file store (CreateFileStore), which is the file it was given.
 func (s *Store) Dir() string { return s.dir }
+
+// FilePath returns the path of the output file of a single-file store
+// (CreateFileStore), or "" for a store of the tree layout.
+func (s *Store) FilePath() string {
+	if s.place.file == "" {
+		return ""
+	}
+	return filepath.Join(s.dir, s.place.file)
+}
 
 // StateDir returns the folder holding the store's manifest and held log, or "" for
 // a seed store, which has none.

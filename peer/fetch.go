@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -34,7 +35,8 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, err
 	}
 	start := time.Now()
-	st, err := p.openOutput(ctx, out, t.Root)
+	fileMode := fc.outFile && !isDir(out)
+	st, err := p.openOutput(ctx, out, t.Root, fileMode)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +70,13 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		}
 	}
 	if st == nil {
-		if st, err = chunker.CreateStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery)); err != nil {
+		if fileMode {
+			st, err = chunker.CreateFileStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
+		}
+		if !fileMode || errors.Is(err, chunker.ErrNotFile) {
+			st, err = chunker.CreateStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
+		}
+		if err != nil {
 			return nil, fmt.Errorf("peer: create %s: %w", out, err)
 		}
 	}
@@ -141,6 +149,10 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 	sum, err := f.run(ctx, srcs)
 	c.clearFetch(f)
 	sum.Out = c.store.Dir()
+	if fp := c.store.FilePath(); fp != "" {
+		sum.Out = fp
+	}
+	sum.Files, sum.FileCount = outputFiles(c.store)
 	sum.Seconds = time.Since(start).Seconds()
 	if bt != nil {
 		sum.DecodeSeconds = bt.decodeSeconds()
@@ -156,7 +168,7 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 
 // openOutput opens the store in out for root, or returns nil if out holds
 // none yet. A store of other content is ErrManifestMismatch.
-func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID) (*chunker.Store, error) {
+func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool) (*chunker.Store, error) {
 	sopts := []chunker.StoreOption{chunker.WithID(root), chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
 	if p.cfg.syncEvery > 1 {
 		// Blocks stored after the last group fsync have no record yet after a
@@ -164,7 +176,13 @@ func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID) (
 		// disk, so they are not downloaded again.
 		sopts = append(sopts, chunker.WithVerify())
 	}
-	st, err := chunker.OpenStore(ctx, out, sopts...)
+	var st *chunker.Store
+	var err error
+	if fileMode {
+		st, err = chunker.OpenFileStore(ctx, out, sopts...)
+	} else {
+		st, err = chunker.OpenStore(ctx, out, sopts...)
+	}
 	switch {
 	case err == nil:
 		if st.Manifest().ID() != root {
@@ -182,7 +200,12 @@ func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID) (
 // finishedSummary is the summary of a fetch that found its output complete.
 func (p *Service) finishedSummary(st *chunker.Store, fc fetchConfig, start time.Time) *Summary {
 	m := st.Manifest()
-	return &Summary{Root: m.ID().String(), Method: fc.method.String(), Out: st.Dir(), Blocks: m.BlockCount(), Bytes: m.TotalSize(),
+	files, n := outputFiles(st)
+	out := st.Dir()
+	if fp := st.FilePath(); fp != "" {
+		out = fp
+	}
+	return &Summary{Files: files, FileCount: n, Root: m.ID().String(), Method: fc.method.String(), Out: out, Blocks: m.BlockCount(), Bytes: m.TotalSize(),
 		Resumed: m.BlockCount(), Peers: []PeerShare{}, Seconds: time.Since(start).Seconds()}
 }
 
@@ -508,4 +531,10 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 		lacking = append(lacking[r:], lacking[:r]...)
 	}
 	return lacking, nil
+}
+
+// isDir reports whether path is an existing folder.
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }

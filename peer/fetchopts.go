@@ -20,6 +20,7 @@ type fetchConfig struct {
 	sources  []lpeer.ID
 	method   reconcile.Method
 	noPeer   time.Duration
+	outFile  bool
 }
 
 // newFetchConfig applies opts to the defaults.
@@ -42,6 +43,18 @@ func WithProgress(fn func(Progress)) FetchOption {
 // WithPeers adds peers to fetch from, as full multiaddrs ending in /p2p/ID.
 func WithPeers(addrs ...ma.Multiaddr) FetchOption {
 	return func(c *fetchConfig) error { c.peers = append(c.peers, addrs...); return nil }
+}
+
+// WithOutFile makes Fetch's out name the output file when the content is a
+// single file, as curl -o does: the file is written at out whatever its name
+// in the manifest, and the fetch's state (manifest, held log) lives beside it
+// in out+".reconcile" (chunker.CreateFileStore), so that the download
+// resumes and, once complete, the state can be removed
+// (chunker.Store.RemoveState) leaving just the file. Content of several
+// files is written under out as a folder, as without the option; an out that
+// is an existing folder is always used as one. Default: out is a folder.
+func WithOutFile() FetchOption {
+	return func(c *fetchConfig) error { c.outFile = true; return nil }
 }
 
 // WithSources adds peers to fetch from by id: peers the host is connected to

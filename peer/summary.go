@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"path/filepath"
 	"sort"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -79,6 +80,11 @@ type Summary struct {
 	Seconds float64 `json:"seconds"`
 	// DecodeSeconds is the time spent erasure-decoding (Byers only).
 	DecodeSeconds float64 `json:"decode_seconds,omitempty"`
+	// Files are the paths of the output files written (at most maxListed;
+	// FileCount has them all).
+	Files []string `json:"files"`
+	// FileCount is the number of output files.
+	FileCount int `json:"file_count"`
 	// Peers is each peer's share, largest first.
 	Peers []PeerShare `json:"peers"`
 }
@@ -110,4 +116,23 @@ func heldBytes(m *chunker.Manifest, n int) int64 {
 		return m.TotalSize()
 	}
 	return int64(n) * int64(m.BlockSize())
+}
+
+// maxListed bounds Summary.Files.
+const maxListed = 1000
+
+// outputFiles lists the output files of st: the file of a single-file
+// store, or the files of the manifest under its folder.
+func outputFiles(st *chunker.Store) (files []string, n int) {
+	if p := st.FilePath(); p != "" {
+		return []string{p}, 1
+	}
+	m := st.Manifest()
+	for _, f := range m.Files() {
+		if len(files) == maxListed {
+			break
+		}
+		files = append(files, filepath.Join(st.Dir(), filepath.FromSlash(f.Path)))
+	}
+	return files, m.FileCount()
 }

@@ -235,16 +235,17 @@ func testKillResume(t *testing.T, syncEvery string) {
 	file := filepath.Join(dir, "data.bin")
 	writeRandom(t, file, 3<<20)
 	tk := startSeed(t, bin, dir, file, "--block-size", "32KiB", "--rate", "2MiB")
-	out := filepath.Join(dir, "out")
+	out := filepath.Join(dir, "copy.bin") // --out names the file; its state is copy.bin.reconcile/
 	cmd := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--sync-every", syncEvery)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	// Kill it once some blocks are recorded as held (the seed's rate cap
 	// leaves more than a second before the last one).
-	held := filepath.Join(out, chunker.MetaDir, "*", "held") // the state of the ticket's root
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if hs, _ := filepath.Glob(held); len(hs) == 1 && fileSize(hs[0]) > 256 {
+		hs, _ := filepath.Glob(out + ".reconcile/held")
+		more, _ := filepath.Glob(out + ".reconcile/*/held")
+		if hs = append(hs, more...); len(hs) == 1 && fileSize(hs[0]) > 256 {
 			break
 		}
 	}
@@ -260,7 +261,13 @@ func testKillResume(t *testing.T, syncEvery string) {
 	if err := json.Unmarshal(res, &s); err != nil {
 		t.Fatal(err)
 	}
-	sameBytes(t, file, filepath.Join(out, "data.bin"))
+	sameBytes(t, file, out)
+	if _, err := os.Stat(out + ".reconcile"); !os.IsNotExist(err) {
+		t.Errorf("the download state is still there once complete: %v", err)
+	}
+	if s.Out != out || len(s.Files) != 1 || s.Files[0] != out {
+		t.Errorf("summary names %q, %v; want %q", s.Out, s.Files, out)
+	}
 	if s.Resumed == 0 || s.Resumed == s.Blocks || s.Resumed+s.Fetched != s.Blocks {
 		t.Fatalf("after kill -9: resumed %d, fetched %d of %d", s.Resumed, s.Fetched, s.Blocks)
 	}

@@ -296,7 +296,7 @@ func fetchCommand() *cli.Command {
 			"   reconcile fetch bafy...ticket --out ./downloads --method iblt\n" +
 			"   reconcile fetch --ticket-file movie.ticket --out dl --seed-after --json",
 		Flags: append(peerFlags(),
-			&cli.StringFlag{Name: "out", Value: ".", Usage: "output folder (the content is written inside it)"},
+			&cli.StringFlag{Name: "out", Value: ".", Usage: "where to write: for a single file, the file's path (as curl -o; its resume state lives in OUT.reconcile/ until it completes); for a folder of files, or when OUT is an existing folder, the folder to write into"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from this file instead of the argument"},
 			&cli.StringSliceFlag{Name: "peer", Usage: "another peer to fetch from, as a full multiaddr ending in /p2p/ID (repeatable)"},
 			&cli.StringFlag{Name: "method", Value: "complete", Usage: "reconciliation method: complete, ccbf, bitfield, iblt or byers (see above)"},
@@ -382,7 +382,7 @@ func runFetch(c *cli.Context) error {
 		return oneLine(err)
 	}
 	defer p.Close()
-	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout"))}
+	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile()}
 	pr.status(fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer")))
 	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
 	if pr.mode != progressBar {
@@ -393,6 +393,9 @@ func runFetch(c *cli.Context) error {
 		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
 	} else {
 		sum, err = p.Fetch(ctx, tk, c.String("out"), opts...)
+	}
+	if err == nil && !c.Bool("seed-after") {
+		err = removeFileState(ctx, p, sum)
 	}
 	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
@@ -424,7 +427,10 @@ func runFetch(c *cli.Context) error {
 // (no store there, another content, blocks missing: the fetch finds out).
 // It needs no network.
 func completeOutput(out string, tk peer.Ticket, method reconcile.Method) *peer.Summary {
-	st, err := chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root))
+	st, err := chunker.OpenFileStore(context.Background(), out)
+	if err != nil {
+		st, err = chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root))
+	}
 	if err != nil {
 		return nil
 	}
@@ -490,4 +496,30 @@ func shortID(id string) string {
 		return id
 	}
 	return id[:6] + "…" + id[len(id)-6:]
+}
+
+// removeFileState removes the resume state of a completed single-file
+// download (OUT.reconcile/), leaving just the file, as curl -o would. The
+// content stops being served first (the store is closed).
+func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error {
+	root, err := chunker.ParseID(sum.Root)
+	if err != nil {
+		return err
+	}
+	st, err := chunker.OpenFileStore(ctx, sum.Out)
+	if err != nil {
+		return nil // a folder download: its state stays, per root, for later fetches
+	}
+	st.Close()
+	if _, err := p.Unserve(root); err != nil {
+		return err
+	}
+	if st, err = chunker.OpenFileStore(ctx, sum.Out); err != nil {
+		return err
+	}
+	if err := st.RemoveState(); err != nil {
+		st.Close()
+		return fmt.Errorf("remove the download state of %s: %w", sum.Out, err)
+	}
+	return nil
 }

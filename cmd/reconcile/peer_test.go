@@ -13,6 +13,7 @@ import (
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -67,7 +68,7 @@ func TestE2EFetchMethods(t *testing.T) {
 		if sum.Method != m || sum.Fetched != sum.Blocks || sum.FilterBytes == 0 {
 			t.Errorf("--method %s: summary %+v", m, sum)
 		}
-		got, err := os.ReadFile(filepath.Join(out, "f.bin"))
+		got, err := os.ReadFile(out) // --out names the file of single-file content
 		if err != nil || string(got) != string(data) {
 			t.Errorf("--method %s: output differs (%v)", m, err)
 		}
