@@ -36,7 +36,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	}
 	start := time.Now()
 	fileMode := fc.outFile && !isDir(out)
-	st, err := p.openOutput(ctx, out, t.Root, fileMode)
+	st, err := p.openOutput(ctx, out, t.Root, fileMode, fc.check)
 	if err != nil {
 		return nil, err
 	}
@@ -168,13 +168,16 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 
 // openOutput opens the store in out for root, or returns nil if out holds
 // none yet. A store of other content is ErrManifestMismatch.
-func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool) (*chunker.Store, error) {
+func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
 	sopts := []chunker.StoreOption{chunker.WithID(root), chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
 	if p.cfg.syncEvery > 1 {
 		// Blocks stored after the last group fsync have no record yet after a
 		// crash; re-hashing the output finds those whose bytes made it to
 		// disk, so they are not downloaded again.
 		sopts = append(sopts, chunker.WithVerify())
+		if check != nil {
+			sopts = append(sopts, chunker.WithCheckProgress(check))
+		}
 	}
 	var st *chunker.Store
 	var err error

@@ -21,6 +21,7 @@ type fetchConfig struct {
 	method   reconcile.Method
 	noPeer   time.Duration
 	outFile  bool
+	check    func(done, total int)
 }
 
 // newFetchConfig applies opts to the defaults.
@@ -55,6 +56,13 @@ func WithPeers(addrs ...ma.Multiaddr) FetchOption {
 // is an existing folder is always used as one. Default: out is a folder.
 func WithOutFile() FetchOption {
 	return func(c *fetchConfig) error { c.outFile = true; return nil }
+}
+
+// WithCheckProgress sets a callback for the re-hashing of the blocks already
+// on disk when a fetch resumes a store (see chunker.WithCheckProgress): it is
+// called with (0, total) first, then after every block checked. Default: none.
+func WithCheckProgress(fn func(done, total int)) FetchOption {
+	return func(c *fetchConfig) error { c.check = fn; return nil }
 }
 
 // WithSources adds peers to fetch from by id: peers the host is connected to

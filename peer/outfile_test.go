@@ -47,3 +47,26 @@ func TestOutFile(t *testing.T) {
 		t.Fatalf("files %v", sum.Files)
 	}
 }
+
+// TestCheckProgress: a fetch that resumes a store re-hashes the blocks on
+// disk first and reports it through WithCheckProgress, ending at total.
+func TestCheckProgress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
+	m := seed.lookup(tk.Root[:]).man
+	out := filepath.Join(dir, "out")
+	prefill(t, src, m, out, func(i int) bool { return i%2 == 0 })
+	var calls, lastDone, lastTotal int
+	if _, err := newTestPeer(t).Fetch(ctx, tk, out, WithCheckProgress(func(done, total int) {
+		calls++
+		lastDone, lastTotal = done, total
+	})); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	if calls < 2 || lastTotal == 0 || lastDone != lastTotal {
+		t.Fatalf("%d calls, last %d of %d", calls, lastDone, lastTotal)
+	}
+}

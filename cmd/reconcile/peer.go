@@ -382,7 +382,8 @@ func runFetch(c *cli.Context) error {
 		return oneLine(err)
 	}
 	defer p.Close()
-	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile()}
+	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
+		peer.WithCheckProgress(checkProgress(c, pr))}
 	pr.status(fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer")))
 	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
 	if pr.mode != progressBar {
@@ -522,4 +523,20 @@ func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error
 		return fmt.Errorf("remove the download state of %s: %w", sum.Out, err)
 	}
 	return nil
+}
+
+// checkProgress shows the re-hashing of the blocks already on disk when a
+// fetch resumes: a status on the bar (every 100 ms and at the end), one line
+// when the progress is plain.
+func checkProgress(c *cli.Context, pr *progress) func(done, total int) {
+	var last time.Time
+	return func(done, total int) {
+		if done == 0 && pr.mode == progressPlain {
+			fmt.Fprintf(c.App.ErrWriter, "fetch: checking %d blocks on disk\n", total)
+		}
+		if now := time.Now(); done == total || now.Sub(last) >= 100*time.Millisecond {
+			last = now
+			pr.status(fmt.Sprintf("checking blocks on disk: %d of %d", done, total))
+		}
+	}
 }
