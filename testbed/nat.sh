@@ -191,7 +191,7 @@ ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$TICKET_A" --out "$WORK/out1" --
 	>"$WORK/fetch1.out" 2>"$WORK/fetch1.err"
 rc=$?
 echo "fetch took $(echo "$(date +%s.%N) - $t0" | bc 2>/dev/null || echo '?') s"
-if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out1/file.bin"; then
+if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out1"; then
 	if grep -q '"path": "hole-punched"' "$WORK/fetch1.out" && ! grep -q '"path": "relayed"' "$WORK/fetch1.out"; then
 		pass "1: byte-identical, blocks over a hole-punched direct connection"
 	else
@@ -211,7 +211,7 @@ ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$TICKET_C" --out "$WORK/out2" --
 	--listen /ip4/100.64.2.2/tcp/4002 --listen /ip4/100.64.2.2/udp/4002/quic-v1 "${NATED[@]}" \
 	>"$WORK/fetch2.out" 2>"$WORK/fetch2.err"
 rc=$?
-if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out2/file.bin" && grep -q '"path": "relayed"' "$WORK/fetch2.out"; then
+if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out2" && grep -q '"path": "relayed"' "$WORK/fetch2.out"; then
 	pass "2: byte-identical through the relay (summary: relayed), $SIZE_MB MiB within its 64 MiB limit"
 else
 	fail "2: exit $rc, or output differs, or not relayed"; show fetch2
@@ -231,7 +231,7 @@ wait_for "$WORK/fetch3.out" '"peers"' 90
 sleep 0.5
 TTFB=$(sed -n 's/.*first block after \([0-9.]*\) s.*/\1/p' "$WORK/fetch3.err" | head -1)
 npeers=$(grep -c '^      "blocks": [1-9]' "$WORK/fetch3.out")
-if cmp -s "$WORK/file.bin" "$WORK/out3/file.bin" && [ "$npeers" -ge 2 ]; then
+if cmp -s "$WORK/file.bin" "$WORK/out3" && [ "$npeers" -ge 2 ]; then
 	pass "3: found both seeds in the DHT and downloaded from $npeers peers; time to first block ${TTFB:-?} s (goal < 5 s)"
 else
 	fail "3: output differs or fewer than 2 peers sent blocks ($npeers)"; show fetch3
@@ -245,7 +245,7 @@ ip netns exec "${P}hb" timeout 60 "$BIN" fetch "$ROOT" --out "$WORK/out4" --json
 	--listen /ip4/100.64.2.2/tcp/4004 "${TB[@]}" >"$WORK/fetch4.out" 2>"$WORK/fetch4.err"
 rc=$?
 F3=$(grep -o '"peer": "[^"]*"' "$WORK/fetch4.out" | head -1)
-if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out4/file.bin"; then
+if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out4"; then
 	pass "4: byte-identical from the other fetcher found on the LAN ($F3)"
 else
 	fail "4: exit $rc or output differs"; show fetch4
@@ -264,11 +264,11 @@ if [ "$MODE" = bench ]; then
 	wait_for "$WORK/bseedA.out" '"ticket"' 60; wait_for "$WORK/bseedP.out" '"ticket"' 60
 	# Two rounds, alternating, each fetch into a fresh folder; the best of each kind counts.
 	for r in 1 2; do
-		rm -rf "$WORK/bout1" "$WORK/bout2"
+		rm -rf "$WORK/bout1" "$WORK/bout2" "$WORK/bout1.reconcile" "$WORK/bout2.reconcile"
 		ip netns exec "${P}hb" "$BIN" fetch "$(field "$WORK/bseedA.out" ticket)" --out "$WORK/bout1" --json --no-dht --no-mdns \
 			--listen /ip4/100.64.2.2/tcp/402$r --listen /ip4/100.64.2.2/udp/402$r/quic-v1 "${NATED[@]}" >"$WORK/bfetch1.$r.out" 2>"$WORK/bfetch1.$r.err"
-		cmp -s "$WORK/big.bin" "$WORK/bout1/big.bin" || echo "bench: hole-punched output differs"
-		rm -rf "$WORK/bout2"
+		cmp -s "$WORK/big.bin" "$WORK/bout1" || echo "bench: hole-punched output differs"
+		rm -rf "$WORK/bout2" "$WORK/bout2.reconcile"
 		ip netns exec "${P}pubfetch" "$BIN" fetch "$(field "$WORK/bseedP.out" ticket)" --out "$WORK/bout2" --json --no-dht --no-mdns \
 			--listen /ip4/198.18.0.6/tcp/402$r --listen /ip4/198.18.0.6/udp/402$r/quic-v1 "${PUBLIC[@]}" >"$WORK/bfetch2.$r.out" 2>"$WORK/bfetch2.$r.err"
 	done
