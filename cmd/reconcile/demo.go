@@ -273,7 +273,7 @@ func printDemo(w io.Writer, rep demoReport, elapsed time.Duration) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, strings.TrimSpace(`
 try it across hosts:   reconcile seed FILE --ticket-file t      (host 1)
-                       reconcile fetch --ticket-file t --out dl  (host 2, 3, ...)`))
+                       reconcile fetch --ticket-file t --out FILE  (host 2, 3, ...)`))
 }
 
 // writeDemoFile writes size pseudo-random bytes (deterministic for seed).

@@ -76,7 +76,7 @@ func newApp() *cli.App {
 			"Examples:\n" +
 			"   reconcile demo                                    seed, reconcile and fetch on this machine\n" +
 			"   reconcile seed movie.mkv --ticket-file t          serve a file, print its ticket\n" +
-			"   reconcile fetch --ticket-file t --out dl          fetch it on another host (resumable)\n" +
+			"   reconcile fetch --ticket-file t --out big.iso     fetch it on another host (resumable)\n" +
 			"   reconcile chunk movie.mkv --json                  a file's manifest summary\n" +
 			"   reconcile verify dl                               held, missing and corrupt blocks of a store\n" +
 			"   reconcile cbf build --m 1024 --k 4 -o a.cbf < items.txt\n" +

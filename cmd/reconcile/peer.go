@@ -294,7 +294,7 @@ func fetchCommand() *cli.Command {
 			"Example:\n" +
 			"   reconcile fetch bafy...ticket --out ./downloads\n" +
 			"   reconcile fetch bafy...ticket --out ./downloads --method iblt\n" +
-			"   reconcile fetch --ticket-file movie.ticket --out dl --seed-after --json",
+			"   reconcile fetch --ticket-file movie.ticket --out movie.mkv --seed-after --json",
 		Flags: append(peerFlags(),
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "where to write: for a single file, the file's path (as curl -o; its resume state lives in OUT.reconcile/ until it completes); for a folder of files, or when OUT is an existing folder, the folder to write into"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from this file instead of the argument"},
