@@ -146,7 +146,7 @@ func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<
 // disagreement of configurations is rejected (errRejected); a peer that
 // breaks the protocol gets an error wrapping ErrMalformed, which resets the
 // stream.
-func (p *Service) answerSession(ss *serverStream, r *responder, held func() []int, slot func() (func(), error)) (reconcile.Method, []int, error) {
+func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error)) (reconcile.Method, []int, error) {
 	lim := p.reconcileLimits()
 	var offered []int
 	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered}
@@ -177,12 +177,12 @@ func (p *Service) answerSession(ss *serverStream, r *responder, held func() []in
 		}
 		return method, nil, fmt.Errorf("%w: %v", errNotServed, method)
 	}
-	release, err := slot()
+	held, release, err := slot()
 	if err != nil {
 		return method, nil, err
 	}
 	defer release()
-	set := heldSet(r.u.Blocks(), held())
+	set := heldSet(r.u.Blocks(), held)
 	filters, err := r.filtersFor(set)
 	if err != nil {
 		return method, nil, err

@@ -161,13 +161,13 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	if ss.hello.Coded {
 		r = ss.cb.recon
 	}
-	var held []int
 	// The slot is taken once the first message has arrived and decoded (a
-	// silent or slow stream holds none); held is read then.
-	slot := func() (func(), error) {
+	// silent or slow stream holds none); the held blocks are read then.
+	var held []int
+	slot := func() ([]int, func(), error) {
 		release, err := p.reconcileSlot(ss)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		// A session holds one of the few reconcile slots: however many round
 		// trips its method takes (IBLT asks for cells until it decodes), it
@@ -179,9 +179,9 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		} else {
 			held = c.store.Held()
 		}
-		return release, nil
+		return held, release, nil
 	}
-	method, offered, err := p.answerSession(ss, r, func() []int { return held }, slot)
+	method, offered, err := p.answerSession(ss, r, slot)
 	if errors.Is(err, ErrBusy) {
 		// Told so; the fetcher retries later.
 		return nil

@@ -160,11 +160,6 @@ func (fr *Reader) NextInto(get func() []byte, max int) ([]byte, error) {
 	return f, err
 }
 
-// Release drops the Reader's frame buffer (the last frame returned by Next
-// becomes invalid): a reader that waits long between frames then holds only
-// its small read buffer.
-func (fr *Reader) Release() { fr.buf = nil }
-
 // readLength reads a frame's uvarint length. Only a length that overflows 64
 // bits is malformed: an error of the stream itself (a reset, a deadline) is
 // returned as it is, so that a slow or vanished peer is not taken for a
@@ -347,7 +342,7 @@ func DecodeError(f []byte) error {
 	if len(text) > MaxErrorText {
 		text = text[:MaxErrorText]
 	}
-	msg := Sanitize(string(text))
+	msg := sanitize(string(text))
 	switch msg {
 	case UnknownRootText:
 		return ErrUnknownRoot
@@ -364,9 +359,9 @@ const UnknownRootText = "unknown root"
 // request now (a full share of its slots); the request may be retried.
 const BusyText = "busy"
 
-// Sanitize keeps printable ASCII so a remote cannot write control sequences to
+// sanitize keeps printable ASCII so a remote cannot write control sequences to
 // our terminal.
-func Sanitize(s string) string {
+func sanitize(s string) string {
 	b := []byte(s)
 	for i, c := range b {
 		if c < 0x20 || c > 0x7e {
@@ -374,11 +369,6 @@ func Sanitize(s string) string {
 		}
 	}
 	return string(b)
-}
-
-// AppendTyped encodes a frame of type t around body (manifest, payload).
-func AppendTyped(b []byte, t byte, body []byte) []byte {
-	return append(append(b, t), body...)
 }
 
 // DecodeTyped checks that f is of type t and returns its body, turning an
