@@ -63,7 +63,7 @@ func (p *Peer) Close() error {
 
 // ResourceLimits returns libp2p's default resource limits (with its
 // services' defaults), scaled to this machine's memory and file
-// descriptors, and, for each of Protocols, the stream limits l sets:
+// descriptors, and, for each of the Proto protocols, the stream limits l sets:
 // l.StreamsPerPeer streams in each direction per remote peer and l.Streams
 // over all peers (zero fields of l take DefaultLimits'). New builds its host
 // with them; an application that mounts the service on its own host
@@ -75,7 +75,7 @@ func ResourceLimits(l Limits) rcmgr.ConcreteLimitConfig {
 	l = l.withDefaults()
 	limits := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&limits)
-	for _, proto := range Protocols {
+	for _, proto := range protocols {
 		limits.AddProtocolLimit(proto,
 			rcmgr.BaseLimit{StreamsInbound: l.Streams, StreamsOutbound: l.Streams, Streams: 2 * l.Streams, Memory: 1 << 30},
 			rcmgr.BaseLimitIncrease{})

@@ -34,8 +34,9 @@ const (
 	ProtoPeers protocol.ID = "/reconcile/1/peers"
 )
 
-// Protocols lists the protocols NewService registers on its host.
-var Protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers}
+// protocols lists the protocols NewService registers on its host (the Proto
+// constants).
+var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers}
 
 // helloMax bounds the first frame of a request.
 const helloMax = 2 + wire.MaxRootLen + 1
@@ -76,7 +77,7 @@ type Service struct {
 }
 
 // NewService mounts the reconcile protocols on h, as go-libp2p's ping
-// service mounts on any host: it registers the stream handlers of Protocols
+// service mounts on any host: it registers the stream handlers of the Proto
 // and returns the service. The host stays the caller's: Close removes the
 // handlers and stops the service but closes neither the host nor any of its
 // connections.
@@ -232,7 +233,7 @@ func (p *Service) Close() error {
 		}
 	}
 	p.mu.Unlock()
-	for _, proto := range Protocols {
+	for _, proto := range protocols {
 		p.h.RemoveStreamHandler(proto)
 	}
 	p.cancel()
