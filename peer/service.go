@@ -78,7 +78,7 @@ type Service struct {
 
 // NewService mounts the reconcile protocols on h, as go-libp2p's ping
 // service mounts on any host: it registers the stream handlers of the Proto
-// and returns the service. The host stays the caller's: Close removes the
+// constants' protocols and returns the service. The host stays the caller's: Close removes the
 // handlers and stops the service but closes neither the host nor any of its
 // connections.
 //
