@@ -148,6 +148,9 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 }
 
 // reconnectRelayed closes the relayed connections to id and opens a new one.
+// It runs only on a host New built (hole punching is a WithReach option,
+// which NewService refuses): the service never closes connections of a host
+// it was given.
 func (s *Service) reconnectRelayed(ctx context.Context, id lpeer.ID) {
 	for _, c := range s.h.Network().ConnsToPeer(id) {
 		if isRelayed(c.RemoteMultiaddr()) {
