@@ -2,11 +2,13 @@ package peer
 
 import (
 	"context"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -33,9 +35,7 @@ func (p *Service) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-			defer cancel()
-			if err := p.h.Connect(cctx, ai); err != nil {
+			if err := p.connectRetry(ctx, ai); err != nil {
 				p.log.Info("peer unreachable", "peer", ai.ID, "err", err)
 				return
 			}
@@ -53,6 +53,37 @@ func (p *Service) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra 
 	}
 	sort.Slice(ok, func(i, j int) bool { return ok[i] < ok[j] })
 	return dedup(ok)
+}
+
+// connectRetry dials ai, and again up to twice after a short random pause
+// when a dial fails within 15 s. Two hosts that dial each other at the same
+// moment from their listening ports (TCP with port reuse) can meet in one
+// "simultaneous open" connection in which both run the TLS client side and
+// both dials fail; the random pause lets one of them win the next time. The
+// swarm's dial backoff for ai is cleared before a retry (on a host built on
+// go-libp2p's swarm), or the retry would not dial at all.
+func (p *Service) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var err error
+	for attempt := range 3 {
+		if attempt > 0 {
+			t := time.NewTimer(time.Duration(50+rand.IntN(250)) * time.Millisecond)
+			select {
+			case <-cctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+			if s, ok := p.h.Network().(interface{ Backoff() *swarm.DialBackoff }); ok {
+				s.Backoff().Clear(ai.ID)
+			}
+		}
+		if err = p.h.Connect(cctx, ai); err == nil || cctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }
 
 func dedup(ids []lpeer.ID) []lpeer.ID {

@@ -258,6 +258,10 @@ const fetchMemory = 64 << 20
 // blocks (4 writers at least).
 const maxFetchWriters = 32
 
+// unknownRetries is how many more times a fetch asks a peer that answered
+// "unknown root" before it forgets the peer.
+const unknownRetries = 5
+
 // source is one remote peer a fetch downloads from.
 type source struct {
 	id       lpeer.ID
@@ -265,6 +269,7 @@ type source struct {
 	share    *PeerShare // in fetch.shares
 	failures int
 	busy     int           // "busy" answers (retried, not failures)
+	unknown  int           // "unknown root" answers in a row
 	err      error         // set by a writer when the source sent a bad block
 	cs       *clientStream // the current blocks stream, to abort it
 }
@@ -418,7 +423,7 @@ func (f *fetch) work(src *source) {
 		}
 		switch {
 		case err == nil:
-			src.failures = 0
+			src.failures, src.unknown = 0, 0
 		case errors.Is(err, ErrBadBlock) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrManifestMismatch):
 			f.drop(src, err)
 			return
@@ -428,9 +433,15 @@ func (f *fetch) work(src *source) {
 			f.p.log.Debug("peer busy", "peer", src.id)
 			src.busy++
 		case errors.Is(err, ErrUnknownRoot):
-			// Not (yet) serving the content: it may start to, and come back
-			// through discovery or by reconciling with us.
-			return
+			// Not (yet) serving the content. A peer that started its own
+			// fetch a moment after us registers the content a moment later
+			// (two fetchers that dial each other at once would otherwise
+			// both give up): ask again a few times over about 1.5 s, then
+			// leave it to discovery or to its reconciling with us.
+			src.unknown++
+			if src.unknown > unknownRetries {
+				return
+			}
 		default:
 			src.failures++
 			f.p.log.Info("peer failed", "peer", src.id, "failures", src.failures, "err", err)
