@@ -64,8 +64,9 @@ func (p *Peer) Close() error {
 // ResourceLimits returns libp2p's default resource limits (with its
 // services' defaults), scaled to this machine's memory and file
 // descriptors, and, for each of the Proto protocols, the stream limits l sets:
-// l.StreamsPerPeer streams in each direction per remote peer and l.Streams
-// over all peers (zero fields of l take DefaultLimits'). New builds its host
+// l.StreamsPerPeer streams in each direction per remote peer and 4·l.Streams
+// over all peers (zero fields of l take DefaultLimits'; the service itself
+// shares l.Streams per protocol fairly among peers). New builds its host
 // with them; an application that mounts the service on its own host
 // (NewService) passes them to its resource manager:
 //
@@ -77,7 +78,11 @@ func ResourceLimits(l Limits) rcmgr.ConcreteLimitConfig {
 	libp2p.SetDefaultServiceLimits(&limits)
 	for _, proto := range protocols {
 		limits.AddProtocolLimit(proto,
-			rcmgr.BaseLimit{StreamsInbound: l.Streams, StreamsOutbound: l.Streams, Streams: 2 * l.Streams, Memory: 1 << 30},
+			// The service shares its own l.Streams per protocol fairly among
+			// peers (a newcomer may reset a stream of the peer that holds the
+			// most); the resource manager, which refuses whoever comes last,
+			// only backs that up.
+			rcmgr.BaseLimit{StreamsInbound: 4 * l.Streams, StreamsOutbound: 4 * l.Streams, Streams: 8 * l.Streams, Memory: 1 << 30},
 			rcmgr.BaseLimitIncrease{})
 		limits.AddProtocolPeerLimit(proto,
 			rcmgr.BaseLimit{StreamsInbound: l.StreamsPerPeer, StreamsOutbound: l.StreamsPerPeer, Streams: 2 * l.StreamsPerPeer, Memory: 256 << 20},

@@ -84,6 +84,14 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 			s.Reset()
 			return
 		}
+		admitted, err := p.admit(s)
+		if err != nil {
+			untrack()
+			p.log.Debug("stream refused", "peer", s.Conn().RemotePeer(), "protocol", s.Protocol(), "err", err)
+			s.Reset()
+			return
+		}
+		untrack = func(untrack func()) func() { return func() { admitted.release(); untrack() } }(untrack)
 		ok = p.goroutine(func() {
 			defer untrack()
 			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle}
@@ -95,6 +103,7 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 			case errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge):
 				p.log.Warn("reset stream of misbehaving peer", "peer", remote, "protocol", s.Protocol(), "err", err)
 				s.Reset()
+				p.strike(s.Conn(), strikeMalformed, err.Error())
 			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, network.ErrReset) || errors.Is(err, context.Canceled):
 				s.Reset()
 			default:
@@ -112,10 +121,17 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error {
 	stop := context.AfterFunc(p.ctx, func() { ss.s.Reset() })
 	defer stop()
+	// The hello is a few dozen bytes: it arrives within helloTimeout or the
+	// stream (and the share of streams it holds) is given up.
+	ss.until = time.Now().Add(min(helloTimeout, ss.idle))
 	f, err := ss.next(helloMax)
 	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			p.strike(ss.s.Conn(), strikeSlow, "no hello in time")
+		}
 		return err
 	}
+	ss.until = time.Time{}
 	h, err := wire.DecodeHello(f)
 	if err != nil {
 		return err

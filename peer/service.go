@@ -73,7 +73,11 @@ type Service struct {
 	streams map[lpeer.ID]map[network.Stream]struct{}
 	// reconPeers counts the reconcile slots each remote peer holds.
 	reconPeers map[lpeer.ID]int
-	closed     bool
+	// streamPools share the inbound streams of each protocol among peers
+	// (peer/abuse.go); scores are the abuse scores of remote peers.
+	streamPools map[protocol.ID]*fairPool
+	scores      map[lpeer.ID]abuseScore
+	closed      bool
 }
 
 // NewService mounts the reconcile protocols on h, as go-libp2p's ping
@@ -103,12 +107,14 @@ func NewService(h host.Host, opts ...Option) (*Service, error) {
 func newService(h host.Host, cfg config) *Service {
 	p := &Service{
 		h: h, cfg: cfg, log: cfg.log,
-		contents:   make(map[chunker.ID]*content),
-		banned:     make(map[lpeer.ID]time.Time),
-		streams:    make(map[lpeer.ID]map[network.Stream]struct{}),
-		reconPeers: make(map[lpeer.ID]int),
-		reconciles: make(chan struct{}, cfg.limits.Reconciles),
-		serveMem:   semaphore.NewWeighted(int64(cfg.limits.ServeBytes)),
+		contents:    make(map[chunker.ID]*content),
+		banned:      make(map[lpeer.ID]time.Time),
+		streams:     make(map[lpeer.ID]map[network.Stream]struct{}),
+		reconPeers:  make(map[lpeer.ID]int),
+		streamPools: make(map[protocol.ID]*fairPool),
+		scores:      make(map[lpeer.ID]abuseScore),
+		reconciles:  make(chan struct{}, cfg.limits.Reconciles),
+		serveMem:    semaphore.NewWeighted(int64(cfg.limits.ServeBytes)),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.serveRate > 0 {
@@ -131,13 +137,7 @@ const banFor = 10 * time.Minute
 // protocols of the host may use it.
 func (p *Service) ban(id lpeer.ID) {
 	p.mu.Lock()
-	if len(p.banned) >= maxSwarm {
-		for k, until := range p.banned {
-			if time.Now().After(until) {
-				delete(p.banned, k)
-			}
-		}
-	}
+	p.pruneBannedLocked(time.Now())
 	p.banned[id] = time.Now().Add(banFor)
 	var open []network.Stream
 	for s := range p.streams[id] {

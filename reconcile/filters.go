@@ -14,14 +14,17 @@ import (
 // Bloom filter of S, or the first IBLT cells of S) once rather than once per session. Pass it in Config.Filters.
 // It is safe for concurrent use; build a new one when the set changes.
 type Filters struct {
-	u    *Universe
-	set  *Set
-	mu   sync.Mutex
-	cbf  map[cbfalgebra.Params]*cbfalgebra.CBF
-	bf   map[cbfalgebra.Params]*cbfalgebra.BloomFilter
-	iblt map[uint64]*ibltEncoder // by seed, with the first filtersIBLTCells cells
-	idx  []int
-	once sync.Once
+	u   *Universe
+	set *Set
+	mu  sync.Mutex
+	cbf map[cbfalgebra.Params]*cbfalgebra.CBF
+	bf  map[cbfalgebra.Params]*cbfalgebra.BloomFilter
+	// bytes is the memory of the cached CBFs and Bloom filters, at most
+	// maxCachedBytes beside the newest.
+	bytes int64
+	iblt  map[uint64]*ibltEncoder // by seed, with the first filtersIBLTCells cells
+	idx   []int
+	once  sync.Once
 }
 
 // filtersIBLTCells is how many IBLT cells a Filters cache makes ahead: enough for
@@ -62,9 +65,7 @@ func (f *Filters) CBF(p cbfalgebra.Params) (*cbfalgebra.CBF, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(f.cbf) >= maxCachedParams {
-		clear(f.cbf)
-	}
+	f.makeRoom(p)
 	f.cbf[p] = c
 	return c, nil
 }
@@ -88,9 +89,7 @@ func (f *Filters) Bloom(p cbfalgebra.Params) (*cbfalgebra.BloomFilter, error) {
 	for _, i := range f.indices() {
 		b.AddLocations(loc.at(i))
 	}
-	if len(f.bf) >= maxCachedParams {
-		clear(f.bf)
-	}
+	f.makeRoom(p)
 	f.bf[p] = b
 	return b, nil
 }
@@ -110,6 +109,19 @@ func (f *Filters) ibltEncoder(seed uint64) *ibltEncoder {
 	}
 	f.iblt[seed] = e
 	return e
+}
+
+// makeRoom clears the filter caches when one more filter of parameters p
+// would make them hold more than maxCachedParams filters of a kind or
+// maxCachedBytes in all, and counts p's filter in.
+func (f *Filters) makeRoom(p cbfalgebra.Params) {
+	n := filterBytes(p)
+	if len(f.cbf) >= maxCachedParams || len(f.bf) >= maxCachedParams || f.bytes+n > maxCachedBytes {
+		clear(f.cbf)
+		clear(f.bf)
+		f.bytes = 0
+	}
+	f.bytes += n
 }
 
 func (f *Filters) indices() []int {

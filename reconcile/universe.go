@@ -20,6 +20,15 @@ const maxLocationTable = 1 << 24
 // ever new parameters cannot grow it without bound.
 const maxCachedParams = 8
 
+// maxCachedBytes bounds the memory of the filters (and address tables) a
+// Universe or a Filters caches over all parameter sets: peers that announce
+// ever new large parameters make it rebuild, not grow. The newest entry is
+// kept whatever its size.
+const maxCachedBytes = 32 << 20
+
+// filterBytes is the memory of a filter of parameters p.
+func filterBytes(p cbfalgebra.Params) int64 { return (int64(p.M)*int64(max(p.R, 1)) + 7) / 8 }
+
 // Universe describes the blocks of one file, [0, Blocks), and caches what depends
 // only on the block count and the filter parameters: the k addresses of every block
 // and CBF(U). Build it once per file and share it between the sessions of that file;
@@ -28,6 +37,7 @@ type Universe struct {
 	blocks int
 	mu     sync.Mutex
 	cache  map[cbfalgebra.Params]*universeEntry
+	bytes  int64 // of the cached entries
 }
 
 type universeEntry struct {
@@ -35,6 +45,7 @@ type universeEntry struct {
 	locs []uint32        // k addresses per block, nil when too large to cache
 	full *cbfalgebra.CBF // CBF(U), nil for Bloom parameters (R = 1)
 	err  error
+	size int64 // bytes of locs and full
 }
 
 // NewUniverse returns the universe of a file of blocks blocks.
@@ -54,7 +65,8 @@ func (u *Universe) entry(p cbfalgebra.Params) *universeEntry {
 	e, ok := u.cache[p]
 	if !ok {
 		if len(u.cache) >= maxCachedParams {
-			for q := range u.cache { // evict one at random
+			for q, x := range u.cache { // evict one at random
+				u.bytes -= x.size
 				delete(u.cache, q)
 				break
 			}
@@ -62,7 +74,20 @@ func (u *Universe) entry(p cbfalgebra.Params) *universeEntry {
 		e = &universeEntry{}
 		u.cache[p] = e
 	}
-	e.once.Do(func() { e.build(u.blocks, p) })
+	e.once.Do(func() {
+		e.build(u.blocks, p)
+		e.size = 4*int64(len(e.locs)) + filterBytes(p)
+		u.bytes += e.size
+		for q, x := range u.cache { // over the byte bound: evict others
+			if u.bytes <= maxCachedBytes {
+				break
+			}
+			if q != p {
+				u.bytes -= x.size
+				delete(u.cache, q)
+			}
+		}
+	})
 	return e
 }
 

@@ -1,0 +1,136 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// helloTimeout is the time a stream has to deliver its hello (a few dozen
+// bytes) before the stream is reset.
+const helloTimeout = 5 * time.Second
+
+// Abuse scores. A remote peer earns points for what costs a server and
+// serves no fetch; the points halve every scoreHalfLife, and a peer that
+// reaches banScore is banned for banFor. So four malformed frames, or twenty
+// blocks asked for beyond the repeat limit, or twenty streams that never
+// said hello, in about a minute, get a peer banned; a peer that slips once
+// is not.
+const (
+	strikeMalformed = 25
+	strikeRepeat    = 5
+	strikeSlow      = 5
+	banScore        = 100
+	scoreHalfLife   = time.Minute
+)
+
+// maxBanned bounds the deny-list; maxScored bounds the abuse scores kept.
+const (
+	maxBanned = 4096
+	maxScored = 4096
+)
+
+type abuseScore struct {
+	score float64
+	at    time.Time
+}
+
+// decayed returns the score at now.
+func (a abuseScore) decayed(now time.Time) float64 {
+	return a.score * math.Exp2(-float64(now.Sub(a.at))/float64(scoreHalfLife))
+}
+
+// strike adds w points to the abuse score of c's remote peer and bans it
+// when the score reaches banScore.
+func (p *Service) strike(c network.Conn, w float64, why string) {
+	id := c.RemotePeer()
+	now := time.Now()
+	p.mu.Lock()
+	if len(p.scores) >= maxScored {
+		if _, ok := p.scores[id]; !ok {
+			for k, a := range p.scores { // forget the small, then anyone
+				if a.decayed(now) < 1 || len(p.scores) >= maxScored {
+					delete(p.scores, k)
+					if len(p.scores) < maxScored*3/4 {
+						break
+					}
+				}
+			}
+		}
+	}
+	a := p.scores[id]
+	a = abuseScore{score: a.decayed(now) + w, at: now}
+	p.scores[id] = a
+	p.mu.Unlock()
+	if a.score >= banScore {
+		p.log.Warn("banned abusive peer", "peer", id, "for", banFor, "last", why)
+		p.ban(id)
+		p.mu.Lock()
+		delete(p.scores, id)
+		p.mu.Unlock()
+	}
+}
+
+// alreadyDone is a context that has ended: acquiring a share with it takes
+// room only if there is some (or may be made) at once.
+var alreadyDone = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(fmt.Errorf("%w: no room for the stream", ErrBusy))
+	return ctx
+}()
+
+// admit takes a share of the inbound streams of s's protocol for s's peer
+// (see fairPool): over all peers at most Limits.Streams streams of each
+// protocol are served, one peer holds at most Limits.StreamsPerPeer of
+// them, and when they are all taken a peer under its fair share gets one
+// by resetting the oldest stream of the peer that holds the most.
+func (p *Service) admit(s network.Stream) (*holding, error) {
+	key := shareKey(s.Conn())
+	pool := p.streamPool(s.Protocol())
+	if isPeerKey(key) && pool.usedBy(key) >= int64(p.cfg.limits.StreamsPerPeer) {
+		return nil, fmt.Errorf("%w: the peer holds its %d streams", ErrBusy, p.cfg.limits.StreamsPerPeer)
+	}
+	return pool.acquire(alreadyDone, key, 1, func() { s.Reset() })
+}
+
+func isPeerKey(k string) bool { return len(k) > 5 && k[:5] == "peer/" }
+
+// streamPool returns the stream pool of a protocol.
+func (p *Service) streamPool(proto protocol.ID) *fairPool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fp := p.streamPools[proto]
+	if fp == nil {
+		fp = newFairPool(int64(p.cfg.limits.Streams))
+		p.streamPools[proto] = fp
+	}
+	return fp
+}
+
+// pruneBannedLocked makes room on the deny-list for one more entry: it drops
+// the expired entries and, if the list is still full, the one that expires
+// first.
+func (p *Service) pruneBannedLocked(now time.Time) {
+	if len(p.banned) < maxBanned {
+		return
+	}
+	var first lpeer.ID
+	var at time.Time
+	for k, until := range p.banned {
+		if now.After(until) {
+			delete(p.banned, k)
+			continue
+		}
+		if at.IsZero() || until.Before(at) {
+			first, at = k, until
+		}
+	}
+	if len(p.banned) >= maxBanned {
+		delete(p.banned, first)
+	}
+}

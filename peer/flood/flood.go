@@ -1,0 +1,360 @@
+// Package flood loads a peer the way an attacker would, to test that it stays
+// available: many identities, each holding streams of the reconcile
+// protocols that trickle their first bytes, stay silent, claim large frames
+// they never finish, ask for blocks they never read, ask for one block again
+// and again, send malformed frames, or send valid filters with a fresh
+// parameter set each time. The flood test of package peer and the
+// `reconcile flood` command use it; it is meant for one's own peers only.
+//
+// Every attacker is a libp2p host of its own (a fresh identity) that dials
+// only the target's addresses.
+package flood
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// Attack is one hostile behaviour of a stream.
+type Attack uint8
+
+const (
+	// SlowHello opens a manifest stream and sends its hello one byte every
+	// few seconds (a slowloris).
+	SlowHello Attack = iota
+	// SilentReconcile opens a reconcile stream, sends the hello and then
+	// nothing.
+	SilentReconcile
+	// PartialFilter sends a reconcile frame that claims the largest filter
+	// allowed and carries all of it but the last byte.
+	PartialFilter
+	// NoRead asks for every block on a blocks stream and never reads.
+	NoRead
+	// RepeatBlock asks for block 0 again and again, reading the answers.
+	RepeatBlock
+	// Malformed sends a hello and then garbage frames.
+	Malformed
+	// FreshParams sends valid complete-reconciliation filters, each with a
+	// counter count m never used before (so a server that caches per
+	// parameter set builds a new CBF(U) every time).
+	FreshParams
+	numAttacks
+)
+
+var attackNames = [...]string{"slow-hello", "silent-reconcile", "partial-filter", "no-read", "repeat-block", "malformed", "fresh-params"}
+
+// String returns the attack's name, as ParseAttack reads it.
+func (a Attack) String() string {
+	if a < numAttacks {
+		return attackNames[a]
+	}
+	return fmt.Sprintf("attack(%d)", uint8(a))
+}
+
+// All lists every attack.
+func All() []Attack {
+	out := make([]Attack, numAttacks)
+	for i := range out {
+		out[i] = Attack(i)
+	}
+	return out
+}
+
+// ParseAttack parses an attack's name.
+func ParseAttack(s string) (Attack, error) {
+	for i, n := range attackNames {
+		if n == s {
+			return Attack(i), nil
+		}
+	}
+	return 0, fmt.Errorf("flood: unknown attack %q (want one of %v)", s, attackNames)
+}
+
+// Config is one flood.
+type Config struct {
+	// Target is the peer under attack.
+	Target lpeer.AddrInfo
+	// Manifest is the manifest of the content the target serves.
+	Manifest *chunker.Manifest
+	// Identities is the number of attacking hosts. Default 8.
+	Identities int
+	// Streams is the number of streams each identity keeps open. Default 8.
+	Streams int
+	// Attacks are the behaviours, dealt out to the identities in turn
+	// (identity i runs Attacks[i % len]). Default: All().
+	Attacks []Attack
+	// MaxFilterBytes is the filter size the target accepts, for
+	// PartialFilter. Default peer.DefaultLimits.MaxFilterBytes.
+	MaxFilterBytes int
+}
+
+// Stats counts what a flood did. Its fields are updated atomically while
+// the flood runs.
+type Stats struct {
+	// Streams is the number of streams opened.
+	Streams atomic.Int64
+	// Refused is the number of streams the target refused or reset before
+	// the attack's first write went through.
+	Refused atomic.Int64
+	// Blocks is the number of blocks received (RepeatBlock).
+	Blocks atomic.Int64
+	// Dials is the number of identities that connected.
+	Dials atomic.Int64
+	// DialErrors is the number of identities that could not connect (or were
+	// refused once banned).
+	DialErrors atomic.Int64
+}
+
+// Run floods cfg.Target until ctx ends, then closes every attacking host.
+// It returns an error only when no identity could be started at all.
+func Run(ctx context.Context, cfg Config, st *Stats) error {
+	if cfg.Manifest == nil {
+		return errors.New("flood: no manifest")
+	}
+	if cfg.Identities <= 0 {
+		cfg.Identities = 8
+	}
+	if cfg.Streams <= 0 {
+		cfg.Streams = 8
+	}
+	if len(cfg.Attacks) == 0 {
+		cfg.Attacks = All()
+	}
+	if cfg.MaxFilterBytes <= 0 {
+		cfg.MaxFilterBytes = peer.DefaultLimits.MaxFilterBytes
+	}
+	var wg sync.WaitGroup
+	started := 0
+	for i := range cfg.Identities {
+		h, err := libp2p.New(
+			libp2p.NoListenAddrs,
+			libp2p.Transport(tcp.NewTCPTransport),
+			libp2p.Security(libp2ptls.ID, libp2ptls.New),
+			libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+			libp2p.ResourceManager(&network.NullResourceManager{}),
+			libp2p.DisableRelay(),
+			libp2p.DisableMetrics(),
+		)
+		if err != nil {
+			continue
+		}
+		started++
+		a := attacker{h: h, cfg: &cfg, st: st, attack: cfg.Attacks[i%len(cfg.Attacks)], r: rand.New(rand.NewPCG(uint64(i), 7))}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer h.Close()
+			a.run(ctx)
+		}()
+	}
+	if started == 0 {
+		return errors.New("flood: could not start any attacking host")
+	}
+	wg.Wait()
+	return nil
+}
+
+type attacker struct {
+	h      host.Host
+	cfg    *Config
+	st     *Stats
+	attack Attack
+	r      *rand.Rand
+}
+
+// run keeps cfg.Streams streams of the attack open until ctx ends: a stream
+// that ends is opened again after a short pause.
+func (a *attacker) run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range a.cfg.Streams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if err := a.h.Connect(ctx, a.cfg.Target); err != nil {
+					a.st.DialErrors.Add(1)
+					pause(ctx, time.Second)
+					continue
+				}
+				a.st.Dials.Add(1)
+				a.stream(ctx)
+				pause(ctx, 100*time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// protocolOf is the protocol each attack speaks.
+func protocolOf(a Attack) protocol.ID {
+	switch a {
+	case SlowHello:
+		return peer.ProtoManifest
+	case NoRead, RepeatBlock:
+		return peer.ProtoBlocks
+	default:
+		return peer.ProtoReconcile
+	}
+}
+
+// stream runs one stream of the attack until the target ends it or ctx ends.
+func (a *attacker) stream(ctx context.Context) {
+	s, err := a.h.NewStream(ctx, a.cfg.Target.ID, protocolOf(a.attack))
+	if err != nil {
+		a.st.Refused.Add(1)
+		return
+	}
+	a.st.Streams.Add(1)
+	stop := context.AfterFunc(ctx, func() { s.Reset() })
+	defer stop()
+	defer s.Reset()
+	root := a.cfg.Manifest.ID()
+	hello := frame(wire.Hello{Root: root[:]}.Append(nil))
+	bw := bufio.NewWriter(s)
+	write := func(b []byte) error {
+		if _, err := bw.Write(b); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	if a.attack == SlowHello {
+		for _, c := range hello {
+			if err := write([]byte{c}); err != nil {
+				a.st.Refused.Add(1)
+				return
+			}
+			pause(ctx, 5*time.Second)
+		}
+		io.Copy(io.Discard, s)
+		return
+	}
+	if err := write(hello); err != nil {
+		a.st.Refused.Add(1)
+		return
+	}
+	switch a.attack {
+	case SilentReconcile:
+		io.Copy(io.Discard, s) // until the target gives up on us
+	case PartialFilter:
+		n := a.cfg.MaxFilterBytes
+		var lp [binary.MaxVarintLen64]byte
+		l := binary.PutUvarint(lp[:], uint64(n))
+		if err := write(lp[:l]); err != nil {
+			return
+		}
+		chunk := make([]byte, 64<<10)
+		for sent := 0; sent < n-1; {
+			c := chunk[:min(len(chunk), n-1-sent)]
+			if err := write(c); err != nil {
+				return
+			}
+			sent += len(c)
+		}
+		io.Copy(io.Discard, s)
+	case NoRead:
+		all := make([]int, a.cfg.Manifest.BlockCount())
+		for i := range all {
+			all[i] = i
+		}
+		for i := 0; i < len(all); i += peer.DefaultLimits.MaxWant {
+			if err := write(frame(wire.AppendWant(nil, all[i:min(len(all), i+peer.DefaultLimits.MaxWant)]))); err != nil {
+				return
+			}
+		}
+		<-ctx.Done() // hold the stream, read nothing
+	case RepeatBlock:
+		want := frame(wire.AppendWant(nil, []int{0}))
+		fr := wire.NewReader(s)
+		for ctx.Err() == nil {
+			if err := write(want); err != nil {
+				return
+			}
+			if _, err := fr.Next(chunker.MaxBlockSize + 64); err != nil {
+				return
+			}
+			a.st.Blocks.Add(1)
+		}
+	case Malformed:
+		junk := make([]byte, 64)
+		for ctx.Err() == nil {
+			for i := range junk {
+				junk[i] = byte(a.r.Uint32())
+			}
+			if err := write(frame(junk)); err != nil {
+				return
+			}
+			pause(ctx, 10*time.Millisecond)
+		}
+	case FreshParams:
+		fr := wire.NewReader(s)
+		body, err := a.freshFilter()
+		if err != nil {
+			return
+		}
+		if err := write(frame(append([]byte{wire.TypePayload}, body...))); err != nil {
+			return
+		}
+		fr.Next(a.cfg.MaxFilterBytes + 1<<20) // the answer, if any
+	}
+}
+
+// freshFilter returns the first message of a complete-reconciliation pull
+// of an empty set, with a random counter count near the largest allowed.
+func (a *attacker) freshFilter() ([]byte, error) {
+	n := a.cfg.Manifest.BlockCount()
+	u, err := reconcile.NewUniverse(n)
+	if err != nil {
+		return nil, err
+	}
+	// 4-bit counters: MaxFilterBytes bytes hold 2·MaxFilterBytes counters.
+	m := a.cfg.MaxFilterBytes + a.r.IntN(a.cfg.MaxFilterBytes)
+	s, err := reconcile.NewSession(a.r.Uint64(), reconcile.Config{Method: reconcile.Complete, M: m, K: 4, OneWay: true}, u, reconcile.NewSet(n), nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Start(); err != nil {
+		return nil, err
+	}
+	ms := s.Ready()
+	if len(ms) == 0 {
+		return nil, errors.New("flood: session sent nothing")
+	}
+	return ms[0].MarshalBinary()
+}
+
+// frame prefixes b with its uvarint length.
+func frame(b []byte) []byte {
+	out := binary.AppendUvarint(nil, uint64(len(b)))
+	return append(out, b...)
+}
