@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"golang.org/x/time/rate"
 )
 
 // helloTimeout is the time a stream has to deliver its hello (a few dozen
@@ -17,12 +18,12 @@ const helloTimeout = 5 * time.Second
 
 // Abuse scores. A remote peer earns points for what costs a server and
 // serves no fetch; the points halve every scoreHalfLife, and a peer that
-// reaches banScore is banned for banFor. So four malformed frames, or twenty
-// blocks asked for beyond the repeat limit, or twenty streams that never
-// said hello, in about a minute, get a peer banned; a peer that slips once
-// is not.
+// reaches banScore is banned for banFor. So three malformed frames, or about
+// twenty blocks asked for beyond the repeat limit, or about twenty streams
+// that never said hello, within a few seconds (more when spread over
+// minutes) get a peer banned; a peer that slips once is not.
 const (
-	strikeMalformed = 25
+	strikeMalformed = 34
 	strikeRepeat    = 5
 	strikeSlow      = 5
 	banScore        = 100
@@ -133,4 +134,32 @@ func (p *Service) pruneBannedLocked(now time.Time) {
 	if len(p.banned) >= maxBanned {
 		delete(p.banned, first)
 	}
+}
+
+// allowFilter reports whether the peer of key may have a reconciliation
+// message of n bytes answered now: each share key may send MaxFilterBytes
+// of messages per second (a burst of twice that), so that a peer sending
+// large filters (with new parameters each time, which the server's caches
+// cannot help with) gets one answered a second, while the small filters of
+// ordinary fetches are never held back.
+func (p *Service) allowFilter(key string, n int) bool {
+	now := time.Now()
+	p.mu.Lock()
+	l := p.filterRates[key]
+	if l == nil {
+		if len(p.filterRates) >= maxScored {
+			for k, x := range p.filterRates { // drop the full (idle) ones
+				if x.TokensAt(now) >= float64(x.Burst()) {
+					delete(p.filterRates, k)
+				}
+			}
+			if len(p.filterRates) >= maxScored {
+				clear(p.filterRates)
+			}
+		}
+		l = rate.NewLimiter(rate.Limit(p.cfg.limits.MaxFilterBytes), 2*p.cfg.limits.MaxFilterBytes+1<<20)
+		p.filterRates[key] = l
+	}
+	p.mu.Unlock()
+	return l.AllowN(now, n)
 }

@@ -20,6 +20,7 @@ type content struct {
 	store *chunker.Store
 	coded *codedBlocks // Byers: coded blocks served, nil when not offered
 	recon *responder   // answers reconciliation requests
+	sends *repeats     // blocks sent per peer, to bound repeats (peer/repeat.go)
 
 	mu    sync.Mutex
 	swarm map[lpeer.ID]struct{}
@@ -42,7 +43,7 @@ func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &content{man: m, store: s, recon: r, swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64)}, nil
+	return &content{man: m, store: s, recon: r, sends: newRepeats(m.BlockCount()), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64)}, nil
 }
 
 func (c *content) noteSwarm(id lpeer.ID) {

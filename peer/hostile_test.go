@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -109,5 +110,96 @@ func TestManifestRetried(t *testing.T) {
 	sameFile(t, src, filepath.Join(out, "data.bin"))
 	if resets.Load() != 3 {
 		t.Fatalf("%d manifest requests, want 3", resets.Load())
+	}
+}
+
+// TestRepeatedBlockBounded: a peer that asks for the same block again and
+// again is sent it 1+maxRepeats times in the window, is told "missing"
+// after that, and is banned once its abuse score reaches banScore; another
+// peer still fetches.
+func TestRepeatedBlockBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 64<<10, 16<<10)
+	evil := newTestPeer(t)
+	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := evil.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.reset()
+	sent, missing := 0, 0
+	for range 2 * banScore / strikeRepeat {
+		if err := cs.send(wire.AppendWant(nil, []int{0})); err != nil {
+			break
+		}
+		if err := cs.flush(); err != nil {
+			break
+		}
+		f, err := cs.next(1 << 20)
+		if err != nil {
+			break // reset: banned
+		}
+		_, data, ok, err := wire.DecodeBlock(f, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok && len(data) > 0 {
+			sent++
+		} else {
+			missing++
+		}
+	}
+	if sent != 1+maxRepeats {
+		t.Errorf("block 0 sent %d times, want %d", sent, 1+maxRepeats)
+	}
+	if want := banScore / strikeRepeat; missing < want || missing > want+1 {
+		t.Errorf("%d answers of missing before the ban, want about %d", missing, want)
+	}
+	if !seed.isBanned(evil.ID()) {
+		t.Errorf("the peer asking again and again is not banned")
+	}
+	out := filepath.Join(dir, "out")
+	if _, err := newTestPeer(t).Fetch(ctx, tk, out); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+}
+
+// TestMalformedBanned: a peer that keeps sending malformed frames is banned
+// after ceil(banScore/strikeMalformed) of them.
+func TestMalformedBanned(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	seed, tk, _ := seedFile(t, t.TempDir(), 64<<10, 16<<10)
+	evil := newTestPeer(t)
+	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	n := (banScore + strikeMalformed - 1) / strikeMalformed
+	for i := range n {
+		if seed.isBanned(evil.ID()) {
+			t.Fatalf("banned after %d malformed frames", i)
+		}
+		cs, err := evil.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.send([]byte{0xff, 0x01})
+		cs.flush()
+		if _, err := cs.next(1 << 20); err == nil {
+			t.Fatalf("frame %d: the malformed want was answered", i)
+		}
+		cs.reset()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !seed.isBanned(evil.ID()) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !seed.isBanned(evil.ID()) {
+		t.Fatalf("not banned after %d malformed frames", n)
 	}
 }

@@ -288,10 +288,6 @@ func TestHostileRecon(t *testing.T) {
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 4<<10)
 	n := seed.lookup(tk.Root[:]).man.BlockCount()
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		t.Fatal(err)
@@ -366,6 +362,12 @@ func TestHostileRecon(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			// A peer is banned after a few malformed messages
+			// (TestMalformedBanned): each case is a new peer.
+			evil := newTestPeer(t)
+			if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+				t.Fatal(err)
+			}
 			r := openRecon(ctx, t, evil, seed, tk.Root, false)
 			tc.play(r)
 			if err := r.end(); !errors.Is(err, network.ErrReset) {

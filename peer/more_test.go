@@ -14,6 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -241,7 +242,7 @@ func TestServeBytes(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if !seed.serveMem.TryAcquire(int64(budget)) {
+		if h, err := seed.serveMem.acquire(alreadyDone, "check", int64(budget), nil); err != nil || h.n != int64(budget) {
 			t.Errorf("budget %d: not all of it was given back", budget)
 		}
 	}
@@ -272,7 +273,8 @@ func (w *writeCounter) Conn() network.Conn               { return remoteConn{} }
 
 type remoteConn struct{ network.Conn }
 
-func (remoteConn) RemotePeer() lpeer.ID { return "remote" }
+func (remoteConn) RemotePeer() lpeer.ID          { return "remote" }
+func (remoteConn) RemoteMultiaddr() ma.Multiaddr { return nil }
 
 // TestServedBlockOneWrite: a served block frame goes out in one write (on
 // the mock network every write costs a latency), and decodes to the block.

@@ -62,8 +62,19 @@ type Limits struct {
 	// ServeBytes is the most bytes of blocks read from the store for serving
 	// that are held in memory at once, over all streams (each stream holds
 	// one block at a time; a block larger than ServeBytes waits until it is
-	// alone). Default 64 MiB.
+	// alone). It is shared fairly among peers: a peer waits at most the
+	// stream idle time for room, and one under its share gets room by
+	// resetting a stream of the peer that holds the most. Default 64 MiB.
 	ServeBytes int
+	// ReconcileBytes is the most memory the reconciliation sessions answered
+	// at once may take, over all peers, a session counting three times the
+	// size of its first message (the message, its decoded filter and the
+	// result of the subtraction). It is claimed when the message's length
+	// has arrived, before any of its bytes are buffered, and shared fairly
+	// among peers like ServeBytes; a message that finds no room within the
+	// stream idle time is refused with "busy". Default 128 MiB: two sessions
+	// with filters of 16 MiB at once, or thousands of small ones.
+	ReconcileBytes int
 }
 
 // DefaultLimits are the limits used when WithLimits is not given.
@@ -76,6 +87,7 @@ var DefaultLimits = Limits{
 	StreamsPerPeer:    8,
 	Streams:           512,
 	ServeBytes:        64 << 20,
+	ReconcileBytes:    128 << 20,
 }
 
 // newConfig applies opts to the defaults.
@@ -159,7 +171,7 @@ func (l Limits) withDefaults() Limits {
 	for _, f := range []struct{ v, d *int }{
 		{&l.MaxManifestBytes, &d.MaxManifestBytes}, {&l.MaxFilterBytes, &d.MaxFilterBytes},
 		{&l.MaxWant, &d.MaxWant}, {&l.Reconciles, &d.Reconciles}, {&l.ReconcilesPerPeer, &d.ReconcilesPerPeer}, {&l.StreamsPerPeer, &d.StreamsPerPeer},
-		{&l.Streams, &d.Streams}, {&l.ServeBytes, &d.ServeBytes},
+		{&l.Streams, &d.Streams}, {&l.ServeBytes, &d.ServeBytes}, {&l.ReconcileBytes, &d.ReconcileBytes},
 	} {
 		if *f.v > 0 {
 			*f.d = *f.v

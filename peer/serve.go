@@ -29,6 +29,9 @@ type serverStream struct {
 	idle time.Duration
 	// until, when set, ends the request: no read waits past it.
 	until time.Time
+	// admit, when set, is called with the length of the next frame before
+	// its bytes are read (wire.Reader.NextAdmit).
+	admit func(n int) error
 }
 
 // next reads a frame of at most max bytes within the idle deadline (and
@@ -46,7 +49,7 @@ func (ss *serverStream) next(max int) ([]byte, error) {
 	if err := ss.s.SetReadDeadline(d); err != nil {
 		return nil, err
 	}
-	return ss.fr.Next(max)
+	return ss.fr.NextAdmit(max, ss.admit)
 }
 
 // send writes one frame within the idle deadline (it is flushed by flush).
@@ -177,6 +180,30 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	if ss.hello.Coded {
 		r = ss.cb.recon
 	}
+	// The memory of the session is claimed (a share of ReconcileBytes) when
+	// the length of its first message has arrived, before its bytes are
+	// buffered, and kept until the session ends.
+	var recv *holding
+	defer func() {
+		if recv != nil {
+			recv.release()
+		}
+	}()
+	ss.admit = func(n int) error {
+		ss.admit = nil
+		key := shareKey(ss.s.Conn())
+		if !p.allowFilter(key, n) {
+			return p.busy(ss, "the peer sends more filter bytes per second than its share")
+		}
+		ctx, cancel := context.WithTimeoutCause(p.ctx, ss.idle, errors.New("no room for the filter"))
+		defer cancel()
+		h, err := p.recvMem.acquire(ctx, key, 3*int64(n), func() { ss.s.Reset() })
+		if err != nil {
+			return p.busy(ss, err.Error())
+		}
+		recv = h
+		return nil
+	}
 	// The slot is taken once the first message has arrived and decoded (a
 	// silent or slow stream holds none); the held blocks are read then.
 	var held []int
@@ -229,6 +256,7 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 	wantMax := 1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint
 	var idx []int
 	var hdr [1 + binaryMaxVarint]byte
+	key := shareKey(ss.s.Conn())
 	for {
 		f, err := ss.next(wantMax)
 		if err != nil {
@@ -248,6 +276,9 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 				} else {
 					err = ss.send(wire.AppendMissing(hdr[:0], i))
 				}
+			} else if !c.sends.allow(key, i, time.Now()) {
+				p.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
+				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			} else if c.store.Has(i) {
 				err = p.sendStored(ss, hdr[:0], i)
 			} else {
@@ -274,11 +305,13 @@ const blockRoom = binaryMaxVarint + 1 + binaryMaxVarint
 func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 	c := ss.c
 	n := c.man.BlockLen(i)
-	budget := int64(min(n, p.cfg.limits.ServeBytes))
-	if err := p.serveMem.Acquire(p.ctx, budget); err != nil {
+	ctx, cancel := context.WithTimeoutCause(p.ctx, ss.idle, fmt.Errorf("%w: no room to serve a block within %v", ErrBusy, ss.idle))
+	held, err := p.serveMem.acquire(ctx, shareKey(ss.s.Conn()), int64(n), func() { ss.s.Reset() })
+	cancel()
+	if err != nil {
 		return err
 	}
-	defer p.serveMem.Release(budget)
+	defer held.release()
 	bp, _ := p.serveBufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -325,44 +358,36 @@ func (p *Service) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) er
 	return nil
 }
 
-// reconcileSlot takes one of the reconcile slots for the stream's peer,
-// within its share (Limits.ReconcilesPerPeer) and waiting at most the idle
-// time for a free one. When it cannot, it tells the peer "busy" and returns
-// an error wrapping ErrBusy.
+// reconcileSlot takes one of the reconcile slots (Limits.Reconciles) for the
+// stream's peer, within its share (Limits.ReconcilesPerPeer), waiting at most
+// the idle time; the slots are shared fairly among peers (fairPool: a peer
+// under its share gets one by resetting the oldest session of the peer that
+// holds the most). When it cannot, it tells the peer "busy" and returns an
+// error wrapping ErrBusy.
 func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
-	id := ss.s.Conn().RemotePeer()
-	busy := func(why string) (func(), error) {
-		if err := ss.send(wire.AppendError(nil, wire.BusyText)); err == nil {
-			ss.flush()
+	key := shareKey(ss.s.Conn())
+	if isPeerKey(key) && p.slots.usedBy(key) >= int64(p.cfg.limits.ReconcilesPerPeer) {
+		return nil, p.busy(ss, "the peer holds its share of the reconcile slots")
+	}
+	ctx, cancel := context.WithTimeoutCause(p.ctx, p.cfg.streamIdle, errors.New("every reconcile slot is taken"))
+	defer cancel()
+	h, err := p.slots.acquire(ctx, key, 1, func() { ss.s.Reset() })
+	if err != nil {
+		if p.ctx.Err() != nil {
+			return nil, p.ctx.Err()
 		}
-		return nil, fmt.Errorf("%w: %s", ErrBusy, why)
+		return nil, p.busy(ss, err.Error())
 	}
-	p.mu.Lock()
-	if p.reconPeers[id] >= p.cfg.limits.ReconcilesPerPeer {
-		p.mu.Unlock()
-		return busy("the peer holds its share of the reconcile slots")
+	return h.release, nil
+}
+
+// busy tells the stream's peer "busy" and returns an error wrapping ErrBusy
+// that says why.
+func (p *Service) busy(ss *serverStream, why string) error {
+	if err := ss.send(wire.AppendError(nil, wire.BusyText)); err == nil {
+		ss.flush()
 	}
-	p.reconPeers[id]++
-	p.mu.Unlock()
-	unshare := func() {
-		p.mu.Lock()
-		if p.reconPeers[id]--; p.reconPeers[id] <= 0 {
-			delete(p.reconPeers, id)
-		}
-		p.mu.Unlock()
-	}
-	t := time.NewTimer(p.cfg.streamIdle)
-	defer t.Stop()
-	select {
-	case p.reconciles <- struct{}{}:
-		return func() { <-p.reconciles; unshare() }, nil
-	case <-t.C:
-		unshare()
-		return busy("every reconcile slot is taken")
-	case <-p.ctx.Done():
-		unshare()
-		return nil, p.ctx.Err()
-	}
+	return fmt.Errorf("%w: %s", ErrBusy, why)
 }
 
 // noteSent counts unit i of n bytes as sent on ss.

@@ -13,7 +13,6 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -56,14 +55,18 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// reconciles holds a token per reconciliation being answered.
-	reconciles chan struct{}
+	// slots are the reconciliations answered at once (Limits.Reconciles),
+	// shared among peers.
+	slots *fairPool
 	// upload caps the rate of served blocks; nil means no cap.
 	upload *rate.Limiter
-	// serveMem bounds the bytes of blocks read for serving held at once over
-	// all streams (Limits.ServeBytes); serveBufs recycles those buffers.
-	serveMem  *semaphore.Weighted
+	// serveMem shares the bytes of blocks read for serving held at once
+	// (Limits.ServeBytes) among peers; serveBufs recycles those buffers.
+	serveMem  *fairPool
 	serveBufs sync.Pool
+	// recvMem shares the memory of the reconciliation sessions answered at
+	// once (Limits.ReconcileBytes) among peers.
+	recvMem *fairPool
 
 	mu       sync.Mutex
 	contents map[chunker.ID]*content
@@ -71,12 +74,11 @@ type Service struct {
 	// streams are the open streams of this service's protocols, per remote
 	// peer, so that a ban resets them (and only them).
 	streams map[lpeer.ID]map[network.Stream]struct{}
-	// reconPeers counts the reconcile slots each remote peer holds.
-	reconPeers map[lpeer.ID]int
 	// streamPools share the inbound streams of each protocol among peers
 	// (peer/abuse.go); scores are the abuse scores of remote peers.
 	streamPools map[protocol.ID]*fairPool
 	scores      map[lpeer.ID]abuseScore
+	filterRates map[string]*rate.Limiter // per share key (allowFilter)
 	closed      bool
 }
 
@@ -110,11 +112,12 @@ func newService(h host.Host, cfg config) *Service {
 		contents:    make(map[chunker.ID]*content),
 		banned:      make(map[lpeer.ID]time.Time),
 		streams:     make(map[lpeer.ID]map[network.Stream]struct{}),
-		reconPeers:  make(map[lpeer.ID]int),
 		streamPools: make(map[protocol.ID]*fairPool),
 		scores:      make(map[lpeer.ID]abuseScore),
-		reconciles:  make(chan struct{}, cfg.limits.Reconciles),
-		serveMem:    semaphore.NewWeighted(int64(cfg.limits.ServeBytes)),
+		filterRates: make(map[string]*rate.Limiter),
+		slots:       newFairPool(int64(cfg.limits.Reconciles)),
+		serveMem:    newFairPool(int64(cfg.limits.ServeBytes)),
+		recvMem:     newFairPool(int64(cfg.limits.ReconcileBytes)),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.serveRate > 0 {

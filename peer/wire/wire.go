@@ -114,13 +114,24 @@ func NewReader(r io.Reader) *Reader {
 // end of stream before a frame starts is io.EOF; an end inside a frame is
 // io.ErrUnexpectedEOF; other errors of the underlying reader (a reset, a
 // deadline) come back as they are.
-func (fr *Reader) Next(limit int) ([]byte, error) {
+func (fr *Reader) Next(limit int) ([]byte, error) { return fr.NextAdmit(limit, nil) }
+
+// NextAdmit is Next, calling admit (when not nil) with the frame's length
+// once it is known to be within limit and before any of its bytes are read
+// or buffered: an error from admit is returned, and the frame is left
+// unread (the stream is then of no further use).
+func (fr *Reader) NextAdmit(limit int, admit func(n int) error) ([]byte, error) {
 	n, err := readLength(fr.r)
 	if err != nil {
 		return nil, err
 	}
 	if n > uint64(limit) {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, limit)
+	}
+	if admit != nil {
+		if err := admit(int(n)); err != nil {
+			return nil, err
+		}
 	}
 	need := int(n)
 	buf := fr.buf[:0]
