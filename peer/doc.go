@@ -76,6 +76,45 @@
 // for all streams ([Limits].ServeBytes), and each block frame goes out in one
 // write.
 //
+// # Hostile load
+//
+// (This section: peer/fair.go, peer/abuse.go, peer/repeat.go.)
+//
+// Every scarce resource of a server is shared fairly among remote peers
+// (grouped by IPv4 address or IPv6 /48 when they connect from a public
+// address, by peer id otherwise): when a resource is all taken, a peer
+// under its fair share (the capacity over the peers holding or asking)
+// gets room by resetting the oldest use of the peer that holds the most,
+// and a peer over its share waits or is told "busy" ([ErrBusy]). With the
+// [Limits] l:
+//   - streams: at most l.Streams inbound streams of each protocol, at most
+//     l.StreamsPerPeer per peer; a stream has 5 s to send its hello;
+//   - reconciliation: at most l.Reconciles sessions answered at once, at
+//     most l.ReconcilesPerPeer per peer, a slot taken only once the first
+//     message has arrived whole; the memory of the sessions, counted as
+//     three times their first message, is at most l.ReconcileBytes, claimed
+//     from a message's length before any of its bytes are buffered; a peer
+//     may send at most l.MaxFilterBytes of filters per second (twice that
+//     in a burst); the filter caches of a content hold at most 32 MiB
+//     beside the newest filter, whatever parameters peers announce;
+//   - serving: blocks read for serving hold at most l.ServeBytes, a stream
+//     waits at most the stream idle time for room;
+//   - repeats: a block is sent to one peer at most 4 times a minute (then
+//     answered as missing).
+//
+// So what peers can make a server hold is bounded by about l.ReconcileBytes
+// + l.ServeBytes + 64 MiB of filter caches per content + the stream buffers
+// (4 KiB each, plus the muxer's windows, bounded by [ResourceLimits]),
+// whatever they send: 256 MiB with the defaults. Measured with `reconcile
+// flood` (200 identities x 16 streams of every attack above on one 64 MiB
+// seed), see the command's help.
+//
+// A peer that sends malformed frames, asks for blocks beyond the repeat
+// bound or opens streams that say nothing earns abuse points, which halve
+// every minute; at 100 (three malformed frames, about twenty repeats) it is
+// banned for 10 minutes: its streams are reset and refused. The deny-list
+// holds at most 4096 peers (the first to expire make room).
+//
 // # Reachability and discovery
 //
 // (This section: peer/reach.go, peer/dht.go, peer/find.go, peer/paths.go.)

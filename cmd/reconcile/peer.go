@@ -155,6 +155,7 @@ func runSeed(c *cli.Context) error {
 		return oneLine(err)
 	}
 	defer p.Close()
+	go returnMemory(ctx)                         // memory.go
 	waitForRelayAddrs(ctx, c, p, 10*time.Second) // reach.go: the ticket carries the relay address
 	var tk peer.Ticket
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {

@@ -56,9 +56,10 @@ const (
 	RepeatBlock
 	// Malformed sends a hello and then garbage frames.
 	Malformed
-	// FreshParams sends valid complete-reconciliation filters, each with a
-	// counter count m never used before (so a server that caches per
-	// parameter set builds a new CBF(U) every time).
+	// FreshParams sends valid complete-reconciliation filters of up to the
+	// largest size allowed, cycling through more parameter sets (counter
+	// counts m) than a server caches, so that a server that caches per
+	// parameter set builds a new CBF(U) for almost every one.
 	FreshParams
 	numAttacks
 )
@@ -145,6 +146,7 @@ func Run(ctx context.Context, cfg Config, st *Stats) error {
 	if cfg.MaxFilterBytes <= 0 {
 		cfg.MaxFilterBytes = peer.DefaultLimits.MaxFilterBytes
 	}
+	fresh := &freshFilters{cfg: &cfg}
 	var wg sync.WaitGroup
 	started := 0
 	for i := range cfg.Identities {
@@ -161,7 +163,7 @@ func Run(ctx context.Context, cfg Config, st *Stats) error {
 			continue
 		}
 		started++
-		a := attacker{h: h, cfg: &cfg, st: st, attack: cfg.Attacks[i%len(cfg.Attacks)], r: rand.New(rand.NewPCG(uint64(i), 7))}
+		a := attacker{h: h, cfg: &cfg, st: st, attack: cfg.Attacks[i%len(cfg.Attacks)], r: rand.New(rand.NewPCG(uint64(i), 7)), fresh: fresh}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -182,6 +184,7 @@ type attacker struct {
 	st     *Stats
 	attack Attack
 	r      *rand.Rand
+	fresh  *freshFilters
 }
 
 // run keeps cfg.Streams streams of the attack open until ctx ends: a stream
@@ -318,7 +321,7 @@ func (a *attacker) stream(ctx context.Context) {
 		}
 	case FreshParams:
 		fr := wire.NewReader(s)
-		body, err := a.freshFilter()
+		body, err := a.fresh.next()
 		if err != nil {
 			return
 		}
@@ -329,17 +332,46 @@ func (a *attacker) stream(ctx context.Context) {
 	}
 }
 
+// freshFilters are the filters of FreshParams, shared by the attackers: a
+// few more parameter sets than a server caches, sent in turn, cost the
+// server as much as ever new ones and the attacker a few encodings.
+type freshFilters struct {
+	cfg  *Config
+	mu   sync.Mutex
+	msgs [][]byte
+	i    int
+}
+
+// freshKinds is the number of parameter sets FreshParams cycles through.
+const freshKinds = 12
+
+// next returns the next filter message of the cycle.
+func (f *freshFilters) next() ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.i++
+	if len(f.msgs) < freshKinds {
+		b, err := freshFilter(f.cfg, len(f.msgs))
+		if err != nil {
+			return nil, err
+		}
+		f.msgs = append(f.msgs, b)
+		return b, nil
+	}
+	return f.msgs[f.i%len(f.msgs)], nil
+}
+
 // freshFilter returns the first message of a complete-reconciliation pull
-// of an empty set, with a random counter count near the largest allowed.
-func (a *attacker) freshFilter() ([]byte, error) {
-	n := a.cfg.Manifest.BlockCount()
+// of an empty set, with the j-th of freshKinds counter counts between one
+// and two times MaxFilterBytes (4-bit counters: up to the largest allowed).
+func freshFilter(cfg *Config, j int) ([]byte, error) {
+	n := cfg.Manifest.BlockCount()
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		return nil, err
 	}
-	// 4-bit counters: MaxFilterBytes bytes hold 2·MaxFilterBytes counters.
-	m := a.cfg.MaxFilterBytes + a.r.IntN(a.cfg.MaxFilterBytes)
-	s, err := reconcile.NewSession(a.r.Uint64(), reconcile.Config{Method: reconcile.Complete, M: m, K: 4, OneWay: true}, u, reconcile.NewSet(n), nil)
+	m := cfg.MaxFilterBytes + j*cfg.MaxFilterBytes/freshKinds
+	s, err := reconcile.NewSession(uint64(j)+1, reconcile.Config{Method: reconcile.Complete, M: m, K: 4, OneWay: true}, u, reconcile.NewSet(n), nil)
 	if err != nil {
 		return nil, err
 	}

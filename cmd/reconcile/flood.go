@@ -1,0 +1,453 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/flood"
+)
+
+func init() { register(floodCommand()) }
+
+func floodCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "flood",
+		Usage: "attack a seed on loopback as a hostile swarm would, and measure whether it stays available",
+		Description: "Runs `reconcile seed` of a random file as a process of its own (default limits), then:\n" +
+			"  1. fetches it --fetches times without attack (each fetch its own process): the baseline;\n" +
+			"  2. attacks it from this process with --identities libp2p identities, each holding\n" +
+			"     --streams streams of one of the attacks (dealt out in turn): slow-hello (a hello\n" +
+			"     one byte every 5 s), silent-reconcile, partial-filter (a 16 MiB filter frame short\n" +
+			"     of its last byte), no-read (every block asked for, nothing read), repeat-block\n" +
+			"     (block 0 again and again), malformed, fresh-params (valid 16 MiB filters with new\n" +
+			"     parameters each time); after 5 s it fetches again and again for --duration;\n" +
+			"  3. stops the attack and watches the seed's memory for --after.\n" +
+			"It reports each phase's fetch times (median, max, as ratios to the baseline), whether\n" +
+			"every fetch ended byte-identical, and the seed's resident memory (peak during the\n" +
+			"attack, and at the end of --after), sampled from /proc every 100 ms.\n" +
+			"Everything runs on 127.0.0.1. With --pin (the default on a machine of 2 or more CPUs,\n" +
+			"with taskset), the attackers run on the last CPU and the seed and fetchers on the\n" +
+			"others, as if the attackers were other machines; without it they compete for the\n" +
+			"same cores and the ratios are pessimistic.\n\n" +
+			"Examples:\n" +
+			"   reconcile flood                                  200 identities x 16 streams, 64 MiB\n" +
+			"   reconcile flood --identities 20 --streams 4 --duration 10s --after 5s",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "size", Value: "64MiB", Usage: "file size"},
+			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size (1KiB to 16MiB)"},
+			&cli.IntFlag{Name: "identities", Value: 200, Usage: "attacking identities (1 to 1000)"},
+			&cli.IntFlag{Name: "streams", Value: 16, Usage: "streams each identity keeps open (1 to 64)"},
+			&cli.StringFlag{Name: "attacks", Value: "all", Usage: "comma-separated attacks, or all: slow-hello, silent-reconcile, partial-filter, no-read, repeat-block, malformed, fresh-params"},
+			&cli.IntFlag{Name: "fetches", Value: 3, Usage: "fetches of the baseline (at least 1)"},
+			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "how long the attack lasts (fetches run one after the other during it)"},
+			&cli.DurationFlag{Name: "after", Value: 30 * time.Second, Usage: "how long to watch the seed's memory after the attack"},
+			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
+			&cli.BoolFlag{Name: "pin", Value: true, Usage: "run the attackers on the last CPU, the seed and fetchers on the others (needs 2 CPUs and taskset)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
+		},
+		Action: runFlood,
+	}
+}
+
+// floodReport holds the figures of one flood run.
+type floodReport struct {
+	Bytes       int64     `json:"bytes"`
+	Identities  int       `json:"identities"`
+	Streams     int       `json:"streams"`
+	Attacks     []string  `json:"attacks"`
+	Baseline    []float64 `json:"baseline_s"`
+	UnderAttack []float64 `json:"under_attack_s"`
+	Failed      []string  `json:"failed,omitempty"`
+	MedianRatio float64   `json:"median_ratio"`
+	MaxRatio    float64   `json:"max_ratio"`
+	// Seed resident memory in MiB: before the attack, its peak during the
+	// attack, and at the end of the watch after it.
+	RSSBefore float64 `json:"rss_before_mib"`
+	RSSPeak   float64 `json:"rss_peak_mib"`
+	RSSAfter  float64 `json:"rss_after_mib"`
+	// What the attackers saw.
+	StreamsOpened int64 `json:"streams_opened"`
+	Refused       int64 `json:"streams_refused"`
+	RepeatBlocks  int64 `json:"repeat_blocks_received"`
+	DialErrors    int64 `json:"dial_errors"`
+}
+
+func runFlood(c *cli.Context) error {
+	size, err := flagSize(c, "size", 1, 0)
+	if err != nil {
+		return err
+	}
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	if err != nil {
+		return err
+	}
+	ids, streams, fetches := c.Int("identities"), c.Int("streams"), c.Int("fetches")
+	if ids < 1 || ids > 1000 {
+		return usagef("--identities %d: want 1 to 1000", ids)
+	}
+	if streams < 1 || streams > 64 {
+		return usagef("--streams %d: want 1 to 64", streams)
+	}
+	if fetches < 1 {
+		return usagef("--fetches %d: want at least 1", fetches)
+	}
+	if c.Duration("duration") <= 0 || c.Duration("after") < 0 {
+		return usagef("--duration must be positive and --after not negative")
+	}
+	attacks := flood.All()
+	if s := c.String("attacks"); s != "all" {
+		attacks = nil
+		for _, name := range strings.Split(s, ",") {
+			a, err := flood.ParseAttack(strings.TrimSpace(name))
+			if err != nil {
+				return usagef("--attacks: %v", err)
+			}
+			attacks = append(attacks, a)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	dir := c.String("dir")
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "reconcile-flood"); err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	logf := func(format string, args ...any) {
+		if !c.Bool("json") {
+			fmt.Fprintf(os.Stderr, format, args...)
+		}
+	}
+	file := filepath.Join(dir, "flood.bin")
+	logf("writing a %.0f MiB file...\n", mib(size))
+	if err := writeDemoFile(file, size, 7); err != nil {
+		return err
+	}
+	m, err := chunker.ChunkPath(ctx, file, int(bs))
+	if err != nil {
+		return err
+	}
+	pin, err := floodPinning(c.Bool("pin"))
+	if err != nil {
+		return err
+	}
+	if pin.attackers != "" {
+		logf("pinned: seed and fetchers on CPUs %s, attackers on CPU %s\n", pin.others, pin.attackers)
+	}
+	seed, err := startFloodSeed(ctx, pin.command(ctx, self, "seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", filepath.Join(dir, "seed.ticket"), "--log-every", "0"), filepath.Join(dir, "seed.ticket"))
+	if err != nil {
+		return err
+	}
+	defer seed.stop()
+	rss := newRSSWatch(seed.pid)
+	defer rss.stop()
+	rep := floodReport{Bytes: size, Identities: ids, Streams: streams}
+	for _, a := range attacks {
+		rep.Attacks = append(rep.Attacks, a.String())
+	}
+	fetch := func(i int) (float64, error) {
+		out := filepath.Join(dir, fmt.Sprintf("out%d.bin", i)) // --out FILE: the file itself
+		defer os.RemoveAll(out + ".reconcile")
+		defer os.Remove(out)
+		t0 := time.Now()
+		cmd := pin.command(ctx, self, "fetch", seed.ticket.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err != nil {
+			return 0, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		}
+		secs := time.Since(t0).Seconds()
+		if err := sameFileBytes(file, out); err != nil {
+			return secs, err
+		}
+		return secs, nil
+	}
+
+	logf("baseline: %d fetches without attack...\n", fetches)
+	for i := range fetches {
+		secs, err := fetch(i)
+		if err != nil {
+			return fmt.Errorf("flood: fetch without attack: %w", err)
+		}
+		rep.Baseline = append(rep.Baseline, secs)
+	}
+	rep.RSSBefore = rss.current()
+
+	logf("attack: %d identities x %d streams (%s) for %v...\n", ids, streams, strings.Join(rep.Attacks, ", "), c.Duration("duration"))
+	// The attack lasts until the last fetch started within --duration ends.
+	actx, stopAttack := context.WithCancel(ctx)
+	defer stopAttack()
+	var st flood.Stats
+	attackDone := make(chan error, 1)
+	if err := pin.self(); err != nil {
+		return err
+	}
+	go func() {
+		attackDone <- flood.Run(actx, flood.Config{Target: seed.ticket.Peers[0], Manifest: m, Identities: ids, Streams: streams, Attacks: attacks}, &st)
+	}()
+	rss.resetPeak()
+	select {
+	case <-time.After(5 * time.Second):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for i, end := 0, time.Now().Add(c.Duration("duration")); time.Now().Before(end) && ctx.Err() == nil; i++ {
+		secs, err := fetch(fetches + i)
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			rep.Failed = append(rep.Failed, err.Error())
+			logf("  fetch %d under attack failed: %v\n", i+1, err)
+			continue
+		}
+		rep.UnderAttack = append(rep.UnderAttack, secs)
+		logf("  fetch %d under attack: %.2f s (seed RSS %.0f MiB)\n", i+1, secs, rss.current())
+	}
+	stopAttack()
+	if err := <-attackDone; err != nil {
+		return err
+	}
+	rep.RSSPeak = rss.peak()
+	rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors = st.Streams.Load(), st.Refused.Load(), st.Blocks.Load(), st.DialErrors.Load()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	logf("attack over; watching the seed's memory for %v...\n", c.Duration("after"))
+	select {
+	case <-time.After(c.Duration("after")):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	rep.RSSAfter = rss.current()
+	base := median(rep.Baseline)
+	if len(rep.UnderAttack) > 0 && base > 0 {
+		rep.MedianRatio = median(rep.UnderAttack) / base
+		rep.MaxRatio = slices.Max(rep.UnderAttack) / base
+	}
+	if c.Bool("json") {
+		enc := json.NewEncoder(c.App.Writer)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		w := c.App.Writer
+		fmt.Fprintf(w, "seed of %.0f MiB under %d identities x %d streams: %s\n", mib(size), ids, streams, strings.Join(rep.Attacks, ", "))
+		fmt.Fprintf(w, "  fetch without attack   median %.3f s (%d fetches)\n", base, len(rep.Baseline))
+		if len(rep.UnderAttack) > 0 {
+			fmt.Fprintf(w, "  fetch under attack     median %.3f s = %.2fx, max %.3f s = %.2fx (%d fetches, all byte-identical)\n",
+				median(rep.UnderAttack), rep.MedianRatio, slices.Max(rep.UnderAttack), rep.MaxRatio, len(rep.UnderAttack))
+		}
+		fmt.Fprintf(w, "  failed fetches         %d\n", len(rep.Failed))
+		fmt.Fprintf(w, "  seed RSS               %.0f MiB before, peak %.0f MiB under attack, %.0f MiB %v after it\n", rep.RSSBefore, rep.RSSPeak, rep.RSSAfter, c.Duration("after"))
+		fmt.Fprintf(w, "  attackers              %d streams opened, %d refused, %d repeated blocks received, %d dial errors\n",
+			rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors)
+	}
+	if len(rep.Failed) > 0 {
+		return fmt.Errorf("flood: %d of %d fetches under attack failed; the first: %s", len(rep.Failed), len(rep.Failed)+len(rep.UnderAttack), rep.Failed[0])
+	}
+	if len(rep.UnderAttack) == 0 {
+		return errors.New("flood: no fetch completed during the attack")
+	}
+	return nil
+}
+
+// floodSeed is a `reconcile seed` process.
+type floodSeed struct {
+	pid    int
+	ticket peer.Ticket
+	stop   func()
+}
+
+func startFloodSeed(ctx context.Context, cmd *exec.Cmd, tf string) (*floodSeed, error) {
+	os.Remove(tf)
+	var stderr bytes.Buffer
+	cmd.Stdout = io.Discard
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt)
+		<-exited
+	}
+	tk, err := waitTicket(ctx, tf, exited)
+	if err != nil {
+		if errors.Is(err, errSeedExited) {
+			return nil, fmt.Errorf("flood: seed: %s", strings.TrimSpace(stderr.String()))
+		}
+		stop()
+		return nil, err
+	}
+	return &floodSeed{pid: cmd.Process.Pid, ticket: tk, stop: stop}, nil
+}
+
+// floodPin places the processes of a flood run on CPUs: attackers (this
+// process) on one, the seed and fetchers on the others. Empty: no pinning.
+type floodPin struct {
+	attackers, others string
+}
+
+func floodPinning(want bool) (floodPin, error) {
+	n := runtime.NumCPU()
+	if !want || n < 2 {
+		return floodPin{}, nil
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		return floodPin{}, errors.New("flood: --pin needs taskset (util-linux); pass --pin=false to run unpinned")
+	}
+	others := "0"
+	if n > 2 {
+		others = fmt.Sprintf("0-%d", n-2)
+	}
+	return floodPin{attackers: fmt.Sprint(n - 1), others: others}, nil
+}
+
+// command returns the command of this binary with args, on the seed's CPUs.
+func (p floodPin) command(ctx context.Context, self string, args ...string) *exec.Cmd {
+	if p.others == "" {
+		return exec.CommandContext(ctx, self, args...)
+	}
+	return exec.CommandContext(ctx, "taskset", append([]string{"-c", p.others, self}, args...)...)
+}
+
+// self moves every thread of this process to the attackers' CPU (threads
+// made later inherit it from the thread that makes them).
+func (p floodPin) self() error {
+	if p.attackers == "" {
+		return nil
+	}
+	cpu, _ := strconv.Atoi(p.attackers)
+	var set unix.CPUSet
+	set.Set(cpu)
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("flood: pin: %w", err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("flood: pin thread %d: %w", tid, err)
+		}
+	}
+	return nil
+}
+
+// rssWatch samples a process's resident memory every 100 ms.
+type rssWatch struct {
+	pid  int
+	done chan struct{}
+	mu   sync.Mutex
+	cur  float64
+	max  float64
+}
+
+func newRSSWatch(pid int) *rssWatch {
+	w := &rssWatch{pid: pid, done: make(chan struct{})}
+	w.sample()
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+				w.sample()
+			}
+		}
+	}()
+	return w
+}
+
+func (w *rssWatch) sample() {
+	mb, ok := readRSS(w.pid)
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	w.cur = mb
+	w.max = max(w.max, mb)
+	w.mu.Unlock()
+}
+
+func (w *rssWatch) current() float64 { w.mu.Lock(); defer w.mu.Unlock(); return w.cur }
+func (w *rssWatch) peak() float64    { w.mu.Lock(); defer w.mu.Unlock(); return w.max }
+func (w *rssWatch) resetPeak()       { w.mu.Lock(); w.max = w.cur; w.mu.Unlock() }
+func (w *rssWatch) stop()            { close(w.done) }
+
+// readRSS returns a process's resident memory in MiB (VmRSS of
+// /proc/PID/status).
+func readRSS(pid int) (float64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, err == nil
+		}
+	}
+	return 0, false
+}
+
+// sameFileBytes reports an error unless files a and b hold the same bytes.
+func sameFileBytes(a, b string) error {
+	x, err := os.ReadFile(a)
+	if err != nil {
+		return err
+	}
+	y, err := os.ReadFile(b)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(x, y) {
+		return fmt.Errorf("flood: %s differs from the seed's file", b)
+	}
+	return nil
+}
+
+// median returns the median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
