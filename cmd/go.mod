@@ -7,7 +7,6 @@ require (
 	github.com/multiformats/go-multiaddr v0.16.1
 	github.com/reconcile-p2p/reconcile v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
-	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 	gonum.org/v1/plot v0.17.0
 	lukechampine.com/blake3 v1.4.1
@@ -128,6 +127,7 @@ require (
 	golang.org/x/mod v0.38.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/telemetry v0.0.0-20260717140457-bdb89881bb75 // indirect
 	golang.org/x/text v0.40.0 // indirect
 	golang.org/x/time v0.15.0 // indirect

@@ -163,3 +163,47 @@ func (p *Service) allowFilter(key string, n int) bool {
 	p.mu.Unlock()
 	return l.AllowN(now, n)
 }
+
+// sweepEvery is how often the service gives back what no peer used lately:
+// filter caches (so the memory a burst of unusual sessions made it build
+// returns within two sweeps), decayed abuse scores and idle rate limiters.
+const sweepEvery = 15 * time.Second
+
+// sweeper runs sweep every sweepEvery until the service closes.
+func (p *Service) sweeper() {
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+			p.sweep(time.Now())
+		}
+	}
+}
+
+func (p *Service) sweep(now time.Time) {
+	p.mu.Lock()
+	contents := make([]*content, 0, len(p.contents))
+	for _, c := range p.contents {
+		contents = append(contents, c)
+	}
+	for id, a := range p.scores {
+		if a.decayed(now) < 1 {
+			delete(p.scores, id)
+		}
+	}
+	for k, l := range p.filterRates {
+		if l.TokensAt(now) >= float64(l.Burst()) {
+			delete(p.filterRates, k)
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range contents {
+		c.recon.trim()
+		if cb := c.codedSet(); cb != nil {
+			cb.recon.trim()
+		}
+	}
+}

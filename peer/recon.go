@@ -40,6 +40,19 @@ type responder struct {
 	mu      sync.Mutex
 	set     *reconcile.Set     // the set filters was made for
 	filters *reconcile.Filters // CBFs, Bloom filters and IBLT cells of set
+	used    bool               // filters were used since the last trim
+}
+
+// trim gives back what the responder caches and no session used since the
+// last trim: the universe's entries, and the filters of the held set.
+func (r *responder) trim() {
+	r.u.Trim()
+	r.mu.Lock()
+	if !r.used {
+		r.set, r.filters = nil, nil
+	}
+	r.used = false
+	r.mu.Unlock()
 }
 
 func newResponder(blocks int, methods ...reconcile.Method) (*responder, error) {
@@ -62,6 +75,7 @@ func (r *responder) serves(m reconcile.Method) bool { return slices.Contains(r.m
 func (r *responder) filtersFor(held *reconcile.Set) (*reconcile.Filters, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.used = true
 	if r.filters != nil && held.Universe() == r.set.Universe() && held.Len() == r.set.Len() && held.Difference(r.set) == 0 {
 		return r.filters, nil
 	}

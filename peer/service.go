@@ -124,6 +124,7 @@ func newService(h host.Host, cfg config) *Service {
 		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
 		p.upload.ReserveN(time.Now(), chunker.MaxBlockSize) // start empty: no initial burst
 	}
+	p.goroutine(p.sweeper) // peer/abuse.go
 	p.h.SetStreamHandler(ProtoManifest, p.handler(p.serveManifest))
 	p.h.SetStreamHandler(ProtoReconcile, p.handler(p.serveReconcile))
 	p.h.SetStreamHandler(ProtoBlocks, p.handler(p.serveBlocks))

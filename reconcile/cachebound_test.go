@@ -47,3 +47,29 @@ func TestCacheBytesBound(t *testing.T) {
 		}
 	}
 }
+
+// TestUniverseTrim: Trim keeps the entries used since the previous Trim and
+// drops the others.
+func TestUniverseTrim(t *testing.T) {
+	u, err := NewUniverse(64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := cbfalgebra.New(1024, 4)
+	p2, _ := cbfalgebra.New(2048, 4)
+	u.Filter(p1.Params())
+	u.Filter(p2.Params())
+	if d := u.Trim(); d != 0 {
+		t.Fatalf("first Trim dropped %d bytes of entries just used", d)
+	}
+	u.Filter(p1.Params())
+	if d := u.Trim(); d == 0 || len(u.cache) != 1 {
+		t.Fatalf("second Trim dropped %d bytes, kept %d entries; want p2 dropped", d, len(u.cache))
+	}
+	if _, ok := u.cache[p1.Params()]; !ok {
+		t.Fatal("the entry in use was dropped")
+	}
+	if d := u.Trim(); d == 0 || len(u.cache) != 0 || u.bytes != 0 {
+		t.Fatalf("third Trim dropped %d bytes, kept %d entries, %d bytes", d, len(u.cache), u.bytes)
+	}
+}

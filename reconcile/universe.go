@@ -38,6 +38,7 @@ type Universe struct {
 	mu     sync.Mutex
 	cache  map[cbfalgebra.Params]*universeEntry
 	bytes  int64 // of the cached entries
+	epoch  uint64
 }
 
 type universeEntry struct {
@@ -45,7 +46,8 @@ type universeEntry struct {
 	locs []uint32        // k addresses per block, nil when too large to cache
 	full *cbfalgebra.CBF // CBF(U), nil for Bloom parameters (R = 1)
 	err  error
-	size int64 // bytes of locs and full
+	size int64  // bytes of locs and full
+	used uint64 // the epoch of the last use (Trim)
 }
 
 // NewUniverse returns the universe of a file of blocks blocks.
@@ -54,6 +56,25 @@ func NewUniverse(blocks int) (*Universe, error) {
 		return nil, fmt.Errorf("%w: %d blocks", ErrUniverse, blocks)
 	}
 	return &Universe{blocks: blocks, cache: map[cbfalgebra.Params]*universeEntry{}}, nil
+}
+
+// Trim drops the cached entries not used since the previous call of Trim,
+// so that a caller that calls it now and then (every few seconds) keeps only
+// what sessions use: what a burst of sessions with unusual parameters made
+// the universe build is given back. It returns the bytes dropped.
+func (u *Universe) Trim() int64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var dropped int64
+	for p, e := range u.cache {
+		if e.used < u.epoch {
+			dropped += e.size
+			u.bytes -= e.size
+			delete(u.cache, p)
+		}
+	}
+	u.epoch++
+	return dropped
 }
 
 // Blocks is the number of blocks of the file.
@@ -74,6 +95,7 @@ func (u *Universe) entry(p cbfalgebra.Params) *universeEntry {
 		e = &universeEntry{}
 		u.cache[p] = e
 	}
+	e.used = u.epoch
 	e.once.Do(func() {
 		e.build(u.blocks, p)
 		e.size = 4*int64(len(e.locs)) + filterBytes(p)

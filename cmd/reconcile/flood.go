@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"golang.org/x/sys/unix"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
@@ -33,20 +32,22 @@ func floodCommand() *cli.Command {
 		Usage: "attack a seed on loopback as a hostile swarm would, and measure whether it stays available",
 		Description: "Runs `reconcile seed` of a random file as a process of its own (default limits), then:\n" +
 			"  1. fetches it --fetches times without attack (each fetch its own process): the baseline;\n" +
-			"  2. attacks it from this process with --identities libp2p identities, each holding\n" +
+			"  2. attacks it from another process with --identities libp2p identities, each holding\n" +
 			"     --streams streams of one of the attacks (dealt out in turn): slow-hello (a hello\n" +
 			"     one byte every 5 s), silent-reconcile, partial-filter (a 16 MiB filter frame short\n" +
 			"     of its last byte), no-read (every block asked for, nothing read), repeat-block\n" +
 			"     (block 0 again and again), malformed, fresh-params (valid 16 MiB filters with new\n" +
 			"     parameters each time); after 5 s it fetches again and again for --duration;\n" +
 			"  3. stops the attack and watches the seed's memory for --after.\n" +
-			"It reports each phase's fetch times (median, max, as ratios to the baseline), whether\n" +
+			"It reports each phase's fetch times (the fetch's own, from connecting to the last block\n" +
+			"verified and synced; median, max, and as ratios to the baseline), whether\n" +
 			"every fetch ended byte-identical, and the seed's resident memory (peak during the\n" +
 			"attack, and at the end of --after), sampled from /proc every 100 ms.\n" +
 			"Everything runs on 127.0.0.1. With --pin (the default on a machine of 2 or more CPUs,\n" +
-			"with taskset), the attackers run on the last CPU and the seed and fetchers on the\n" +
-			"others, as if the attackers were other machines; without it they compete for the\n" +
-			"same cores and the ratios are pessimistic.\n\n" +
+			"with taskset), the attackers (a process of their own) run on the last CPU and the seed\n" +
+			"and fetchers on the others, as if the attackers were other machines; without it they\n" +
+			"compete for the same cores and the ratios are pessimistic; this process only watches.\n" +
+			"\n" +
 			"Examples:\n" +
 			"   reconcile flood                                  200 identities x 16 streams, 64 MiB\n" +
 			"   reconcile flood --identities 20 --streams 4 --duration 10s --after 5s",
@@ -60,8 +61,11 @@ func floodCommand() *cli.Command {
 			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "how long the attack lasts (fetches run one after the other during it)"},
 			&cli.DurationFlag{Name: "after", Value: 30 * time.Second, Usage: "how long to watch the seed's memory after the attack"},
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
+			&cli.StringFlag{Name: "seed-log", Usage: "write the seed's standard error (its log) to this file"},
 			&cli.BoolFlag{Name: "pin", Value: true, Usage: "run the attackers on the last CPU, the seed and fetchers on the others (needs 2 CPUs and taskset)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
+			&cli.StringFlag{Name: "attack-ticket", Hidden: true, Usage: "internal: attack this ticket's first peer until interrupted, then print the attack's counts as JSON"},
+			&cli.StringFlag{Name: "attack-file", Hidden: true, Usage: "internal: the file of --attack-ticket (for its manifest)"},
 		},
 		Action: runFlood,
 	}
@@ -88,6 +92,8 @@ type floodReport struct {
 	Refused       int64 `json:"streams_refused"`
 	RepeatBlocks  int64 `json:"repeat_blocks_received"`
 	DialErrors    int64 `json:"dial_errors"`
+	// FirstDialError is the first error an attacker got when it dialed.
+	FirstDialError string `json:"first_dial_error,omitempty"`
 }
 
 func runFlood(c *cli.Context) error {
@@ -98,6 +104,9 @@ func runFlood(c *cli.Context) error {
 	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
+	}
+	if t := c.String("attack-ticket"); t != "" {
+		return runAttacker(c, t, c.String("attack-file"), bs)
 	}
 	ids, streams, fetches := c.Int("identities"), c.Int("streams"), c.Int("fetches")
 	if ids < 1 || ids > 1000 {
@@ -112,16 +121,9 @@ func runFlood(c *cli.Context) error {
 	if c.Duration("duration") <= 0 || c.Duration("after") < 0 {
 		return usagef("--duration must be positive and --after not negative")
 	}
-	attacks := flood.All()
-	if s := c.String("attacks"); s != "all" {
-		attacks = nil
-		for _, name := range strings.Split(s, ",") {
-			a, err := flood.ParseAttack(strings.TrimSpace(name))
-			if err != nil {
-				return usagef("--attacks: %v", err)
-			}
-			attacks = append(attacks, a)
-		}
+	attacks, err := floodAttacks(c)
+	if err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -148,10 +150,6 @@ func runFlood(c *cli.Context) error {
 	if err := writeDemoFile(file, size, 7); err != nil {
 		return err
 	}
-	m, err := chunker.ChunkPath(ctx, file, int(bs))
-	if err != nil {
-		return err
-	}
 	pin, err := floodPinning(c.Bool("pin"))
 	if err != nil {
 		return err
@@ -159,7 +157,16 @@ func runFlood(c *cli.Context) error {
 	if pin.attackers != "" {
 		logf("pinned: seed and fetchers on CPUs %s, attackers on CPU %s\n", pin.others, pin.attackers)
 	}
-	seed, err := startFloodSeed(ctx, pin.command(ctx, self, "seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", filepath.Join(dir, "seed.ticket"), "--log-every", "0"), filepath.Join(dir, "seed.ticket"))
+	seedLog := io.Writer(nil)
+	if f := c.String("seed-log"); f != "" {
+		lf, err := os.Create(f)
+		if err != nil {
+			return fmt.Errorf("--seed-log: %w", err)
+		}
+		defer lf.Close()
+		seedLog = lf
+	}
+	seed, err := startFloodSeed(ctx, seedLog, pin.command(ctx, self, "seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", filepath.Join(dir, "seed.ticket"), "--log-every", "0"), filepath.Join(dir, "seed.ticket"))
 	if err != nil {
 		return err
 	}
@@ -174,14 +181,21 @@ func runFlood(c *cli.Context) error {
 		out := filepath.Join(dir, fmt.Sprintf("out%d.bin", i)) // --out FILE: the file itself
 		defer os.RemoveAll(out + ".reconcile")
 		defer os.Remove(out)
-		t0 := time.Now()
-		cmd := pin.command(ctx, self, "fetch", seed.ticket.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none")
+		// The time is the fetch's own (its JSON summary's), not taken here:
+		// this process runs thousands of attacking goroutines on one CPU and
+		// may get to read a child's end long after it came.
+		cmd := pin.command(ctx, self, "fetch", seed.ticket.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none", "--json")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
+		stdout, err := cmd.Output()
+		if err != nil {
 			return 0, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
 		}
-		secs := time.Since(t0).Seconds()
+		var sum peer.Summary
+		if err := json.Unmarshal(stdout, &sum); err != nil {
+			return 0, fmt.Errorf("fetch summary: %w", err)
+		}
+		secs := sum.Seconds
 		if err := sameFileBytes(file, out); err != nil {
 			return secs, err
 		}
@@ -200,16 +214,10 @@ func runFlood(c *cli.Context) error {
 
 	logf("attack: %d identities x %d streams (%s) for %v...\n", ids, streams, strings.Join(rep.Attacks, ", "), c.Duration("duration"))
 	// The attack lasts until the last fetch started within --duration ends.
-	actx, stopAttack := context.WithCancel(ctx)
-	defer stopAttack()
-	var st flood.Stats
-	attackDone := make(chan error, 1)
-	if err := pin.self(); err != nil {
+	attacker, err := startAttacker(ctx, pin, self, c, seed.ticket, file, bs)
+	if err != nil {
 		return err
 	}
-	go func() {
-		attackDone <- flood.Run(actx, flood.Config{Target: seed.ticket.Peers[0], Manifest: m, Identities: ids, Streams: streams, Attacks: attacks}, &st)
-	}()
 	rss.resetPeak()
 	select {
 	case <-time.After(5 * time.Second):
@@ -229,12 +237,12 @@ func runFlood(c *cli.Context) error {
 		rep.UnderAttack = append(rep.UnderAttack, secs)
 		logf("  fetch %d under attack: %.2f s (seed RSS %.0f MiB)\n", i+1, secs, rss.current())
 	}
-	stopAttack()
-	if err := <-attackDone; err != nil {
+	st, err := attacker.stop()
+	if err != nil {
 		return err
 	}
 	rep.RSSPeak = rss.peak()
-	rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors = st.Streams.Load(), st.Refused.Load(), st.Blocks.Load(), st.DialErrors.Load()
+	rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors, rep.FirstDialError = st.Streams, st.Refused, st.Blocks, st.DialErrors, st.FirstDialError
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -268,6 +276,9 @@ func runFlood(c *cli.Context) error {
 		fmt.Fprintf(w, "  seed RSS               %.0f MiB before, peak %.0f MiB under attack, %.0f MiB %v after it\n", rep.RSSBefore, rep.RSSPeak, rep.RSSAfter, c.Duration("after"))
 		fmt.Fprintf(w, "  attackers              %d streams opened, %d refused, %d repeated blocks received, %d dial errors\n",
 			rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors)
+		if rep.FirstDialError != "" {
+			fmt.Fprintf(w, "  first dial error       %s\n", oneLineText(rep.FirstDialError))
+		}
 	}
 	if len(rep.Failed) > 0 {
 		return fmt.Errorf("flood: %d of %d fetches under attack failed; the first: %s", len(rep.Failed), len(rep.Failed)+len(rep.UnderAttack), rep.Failed[0])
@@ -278,6 +289,97 @@ func runFlood(c *cli.Context) error {
 	return nil
 }
 
+// floodAttacks parses --attacks.
+func floodAttacks(c *cli.Context) ([]flood.Attack, error) {
+	if s := c.String("attacks"); s != "all" {
+		var attacks []flood.Attack
+		for _, name := range strings.Split(s, ",") {
+			a, err := flood.ParseAttack(strings.TrimSpace(name))
+			if err != nil {
+				return nil, usagef("--attacks: %v", err)
+			}
+			attacks = append(attacks, a)
+		}
+		return attacks, nil
+	}
+	return flood.All(), nil
+}
+
+// attackCounts is what the attacking process reports when it stops.
+type attackCounts struct {
+	Streams, Refused, Blocks, DialErrors int64
+	FirstDialError                       string
+}
+
+// runAttacker is the attacking process: it floods the ticket's first peer
+// until interrupted, then prints its counts as JSON on standard output.
+func runAttacker(c *cli.Context, ticket, file string, bs int64) error {
+	tk, err := peer.ParseTicket(ticket)
+	if err != nil || len(tk.Peers) == 0 {
+		return usagef("--attack-ticket: %v", err)
+	}
+	attacks, err := floodAttacks(c)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	m, err := chunker.ChunkPath(context.Background(), file, int(bs))
+	if err != nil {
+		return err
+	}
+	var st flood.Stats
+	err = flood.Run(ctx, flood.Config{Target: tk.Peers[0], Manifest: m, Identities: c.Int("identities"), Streams: c.Int("streams"), Attacks: attacks}, &st)
+	if err != nil {
+		return err
+	}
+	counts := attackCounts{Streams: st.Streams.Load(), Refused: st.Refused.Load(), Blocks: st.Blocks.Load(), DialErrors: st.DialErrors.Load()}
+	if e := st.FirstDialError.Load(); e != nil {
+		counts.FirstDialError = *e
+	}
+	return json.NewEncoder(c.App.Writer).Encode(counts)
+}
+
+// attackProc is a running attacking process.
+type attackProc struct {
+	cmd    *exec.Cmd
+	out    bytes.Buffer
+	stderr bytes.Buffer
+	exited chan error
+}
+
+// startAttacker starts the attacking process (on the attackers' CPU).
+func startAttacker(ctx context.Context, pin floodPin, self string, c *cli.Context, tk peer.Ticket, file string, bs int64) (*attackProc, error) {
+	args := []string{"flood", "--attack-ticket", tk.String(), "--attack-file", file, "--block-size", fmt.Sprint(bs),
+		"--identities", fmt.Sprint(c.Int("identities")), "--streams", fmt.Sprint(c.Int("streams")), "--attacks", c.String("attacks")}
+	var cmd *exec.Cmd
+	if pin.attackers != "" {
+		cmd = exec.CommandContext(ctx, "taskset", append([]string{"-c", pin.attackers, self}, args...)...)
+	} else {
+		cmd = exec.CommandContext(ctx, self, args...)
+	}
+	a := &attackProc{cmd: cmd, exited: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = &a.out, &a.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { a.exited <- cmd.Wait() }()
+	return a, nil
+}
+
+// stop interrupts the attacking process and returns its counts.
+func (a *attackProc) stop() (attackCounts, error) {
+	a.cmd.Process.Signal(os.Interrupt)
+	var st attackCounts
+	if err := <-a.exited; err != nil {
+		return st, fmt.Errorf("flood: attackers: %v: %s", err, strings.TrimSpace(a.stderr.String()))
+	}
+	if err := json.Unmarshal(a.out.Bytes(), &st); err != nil {
+		return st, fmt.Errorf("flood: attackers' counts: %w", err)
+	}
+	return st, nil
+}
+
 // floodSeed is a `reconcile seed` process.
 type floodSeed struct {
 	pid    int
@@ -285,11 +387,17 @@ type floodSeed struct {
 	stop   func()
 }
 
-func startFloodSeed(ctx context.Context, cmd *exec.Cmd, tf string) (*floodSeed, error) {
+// startFloodSeed starts the seed's command and waits for its ticket in tf.
+// Its standard error goes to log when not nil (a file: a pipe that this
+// process, busy with attackers, read too late would block the seed's log).
+func startFloodSeed(ctx context.Context, log io.Writer, cmd *exec.Cmd, tf string) (*floodSeed, error) {
 	os.Remove(tf)
 	var stderr bytes.Buffer
 	cmd.Stdout = io.Discard
 	cmd.Stderr = &stderr
+	if log != nil {
+		cmd.Stderr = log
+	}
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -337,31 +445,6 @@ func (p floodPin) command(ctx context.Context, self string, args ...string) *exe
 		return exec.CommandContext(ctx, self, args...)
 	}
 	return exec.CommandContext(ctx, "taskset", append([]string{"-c", p.others, self}, args...)...)
-}
-
-// self moves every thread of this process to the attackers' CPU (threads
-// made later inherit it from the thread that makes them).
-func (p floodPin) self() error {
-	if p.attackers == "" {
-		return nil
-	}
-	cpu, _ := strconv.Atoi(p.attackers)
-	var set unix.CPUSet
-	set.Set(cpu)
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return fmt.Errorf("flood: pin: %w", err)
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
-			return fmt.Errorf("flood: pin thread %d: %w", tid, err)
-		}
-	}
-	return nil
 }
 
 // rssWatch samples a process's resident memory every 100 ms.
@@ -437,6 +520,11 @@ func sameFileBytes(a, b string) error {
 		return fmt.Errorf("flood: %s differs from the seed's file", b)
 	}
 	return nil
+}
+
+// oneLineText joins the lines of s with "; ".
+func oneLineText(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ; ")), " ")
 }
 
 // median returns the median of xs (0 for none).

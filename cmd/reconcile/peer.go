@@ -117,6 +117,7 @@ func seedCommand() *cli.Command {
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
 			&cli.DurationFlag{Name: "log-every", Value: 30 * time.Second, Usage: "every this long, log on stderr the bytes served and new peers (0: only the total at the end)"},
+			memoryLimitFlag(), // memory.go
 		),
 		Action: runSeed,
 	}
@@ -155,7 +156,10 @@ func runSeed(c *cli.Context) error {
 		return oneLine(err)
 	}
 	defer p.Close()
-	go returnMemory(ctx)                         // memory.go
+	if err := applyMemoryLimit(c); err != nil { // memory.go
+		return err
+	}
+	go returnMemory(ctx)
 	waitForRelayAddrs(ctx, c, p, 10*time.Second) // reach.go: the ticket carries the relay address
 	var tk peer.Ticket
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {

@@ -123,9 +123,10 @@ type Stats struct {
 	Blocks atomic.Int64
 	// Dials is the number of identities that connected.
 	Dials atomic.Int64
-	// DialErrors is the number of identities that could not connect (or were
-	// refused once banned).
+	// DialErrors is the number of times an identity could not connect.
 	DialErrors atomic.Int64
+	// FirstDialError is the first of those errors (nil for none).
+	FirstDialError atomic.Pointer[string]
 }
 
 // Run floods cfg.Target until ctx ends, then closes every attacking host.
@@ -197,7 +198,12 @@ func (a *attacker) run(ctx context.Context) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				if err := a.h.Connect(ctx, a.cfg.Target); err != nil {
+					if ctx.Err() != nil {
+						return
+					}
 					a.st.DialErrors.Add(1)
+					msg := err.Error()
+					a.st.FirstDialError.CompareAndSwap(nil, &msg)
 					pause(ctx, time.Second)
 					continue
 				}
