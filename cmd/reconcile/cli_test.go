@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
 )
 
 // runCLI runs the command line as main does and returns its exit code,
@@ -226,6 +229,56 @@ func TestProgressPlain(t *testing.T) {
 	p.finish(true)
 	if buf.Len() != 0 {
 		t.Errorf("--progress none wrote %q", buf.String())
+	}
+}
+
+// TestCheckProgressBar: a resumed fetch first draws a bar of its own while it
+// re-hashes the blocks on disk (blocks and bytes checked), then the download
+// bar takes over, its rate counted from the end of the check (the 4 s of
+// checking are not download time).
+func TestCheckProgressBar(t *testing.T) {
+	p, buf, clk := newTestProgress(progressBar)
+	m, err := chunker.ChunkReader(context.Background(), "f", 0o644, bytes.NewReader(make([]byte, 10<<20)), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := checkProgress(p, m, "connecting to 1 peer")
+	p.status("connecting to 1 peer")
+	check(0, 10)
+	clk.t = clk.t.Add(2 * time.Second)
+	check(4, 10)
+	clk.t = clk.t.Add(50 * time.Millisecond)
+	check(5, 10) // too soon: not drawn
+	clk.t = clk.t.Add(1950 * time.Millisecond)
+	check(10, 10)
+	clk.t = clk.t.Add(2 * time.Second)
+	p.update(progressState{done: 8 << 20, total: 10 << 20, session: 2 << 20, extra: "8/10 blocks, 1 peer"})
+	want := "\r\033[Kfetch: connecting to 1 peer" +
+		"\r\033[Kchecking:  40% [=========>              ] 4 MiB / 10 MiB, 2 MiB/s, 3s left, 4/10 blocks on disk" +
+		"\r\033[Kchecking: 100% [========================] 10 MiB / 10 MiB, 2.5 MiB/s, 10/10 blocks on disk" +
+		"\r\033[K" +
+		"\r\033[Kfetch: connecting to 1 peer" +
+		"\r\033[Kfetch:  80% [===================>    ] 8 MiB / 10 MiB, 1 MiB/s, 2s left, 8/10 blocks, 1 peer"
+	if got := buf.String(); got != want {
+		t.Errorf("bar output\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestCheckProgressPlain: off a terminal the check prints a line when it
+// starts, every 5 s and when it ends.
+func TestCheckProgressPlain(t *testing.T) {
+	p, buf, clk := newTestProgress(progressPlain)
+	check := checkProgress(p, nil, "connecting to 1 peer")
+	check(0, 100)
+	for i := 1; i <= 100; i++ { // a block every 100 ms for 10 s
+		clk.t = clk.t.Add(100 * time.Millisecond)
+		check(i, 100)
+	}
+	want := "fetch: checking 100 blocks on disk\n" +
+		"checking:  50% 50/100, 5s left, 50/100 blocks on disk\n" +
+		"checking: 100% 100/100, 100/100 blocks on disk\n"
+	if got := buf.String(); got != want {
+		t.Errorf("plain output\n got %q\nwant %q", got, want)
 	}
 }
 

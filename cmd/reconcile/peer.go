@@ -368,7 +368,8 @@ func runFetch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if sum := completeOutput(c.String("out"), tk, method); sum != nil && !c.Bool("seed-after") {
+	sum, onDisk := completeOutput(c.String("out"), tk, method)
+	if sum != nil && !c.Bool("seed-after") {
 		if c.Bool("json") {
 			return writeJSON(c.App.Writer, sum)
 		}
@@ -382,14 +383,14 @@ func runFetch(c *cli.Context) error {
 		return oneLine(err)
 	}
 	defer p.Close()
+	connecting := fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer"))
 	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
-		peer.WithCheckProgress(checkProgress(c, pr))}
-	pr.status(fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer")))
+		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting))}
+	pr.status(connecting)
 	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
 	if pr.mode != progressBar {
 		opts = append(opts, firstBlockLog(processStart)) // reach.go
 	}
-	var sum *peer.Summary
 	if len(tk.Peers) == 0 && len(extra) == 0 { // reach.go: a root id alone, found through the DHT or mDNS
 		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
 	} else {
@@ -426,22 +427,26 @@ func runFetch(c *cli.Context) error {
 // completeOutput returns the summary of a fetch that has nothing to do, when
 // out already holds every block of the ticket's content, and nil otherwise
 // (no store there, another content, blocks missing: the fetch finds out).
-// It needs no network.
-func completeOutput(out string, tk peer.Ticket, method reconcile.Method) *peer.Summary {
+// It also returns the manifest of the ticket's content when out holds a store
+// of it (the checking bar of a resume shows its bytes). It needs no network.
+func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.Summary, *chunker.Manifest) {
 	st, err := chunker.OpenFileStore(context.Background(), out)
 	if err != nil {
 		st, err = chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root))
 	}
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer st.Close()
 	m := st.Manifest()
-	if m.ID() != tk.Root || st.HeldCount() != m.BlockCount() {
-		return nil
+	if m.ID() != tk.Root {
+		return nil, nil
+	}
+	if st.HeldCount() != m.BlockCount() {
+		return nil, m
 	}
 	return &peer.Summary{Root: tk.Root.String(), Method: method.String(), Out: out, Blocks: m.BlockCount(),
-		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}
+		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}, m
 }
 
 // fetchProgress is the progress line of a fetch: bytes held of the content's
@@ -525,18 +530,45 @@ func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error
 	return nil
 }
 
-// checkProgress shows the re-hashing of the blocks already on disk when a
-// fetch resumes: a status on the bar (every 100 ms and at the end), one line
-// when the progress is plain.
-func checkProgress(c *cli.Context, pr *progress) func(done, total int) {
-	var last time.Time
+// checkProgress draws the re-hashing of the blocks already on disk when a
+// fetch resumes (the calls of peer.WithCheckProgress) with a bar of its own:
+// "checking:  40% [=========>  ] 80 MiB / 200 MiB, 310 MiB/s, 1s left,
+// 320/800 blocks on disk". In plain mode it prints a line when the check
+// starts, every few seconds and when it ends. Once the check is over the
+// fetch's progress pr takes over, showing the status after and counting its
+// rate from then on. man is the manifest of the store on disk (for the
+// bytes); nil shows the blocks only.
+func checkProgress(pr *progress, man *chunker.Manifest, after string) func(done, total int) {
+	var cp *progress
 	return func(done, total int) {
-		if done == 0 && pr.mode == progressPlain {
-			fmt.Fprintf(c.App.ErrWriter, "fetch: checking %d blocks on disk\n", total)
+		if pr.mode == progressNone {
+			return
 		}
-		if now := time.Now(); done == total || now.Sub(last) >= 100*time.Millisecond {
-			last = now
-			pr.status(fmt.Sprintf("checking blocks on disk: %d of %d", done, total))
+		if cp == nil {
+			cp = pr.sub("checking", man != nil)
+			if pr.mode == progressPlain {
+				fmt.Fprintf(pr.w, "fetch: checking %s on disk\n", count(total, "block"))
+			}
 		}
+		s := progressState{done: int64(done), total: int64(total), session: -1,
+			extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
+		if man != nil {
+			s.done, s.total = min(int64(done)*int64(man.BlockSize()), man.TotalSize()), man.TotalSize()
+			if done >= total {
+				s.done = s.total
+			}
+		}
+		if done < total {
+			cp.update(s)
+			return
+		}
+		if pr.mode == progressPlain {
+			fmt.Fprintln(cp.w, cp.render(s, cp.now())) // the end, always
+		} else {
+			cp.update(s)
+		}
+		cp.finish(false)
+		pr.restart()
+		pr.status(after)
 	}
 }

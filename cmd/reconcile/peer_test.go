@@ -119,10 +119,10 @@ func TestFetchCompleteOutput(t *testing.T) {
 	}
 	// One block missing: the fetch goes to the network (and fails there).
 	prefillStore(t, file, filepath.Join(dir, "part"), 16<<10, func(i, n int) bool { return i > 0 })
-	if sum := completeOutput(filepath.Join(dir, "part"), peer.Ticket{Root: m.ID()}, reconcile.Complete); sum != nil {
-		t.Errorf("a store missing a block: %+v", sum)
+	if sum, man := completeOutput(filepath.Join(dir, "part"), peer.Ticket{Root: m.ID()}, reconcile.Complete); sum != nil || man == nil || man.ID() != m.ID() {
+		t.Errorf("a store missing a block: %+v, manifest %v", sum, man)
 	}
-	if sum := completeOutput(out, peer.Ticket{}, reconcile.Complete); sum != nil {
+	if sum, _ := completeOutput(out, peer.Ticket{}, reconcile.Complete); sum != nil {
 		t.Errorf("another content's ticket: %+v", sum)
 	}
 }

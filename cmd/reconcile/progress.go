@@ -103,6 +103,19 @@ func newProgress(c *cli.Context, label string, bytes bool) (*progress, error) {
 	return newProgressWriter(c.App.ErrWriter, mode, label, bytes), nil
 }
 
+// sub returns a progress of its own drawn on p's writer in p's mode and
+// clock, for a phase of p's work ("checking" before "fetch").
+func (p *progress) sub(label string, bytes bool) *progress {
+	now := p.now()
+	return &progress{w: p.w, mode: p.mode, label: label, bytes: bytes, now: p.now, start: now, last: now}
+}
+
+// restart counts the rate and the time left from now on (after a phase whose
+// time is not the work's, such as checking the blocks on disk).
+func (p *progress) restart() {
+	p.start = p.now()
+}
+
 // status shows a text while there is nothing to count yet ("connecting"), on a bar only.
 func (p *progress) status(text string) {
 	if p.mode != progressBar {
