@@ -17,7 +17,10 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
 )
 
 // runCLI runs the command line as main does and returns its exit code,
@@ -279,6 +282,25 @@ func TestCheckProgressPlain(t *testing.T) {
 		"checking: 100% 100/100, 100/100 blocks on disk\n"
 	if got := buf.String(); got != want {
 		t.Errorf("plain output\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestProgressLineAboveBar: a fetch event (a peer sent a corrupt block) is
+// printed on a line of its own above the bar, which is drawn again below it.
+func TestProgressLineAboveBar(t *testing.T) {
+	p, buf, clk := newTestProgress(progressBar)
+	clk.t = clk.t.Add(time.Second)
+	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
+	id, err := lpeer.Decode("12D3KooWLRPJAA5o6F8rXbVSEiLHaSfnJ2Gv6QkW4BGWbXrUyxjf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.println(fetchEventLine(peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}))
+	bar := "fetch:  50% [============>           ] 1 MiB / 2 MiB, 1 MiB/s, 1s left"
+	want := "\r\033[K" + bar +
+		"\r\033[Kfetch: peer 12D3Ko…rUyxjf sent a corrupt block (block 7); asking other peers for it\n" + bar
+	if got := buf.String(); got != want {
+		t.Errorf("output\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -40,8 +40,9 @@ func peerFlags() []cli.Flag {
 }
 
 // peerOptions checks the shared flags of seed and fetch and returns the peer's
-// options; it starts nothing, so a bad value is refused before any work.
-func peerOptions(c *cli.Context) ([]peer.Option, error) {
+// options, with a logger writing to logTo; it starts nothing, so a bad value
+// is refused before any work.
+func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -49,7 +50,7 @@ func peerOptions(c *cli.Context) ([]peer.Option, error) {
 	if stateOf(c.App).verbose && !c.IsSet("log-level") {
 		level = slog.LevelInfo
 	}
-	opts := []peer.Option{peer.WithLogger(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})))}
+	opts := []peer.Option{peer.WithLogger(slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})))}
 	if l := c.StringSlice("listen"); len(l) > 0 {
 		for _, a := range l {
 			if _, err := ma.NewMultiaddr(a); err != nil {
@@ -144,7 +145,7 @@ func runSeed(c *cli.Context) error {
 	if logEvery < 0 {
 		return usagef("--log-every %v: want a positive duration such as 30s, or 0 for no log", logEvery)
 	}
-	opts, err := peerOptions(c)
+	opts, err := peerOptions(c, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -356,11 +357,11 @@ func runFetch(c *cli.Context) error {
 		}
 		extra = append(extra, a)
 	}
-	popts, err := peerOptions(c)
+	pr, err := newProgress(c, "fetch", true)
 	if err != nil {
 		return err
 	}
-	pr, err := newProgress(c, "fetch", true)
+	popts, err := peerOptions(c, pr) // logs go above the bar
 	if err != nil {
 		return err
 	}
@@ -385,7 +386,8 @@ func runFetch(c *cli.Context) error {
 	defer p.Close()
 	connecting := fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer"))
 	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
-		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting))}
+		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting)),
+		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.println(fetchEventLine(ev)) })}
 	pr.status(connecting)
 	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
 	if pr.mode != progressBar {
@@ -455,6 +457,19 @@ func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.
 func fetchProgress(x peer.Progress) progressState {
 	return progressState{done: x.Bytes, total: x.TotalBytes, session: x.Received,
 		extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, count(x.Peers, "peer"))}
+}
+
+// fetchEventLine words what happened to a peer of the fetch, for a line above
+// the progress bar.
+func fetchEventLine(ev peer.FetchEvent) string {
+	id := shortID(ev.Peer.String())
+	switch ev.Kind {
+	case peer.FetchCorruptBlock:
+		return fmt.Sprintf("fetch: peer %s sent a corrupt block (block %d); asking other peers for it", id, ev.Block)
+	case peer.FetchPeerBanned:
+		return fmt.Sprintf("fetch: peer %s sent %d corrupt blocks: dropped and banned", id, ev.Corrupt)
+	}
+	return fmt.Sprintf("fetch: peer %s: %s", id, ev.Kind)
 }
 
 // printSummary prints a fetch's summary; sizes and rates in IEC units (MiB/s),

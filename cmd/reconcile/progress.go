@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -67,7 +68,9 @@ func isTerminalWriter(w io.Writer) bool {
 // progress draws the progress of one piece of work: done of total items or
 // bytes, the percentage, the rate and the time left, and a free text.
 type progress struct {
+	mu    sync.Mutex // a log line may come from any goroutine
 	w     io.Writer
+	line  string // the bar drawn last, redrawn under a line printed above it
 	mode  progressMode
 	label string
 	bytes bool // done and total are bytes (shown in IEC units), else counts
@@ -121,8 +124,29 @@ func (p *progress) status(text string) {
 	if p.mode != progressBar {
 		return
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s: %s", p.label, text)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line = fmt.Sprintf("%s: %s", p.label, text)
+	fmt.Fprintf(p.w, "\r\033[K%s", p.line)
 	p.drawn = true
+}
+
+// println prints a line of its own: above the bar, which is drawn again
+// below it, or as is in the other modes (including none: it is not progress).
+func (p *progress) println(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode != progressBar || !p.drawn {
+		fmt.Fprintln(p.w, line)
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s\n%s", line, p.line)
+}
+
+// Write writes b (whole lines, such as a logger's) above the bar, as println.
+func (p *progress) Write(b []byte) (int, error) {
+	p.println(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }
 
 // update shows s if enough time has passed since the last line (a bar also
@@ -131,6 +155,8 @@ func (p *progress) update(s progressState) {
 	if p.mode == progressNone {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	now := p.now()
 	end := s.total > 0 && s.done >= s.total
 	switch p.mode {
@@ -138,7 +164,8 @@ func (p *progress) update(s progressState) {
 		if !end && now.Sub(p.last) < barEvery {
 			return
 		}
-		fmt.Fprintf(p.w, "\r\033[K%s", p.render(s, now))
+		p.line = p.render(s, now)
+		fmt.Fprintf(p.w, "\r\033[K%s", p.line)
 		p.drawn = true
 	case progressPlain:
 		if now.Sub(p.last) < plainEvery {
@@ -157,6 +184,8 @@ func (p *progress) counts(done, total int) {
 // finish ends the progress: a bar is cleared, or kept on its own line when
 // keep is set (an interrupted fetch shows how far it got).
 func (p *progress) finish(keep bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.mode != progressBar || !p.drawn {
 		return
 	}
