@@ -103,6 +103,9 @@ func (s *Store) CheckSources(ctx context.Context) (SourceChange, error) {
 	if err != nil {
 		return ch, fmt.Errorf("chunker: check the sources: %w", err)
 	}
+	if s.isClosed() {
+		return ch, ErrClosed // closed meanwhile: the reads failed for that
+	}
 	s.srcMu.Lock()
 	defer s.srcMu.Unlock()
 	for j, k := range files {
