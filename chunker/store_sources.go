@@ -23,11 +23,36 @@ type stamp struct {
 }
 
 // sourceState is the change tracking of a seed store, guarded by Store.srcMu
-// (taken before Store.mu; Store.checkMu, before both, serializes CheckSources).
+// (taken before Store.mu; Store.checkMu, before both, serializes rechecks).
 type sourceState struct {
 	stamps  []stamp // of every file, when last checked
 	changed []bool  // files seen changed since seeding: their blocks are re-hashed when read
-	dropped []int   // blocks ReadBlock dropped since the last CheckSources
+	// What changed since the last CheckSources: files, and blocks dropped or
+	// held again (a block dropped and held again is in neither).
+	files    []string
+	dropped  map[int]struct{}
+	restored map[int]struct{}
+}
+
+// noteFile records that file k changed, for the next CheckSources.
+func (st *sourceState) noteFile(name string) {
+	if !slices.Contains(st.files, name) {
+		st.files = append(st.files, name)
+	}
+}
+
+// noteHeld records that block i was dropped (held false) or held again, for
+// the next CheckSources.
+func (st *sourceState) noteHeld(i int, held bool) {
+	from, to := st.dropped, st.restored
+	if !held {
+		from, to = st.restored, st.dropped
+	}
+	if _, ok := from[i]; ok {
+		delete(from, i)
+	} else {
+		to[i] = struct{}{}
+	}
 }
 
 // SourceChange is what Store.CheckSources found since its last call.
@@ -58,7 +83,8 @@ func (s *Store) statSource(k int) stamp {
 
 // initSources records the stamps of a new seed store's files.
 func (s *Store) initSources(infos []fs.FileInfo) {
-	st := &sourceState{stamps: make([]stamp, len(infos)), changed: make([]bool, len(infos))}
+	st := &sourceState{stamps: make([]stamp, len(infos)), changed: make([]bool, len(infos)),
+		dropped: make(map[int]struct{}), restored: make(map[int]struct{})}
 	for k, info := range infos {
 		st.stamps[k] = stamp{size: info.Size(), mtime: info.ModTime()}
 	}
@@ -70,15 +96,39 @@ func (s *Store) initSources(infos []fs.FileInfo) {
 // part of re-hashed, and those that no longer match the manifest are no longer
 // held (Has, Held and ReadBlock treat them as missing) while those that match
 // again are held again. It returns what changed since its last call, including
-// the blocks ReadBlock dropped. For a store that is not a seed store it does
-// nothing. Cancelling ctx stops it (returning ctx.Err(), nothing changed).
+// what ReadBlock found (it re-hashes too, see ReadBlock). For a store that is
+// not a seed store it does nothing. Cancelling ctx stops it (returning
+// ctx.Err(); what it found so far is kept for the next call).
 func (s *Store) CheckSources(ctx context.Context) (SourceChange, error) {
 	var ch SourceChange
 	if s.src == nil {
 		return ch, nil
 	}
+	if err := s.recheck(ctx); err != nil {
+		return ch, err
+	}
+	s.srcMu.Lock()
+	defer s.srcMu.Unlock()
+	st := s.src
+	ch.Files, st.files = st.files, nil
+	for i := range st.dropped {
+		ch.Dropped = append(ch.Dropped, i)
+	}
+	for i := range st.restored {
+		ch.Restored = append(ch.Restored, i)
+	}
+	clear(st.dropped)
+	clear(st.restored)
+	slices.Sort(ch.Dropped)
+	slices.Sort(ch.Restored)
+	return ch, nil
+}
+
+// recheck re-hashes the blocks of the source files whose stamp changed and
+// sets the held set to those that match, recording the changes.
+func (s *Store) recheck(ctx context.Context) error {
 	if s.isClosed() {
-		return ch, ErrClosed
+		return ErrClosed
 	}
 	s.checkMu.Lock()
 	defer s.checkMu.Unlock()
@@ -97,82 +147,85 @@ func (s *Store) CheckSources(ctx context.Context) (SourceChange, error) {
 		stamps = append(stamps, now)
 		s.fileBlocks(k, func(i int) { blocks = append(blocks, i) })
 	}
+	if len(files) == 0 {
+		return nil
+	}
 	slices.Sort(blocks)
 	blocks = slices.Compact(blocks)
 	bad, err := s.checkBlocks(ctx, blocks, nil)
 	if err != nil {
-		return ch, fmt.Errorf("chunker: check the sources: %w", err)
+		return fmt.Errorf("chunker: check the sources: %w", err)
 	}
 	if s.isClosed() {
-		return ch, ErrClosed // closed meanwhile: the reads failed for that
+		return ErrClosed // closed meanwhile: the reads failed for that
 	}
 	s.srcMu.Lock()
 	defer s.srcMu.Unlock()
 	for j, k := range files {
 		s.src.stamps[k] = stamps[j]
 		s.src.changed[k] = true
-		ch.Files = append(ch.Files, s.m.files[k].Path)
-	}
-	isBad := make(map[int]bool, len(bad))
-	for _, i := range bad {
-		isBad[i] = true
+		s.src.noteFile(s.m.files[k].Path)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, i := range blocks {
+		_, isBad := slices.BinarySearch(bad, i)
 		switch held := s.held.has(i); {
-		case isBad[i] && held:
+		case isBad && held:
 			s.held.clear(i)
 			s.nheld--
-			ch.Dropped = append(ch.Dropped, i)
-		case !isBad[i] && !held:
+			s.src.noteHeld(i, false)
+		case !isBad && !held:
 			s.held.set(i)
 			s.nheld++
-			ch.Restored = append(ch.Restored, i)
+			s.src.noteHeld(i, true)
 		}
 	}
-	s.mu.Unlock()
-	// Blocks ReadBlock dropped and this check did not find matching again.
-	for _, i := range s.src.dropped {
-		if _, found := slices.BinarySearch(ch.Restored, i); !found {
-			ch.Dropped = append(ch.Dropped, i)
-		} else {
-			ch.Restored = slices.DeleteFunc(ch.Restored, func(j int) bool { return j == i }) // dropped and back: no change
-		}
-	}
-	s.src.dropped = nil
-	slices.Sort(ch.Dropped)
-	ch.Dropped = slices.Compact(ch.Dropped)
-	return ch, nil
+	return nil
 }
 
-// checkRead checks block i of a seed store, just read into data: if a file it
-// lies in changed since seeding (its stamp now differs, or a check saw it
-// change), the block is re-hashed, and dropped if it no longer matches (ErrNotHeld).
-// The stamps are taken after the read, so bytes read before a change are seen
-// as such.
-func (s *Store) checkRead(i int, data []byte) error {
-	changed := false
+// checkRead checks block i of a seed store, just read into data. The stamps of
+// its files are taken after the read: if one differs from the last check, the
+// changed files are re-hashed first (recheck, so that the blocks that changed
+// with this one are dropped at once, before they are asked for); if a file of
+// the block changed since seeding, the block is re-hashed, read again if it no
+// longer matches (it may have changed back since the read) and, if it still
+// does not match, dropped (ErrNotHeld). It returns the block's bytes.
+func (s *Store) checkRead(i int, data []byte) ([]byte, error) {
+	changed, stale := false, false
 	s.m.segments(i, func(g segment) error {
 		now := s.statSource(g.file)
 		s.srcMu.Lock()
-		if s.src.changed[g.file] || now != s.src.stamps[g.file] {
-			changed = true
-			s.src.changed[g.file] = true
-		}
+		stale = stale || now != s.src.stamps[g.file]
+		changed = changed || stale || s.src.changed[g.file]
 		s.srcMu.Unlock()
 		return nil
 	})
-	if !changed || VerifyBlock(s.m, i, data) == nil {
-		return nil
+	if !changed {
+		return data, nil
+	}
+	if stale {
+		if err := s.recheck(context.Background()); err != nil {
+			return data[:0], err
+		}
+	}
+	err := VerifyBlock(s.m, i, data)
+	if err != nil && s.Has(i) {
+		if data, err = s.readAt(i, data); err == nil {
+			err = VerifyBlock(s.m, i, data)
+		}
+	}
+	if err == nil {
+		return data, nil
 	}
 	s.srcMu.Lock()
-	s.src.dropped = append(s.src.dropped, i)
-	s.srcMu.Unlock()
 	s.mu.Lock()
 	if s.held.has(i) {
 		s.held.clear(i)
 		s.nheld--
+		s.src.noteHeld(i, false)
 	}
 	s.mu.Unlock()
-	return fmt.Errorf("%w: block %d: its source file changed", ErrNotHeld, i)
+	s.srcMu.Unlock()
+	return data[:0], fmt.Errorf("%w: block %d: its source file changed", ErrNotHeld, i)
 }

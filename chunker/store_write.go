@@ -130,7 +130,7 @@ func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 	}
 	data, err := s.readAt(i, dst)
 	if err == nil && s.src != nil {
-		err = s.checkRead(i, data)
+		data, err = s.checkRead(i, data)
 	}
 	if err != nil {
 		return dst[:0], err

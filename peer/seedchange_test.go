@@ -89,3 +89,47 @@ func TestSeedSourceChanged(t *testing.T) {
 		t.Fatalf("summary %+v, events %v: want the 1 block served, nothing corrupt", sum, evs.all())
 	}
 }
+
+// TestSeedSourceChangedUnread: with no periodic check, the first block read
+// for a fetcher after the file changed makes the seed re-hash the file: the
+// fetcher gets no changed bytes, keeps the seed (one failed stream, not three)
+// and fails naming the blocks no peer has.
+func TestSeedSourceChangedUnread(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	const bs = 16 << 10
+	src := writeRandomFile(t, dir, "data.bin", 16*bs, 7)
+	seed := newTestPeer(t)
+	tk, err := seed.Seed(ctx, src, WithBlockSize(bs), WithSourceCheck(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(src, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(make([]byte, 15*bs), 0); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(src, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, _ := seed.Held(tk.Root); held != 16 {
+		t.Fatalf("held %d before any read: the periodic check is off", held)
+	}
+	fetcher := newTestPeer(t)
+	var evs eventLog
+	sum, err := fetcher.Fetch(ctx, tk, filepath.Join(dir, "out"), WithNoPeerTimeout(300*time.Millisecond), WithFetchEvents(evs.add))
+	if !errors.Is(err, ErrNoPeers) || !strings.Contains(err.Error(), "15 of 16 blocks missing (blocks 0-14)") {
+		t.Fatalf("fetch error %v; want ErrNoPeers naming blocks 0-14", err)
+	}
+	if sum.Fetched != 1 || sum.Rejected != 0 || len(evs.all()) != 0 || len(sum.Peers) != 1 || sum.Peers[0].Dropped != "" {
+		t.Fatalf("summary %+v, events %v: want the 1 block served, nothing corrupt, the seed kept", sum, evs.all())
+	}
+	if held, _, _ := seed.Held(tk.Root); held != 1 {
+		t.Fatalf("seed holds %d blocks after the reads, want 1", held)
+	}
+}
