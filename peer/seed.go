@@ -121,9 +121,9 @@ func (p *Service) watchSources(c *content, every time.Duration) {
 		case err != nil:
 			p.log.Warn("checking the source files failed", "root", c.man.ID(), "err", err)
 		case len(ch.Dropped) > 0 || len(ch.Restored) > 0:
-			p.log.Warn(sourceChangeText(c.man, ch), "root", c.man.ID())
+			p.log.Warn(sourceChangeText(c.man, ch))
 		case ch.Changed():
-			p.log.Info(sourceChangeText(c.man, ch), "root", c.man.ID())
+			p.log.Info(sourceChangeText(c.man, ch))
 		}
 	}
 }

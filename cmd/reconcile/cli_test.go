@@ -200,6 +200,7 @@ func TestProgressBar(t *testing.T) {
 	p.update(progressState{done: 11 << 20, total: 16 << 20, session: 3 << 20}) // too soon: not drawn
 	clk.t = clk.t.Add(4 * time.Second)
 	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"})
+	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"}) // the same end: not drawn again
 	p.finish(false)
 	want := "\r\033[Kfetch: connecting to 1 peer" +
 		"\r\033[Kfetch:  62% [===============>        ] 10 MiB / 16 MiB, 1 MiB/s, 6s left, 40/64 blocks, 2 peers" +

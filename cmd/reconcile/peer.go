@@ -203,7 +203,7 @@ func runSeed(c *cli.Context) error {
 		}
 		fmt.Fprintln(w, "ticket:")
 		fmt.Fprintln(w, rep.Ticket)
-		fmt.Fprintln(w, "fetch it with: reconcile fetch TICKET --out DIR   (Ctrl-C stops seeding)")
+		fmt.Fprintf(w, "fetch it with: %s   (Ctrl-C stops seeding)\n", fetchHint(path, c.String("ticket-file")))
 	}
 	sl := &servedLog{w: c.App.ErrWriter}
 	if logEvery > 0 {
@@ -224,6 +224,21 @@ func runSeed(c *cli.Context) error {
 	sl.log(p.ServedBytes(tk.Root), true)
 	fmt.Fprintln(c.App.ErrWriter, "reconcile seed: shutting down")
 	return oneLine(p.Close())
+}
+
+// fetchHint is the fetch command a seed of path suggests: the ticket from the
+// --ticket-file if one was written, and --out the file's name for a single
+// file (a folder for a tree).
+func fetchHint(path, ticketFile string) string {
+	tk := "TICKET"
+	if ticketFile != "" {
+		tk = "--ticket-file " + ticketFile
+	}
+	out := "DIR"
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		out = filepath.Base(path)
+	}
+	return fmt.Sprintf("reconcile fetch %s --out %s", tk, out)
 }
 
 // servedLog writes what a seed has served: a line when a peer is served for

@@ -164,7 +164,11 @@ func (p *progress) update(s progressState) {
 		if !end && now.Sub(p.last) < barEvery {
 			return
 		}
-		p.line = p.render(s, now)
+		line := p.render(s, now)
+		if end && p.drawn && line == p.line {
+			return // the end again (the last writers of a fetch report it too)
+		}
+		p.line = line
 		fmt.Fprintf(p.w, "\r\033[K%s", p.line)
 		p.drawn = true
 	case progressPlain:
