@@ -305,6 +305,24 @@ func TestProgressLineAboveBar(t *testing.T) {
 	}
 }
 
+// TestProgressFinishKeepsBarOnly: a failed fetch keeps its bar (how far it
+// got) but clears a status such as "connecting", so the error stands alone.
+func TestProgressFinishKeepsBarOnly(t *testing.T) {
+	p, buf, clk := newTestProgress(progressBar)
+	p.status("connecting to 1 peer")
+	p.finish(true)
+	if got, want := buf.String(), "\r\033[Kfetch: connecting to 1 peer\r\033[K"; got != want {
+		t.Errorf("status then finish(true)\n got %q\nwant %q", got, want)
+	}
+	buf.Reset()
+	clk.t = clk.t.Add(time.Second)
+	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
+	p.finish(true)
+	if got := buf.String(); !strings.HasSuffix(got, "1s left\n") {
+		t.Errorf("bar then finish(true): %q, want the bar kept on its line", got)
+	}
+}
+
 // TestProgressModeFlag: auto is plain off a terminal; the flag picks a mode.
 func TestProgressModeFlag(t *testing.T) {
 	for _, tc := range []struct{ flag, want string }{{"", "plain"}, {"auto", "plain"}, {"bar", "bar"}, {"none", "none"}, {"plain", "plain"}} {

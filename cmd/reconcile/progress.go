@@ -68,16 +68,18 @@ func isTerminalWriter(w io.Writer) bool {
 // progress draws the progress of one piece of work: done of total items or
 // bytes, the percentage, the rate and the time left, and a free text.
 type progress struct {
-	mu    sync.Mutex // a log line may come from any goroutine
-	w     io.Writer
-	line  string // the bar drawn last, redrawn under a line printed above it
-	mode  progressMode
-	label string
-	bytes bool // done and total are bytes (shown in IEC units), else counts
-	now   func() time.Time
-	start time.Time
-	last  time.Time
-	drawn bool
+	mu   sync.Mutex // a log line may come from any goroutine
+	w    io.Writer
+	line string // the bar drawn last, redrawn under a line printed above it
+	// isStatus: the line drawn last is a status, not figures (not kept by finish)
+	isStatus bool
+	mode     progressMode
+	label    string
+	bytes    bool // done and total are bytes (shown in IEC units), else counts
+	now      func() time.Time
+	start    time.Time
+	last     time.Time
+	drawn    bool
 }
 
 // progressState is one snapshot of the work.
@@ -128,7 +130,7 @@ func (p *progress) status(text string) {
 	defer p.mu.Unlock()
 	p.line = fmt.Sprintf("%s: %s", p.label, text)
 	fmt.Fprintf(p.w, "\r\033[K%s", p.line)
-	p.drawn = true
+	p.drawn, p.isStatus = true, true
 }
 
 // println prints a line of its own: above the bar, which is drawn again
@@ -170,7 +172,7 @@ func (p *progress) update(s progressState) {
 		}
 		p.line = line
 		fmt.Fprintf(p.w, "\r\033[K%s", p.line)
-		p.drawn = true
+		p.drawn, p.isStatus = true, false
 	case progressPlain:
 		if now.Sub(p.last) < plainEvery {
 			return
@@ -186,14 +188,15 @@ func (p *progress) counts(done, total int) {
 }
 
 // finish ends the progress: a bar is cleared, or kept on its own line when
-// keep is set (an interrupted fetch shows how far it got).
+// keep is set (an interrupted fetch shows how far it got); a status
+// ("connecting") is always cleared.
 func (p *progress) finish(keep bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.mode != progressBar || !p.drawn {
 		return
 	}
-	if keep {
+	if keep && !p.isStatus {
 		fmt.Fprintln(p.w)
 	} else {
 		fmt.Fprint(p.w, "\r\033[K")
