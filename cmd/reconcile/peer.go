@@ -400,6 +400,10 @@ func runFetch(c *cli.Context) error {
 	}
 	defer p.Close()
 	connecting := fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer"))
+	rootOnly := len(tk.Peers) == 0 && len(extra) == 0
+	if rootOnly {
+		connecting = "looking for peers that have " + tk.Root.String()[:16] + "… (DHT, LAN)"
+	}
 	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
 		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting)),
 		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.println(fetchEventLine(ev)) })}
@@ -408,7 +412,7 @@ func runFetch(c *cli.Context) error {
 	if pr.mode != progressBar {
 		opts = append(opts, firstBlockLog(processStart)) // reach.go
 	}
-	if len(tk.Peers) == 0 && len(extra) == 0 { // reach.go: a root id alone, found through the DHT or mDNS
+	if rootOnly { // reach.go: a root id alone, found through the DHT or mDNS
 		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
 	} else {
 		sum, err = p.Fetch(ctx, tk, c.String("out"), opts...)
@@ -420,6 +424,9 @@ func runFetch(c *cli.Context) error {
 	if err != nil {
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
+		}
+		if rootOnly && errors.Is(err, peer.ErrNoPeers) {
+			return oneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
 		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
 			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
