@@ -205,6 +205,17 @@ func (f *fetch) missingText(n int) string {
 	return s + " (" + blockRanges(f.c.store.Missing(), 8) + ")"
 }
 
+// noneHas words that none of the n connected peers has the blocks missing.
+func noneHas(n int) string {
+	switch n {
+	case 0:
+		return "no peer is connected"
+	case 1:
+		return "the 1 peer connected does not have them"
+	}
+	return fmt.Sprintf("none of the %d peers connected has them", n)
+}
+
 // blockRanges words the increasing block indices idx as ranges, at most max
 // of them: "block 3", "blocks 0-14", "blocks 1, 4-6 and 9", "blocks 1, 3, …".
 func blockRanges(idx []int, max int) string {

@@ -354,7 +354,7 @@ loop:
 				break loop
 			}
 			if stuck > f.fc.noPeer {
-				err = fmt.Errorf("%w: %s, and no peer reached has them (%d connected)", ErrNoPeers, f.missingText(missing), active)
+				err = fmt.Errorf("%w: %s, and %s", ErrNoPeers, f.missingText(missing), noneHas(active))
 				break loop
 			}
 		}
