@@ -50,7 +50,7 @@ func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 	if stateOf(c.App).verbose && !c.IsSet("log-level") {
 		level = slog.LevelInfo
 	}
-	opts := []peer.Option{peer.WithLogger(slog.New(slog.NewTextHandler(logTo, &slog.HandlerOptions{Level: level})))}
+	opts := []peer.Option{peer.WithLogger(slog.New(newLineHandler(logTo, level)))}
 	if l := c.StringSlice("listen"); len(l) > 0 {
 		for _, a := range l {
 			if _, err := ma.NewMultiaddr(a); err != nil {
