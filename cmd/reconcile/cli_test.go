@@ -221,7 +221,7 @@ func TestProgressPlain(t *testing.T) {
 		p.update(progressState{done: int64(i) << 20, total: 12 << 20, session: int64(i) << 20})
 	}
 	p.finish(true)
-	want := "fetch:  42% 5 MiB / 12 MiB, 1 MiB/s, 7s left\n" +
+	want := "fetch:  41% 5 MiB / 12 MiB, 1 MiB/s, 7s left\n" +
 		"fetch:  83% 10 MiB / 12 MiB, 1 MiB/s, 2s left\n"
 	if got := buf.String(); got != want {
 		t.Errorf("plain output\n got %q\nwant %q", got, want)
@@ -320,6 +320,21 @@ func TestProgressFinishKeepsBarOnly(t *testing.T) {
 	p.finish(true)
 	if got := buf.String(); !strings.HasSuffix(got, "1s left\n") {
 		t.Errorf("bar then finish(true): %q, want the bar kept on its line", got)
+	}
+}
+
+// TestProgressRounding: the percentage is rounded down (100% only when all is
+// done), the time left up (never "0s left" before the end), and the first
+// second shows no rate (that of a block or two is noise).
+func TestProgressRounding(t *testing.T) {
+	p, _, clk := newTestProgress(progressBar)
+	clk.t = clk.t.Add(500 * time.Millisecond)
+	if got, want := p.render(progressState{done: 1 << 20, total: 400 << 20, session: 1 << 20}, clk.t), "fetch:   0% [>                       ] 1 MiB / 400 MiB"; got != want {
+		t.Errorf("first second:\n got %q\nwant %q", got, want)
+	}
+	clk.t = clk.t.Add(1500 * time.Millisecond)
+	if got, want := p.render(progressState{done: 399 << 20, total: 400 << 20, session: 80 << 20}, clk.t), "fetch:  99% [=======================>] 399 MiB / 400 MiB, 40 MiB/s, 1s left"; got != want {
+		t.Errorf("near the end:\n got %q\nwant %q", got, want)
 	}
 }
 

@@ -212,7 +212,8 @@ func (p *progress) render(s progressState, now time.Time) string {
 	if s.total > 0 {
 		pct = 100 * float64(s.done) / float64(s.total)
 	}
-	head := fmt.Sprintf("%s: %3.0f%%", p.label, pct)
+	// Rounded down: 100% only once all is done.
+	head := fmt.Sprintf("%s: %3d%%", p.label, int(pct))
 	if p.mode == progressBar {
 		head += " " + bar(pct, barWidth)
 	}
@@ -226,7 +227,8 @@ func (p *progress) render(s progressState, now time.Time) string {
 		session = s.done
 	}
 	elapsed := now.Sub(p.start).Seconds()
-	if elapsed > 0 && session > 0 {
+	// The rate of the first second (often of a block or two) is noise.
+	if elapsed >= 1 && session > 0 {
 		rate := float64(session) / elapsed
 		if p.bytes {
 			parts = append(parts, humanBytes(int64(rate))+"/s")
@@ -252,13 +254,13 @@ func bar(pct float64, width int) string {
 	return "[" + b + "]"
 }
 
-// roundETA rounds a time left to what a reader needs: seconds under ten
-// minutes, minutes above.
+// roundETA rounds a time left up to what a reader needs: seconds under ten
+// minutes ("1s" for the last part of a second, not "0s"), minutes above.
 func roundETA(d time.Duration) time.Duration {
 	if d > 10*time.Minute {
 		return d.Round(time.Minute)
 	}
-	return d.Round(time.Second)
+	return (d + time.Second - 1).Truncate(time.Second)
 }
 
 // count writes n and the noun, in the plural unless n is 1: "1 peer", "3 peers".
