@@ -422,7 +422,7 @@ func runFetch(c *cli.Context) error {
 	}
 	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		if ctx.Err() != nil { // interrupted, whatever the step cut short made of it ("could not connect")
 			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
 		}
 		if rootOnly && errors.Is(err, peer.ErrNoPeers) {
