@@ -428,6 +428,9 @@ func runFetch(c *cli.Context) error {
 		if rootOnly && errors.Is(err, peer.ErrNoPeers) {
 			return oneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
 		}
+		if sum == nil && errors.Is(err, peer.ErrNoPeers) {
+			return oneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
+		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
 			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}
