@@ -526,6 +526,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
 		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), humanBytes(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
+		if ps.Rejected > 0 {
+			line += fmt.Sprintf(", %d corrupt", ps.Rejected)
+		}
 		if ps.Path != "" {
 			line += "  " + ps.Path
 		}

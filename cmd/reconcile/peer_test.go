@@ -145,3 +145,15 @@ func TestServedLog(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
 }
+
+// TestPrintSummaryCorrupt: the summary's line of a peer that sent corrupt
+// blocks says how many.
+func TestPrintSummaryCorrupt(t *testing.T) {
+	var buf bytes.Buffer
+	printSummary(&buf, &peer.Summary{Root: "r", Out: "o", Blocks: 2, Peers: []peer.PeerShare{
+		{Peer: "12D3KooWEJXpbf4j7DvuVpojgoWSsZSi9VXErtXYYSnJX6gmEixr", Blocks: 2, Bytes: 2048, Rounds: 1, RoundTrips: 1, Rejected: 1, Path: "direct"}}})
+	want := "  peer 12D3Ko…gmEixr  100.0%  2 blocks, 2 KiB, 1 round (1 round trip), 1 corrupt  direct\n"
+	if got := buf.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("summary\n%s\nwant its last line %q", got, want)
+	}
+}
