@@ -160,7 +160,7 @@ func (f *fetch) writer() {
 // costs a block or a few, a liar is cut off soon.
 const maxCorrupt = 3
 
-// corrupt notes that src sent block i corrupt (err): the block was released
+// corrupt notes that src sent block i corrupt (err says how): the block was released
 // for other peers (store did it), src is not asked for it again, and the
 // maxCorrupt-th corrupt block drops and bans src.
 func (f *fetch) corrupt(src *source, i int, err error) {
@@ -175,14 +175,24 @@ func (f *fetch) corrupt(src *source, i int, err error) {
 	if n > maxCorrupt {
 		return // banned already; its stream is being torn down
 	}
-	f.p.log.Info("peer sent a corrupt block", "peer", src.id, "block", i, "corrupt", n)
+	f.p.log.Info("peer sent a corrupt block", "peer", src.id, "block", i, "corrupt", n, "err", err)
 	f.event(FetchEvent{Kind: FetchCorruptBlock, Peer: src.id, Block: i, Corrupt: n})
 	if n < maxCorrupt {
 		return
 	}
 	f.event(FetchEvent{Kind: FetchPeerBanned, Peer: src.id, Block: i, Corrupt: n})
-	f.fail(src, fmt.Errorf("%d corrupt blocks, the last: %w", n, err))
+	f.fail(src, &corruptError{n: n, last: i})
 }
+
+// corruptError is why a peer that sent too many corrupt blocks was dropped
+// (PeerShare.Dropped); it wraps ErrBadBlock.
+type corruptError struct{ n, last int }
+
+func (e *corruptError) Error() string {
+	return fmt.Sprintf("sent %d corrupt blocks (the last: block %d)", e.n, e.last)
+}
+
+func (e *corruptError) Unwrap() error { return ErrBadBlock }
 
 // event passes ev to the WithFetchEvents function, if any (serialized with
 // the progress calls).

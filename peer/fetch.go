@@ -488,7 +488,11 @@ func (f *fetch) drop(src *source, err error) {
 	if already {
 		return
 	}
-	f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
+	if f.fc.events != nil && errors.Is(err, ErrBadBlock) {
+		f.p.log.Info("dropping peer", "peer", src.id, "err", err) // a FetchPeerBanned event told
+	} else {
+		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
+	}
 	f.c.forget(src.id)
 	f.p.ban(src.id)
 }
