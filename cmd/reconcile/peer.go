@@ -105,7 +105,10 @@ func seedCommand() *cli.Command {
 			"authenticated) and prints the peer's multiaddrs and a ticket: one token holding the\n" +
 			"content's root id and this peer's id and addresses. Give the ticket to\n" +
 			"\"reconcile fetch\" on other hosts. PATH may also be the output folder of an earlier\n" +
-			"fetch (complete or not): its verified blocks are served. Runs until interrupted.\n\n" +
+			"fetch (complete or not): its verified blocks are served. Runs until interrupted.\n" +
+			"If a seeded file changes meanwhile (its size or time, checked every 2 s, and every\n" +
+			"block read after a change is re-hashed), the blocks that no longer match are no\n" +
+			"longer served, with a warning naming them.\n\n" +
 			"Example:\n" +
 			"   reconcile seed movie.mkv --key ~/.reconcile/key --ticket-file movie.ticket\n" +
 			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001 --block-size 1MiB",
@@ -294,10 +297,14 @@ func fetchCommand() *cli.Command {
 			"Bloom filters by default) so that each sends only blocks this side lacks, downloads\n" +
 			"from all of them in parallel, verifies every block before storing it and serves what\n" +
 			"it holds to other fetchers meanwhile. Interrupted (Ctrl-C, kill -9), it resumes from\n" +
-			"the verified blocks when started again with the same --out. The content is written\n" +
-			"under --out at its own name (OUT/movie.mkv).\n\n" +
+			"the verified blocks when started again with the same --out. A single file is written\n" +
+			"at --out (as curl -o; its resume state in OUT.reconcile/ is removed once complete),\n" +
+			"a folder's content under --out, and into an existing folder --out at its own name.\n\n" +
 			"Progress (--progress) shows the bytes held of the content's size; the rate and the\n" +
 			"time left count only the bytes received in this run, not blocks resumed from disk.\n" +
+			"A resumed fetch first re-hashes the blocks on disk, with a \"checking\" bar of its own.\n" +
+			"A peer that sends a corrupt block is reported, the block is asked of other peers,\n" +
+			"and a peer that sent three is dropped and banned.\n" +
 			"Sizes and rates are in IEC units (1 MiB = 1024 KiB = 1048576 bytes) here, in the\n" +
 			"summary and in seed's --rate.\n\n" +
 			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
