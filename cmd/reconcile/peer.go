@@ -415,10 +415,11 @@ func runFetch(c *cli.Context) error {
 		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting)),
 		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.println(fetchEventLine(ev)) })}
 	pr.status(connecting)
-	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
+	progress := func(x peer.Progress) { pr.update(fetchProgress(x)) }
 	if pr.mode != progressBar {
-		opts = append(opts, firstBlockLog(processStart)) // reach.go
+		progress = firstBlockLog(processStart, c.App.ErrWriter, progress) // reach.go
 	}
+	opts = append(opts, peer.WithProgress(progress))
 	if rootOnly { // reach.go: a root id alone, found through the DHT or mDNS
 		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
 	} else {

@@ -157,3 +157,18 @@ func TestPrintSummaryCorrupt(t *testing.T) {
 		t.Errorf("summary\n%s\nwant its last line %q", got, want)
 	}
 }
+
+// TestFirstBlockLogKeepsProgress: off a terminal the time to the first block
+// is logged once, and every progress report still reaches the plain progress
+// lines (the log used to replace the progress callback: no line at all).
+func TestFirstBlockLogKeepsProgress(t *testing.T) {
+	var buf bytes.Buffer
+	var seen []int
+	fn := firstBlockLog(time.Now(), &buf, func(x peer.Progress) { seen = append(seen, x.Blocks) })
+	for _, b := range []int{5, 6, 7} { // 5 resumed, then two received
+		fn(peer.Progress{Blocks: b})
+	}
+	if len(seen) != 3 || strings.Count(buf.String(), "reconcile: first block after ") != 1 {
+		t.Errorf("progress calls %v, log %q; want 3 calls and one line", seen, buf.String())
+	}
+}
