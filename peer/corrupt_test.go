@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -100,9 +101,10 @@ func TestCorruptBlockKeepGoing(t *testing.T) {
 	}
 	m := seed.lookup(tk.Root[:]).man
 	var once sync.Once
-	bad := -1
+	var badAt atomic.Int64
+	badAt.Store(-1)
 	asked := serveFromFile(flaky, data, bs, m.BlockCount(), func(i int, b []byte) []byte {
-		once.Do(func() { bad = i; b[0] ^= 0xff }) // the first block it sends
+		once.Do(func() { badAt.Store(int64(i)); b[0] ^= 0xff }) // the first block it sends
 		return b
 	})
 	tk.Peers = append([]AddrInfo{flaky.AddrInfo()}, tk.Peers...)
@@ -114,6 +116,7 @@ func TestCorruptBlockKeepGoing(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, src, filepath.Join(out, "data.bin"))
+	bad := int(badAt.Load())
 	got := evs.all()
 	if len(got) != 1 || got[0].Kind != FetchCorruptBlock || got[0].Peer != flaky.ID() || got[0].Block != bad || got[0].Corrupt != 1 {
 		t.Fatalf("events %+v; want one corrupt block %d from %s", got, bad, flaky.ID())
