@@ -81,7 +81,7 @@ func TestSeedSourceChanged(t *testing.T) {
 	}
 	fetcher := newTestPeer(t)
 	var evs eventLog
-	sum, err := fetcher.Fetch(ctx, tk, filepath.Join(dir, "out"), WithNoPeerTimeout(300*time.Millisecond), WithFetchEvents(evs.add))
+	sum, err := fetcher.Fetch(ctx, tk, filepath.Join(dir, "out"), WithNoPeerTimeout(time.Second), WithFetchEvents(evs.add))
 	if !errors.Is(err, ErrNoPeers) || !strings.Contains(err.Error(), "15 of 16 blocks missing (blocks 0-14)") {
 		t.Fatalf("fetch error %v; want ErrNoPeers naming blocks 0-14", err)
 	}
@@ -122,7 +122,7 @@ func TestSeedSourceChangedUnread(t *testing.T) {
 	}
 	fetcher := newTestPeer(t)
 	var evs eventLog
-	sum, err := fetcher.Fetch(ctx, tk, filepath.Join(dir, "out"), WithNoPeerTimeout(300*time.Millisecond), WithFetchEvents(evs.add))
+	sum, err := fetcher.Fetch(ctx, tk, filepath.Join(dir, "out"), WithNoPeerTimeout(time.Second), WithFetchEvents(evs.add))
 	if !errors.Is(err, ErrNoPeers) || !strings.Contains(err.Error(), "15 of 16 blocks missing (blocks 0-14)") {
 		t.Fatalf("fetch error %v; want ErrNoPeers naming blocks 0-14", err)
 	}
