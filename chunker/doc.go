@@ -42,7 +42,8 @@
 // appends and fsyncs its record, so after a crash or a kill -9 at any moment
 // OpenStore gives back exactly verified blocks. A torn or garbage record fails its
 // checksum and is ignored. SeedStore serves an original file or tree in place,
-// read-only, without copying it.
+// read-only, without copying it; when a file changes under it, the blocks that no
+// longer match are no longer held (Store.CheckSources, and ReadBlock after a change).
 //
 // A state folder holds one manifest: OpenOrCreateStore resumes the store of the
 // same manifest and refuses to put another one's files where files are already

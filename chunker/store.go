@@ -17,6 +17,7 @@ import (
 //	store_files.go   the cache of open output files
 //	store_write.go   PutBlock, ReadBlock, Sync and the flush that records blocks
 //	store_verify.go  re-hashing: Verify, WithVerify on opening, SeedStore
+//	store_sources.go a seed store noticing that its source files changed
 //	heldlog.go       the held log's format and heldLog, the only writer of it
 
 // MetaDir is the name of the metadata folder inside a store folder.
@@ -140,6 +141,12 @@ type Store struct {
 
 	flushMu sync.Mutex // taken before mu; guards log
 	log     heldLog
+
+	// A seed store's change tracking (store_sources.go); src is nil for
+	// other stores.
+	checkMu sync.Mutex // serializes CheckSources; taken before srcMu
+	srcMu   sync.Mutex // guards src; taken before mu
+	src     *sourceState
 }
 
 // newStore returns a store of m over root with nothing held and no log open.

@@ -3,6 +3,7 @@ package chunker
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -173,8 +174,10 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 	}
 	s := newStore(&place{dir: dir, root: root, top: [2]string{name, filepath.Base(real)}}, m, cfg)
 	s.readOnly = true
+	infos := make([]fs.FileInfo, len(m.files))
 	for k, f := range m.files {
 		info, err := root.Stat(s.diskPath(k))
+		infos[k] = info
 		if err != nil {
 			s.Close()
 			return nil, fmt.Errorf("%w: seed %s: %w", ErrManifestMismatch, f.Path, err)
@@ -196,5 +199,6 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 	}
 	s.held.setAll(m.blockCount)
 	s.nheld = m.blockCount
+	s.initSources(infos)
 	return s, nil
 }

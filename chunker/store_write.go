@@ -112,7 +112,9 @@ func (s *Store) flush() error {
 
 // ReadBlock appends block i to dst[:0] and returns it, without re-hashing it (the
 // block was verified when it was put). It fails with ErrBadIndex if i is out of
-// range and ErrNotHeld if the block is not held.
+// range and ErrNotHeld if the block is not held. A seed store re-hashes a block
+// whose source file changed since seeding, and drops it (ErrNotHeld) if it no
+// longer matches (see CheckSources).
 func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 	if i < 0 || i >= s.m.blockCount {
 		return dst[:0], fmt.Errorf("%w: block %d of %d", ErrBadIndex, i, s.m.blockCount)
@@ -126,7 +128,14 @@ func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 	if !held {
 		return dst[:0], fmt.Errorf("%w: block %d", ErrNotHeld, i)
 	}
-	return s.readAt(i, dst)
+	data, err := s.readAt(i, dst)
+	if err == nil && s.src != nil {
+		data, err = s.checkRead(i, data)
+	}
+	if err != nil {
+		return dst[:0], err
+	}
+	return data, nil
 }
 
 // readAt reads block i from the files into dst[:0].

@@ -37,9 +37,11 @@
 // claims go back to the others. Received blocks are verified against the
 // manifest and written by a pool of writers into package chunker's store,
 // which fsyncs them in groups ([WithSyncEvery]) before recording them.
-// A peer that sends a block that fails verification, or a malformed message,
-// is dropped and put on the service's deny-list for a while: its streams of
-// these protocols are reset and refused. The host's connection to it is not
+// A block that fails verification is asked of other peers, never again of
+// the peer that sent it; a peer that sends three such blocks, or a malformed
+// message, is dropped and put on the service's deny-list for a while: its
+// streams of these protocols are reset and refused ([WithFetchEvents] tells
+// an application of both). The host's connection to it is not
 // closed (the application's other protocols may use it). When a worker has nothing left to
 // pull it reconciles again after a pause, as the peer may have gained blocks.
 //

@@ -3,7 +3,10 @@ package peer
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -28,6 +31,10 @@ func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
 // keeping up to the window requested, until src has nothing left to give.
 func (f *fetch) download(src *source, offered []int) (err error) {
 	f.mu.Lock()
+	if len(src.refused) > 0 {
+		// Not the blocks it sent corrupt once: others are asked for them.
+		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
+	}
 	f.pick.offer(&src.offers, offered)
 	f.mu.Unlock()
 	window := f.p.cfg.window
@@ -143,9 +150,116 @@ func (f *fetch) writer() {
 		err := f.store(job.src, job.i, job.data)
 		f.putBuf(job.buf)
 		if errors.Is(err, ErrBadBlock) {
-			f.fail(job.src, err)
+			f.corrupt(job.src, job.i, err)
 		}
 	}
+}
+
+// maxCorrupt is how many corrupt blocks a fetch takes from one peer before it
+// drops and bans the peer: a disk error or a source file changed under a seed
+// costs a block or a few, a liar is cut off soon.
+const maxCorrupt = 3
+
+// corrupt notes that src sent block i corrupt (err says how): the block was released
+// for other peers (store did it), src is not asked for it again, and the
+// maxCorrupt-th corrupt block drops and bans src.
+func (f *fetch) corrupt(src *source, i int, err error) {
+	f.mu.Lock()
+	src.corrupt++
+	n := src.corrupt
+	if src.refused == nil {
+		src.refused = make(map[int]struct{})
+	}
+	src.refused[i] = struct{}{}
+	f.mu.Unlock()
+	if n > maxCorrupt {
+		return // banned already; its stream is being torn down
+	}
+	f.p.log.Info("peer sent a corrupt block", "peer", src.id, "block", i, "corrupt", n, "err", err)
+	f.event(FetchEvent{Kind: FetchCorruptBlock, Peer: src.id, Block: i, Corrupt: n})
+	if n < maxCorrupt {
+		return
+	}
+	f.event(FetchEvent{Kind: FetchPeerBanned, Peer: src.id, Block: i, Corrupt: n})
+	f.fail(src, &corruptError{n: n, last: i})
+}
+
+// corruptError is why a peer that sent too many corrupt blocks was dropped
+// (PeerShare.Dropped); it wraps ErrBadBlock.
+type corruptError struct{ n, last int }
+
+func (e *corruptError) Error() string {
+	return fmt.Sprintf("sent %d corrupt blocks (the last: block %d)", e.n, e.last)
+}
+
+func (e *corruptError) Unwrap() error { return ErrBadBlock }
+
+// event passes ev to the WithFetchEvents function, if any (serialized with
+// the progress calls).
+func (f *fetch) event(ev FetchEvent) {
+	if f.fc.events == nil {
+		return
+	}
+	f.progMu.Lock()
+	defer f.progMu.Unlock()
+	f.fc.events(ev)
+}
+
+// missingText words the blocks the fetch lacks, n of them: "2 of 16 blocks
+// missing (blocks 3 and 9-10)"; a long list ends in "…".
+func (f *fetch) missingText(n int) string {
+	s := fmt.Sprintf("%d of %d blocks missing", n, f.c.man.BlockCount())
+	if n == 0 {
+		return s
+	}
+	return s + " (" + blockRanges(f.c.store.Missing(), 8) + ")"
+}
+
+// noneHas words that none of the n connected peers has the blocks missing.
+func noneHas(n int) string {
+	switch n {
+	case 0:
+		return "no peer is connected"
+	case 1:
+		return "the 1 peer connected does not have them"
+	}
+	return fmt.Sprintf("none of the %d peers connected has them", n)
+}
+
+// blockRanges words the increasing block indices idx as ranges, at most max
+// of them: "block 3", "blocks 0-14", "blocks 1, 4-6 and 9", "blocks 1, 3, …".
+func blockRanges(idx []int, max int) string {
+	var parts []string
+	more := false
+	for k := 0; k < len(idx); {
+		j := k
+		for j+1 < len(idx) && idx[j+1] == idx[j]+1 {
+			j++
+		}
+		if len(parts) == max {
+			more = true
+			break
+		}
+		if j == k {
+			parts = append(parts, strconv.Itoa(idx[k]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", idx[k], idx[j]))
+		}
+		k = j + 1
+	}
+	noun := "blocks "
+	if len(idx) == 1 {
+		noun = "block "
+	}
+	switch {
+	case len(parts) == 0:
+		return ""
+	case more:
+		return noun + strings.Join(parts, ", ") + ", …"
+	case len(parts) == 1:
+		return noun + parts[0]
+	}
+	return noun + strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
 }
 
 // fail marks src as failed with err and aborts its blocks stream, so that its

@@ -33,7 +33,8 @@ var (
 	// and not taken for a failure. It is wire.ErrBusy.
 	ErrBusy = wire.ErrBusy
 	// ErrBadBlock means a peer sent a block whose hash does not match the
-	// manifest; the block is discarded and the peer dropped.
+	// manifest; the block is discarded and asked of other peers, and a peer
+	// that sent three is dropped and banned.
 	ErrBadBlock = errors.New("peer: block failed verification")
 	// ErrRemote means the remote peer answered a request with an error. It is
 	// wire.ErrRemote.

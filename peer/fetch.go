@@ -270,8 +270,12 @@ type source struct {
 	failures int
 	busy     int           // "busy" answers (retried, not failures)
 	unknown  int           // "unknown root" answers in a row
-	err      error         // set by a writer when the source sent a bad block
+	err      error         // set by a writer when the source is dropped for bad blocks
 	cs       *clientStream // the current blocks stream, to abort it
+	// corrupt counts the blocks it sent that failed verification, and
+	// refused holds them: it is not asked for them again (under fetch.mu).
+	corrupt int
+	refused map[int]struct{}
 }
 
 func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
@@ -342,15 +346,15 @@ loop:
 			f.mu.Unlock()
 			missing := m.BlockCount() - f.c.store.HeldCount()
 			if idle > f.fc.noPeer {
-				err = fmt.Errorf("%w: %d of %d blocks missing", ErrNoPeers, missing, m.BlockCount())
+				err = fmt.Errorf("%w: %s", ErrNoPeers, f.missingText(missing))
 				break loop
 			}
 			if stuck > f.fc.noPeer && busy > 0 && busy == active {
-				err = fmt.Errorf("%w: %d of %d blocks missing: all %d peers refused: busy", ErrNoPeers, missing, m.BlockCount(), active)
+				err = fmt.Errorf("%w: %s: all %d peers refused: busy", ErrNoPeers, f.missingText(missing), active)
 				break loop
 			}
 			if stuck > f.fc.noPeer {
-				err = fmt.Errorf("%w: %d of %d blocks missing, and no peer reached has them (%d connected)", ErrNoPeers, missing, m.BlockCount(), active)
+				err = fmt.Errorf("%w: %s, and %s", ErrNoPeers, f.missingText(missing), noneHas(active))
 				break loop
 			}
 		}
@@ -484,7 +488,11 @@ func (f *fetch) drop(src *source, err error) {
 	if already {
 		return
 	}
-	f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
+	if f.fc.events != nil && errors.Is(err, ErrBadBlock) {
+		f.p.log.Info("dropping peer", "peer", src.id, "err", err) // a FetchPeerBanned event told
+	} else {
+		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
+	}
 	f.c.forget(src.id)
 	f.p.ban(src.id)
 }

@@ -22,6 +22,7 @@ type fetchConfig struct {
 	noPeer   time.Duration
 	outFile  bool
 	check    func(done, total int)
+	events   func(FetchEvent)
 }
 
 // newFetchConfig applies opts to the defaults.
@@ -98,4 +99,49 @@ func WithNoPeerTimeout(d time.Duration) FetchOption {
 		c.noPeer = d
 		return nil
 	}
+}
+
+// A FetchEventKind says what a FetchEvent reports.
+type FetchEventKind int
+
+const (
+	// FetchCorruptBlock: a peer sent a block that failed verification. The
+	// block is asked of other peers, never of this one again; the peer may
+	// still send others.
+	FetchCorruptBlock FetchEventKind = iota + 1
+	// FetchPeerBanned: a peer sent its third corrupt block; it is dropped
+	// from the fetch and banned for a while.
+	FetchPeerBanned
+)
+
+// String names the kind.
+func (k FetchEventKind) String() string {
+	switch k {
+	case FetchCorruptBlock:
+		return "corrupt-block"
+	case FetchPeerBanned:
+		return "peer-banned"
+	}
+	return "unknown"
+}
+
+// A FetchEvent is something a fetch reports about one of its peers, given to
+// the WithFetchEvents function.
+type FetchEvent struct {
+	// Kind is what happened.
+	Kind FetchEventKind
+	// Peer is the remote peer.
+	Peer lpeer.ID
+	// Block is the corrupt block (a coded block with reconcile.Byers).
+	Block int
+	// Corrupt counts the corrupt blocks Peer sent in this fetch so far.
+	Corrupt int
+}
+
+// WithFetchEvents sets a callback for what happens to the fetch's peers (a
+// corrupt block, a peer banned), for a program to show above its progress.
+// Calls are serialized with those of WithProgress; keep it quick. Default:
+// none (the service's logger still logs them).
+func WithFetchEvents(fn func(FetchEvent)) FetchOption {
+	return func(c *fetchConfig) error { c.events = fn; return nil }
 }

@@ -45,8 +45,9 @@ func misbehave(p *Peer, serve func(s network.Stream, fr *wire.Reader, bw *bufio.
 	})
 }
 
-// TestWrongBlockPeer: a peer that sends wrong bytes has its block rejected and
-// refetched elsewhere, and is dropped; the file completes.
+// TestWrongBlockPeer: a peer that sends wrong bytes has its blocks rejected
+// and refetched elsewhere, and is dropped and banned (after its third corrupt
+// block, see TestCorruptBlocksBan); the file completes.
 func TestWrongBlockPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

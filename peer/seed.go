@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
@@ -14,8 +16,28 @@ import (
 type SeedOption func(*seedConfig) error
 
 type seedConfig struct {
-	blockSize int
-	byers     *ByersParams
+	blockSize   int
+	byers       *ByersParams
+	sourceCheck time.Duration
+}
+
+// defaultSourceCheck is how often a seed looks for changes of its source files.
+const defaultSourceCheck = 2 * time.Second
+
+// WithSourceCheck sets how often Seed looks at the size and modification time
+// of the seeded files: a changed file has its blocks re-hashed, and those that
+// no longer match are no longer served (nor offered) and logged, as a warning
+// "source file F changed: ... no longer match; not serving them". A block read
+// for a fetcher after its file changed is re-hashed whatever this period.
+// Default 2 s; 0 turns the periodic check off.
+func WithSourceCheck(every time.Duration) SeedOption {
+	return func(c *seedConfig) error {
+		if every < 0 {
+			return errors.New("peer: WithSourceCheck: negative period")
+		}
+		c.sourceCheck = every
+		return nil
+	}
 }
 
 // WithBlockSize sets the block size Seed chunks with. Default
@@ -43,7 +65,7 @@ func WithByers(bp ByersParams) SeedOption {
 // copying) and returns its ticket, naming this peer and its addresses. It
 // serves until Close or Unserve.
 func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ticket, error) {
-	var sc seedConfig
+	sc := seedConfig{sourceCheck: defaultSourceCheck}
 	for _, o := range opts {
 		if err := o(&sc); err != nil {
 			return Ticket{}, err
@@ -74,7 +96,74 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 		s.Close()
 		return Ticket{}, err
 	}
+	if sc.sourceCheck > 0 {
+		p.goroutine(func() { p.watchSources(c, sc.sourceCheck) })
+	}
 	return p.ticket(m.ID()), nil
+}
+
+// watchSources checks the source files of the seeded content c every period
+// (chunker.Store.CheckSources) and logs what changed, until the service
+// closes or the content's store is closed (Unserve).
+func (p *Service) watchSources(c *content, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ch, err := c.store.CheckSources(p.ctx)
+		switch {
+		case errors.Is(err, chunker.ErrClosed) || p.ctx.Err() != nil:
+			return
+		case err != nil:
+			p.log.Warn("checking the source files failed", "root", c.man.ID(), "err", err)
+		case len(ch.Dropped) > 0 || len(ch.Restored) > 0:
+			p.log.Warn(sourceChangeText(c.man, ch))
+		case ch.Changed():
+			p.log.Info(sourceChangeText(c.man, ch))
+		}
+	}
+}
+
+// sourceChangeText words a change of a seed's source files in one line:
+// "source file movie.mkv changed: 15 of 16 blocks no longer match (blocks
+// 0-14); not serving them".
+func sourceChangeText(m *chunker.Manifest, ch chunker.SourceChange) string {
+	var s string
+	switch len(ch.Files) {
+	case 0:
+		s = "a source file changed"
+	case 1:
+		s = "source file " + ch.Files[0] + " changed"
+	default:
+		s = fmt.Sprintf("%d source files changed (%s)", len(ch.Files), strings.Join(ch.Files[:min(3, len(ch.Files))], ", "))
+		if len(ch.Files) > 3 {
+			s = s[:len(s)-1] + ", …)"
+		}
+	}
+	var parts []string
+	switch n := len(ch.Dropped); {
+	case n == 1:
+		parts = append(parts, fmt.Sprintf("block %d no longer matches; not serving it", ch.Dropped[0]))
+	case n > 1:
+		parts = append(parts, fmt.Sprintf("%d of %d blocks no longer match (%s); not serving them", n, m.BlockCount(), blockRanges(ch.Dropped, 8)))
+	}
+	switch n := len(ch.Restored); {
+	case n == 1:
+		parts = append(parts, fmt.Sprintf("block %d matches again; serving it again", ch.Restored[0]))
+	case n > 1:
+		parts = append(parts, fmt.Sprintf("%s match again; serving them again", blockRanges(ch.Restored, 8)))
+	}
+	if len(parts) == 0 {
+		if len(ch.Files) > 1 {
+			return s + ", but their blocks still match"
+		}
+		return s + ", but its blocks still match"
+	}
+	return s + ": " + strings.Join(parts, "; ")
 }
 
 // ServeOption configures Serve.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,11 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
 )
 
 // runCLI runs the command line as main does and returns its exit code,
@@ -194,6 +200,7 @@ func TestProgressBar(t *testing.T) {
 	p.update(progressState{done: 11 << 20, total: 16 << 20, session: 3 << 20}) // too soon: not drawn
 	clk.t = clk.t.Add(4 * time.Second)
 	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"})
+	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"}) // the same end: not drawn again
 	p.finish(false)
 	want := "\r\033[Kfetch: connecting to 1 peer" +
 		"\r\033[Kfetch:  62% [===============>        ] 10 MiB / 16 MiB, 1 MiB/s, 6s left, 40/64 blocks, 2 peers" +
@@ -214,7 +221,7 @@ func TestProgressPlain(t *testing.T) {
 		p.update(progressState{done: int64(i) << 20, total: 12 << 20, session: int64(i) << 20})
 	}
 	p.finish(true)
-	want := "fetch:  42% 5 MiB / 12 MiB, 1 MiB/s, 7s left\n" +
+	want := "fetch:  41% 5 MiB / 12 MiB, 1 MiB/s, 7s left\n" +
 		"fetch:  83% 10 MiB / 12 MiB, 1 MiB/s, 2s left\n"
 	if got := buf.String(); got != want {
 		t.Errorf("plain output\n got %q\nwant %q", got, want)
@@ -226,6 +233,108 @@ func TestProgressPlain(t *testing.T) {
 	p.finish(true)
 	if buf.Len() != 0 {
 		t.Errorf("--progress none wrote %q", buf.String())
+	}
+}
+
+// TestCheckProgressBar: a resumed fetch first draws a bar of its own while it
+// re-hashes the blocks on disk (blocks and bytes checked), then the download
+// bar takes over, its rate counted from the end of the check (the 4 s of
+// checking are not download time).
+func TestCheckProgressBar(t *testing.T) {
+	p, buf, clk := newTestProgress(progressBar)
+	m, err := chunker.ChunkReader(context.Background(), "f", 0o644, bytes.NewReader(make([]byte, 10<<20)), 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := checkProgress(p, m, "connecting to 1 peer")
+	p.status("connecting to 1 peer")
+	check(0, 10)
+	clk.t = clk.t.Add(2 * time.Second)
+	check(4, 10)
+	clk.t = clk.t.Add(50 * time.Millisecond)
+	check(5, 10) // too soon: not drawn
+	clk.t = clk.t.Add(1950 * time.Millisecond)
+	check(10, 10)
+	clk.t = clk.t.Add(2 * time.Second)
+	p.update(progressState{done: 8 << 20, total: 10 << 20, session: 2 << 20, extra: "8/10 blocks, 1 peer"})
+	want := "\r\033[Kfetch: connecting to 1 peer" +
+		"\r\033[Kchecking:  40% [=========>              ] 4 MiB / 10 MiB, 2 MiB/s, 3s left, 4/10 blocks on disk" +
+		"\r\033[Kchecking: 100% [========================] 10 MiB / 10 MiB, 2.5 MiB/s, 10/10 blocks on disk" +
+		"\r\033[K" +
+		"\r\033[Kfetch: connecting to 1 peer" +
+		"\r\033[Kfetch:  80% [===================>    ] 8 MiB / 10 MiB, 1 MiB/s, 2s left, 8/10 blocks, 1 peer"
+	if got := buf.String(); got != want {
+		t.Errorf("bar output\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestCheckProgressPlain: off a terminal the check prints a line when it
+// starts, every 5 s and when it ends.
+func TestCheckProgressPlain(t *testing.T) {
+	p, buf, clk := newTestProgress(progressPlain)
+	check := checkProgress(p, nil, "connecting to 1 peer")
+	check(0, 100)
+	for i := 1; i <= 100; i++ { // a block every 100 ms for 10 s
+		clk.t = clk.t.Add(100 * time.Millisecond)
+		check(i, 100)
+	}
+	want := "fetch: checking 100 blocks on disk\n" +
+		"checking:  50% 50/100, 5s left, 50/100 blocks on disk\n" +
+		"checking: 100% 100/100, 100/100 blocks on disk\n"
+	if got := buf.String(); got != want {
+		t.Errorf("plain output\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestProgressLineAboveBar: a fetch event (a peer sent a corrupt block) is
+// printed on a line of its own above the bar, which is drawn again below it.
+func TestProgressLineAboveBar(t *testing.T) {
+	p, buf, clk := newTestProgress(progressBar)
+	clk.t = clk.t.Add(time.Second)
+	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
+	id, err := lpeer.Decode("12D3KooWLRPJAA5o6F8rXbVSEiLHaSfnJ2Gv6QkW4BGWbXrUyxjf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.println(fetchEventLine(peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}))
+	bar := "fetch:  50% [============>           ] 1 MiB / 2 MiB, 1 MiB/s, 1s left"
+	want := "\r\033[K" + bar +
+		"\r\033[Kfetch: peer 12D3Ko…rUyxjf sent a corrupt block (block 7); asking other peers for it\n" + bar
+	if got := buf.String(); got != want {
+		t.Errorf("output\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestProgressFinishKeepsBarOnly: a failed fetch keeps its bar (how far it
+// got) but clears a status such as "connecting", so the error stands alone.
+func TestProgressFinishKeepsBarOnly(t *testing.T) {
+	p, buf, clk := newTestProgress(progressBar)
+	p.status("connecting to 1 peer")
+	p.finish(true)
+	if got, want := buf.String(), "\r\033[Kfetch: connecting to 1 peer\r\033[K"; got != want {
+		t.Errorf("status then finish(true)\n got %q\nwant %q", got, want)
+	}
+	buf.Reset()
+	clk.t = clk.t.Add(time.Second)
+	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
+	p.finish(true)
+	if got := buf.String(); !strings.HasSuffix(got, "1s left\n") {
+		t.Errorf("bar then finish(true): %q, want the bar kept on its line", got)
+	}
+}
+
+// TestProgressRounding: the percentage is rounded down (100% only when all is
+// done), the time left up (never "0s left" before the end), and the first
+// second shows no rate (that of a block or two is noise).
+func TestProgressRounding(t *testing.T) {
+	p, _, clk := newTestProgress(progressBar)
+	clk.t = clk.t.Add(500 * time.Millisecond)
+	if got, want := p.render(progressState{done: 1 << 20, total: 400 << 20, session: 1 << 20}, clk.t), "fetch:   0% [>                       ] 1 MiB / 400 MiB"; got != want {
+		t.Errorf("first second:\n got %q\nwant %q", got, want)
+	}
+	clk.t = clk.t.Add(1500 * time.Millisecond)
+	if got, want := p.render(progressState{done: 399 << 20, total: 400 << 20, session: 80 << 20}, clk.t), "fetch:  99% [=======================>] 399 MiB / 400 MiB, 40 MiB/s, 1s left"; got != want {
+		t.Errorf("near the end:\n got %q\nwant %q", got, want)
 	}
 }
 

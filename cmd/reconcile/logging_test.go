@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -31,5 +32,21 @@ func TestLibp2pLogsOffUnlessVerbose(t *testing.T) {
 	log.Warn("a warning libp2p would log")
 	if !strings.Contains(buf.String(), "a warning libp2p would log") || !strings.Contains(buf.String(), "logger=reconcile-test") {
 		t.Errorf("with --verbose: %q", buf.String())
+	}
+}
+
+// TestLineHandler: the peer commands log one readable line a record: the
+// level as a word (none for info), no time, attributes as key=value, quoted
+// when they hold spaces.
+func TestLineHandler(t *testing.T) {
+	var buf bytes.Buffer
+	log := slog.New(newLineHandler(&buf, slog.LevelInfo))
+	log.Warn("source file a.bin changed: block 3 no longer matches; not serving it")
+	log.With("peer", "12D3KooW").WithGroup("g").Info("dropping peer", "err", "bad block", "n", 3)
+	log.Debug("not shown")
+	want := "warning: source file a.bin changed: block 3 no longer matches; not serving it\n" +
+		"dropping peer peer=12D3KooW g.err=\"bad block\" g.n=3\n"
+	if got := buf.String(); got != want {
+		t.Errorf("log\n got %q\nwant %q", got, want)
 	}
 }

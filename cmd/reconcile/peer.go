@@ -40,8 +40,9 @@ func peerFlags() []cli.Flag {
 }
 
 // peerOptions checks the shared flags of seed and fetch and returns the peer's
-// options; it starts nothing, so a bad value is refused before any work.
-func peerOptions(c *cli.Context) ([]peer.Option, error) {
+// options, with a logger writing to logTo; it starts nothing, so a bad value
+// is refused before any work.
+func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return nil, usagef("--log-level %q: want debug, info, warn or error", c.String("log-level"))
@@ -49,7 +50,7 @@ func peerOptions(c *cli.Context) ([]peer.Option, error) {
 	if stateOf(c.App).verbose && !c.IsSet("log-level") {
 		level = slog.LevelInfo
 	}
-	opts := []peer.Option{peer.WithLogger(slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: level})))}
+	opts := []peer.Option{peer.WithLogger(slog.New(newLineHandler(logTo, level)))}
 	if l := c.StringSlice("listen"); len(l) > 0 {
 		for _, a := range l {
 			if _, err := ma.NewMultiaddr(a); err != nil {
@@ -104,7 +105,10 @@ func seedCommand() *cli.Command {
 			"authenticated) and prints the peer's multiaddrs and a ticket: one token holding the\n" +
 			"content's root id and this peer's id and addresses. Give the ticket to\n" +
 			"\"reconcile fetch\" on other hosts. PATH may also be the output folder of an earlier\n" +
-			"fetch (complete or not): its verified blocks are served. Runs until interrupted.\n\n" +
+			"fetch (complete or not): its verified blocks are served. Runs until interrupted.\n" +
+			"If a seeded file changes meanwhile (its size or time, checked every 2 s, and every\n" +
+			"block read after a change is re-hashed), the blocks that no longer match are no\n" +
+			"longer served, with a warning naming them.\n\n" +
 			"Example:\n" +
 			"   reconcile seed movie.mkv --key ~/.reconcile/key --ticket-file movie.ticket\n" +
 			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001 --block-size 1MiB",
@@ -145,7 +149,7 @@ func runSeed(c *cli.Context) error {
 	if logEvery < 0 {
 		return usagef("--log-every %v: want a positive duration such as 30s, or 0 for no log", logEvery)
 	}
-	opts, err := peerOptions(c)
+	opts, err := peerOptions(c, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
@@ -207,7 +211,7 @@ func runSeed(c *cli.Context) error {
 		}
 		fmt.Fprintln(w, "ticket:")
 		fmt.Fprintln(w, rep.Ticket)
-		fmt.Fprintln(w, "fetch it with: reconcile fetch TICKET --out DIR   (Ctrl-C stops seeding)")
+		fmt.Fprintf(w, "fetch it with: %s   (Ctrl-C stops seeding)\n", fetchHint(path, c.String("ticket-file")))
 	}
 	sl := &servedLog{w: c.App.ErrWriter}
 	if logEvery > 0 {
@@ -228,6 +232,21 @@ func runSeed(c *cli.Context) error {
 	sl.log(p.ServedBytes(tk.Root), true)
 	fmt.Fprintln(c.App.ErrWriter, "reconcile seed: shutting down")
 	return oneLine(p.Close())
+}
+
+// fetchHint is the fetch command a seed of path suggests: the ticket from the
+// --ticket-file if one was written, and --out the file's name for a single
+// file (a folder for a tree).
+func fetchHint(path, ticketFile string) string {
+	tk := "TICKET"
+	if ticketFile != "" {
+		tk = "--ticket-file " + ticketFile
+	}
+	out := "DIR"
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		out = filepath.Base(path)
+	}
+	return fmt.Sprintf("reconcile fetch %s --out %s", tk, out)
 }
 
 // servedLog writes what a seed has served: a line when a peer is served for
@@ -283,10 +302,14 @@ func fetchCommand() *cli.Command {
 			"Bloom filters by default) so that each sends only blocks this side lacks, downloads\n" +
 			"from all of them in parallel, verifies every block before storing it and serves what\n" +
 			"it holds to other fetchers meanwhile. Interrupted (Ctrl-C, kill -9), it resumes from\n" +
-			"the verified blocks when started again with the same --out. The content is written\n" +
-			"under --out at its own name (OUT/movie.mkv).\n\n" +
+			"the verified blocks when started again with the same --out. A single file is written\n" +
+			"at --out (as curl -o; its resume state in OUT.reconcile/ is removed once complete),\n" +
+			"a folder's content under --out, and into an existing folder --out at its own name.\n\n" +
 			"Progress (--progress) shows the bytes held of the content's size; the rate and the\n" +
 			"time left count only the bytes received in this run, not blocks resumed from disk.\n" +
+			"A resumed fetch first re-hashes the blocks on disk, with a \"checking\" bar of its own.\n" +
+			"A peer that sends a corrupt block is reported, the block is asked of other peers,\n" +
+			"and a peer that sent three is dropped and banned.\n" +
 			"Sizes and rates are in IEC units (1 MiB = 1024 KiB = 1048576 bytes) here, in the\n" +
 			"summary and in seed's --rate.\n\n" +
 			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
@@ -361,11 +384,11 @@ func runFetch(c *cli.Context) error {
 		}
 		extra = append(extra, a)
 	}
-	popts, err := peerOptions(c)
+	pr, err := newProgress(c, "fetch", true)
 	if err != nil {
 		return err
 	}
-	pr, err := newProgress(c, "fetch", true)
+	popts, err := peerOptions(c, pr) // logs go above the bar
 	if err != nil {
 		return err
 	}
@@ -373,7 +396,8 @@ func runFetch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if sum := completeOutput(c.String("out"), tk, method); sum != nil && !c.Bool("seed-after") {
+	sum, onDisk := completeOutput(c.String("out"), tk, method)
+	if sum != nil && !c.Bool("seed-after") {
 		if c.Bool("json") {
 			return writeJSON(c.App.Writer, sum)
 		}
@@ -387,15 +411,21 @@ func runFetch(c *cli.Context) error {
 		return oneLine(err)
 	}
 	defer p.Close()
-	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
-		peer.WithCheckProgress(checkProgress(c, pr))}
-	pr.status(fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer")))
-	opts = append(opts, peer.WithProgress(func(x peer.Progress) { pr.update(fetchProgress(x)) }))
-	if pr.mode != progressBar {
-		opts = append(opts, firstBlockLog(processStart)) // reach.go
+	connecting := fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer"))
+	rootOnly := len(tk.Peers) == 0 && len(extra) == 0
+	if rootOnly {
+		connecting = "looking for peers that have " + tk.Root.String()[:16] + "… (DHT, LAN)"
 	}
-	var sum *peer.Summary
-	if len(tk.Peers) == 0 && len(extra) == 0 { // reach.go: a root id alone, found through the DHT or mDNS
+	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
+		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting)),
+		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.println(fetchEventLine(ev)) })}
+	pr.status(connecting)
+	progress := func(x peer.Progress) { pr.update(fetchProgress(x)) }
+	if pr.mode != progressBar {
+		progress = firstBlockLog(processStart, c.App.ErrWriter, progress) // reach.go
+	}
+	opts = append(opts, peer.WithProgress(progress))
+	if rootOnly { // reach.go: a root id alone, found through the DHT or mDNS
 		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
 	} else {
 		sum, err = p.Fetch(ctx, tk, c.String("out"), opts...)
@@ -405,8 +435,14 @@ func runFetch(c *cli.Context) error {
 	}
 	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
-		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		if ctx.Err() != nil { // interrupted, whatever the step cut short made of it ("could not connect")
 			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
+		}
+		if rootOnly && errors.Is(err, peer.ErrNoPeers) {
+			return oneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
+		}
+		if sum == nil && errors.Is(err, peer.ErrNoPeers) {
+			return oneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
 		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
 			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
@@ -431,22 +467,26 @@ func runFetch(c *cli.Context) error {
 // completeOutput returns the summary of a fetch that has nothing to do, when
 // out already holds every block of the ticket's content, and nil otherwise
 // (no store there, another content, blocks missing: the fetch finds out).
-// It needs no network.
-func completeOutput(out string, tk peer.Ticket, method reconcile.Method) *peer.Summary {
+// It also returns the manifest of the ticket's content when out holds a store
+// of it (the checking bar of a resume shows its bytes). It needs no network.
+func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.Summary, *chunker.Manifest) {
 	st, err := chunker.OpenFileStore(context.Background(), out)
 	if err != nil {
 		st, err = chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root))
 	}
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer st.Close()
 	m := st.Manifest()
-	if m.ID() != tk.Root || st.HeldCount() != m.BlockCount() {
-		return nil
+	if m.ID() != tk.Root {
+		return nil, nil
+	}
+	if st.HeldCount() != m.BlockCount() {
+		return nil, m
 	}
 	return &peer.Summary{Root: tk.Root.String(), Method: method.String(), Out: out, Blocks: m.BlockCount(),
-		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}
+		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}, m
 }
 
 // fetchProgress is the progress line of a fetch: bytes held of the content's
@@ -455,6 +495,19 @@ func completeOutput(out string, tk peer.Ticket, method reconcile.Method) *peer.S
 func fetchProgress(x peer.Progress) progressState {
 	return progressState{done: x.Bytes, total: x.TotalBytes, session: x.Received,
 		extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, count(x.Peers, "peer"))}
+}
+
+// fetchEventLine words what happened to a peer of the fetch, for a line above
+// the progress bar.
+func fetchEventLine(ev peer.FetchEvent) string {
+	id := shortID(ev.Peer.String())
+	switch ev.Kind {
+	case peer.FetchCorruptBlock:
+		return fmt.Sprintf("fetch: peer %s sent a corrupt block (block %d); asking other peers for it", id, ev.Block)
+	case peer.FetchPeerBanned:
+		return fmt.Sprintf("fetch: peer %s sent %d corrupt blocks: dropped and banned", id, ev.Corrupt)
+	}
+	return fmt.Sprintf("fetch: peer %s: %s", id, ev.Kind)
 }
 
 // printSummary prints a fetch's summary; sizes and rates in IEC units (MiB/s),
@@ -486,6 +539,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
 		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), humanBytes(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
+		if ps.Rejected > 0 {
+			line += fmt.Sprintf(", %d corrupt", ps.Rejected)
+		}
 		if ps.Path != "" {
 			line += "  " + ps.Path
 		}
@@ -530,18 +586,45 @@ func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error
 	return nil
 }
 
-// checkProgress shows the re-hashing of the blocks already on disk when a
-// fetch resumes: a status on the bar (every 100 ms and at the end), one line
-// when the progress is plain.
-func checkProgress(c *cli.Context, pr *progress) func(done, total int) {
-	var last time.Time
+// checkProgress draws the re-hashing of the blocks already on disk when a
+// fetch resumes (the calls of peer.WithCheckProgress) with a bar of its own:
+// "checking:  40% [=========>  ] 80 MiB / 200 MiB, 310 MiB/s, 1s left,
+// 320/800 blocks on disk". In plain mode it prints a line when the check
+// starts, every few seconds and when it ends. Once the check is over the
+// fetch's progress pr takes over, showing the status after and counting its
+// rate from then on. man is the manifest of the store on disk (for the
+// bytes); nil shows the blocks only.
+func checkProgress(pr *progress, man *chunker.Manifest, after string) func(done, total int) {
+	var cp *progress
 	return func(done, total int) {
-		if done == 0 && pr.mode == progressPlain {
-			fmt.Fprintf(c.App.ErrWriter, "fetch: checking %d blocks on disk\n", total)
+		if pr.mode == progressNone {
+			return
 		}
-		if now := time.Now(); done == total || now.Sub(last) >= 100*time.Millisecond {
-			last = now
-			pr.status(fmt.Sprintf("checking blocks on disk: %d of %d", done, total))
+		if cp == nil {
+			cp = pr.sub("checking", man != nil)
+			if pr.mode == progressPlain {
+				fmt.Fprintf(pr.w, "fetch: checking %s on disk\n", count(total, "block"))
+			}
 		}
+		s := progressState{done: int64(done), total: int64(total), session: -1,
+			extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
+		if man != nil {
+			s.done, s.total = min(int64(done)*int64(man.BlockSize()), man.TotalSize()), man.TotalSize()
+			if done >= total {
+				s.done = s.total
+			}
+		}
+		if done < total {
+			cp.update(s)
+			return
+		}
+		if pr.mode == progressPlain {
+			fmt.Fprintln(cp.w, cp.render(s, cp.now())) // the end, always
+		} else {
+			cp.update(s)
+		}
+		cp.finish(false)
+		pr.restart()
+		pr.status(after)
 	}
 }

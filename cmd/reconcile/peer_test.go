@@ -119,10 +119,10 @@ func TestFetchCompleteOutput(t *testing.T) {
 	}
 	// One block missing: the fetch goes to the network (and fails there).
 	prefillStore(t, file, filepath.Join(dir, "part"), 16<<10, func(i, n int) bool { return i > 0 })
-	if sum := completeOutput(filepath.Join(dir, "part"), peer.Ticket{Root: m.ID()}, reconcile.Complete); sum != nil {
-		t.Errorf("a store missing a block: %+v", sum)
+	if sum, man := completeOutput(filepath.Join(dir, "part"), peer.Ticket{Root: m.ID()}, reconcile.Complete); sum != nil || man == nil || man.ID() != m.ID() {
+		t.Errorf("a store missing a block: %+v, manifest %v", sum, man)
 	}
-	if sum := completeOutput(out, peer.Ticket{}, reconcile.Complete); sum != nil {
+	if sum, _ := completeOutput(out, peer.Ticket{}, reconcile.Complete); sum != nil {
 		t.Errorf("another content's ticket: %+v", sum)
 	}
 }
@@ -143,5 +143,32 @@ func TestServedLog(t *testing.T) {
 		"served 4.5 MiB to 2 peers in all\n"
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
+	}
+}
+
+// TestPrintSummaryCorrupt: the summary's line of a peer that sent corrupt
+// blocks says how many.
+func TestPrintSummaryCorrupt(t *testing.T) {
+	var buf bytes.Buffer
+	printSummary(&buf, &peer.Summary{Root: "r", Out: "o", Blocks: 2, Peers: []peer.PeerShare{
+		{Peer: "12D3KooWEJXpbf4j7DvuVpojgoWSsZSi9VXErtXYYSnJX6gmEixr", Blocks: 2, Bytes: 2048, Rounds: 1, RoundTrips: 1, Rejected: 1, Path: "direct"}}})
+	want := "  peer 12D3Ko…gmEixr  100.0%  2 blocks, 2 KiB, 1 round (1 round trip), 1 corrupt  direct\n"
+	if got := buf.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("summary\n%s\nwant its last line %q", got, want)
+	}
+}
+
+// TestFirstBlockLogKeepsProgress: off a terminal the time to the first block
+// is logged once, and every progress report still reaches the plain progress
+// lines (the log used to replace the progress callback: no line at all).
+func TestFirstBlockLogKeepsProgress(t *testing.T) {
+	var buf bytes.Buffer
+	var seen []int
+	fn := firstBlockLog(time.Now(), &buf, func(x peer.Progress) { seen = append(seen, x.Blocks) })
+	for _, b := range []int{5, 6, 7} { // 5 resumed, then two received
+		fn(peer.Progress{Blocks: b})
+	}
+	if len(seen) != 3 || strings.Count(buf.String(), "reconcile: first block after ") != 1 {
+		t.Errorf("progress calls %v, log %q; want 3 calls and one line", seen, buf.String())
 	}
 }

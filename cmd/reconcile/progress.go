@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -67,14 +68,18 @@ func isTerminalWriter(w io.Writer) bool {
 // progress draws the progress of one piece of work: done of total items or
 // bytes, the percentage, the rate and the time left, and a free text.
 type progress struct {
-	w     io.Writer
-	mode  progressMode
-	label string
-	bytes bool // done and total are bytes (shown in IEC units), else counts
-	now   func() time.Time
-	start time.Time
-	last  time.Time
-	drawn bool
+	mu   sync.Mutex // a log line may come from any goroutine
+	w    io.Writer
+	line string // the bar drawn last, redrawn under a line printed above it
+	// isStatus: the line drawn last is a status, not figures (not kept by finish)
+	isStatus bool
+	mode     progressMode
+	label    string
+	bytes    bool // done and total are bytes (shown in IEC units), else counts
+	now      func() time.Time
+	start    time.Time
+	last     time.Time
+	drawn    bool
 }
 
 // progressState is one snapshot of the work.
@@ -103,13 +108,47 @@ func newProgress(c *cli.Context, label string, bytes bool) (*progress, error) {
 	return newProgressWriter(c.App.ErrWriter, mode, label, bytes), nil
 }
 
+// sub returns a progress of its own drawn on p's writer in p's mode and
+// clock, for a phase of p's work ("checking" before "fetch").
+func (p *progress) sub(label string, bytes bool) *progress {
+	now := p.now()
+	return &progress{w: p.w, mode: p.mode, label: label, bytes: bytes, now: p.now, start: now, last: now}
+}
+
+// restart counts the rate and the time left from now on (after a phase whose
+// time is not the work's, such as checking the blocks on disk).
+func (p *progress) restart() {
+	p.start = p.now()
+}
+
 // status shows a text while there is nothing to count yet ("connecting"), on a bar only.
 func (p *progress) status(text string) {
 	if p.mode != progressBar {
 		return
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s: %s", p.label, text)
-	p.drawn = true
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.line = fmt.Sprintf("%s: %s", p.label, text)
+	fmt.Fprintf(p.w, "\r\033[K%s", p.line)
+	p.drawn, p.isStatus = true, true
+}
+
+// println prints a line of its own: above the bar, which is drawn again
+// below it, or as is in the other modes (including none: it is not progress).
+func (p *progress) println(line string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mode != progressBar || !p.drawn {
+		fmt.Fprintln(p.w, line)
+		return
+	}
+	fmt.Fprintf(p.w, "\r\033[K%s\n%s", line, p.line)
+}
+
+// Write writes b (whole lines, such as a logger's) above the bar, as println.
+func (p *progress) Write(b []byte) (int, error) {
+	p.println(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
 }
 
 // update shows s if enough time has passed since the last line (a bar also
@@ -118,6 +157,8 @@ func (p *progress) update(s progressState) {
 	if p.mode == progressNone {
 		return
 	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	now := p.now()
 	end := s.total > 0 && s.done >= s.total
 	switch p.mode {
@@ -125,8 +166,13 @@ func (p *progress) update(s progressState) {
 		if !end && now.Sub(p.last) < barEvery {
 			return
 		}
-		fmt.Fprintf(p.w, "\r\033[K%s", p.render(s, now))
-		p.drawn = true
+		line := p.render(s, now)
+		if end && p.drawn && line == p.line {
+			return // the end again (the last writers of a fetch report it too)
+		}
+		p.line = line
+		fmt.Fprintf(p.w, "\r\033[K%s", p.line)
+		p.drawn, p.isStatus = true, false
 	case progressPlain:
 		if now.Sub(p.last) < plainEvery {
 			return
@@ -142,12 +188,15 @@ func (p *progress) counts(done, total int) {
 }
 
 // finish ends the progress: a bar is cleared, or kept on its own line when
-// keep is set (an interrupted fetch shows how far it got).
+// keep is set (an interrupted fetch shows how far it got); a status
+// ("connecting") is always cleared.
 func (p *progress) finish(keep bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.mode != progressBar || !p.drawn {
 		return
 	}
-	if keep {
+	if keep && !p.isStatus {
 		fmt.Fprintln(p.w)
 	} else {
 		fmt.Fprint(p.w, "\r\033[K")
@@ -163,7 +212,8 @@ func (p *progress) render(s progressState, now time.Time) string {
 	if s.total > 0 {
 		pct = 100 * float64(s.done) / float64(s.total)
 	}
-	head := fmt.Sprintf("%s: %3.0f%%", p.label, pct)
+	// Rounded down: 100% only once all is done.
+	head := fmt.Sprintf("%s: %3d%%", p.label, int(pct))
 	if p.mode == progressBar {
 		head += " " + bar(pct, barWidth)
 	}
@@ -177,7 +227,8 @@ func (p *progress) render(s progressState, now time.Time) string {
 		session = s.done
 	}
 	elapsed := now.Sub(p.start).Seconds()
-	if elapsed > 0 && session > 0 {
+	// The rate of the first second (often of a block or two) is noise.
+	if elapsed >= 1 && session > 0 {
 		rate := float64(session) / elapsed
 		if p.bytes {
 			parts = append(parts, humanBytes(int64(rate))+"/s")
@@ -203,13 +254,13 @@ func bar(pct float64, width int) string {
 	return "[" + b + "]"
 }
 
-// roundETA rounds a time left to what a reader needs: seconds under ten
-// minutes, minutes above.
+// roundETA rounds a time left up to what a reader needs: seconds under ten
+// minutes ("1s" for the last part of a second, not "0s"), minutes above.
 func roundETA(d time.Duration) time.Duration {
 	if d > 10*time.Minute {
 		return d.Round(time.Minute)
 	}
-	return d.Round(time.Second)
+	return (d + time.Second - 1).Truncate(time.Second)
 }
 
 // count writes n and the noun, in the plural unless n is 1: "1 peer", "3 peers".

@@ -6,8 +6,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -175,23 +175,24 @@ func waitForRelayAddrs(ctx context.Context, c *cli.Context, p *peer.Peer, d time
 	}
 }
 
-// firstBlockLog reports on stderr how long after start the first block
-// arrived (the testbed's time to first block); for fetches without a
-// progress bar.
-func firstBlockLog(start time.Time) peer.FetchOption {
+// firstBlockLog wraps the progress callback next so that it also reports on
+// w how long after start the first block arrived (the testbed's time to
+// first block); for fetches without a progress bar.
+func firstBlockLog(start time.Time, w io.Writer, next func(peer.Progress)) func(peer.Progress) {
 	var mu sync.Mutex
 	first, done := -1, false
-	return peer.WithProgress(func(pr peer.Progress) {
+	return func(pr peer.Progress) {
 		mu.Lock()
-		defer mu.Unlock()
 		if first < 0 {
 			first = pr.Blocks
 		}
 		if pr.Blocks > first && !done {
 			done = true
-			fmt.Fprintf(os.Stderr, "reconcile: first block after %.3f s\n", time.Since(start).Seconds())
+			fmt.Fprintf(w, "reconcile: first block after %.3f s\n", time.Since(start).Seconds())
 		}
-	})
+		mu.Unlock()
+		next(pr)
+	}
 }
 
 // processStart is when the command started (for the time to first block).
