@@ -13,7 +13,6 @@ require (
 	github.com/multiformats/go-multihash v0.2.3
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	github.com/zeebo/xxh3 v1.1.0
-	golang.org/x/sync v0.22.0
 	golang.org/x/time v0.15.0
 	lukechampine.com/blake3 v1.4.1
 )
@@ -114,6 +113,7 @@ require (
 	golang.org/x/exp v0.0.0-20260718201538-764159d718ef // indirect
 	golang.org/x/mod v0.38.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
+	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/telemetry v0.0.0-20260717140457-bdb89881bb75 // indirect
 	golang.org/x/text v0.40.0 // indirect
