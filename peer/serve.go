@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -322,6 +323,11 @@ func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 	}
 	buf := (*bp)[:blockRoom]
 	data, err := c.store.ReadBlock(i, buf[blockRoom:])
+	if errors.Is(err, chunker.ErrNotHeld) {
+		// The seeded file changed under us (chunker's source checks): the
+		// block is no longer ours to give.
+		return ss.send(wire.AppendMissing(hdr, i))
+	}
 	if err != nil {
 		return fmt.Errorf("read block %d: %w", i, err)
 	}
