@@ -56,6 +56,7 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 	}()
 	limit := f.t.count()
 	var want []byte
+	var gaps stallClock
 	for {
 		if f.ctx.Err() != nil {
 			return nil
@@ -94,7 +95,11 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			return nil
 		}
 		// Read the frame straight into a buffer the writers will own.
-		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, f.p.cfg.stallTimeout)
+		f.mu.Lock()
+		others := f.active > 1
+		f.mu.Unlock()
+		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.timeout(f.p.cfg.stallTimeout, others))
+		gaps.arrived(time.Now())
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
 				return ferr
@@ -347,4 +352,41 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		f.doneOnce.Do(func() { close(f.done) })
 	}
 	return nil
+}
+
+// stallClock learns how often a source's blocks arrive, so that a source
+// that stalls is given up (its claimed blocks going to others) after a few
+// times its usual gap rather than the whole stall timeout, when other
+// sources are there to take them.
+type stallClock struct {
+	last time.Time
+	gap  time.Duration // moving average of the gaps between blocks
+	n    int
+}
+
+// stallMin is the shortest stall a source is given up for.
+const stallMin = time.Second
+
+// arrived notes a block (or a failed wait) at t.
+func (c *stallClock) arrived(t time.Time) {
+	if !c.last.IsZero() {
+		g := t.Sub(c.last)
+		if c.n == 0 {
+			c.gap = g
+		} else {
+			c.gap = (7*c.gap + g) / 8
+		}
+		c.n++
+	}
+	c.last = t
+}
+
+// timeout is how long to wait for the next block: max, or, once a few gaps
+// are known and others can take over, eight times the usual gap (at least
+// stallMin).
+func (c *stallClock) timeout(max time.Duration, others bool) time.Duration {
+	if !others || c.n < 4 {
+		return max
+	}
+	return min(max, stallMin+8*c.gap)
 }

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
@@ -136,5 +137,29 @@ func TestPickerProperty(t *testing.T) {
 		if pk.inFlight() != 0 {
 			t.Fatalf("seed %d: %d still claimed", seed, pk.inFlight())
 		}
+	}
+}
+
+// TestStallClock: the wait for a block is the stall timeout until a few
+// gaps are known, then a few times the usual gap (at least stallMin) when
+// other sources can take over, and the stall timeout again when not.
+func TestStallClock(t *testing.T) {
+	var c stallClock
+	t0 := time.Unix(0, 0)
+	if got := c.timeout(10*time.Second, true); got != 10*time.Second {
+		t.Fatalf("no gap known: %v", got)
+	}
+	for i := range 6 {
+		c.arrived(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+	}
+	if got := c.timeout(10*time.Second, true); got != stallMin+80*time.Millisecond {
+		t.Fatalf("10 ms gaps, others there: %v, want %v", got, stallMin+80*time.Millisecond)
+	}
+	if got := c.timeout(10*time.Second, false); got != 10*time.Second {
+		t.Fatalf("alone: %v, want the stall timeout", got)
+	}
+	c.arrived(t0.Add(time.Hour)) // a long gap raises the average
+	if got := c.timeout(10*time.Second, true); got != 10*time.Second {
+		t.Fatalf("after an hour's gap: %v, want the stall timeout (the cap)", got)
 	}
 }

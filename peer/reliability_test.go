@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
@@ -155,6 +156,55 @@ func TestStalledPeer(t *testing.T) {
 	if sum.Redundant != 0 || sum.Fetched != sum.Blocks {
 		t.Errorf("summary %+v", sum)
 	}
+}
+
+// TestPeerStallsMidway: a peer that sends blocks at a steady pace and then
+// stops is given up after a few of its usual gaps (stallClock), not the
+// whole stall timeout, and the fetch completes from the other peer: with a
+// stall timeout of a minute, it completes long before.
+func TestPeerStallsMidway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(2<<20))
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	staller := newTestPeer(t)
+	if _, err := staller.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	misbehave(staller, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
+		sent := 0
+		var idx []int
+		for {
+			f, err := fr.Next(1 << 20)
+			if err != nil {
+				return
+			}
+			if idx, err = wire.DecodeWant(idx[:0], f, 1024, 64); err != nil {
+				return
+			}
+			for _, i := range idx {
+				if sent == 12 {
+					<-ctx.Done() // stall, holding the stream open
+					return
+				}
+				wire.WriteFrame(bw, wire.AppendBlockHeader(nil, i), data[i*16<<10:(i+1)*16<<10])
+				bw.Flush()
+				sent++
+			}
+		}
+	})
+	tk.Peers = append([]AddrInfo{staller.AddrInfo()}, tk.Peers...)
+	fetcher := newTestPeer(t, WithStallTimeout(time.Minute))
+	out := filepath.Join(dir, "out")
+	start := time.Now()
+	if _, err := fetcher.Fetch(ctx, tk, out); err != nil {
+		t.Fatalf("fetch with a peer that stalls midway (after %v): %v", time.Since(start), err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
 }
 
 // TestMalformedStreams: garbage, oversized frames and out-of-range requests
