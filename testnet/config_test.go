@@ -191,3 +191,54 @@ func TestQuantile(t *testing.T) {
 		t.Error("empty quantile or mean")
 	}
 }
+
+func TestParseClasses(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []ts.AccessClass
+		err  bool
+	}{
+		{"", nil, false},
+		{"0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit", []ts.AccessClass{{Share: 0.5, Down: 1.25e6, Up: 0.25e6}, {Share: 0.5, Down: 12.5e6, Up: 2.5e6}}, false},
+		{"1:100Mbit/s/20Mbit/s", []ts.AccessClass{{Share: 1, Down: 12.5e6, Up: 2.5e6}}, false},
+		{"0.25:10MiB/s/1MiB, 0.75:1Gbit/0", []ts.AccessClass{{Share: 0.25, Down: 10 << 20, Up: 1 << 20}, {Share: 0.75, Down: 1.25e8, Up: 0}}, false},
+		{"0.5:10Mbit/2Mbit", nil, true}, // shares sum to 0.5
+		{"0.5:10Mbit/2Mbit,0.6:1Mbit/1Mbit", nil, true},
+		{"1:10Mbit", nil, true},     // no upload
+		{"10Mbit/2Mbit", nil, true}, // no share
+		{"x:10Mbit/2Mbit", nil, true},
+		{"1:10MB/2Mbit", nil, true}, // SI bytes
+		{"1:10Mbit/2Mbit/3Mbit", nil, true},
+	} {
+		got, err := ParseClasses(tc.in)
+		if (err != nil) != tc.err || (err != nil && !errors.Is(err, ErrRate)) {
+			t.Errorf("ParseClasses(%q): error %v, want error %v", tc.in, err, tc.err)
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ParseClasses(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestAccessRates: one class per node from Up/Down or Classes, the seed's
+// upload from SeedUp.
+func TestAccessRates(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	up, down := Config{Nodes: 4, Up: 1, Down: 2, SeedUp: 5}.accessRates(2, rng)
+	if !slices.Equal(up, []float64{1, 1, 5, 1}) || !slices.Equal(down, []float64{2, 2, 2, 2}) {
+		t.Errorf("uniform: up %v down %v", up, down)
+	}
+	up, down = Config{Nodes: 10, Classes: []ts.AccessClass{{Share: 0.3, Down: 10, Up: 1}, {Share: 0.7, Down: 20, Up: 2}}}.accessRates(-1, rng)
+	n := 0
+	for i := range up {
+		if up[i] == 1 && down[i] == 10 {
+			n++
+		} else if up[i] != 2 || down[i] != 20 {
+			t.Errorf("node %d: up %g down %g", i, up[i], down[i])
+		}
+	}
+	if n != 3 {
+		t.Errorf("%d nodes in the 0.3 class, want 3", n)
+	}
+}

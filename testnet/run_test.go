@@ -105,6 +105,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{Nodes: 4, BlockSize: 1, Dir: dir},
 		{Nodes: 4, Method: reconcile.Method(99), Dir: dir},
 		{Nodes: 4, Bandwidth: -1, Dir: dir},
+		{Nodes: 4, Up: -1, Dir: dir},
+		{Nodes: 4, Classes: []ts.AccessClass{{Share: 0.5, Up: 1, Down: 1}}, Dir: dir},
 		{Nodes: 4, Neighbours: NeighboursRandom, Degree: 4, Dir: dir},
 		{Nodes: 4},
 	} {
