@@ -77,6 +77,8 @@ type access struct {
 	links *ts.Links
 	index map[lpeer.ID]int
 	t0    time.Time
+	// sent counts the bytes each node wrote through its uplink.
+	sent []atomic.Int64
 }
 
 // wrap returns s counting its writes into n and paced through the access
@@ -139,6 +141,9 @@ func (s *countingStream) Write(b []byte) (int, error) {
 		}
 	}
 	n, err := s.Stream.Write(b)
+	if s.a != nil {
+		s.a.sent[s.from].Add(int64(n))
+	}
 	s.n.Add(int64(n))
 	return n, err
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
@@ -64,6 +65,13 @@ type Result struct {
 	MedianTStar float64 `json:"median_over_tstar,omitempty"`
 	P95TStar    float64 `json:"p95_over_tstar,omitempty"`
 	MaxTStar    float64 `json:"max_over_tstar,omitempty"`
+	// SeedSentBytes is what the seed wrote through its uplink (access links,
+	// one seed); over the file size it is the number of copies the seed
+	// served. UploadUse is the bytes all peers wrote through their uplinks
+	// over what their capped uplinks could have carried until the last
+	// completion (0 if any uplink is uncapped).
+	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
+	UploadUse     float64 `json:"upload_use,omitempty"`
 	// Fetchers is the number of peers that started without the whole file;
 	// Completed those that ended with it; Identical the peers (all, seed
 	// included) whose file re-hashed to Root (-1 if not verified).
@@ -223,7 +231,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var acc *access
 	up, down := cfg.accessRates(seedNode, rand.New(rand.NewPCG(cfg.Seed, 0x616363657373)))
 	if cfg.hasAccess() {
-		acc = &access{links: ts.NewLinks(up, down), index: byID, t0: time.Now()}
+		acc = &access{links: ts.NewLinks(up, down), index: byID, t0: time.Now(), sent: make([]atomic.Int64, cfg.Nodes)}
 		res.UpBps, res.DownBps, res.Classes = cfg.Up, cfg.Down, cfg.Classes
 		if seedNode >= 0 {
 			res.SeedUpBps = up[seedNode]
@@ -451,6 +459,23 @@ wait:
 	res.P95S = quantile(res.Completions, 0.95)
 	res.MaxS = quantile(res.Completions, 1)
 	res.MeanS = mean(res.Completions)
+	if acc != nil {
+		var sent int64
+		capacity := 0.0
+		for i := range acc.sent {
+			sent += acc.sent[i].Load()
+			capacity += up[i] * res.MaxS
+			if up[i] <= 0 {
+				capacity = math.Inf(1)
+			}
+		}
+		if seedNode >= 0 {
+			res.SeedSentBytes = acc.sent[seedNode].Load()
+		}
+		if capacity > 0 && !math.IsInf(capacity, 1) {
+			res.UploadUse = float64(sent) / capacity
+		}
+	}
 	if res.TStarS > 0 {
 		res.MedianTStar, res.P95TStar, res.MaxTStar = res.MedianS/res.TStarS, res.P95S/res.TStarS, res.MaxS/res.TStarS
 	}

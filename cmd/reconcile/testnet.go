@@ -298,6 +298,10 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	for _, r := range rep.Runs {
 		printTStar(out, "testnet", r.Method, r.TStarS, r.MedianS, r.P95S, r.MaxS)
+		if r.SeedSentBytes > 0 || r.UploadUse > 0 {
+			fmt.Fprintf(out, "testnet %s: the seed uploaded %.1f copies of the file; uplinks %.0f%% busy until the last completion\n",
+				r.Method, float64(r.SeedSentBytes)/float64(max(1, r.Bytes)), 100*r.UploadUse)
+		}
 	}
 	for _, r := range rep.Runs {
 		for _, e := range r.Errors {
