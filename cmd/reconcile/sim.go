@@ -528,6 +528,7 @@ func simSwarmCommand() *cli.Command {
 			}
 			for _, r := range rep.Runs {
 				printTStar(c.App.Writer, "sim", r.Method.String(), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
+				printUploads(c.App.Writer, "sim", r.Method.String(), r.SeedSentBytes, r.FileBytes, r.UploadUse)
 			}
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return plotSwarm(rep.Runs, plotFile)

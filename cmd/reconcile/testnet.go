@@ -298,10 +298,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	for _, r := range rep.Runs {
 		printTStar(out, "testnet", r.Method, r.TStarS, r.MedianS, r.P95S, r.MaxS)
-		if r.SeedSentBytes > 0 || r.UploadUse > 0 {
-			fmt.Fprintf(out, "testnet %s: the seed uploaded %.1f copies of the file; uplinks %.0f%% busy until the last completion\n",
-				r.Method, float64(r.SeedSentBytes)/float64(max(1, r.Bytes)), 100*r.UploadUse)
-		}
+		printUploads(out, "testnet", r.Method, r.SeedSentBytes, r.Bytes, r.UploadUse)
 	}
 	for _, r := range rep.Runs {
 		for _, e := range r.Errors {
@@ -332,6 +329,16 @@ func printTStar(out io.Writer, what, method string, tstar, median, p95, maxS flo
 	}
 	fmt.Fprintf(out, "%s %s: T* %.2f s; completion over T*: median %.2fx, p95 %.2fx, max %.2fx\n",
 		what, method, tstar, median/tstar, p95/tstar, maxS/tstar)
+}
+
+// printUploads prints, as testnet and sim swarm share it, how many copies of
+// the file the seed uploaded and how busy the uplinks were.
+func printUploads(out io.Writer, what, method string, seedSent, file int64, use float64) {
+	if seedSent <= 0 && use <= 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s %s: the seed uploaded %.1f copies of the file; uplinks %.0f%% busy until the last completion\n",
+		what, method, float64(seedSent)/float64(max(1, file)), 100*use)
 }
 
 // plotTestnet draws, for each run, the share of fetchers holding the whole

@@ -2,6 +2,7 @@ package transitstub
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -102,6 +103,11 @@ type SwarmResult struct {
 	MedianTStar float64 `json:"median_over_tstar,omitempty"`
 	P95TStar    float64 `json:"p95_over_tstar,omitempty"`
 	MaxTStar    float64 `json:"max_over_tstar,omitempty"`
+	// SeedSentBytes is what the seed sent (OneSeed, access links); UploadUse
+	// the bytes all peers sent over what their capped uplinks could have
+	// carried until the last completion (0 if any is uncapped); as testnet's.
+	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
+	UploadUse     float64 `json:"upload_use,omitempty"`
 	// Completion time per peer, ms from the start.
 	MedianMS float64 `json:"median_ms"`
 	P95MS    float64 `json:"p95_ms"`
@@ -241,8 +247,10 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		FileBytes: int64(kk) * int64(f.BlockBytes)}
 	// Access links, drawn from their own random stream.
 	var links *Links
+	var sentBy []int64
+	up, down := make([]float64, n), make([]float64, n)
 	if cfg.hasAccess() {
-		up, down := make([]float64, n), make([]float64, n)
+		sentBy = make([]int64, n)
 		class := AssignClasses(cfg.Classes, n, rand.New(rand.NewPCG(cfg.Seed, 0x616363657373)))
 		for i := range up {
 			up[i], down[i] = cfg.Up, cfg.Down
@@ -269,6 +277,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		if links == nil {
 			return now + route.TransferMS(b)
 		}
+		sentBy[x] += int64(b)
 		return 1000*links.Reserve(x, y, b, now/1000) + float64(route.DelayMS)
 	}
 	var sim Sim
@@ -507,6 +516,23 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	res.P95MS = quantile(res.Completions, 0.95)
 	res.MaxMS = quantile(res.Completions, 1)
 	res.MeanMS = mean(res.Completions)
+	if links != nil {
+		var sent int64
+		capacity := 0.0
+		for i, b := range sentBy {
+			sent += b
+			capacity += up[i] * res.MaxMS / 1000
+			if up[i] <= 0 {
+				capacity = math.Inf(1)
+			}
+		}
+		if seedPeer >= 0 {
+			res.SeedSentBytes = sentBy[seedPeer]
+		}
+		if capacity > 0 && !math.IsInf(capacity, 1) {
+			res.UploadUse = float64(sent) / capacity
+		}
+	}
 	if res.TStarMS > 0 {
 		res.MedianTStar, res.P95TStar, res.MaxTStar = res.MedianMS/res.TStarMS, res.P95MS/res.TStarMS, res.MaxMS/res.TStarMS
 	}
