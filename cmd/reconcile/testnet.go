@@ -287,10 +287,14 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		if r.Identical >= 0 {
 			ident = fmt.Sprintf("%d/%d", r.Identical, r.Nodes)
 		}
-		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.2f%%\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
+		ratio := "-" // no blocks moved
+		if r.BlockBytes > 0 {
+			ratio = fmt.Sprintf("%.2f%%", 100*float64(r.FilterBytes)/float64(r.BlockBytes))
+		}
+		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
 			r.Method, r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
 			mib(r.FilterBytes), mib(r.BlockBytes), mib(r.Wire[testnet.WireWant]), mib(r.Wire[testnet.WirePeers]),
-			100*float64(r.FilterBytes)/float64(max(1, r.BlockBytes)), r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
+			ratio, r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
 	}
 	w.Flush()
 	if r0.UpBps > 0 || r0.DownBps > 0 || len(r0.Classes) > 0 || r0.SeedUpBps > 0 {
