@@ -52,8 +52,10 @@
 //     b·8 / bottleneck bandwidth; messages one step emits leave back to back. There
 //     is no queueing and no contention: concurrent messages do not slow each other,
 //     and links do not lose packets (no TCP dynamics, no connection set-up).
+//
 //   - Locating B costs a Chord lookup from A (Table 4); swarm peers already know
 //     their neighbours from their routing tables and send directly.
+//
 //   - Table 4 (RunTable4) runs the real protocol: two reconcile.Session state
 //     machines per trial (A pulls from B, one way), with real block payloads.
 //     Every message they emit is encoded with package reconcile's codec, its encoded
@@ -62,6 +64,7 @@
 //     missed ones (Byers' Bloom false positives) are those of that run, and Byers'
 //     A really decodes RS(NN, kk) (package erasure, Leopard GF(2^16)) and the result
 //     is checked against the source.
+//
 //   - Compute time of a step is, by default, measured: the wall-clock time the
 //     session reports for the step (its Config.Now is time.Now;
 //     reconcile.Outcome.Compute) minus the time spent
@@ -70,6 +73,7 @@
 //     it by a cost model (Costs, calibrated once by Calibrate, which times the real
 //     cbfalgebra code) for deterministic figures; Table4Config.DecodeMS replaces the
 //     decode time (PaperDecodeMS prices it as the paper's Table 3 measured it).
+//
 //   - Swarm (RunSwarm): every peer starts with a random share of the blocks (the
 //     blocks no peer drew go to random peers, so that the swarm holds every source
 //     block, or for Byers every one of the NN coded blocks), and
