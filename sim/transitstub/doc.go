@@ -52,10 +52,8 @@
 //     b·8 / bottleneck bandwidth; messages one step emits leave back to back. There
 //     is no queueing and no contention: concurrent messages do not slow each other,
 //     and links do not lose packets (no TCP dynamics, no connection set-up).
-//
 //   - Locating B costs a Chord lookup from A (Table 4); swarm peers already know
 //     their neighbours from their routing tables and send directly.
-//
 //   - Table 4 (RunTable4) runs the real protocol: two reconcile.Session state
 //     machines per trial (A pulls from B, one way), with real block payloads.
 //     Every message they emit is encoded with package reconcile's codec, its encoded
@@ -64,7 +62,6 @@
 //     missed ones (Byers' Bloom false positives) are those of that run, and Byers'
 //     A really decodes RS(NN, kk) (package erasure, Leopard GF(2^16)) and the result
 //     is checked against the source.
-//
 //   - Compute time of a step is, by default, measured: the wall-clock time the
 //     session reports for the step (its Config.Now is time.Now;
 //     reconcile.Outcome.Compute) minus the time spent
@@ -73,7 +70,6 @@
 //     it by a cost model (Costs, calibrated once by Calibrate, which times the real
 //     cbfalgebra code) for deterministic figures; Table4Config.DecodeMS replaces the
 //     decode time (PaperDecodeMS prices it as the paper's Table 3 measured it).
-//
 //   - Swarm (RunSwarm): every peer starts with a random share of the blocks (the
 //     blocks no peer drew go to random peers, so that the swarm holds every source
 //     block, or for Byers every one of the NN coded blocks), and
@@ -97,7 +93,6 @@
 //     0.04 to 0.07 ms for complete, 0.1 to 0.7 ms against 0.02 ms for Byers),
 //     a minute or more for a 10,000-peer swarm (about 57,000 exchanges)
 //     instead of seconds.
-//
 //   - Access links (SwarmConfig.Up, Down, Classes, SeedUp): every peer's uplink
 //     and downlink are shared by its transfers in the Links model (a transfer of
 //     b bytes books b/up of the sender's uplink and b/down of the receiver's
