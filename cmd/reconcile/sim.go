@@ -446,6 +446,9 @@ func simSwarmCommand() *cli.Command {
 			&cli.StringFlag{Name: "seed-up", Usage: "the seed's upload capacity with --share 0 (default: as the other peers')", Value: "none"},
 			&cli.IntFlag{Name: "parallel", Usage: "exchanges a peer runs at once, each with another neighbour", Value: 1},
 			&cli.IntFlag{Name: "window", Usage: "most blocks one exchange carries, chosen at random (0: all the neighbour offers)", Value: 0},
+			&cli.BoolFlag{Name: "rarest-first", Usage: "with --window: take the blocks the fewest neighbours hold (exact counts), not random ones"},
+			&cli.IntFlag{Name: "upload-slots", Usage: "exchanges a peer sends blocks to at once; others get nothing and move on (0: no limit)"},
+			&cli.BoolFlag{Name: "least-served", Usage: "with --window: the sender offers the blocks it has sent least often first (super-seeding)"},
 			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
 		),
 		Action: func(c *cli.Context) error {
@@ -555,7 +558,11 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 	if len(sc.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
 		return sc, usagef("--classes replaces --up and --down: give one or the other")
 	}
-	sc.Parallel, sc.MaxBlocks = c.Int("parallel"), c.Int("window")
+	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
+	sc.UploadSlots = c.Int("upload-slots")
+	if sc.UploadSlots < 0 {
+		return sc, usagef("--upload-slots must not be negative")
+	}
 	if sc.Parallel < 1 || sc.MaxBlocks < 0 {
 		return sc, usagef("--parallel must be at least 1 and --window not negative")
 	}

@@ -52,6 +52,19 @@ type SwarmConfig struct {
 	// the fetcher takes a random MaxBlocks of those offered, leaving out the
 	// blocks it already awaits from another exchange; 0 means no cap.
 	MaxBlocks int
+	// RarestFirst makes that choice the MaxBlocks blocks held by the fewest of
+	// the fetcher's neighbours (exact counts, as from bitfields; ties at
+	// random) instead of a random MaxBlocks: a model of what rarest-first
+	// block choice would gain.
+	RarestFirst bool
+	// LeastServed makes the sender rank the blocks it offers by how often it
+	// has sent each (fewest first, before rarity and ties at random): a model
+	// of a seed that spreads its upload over the file ("super-seeding").
+	LeastServed bool
+	// UploadSlots, when positive, is how many exchanges a peer serves blocks
+	// to at once (BitTorrent's unchoke slots): a peer asked while all are
+	// taken sends nothing, and the fetcher moves on to its next neighbour.
+	UploadSlots int
 }
 
 func (c *SwarmConfig) hasAccess() bool {
@@ -146,6 +159,10 @@ type swarmPeer struct {
 	inUse   []bool
 	pending []bool
 	seed    bool
+	// served counts the times the peer sent each block (LeastServed).
+	served []int32
+	// serving counts the exchanges the peer is sending blocks to.
+	serving int
 }
 
 // RunSwarm runs a file distribution over net's overlay: every peer starts with a
@@ -174,7 +191,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		return nil, fmt.Errorf("%w: the swarm model does not run iblt (several round trips an exchange); sim table4 does", ErrParams)
 	case cfg.Blocks < 1 || (!cfg.OneSeed && (cfg.Share <= 0 || cfg.Share > 1)):
 		return nil, fmt.Errorf("%w: need blocks >= 1 and share in (0, 1]", ErrParams)
-	case cfg.Parallel < 1 || cfg.MaxBlocks < 0 || !okRate(cfg.Up) || !okRate(cfg.Down) || !okRate(cfg.SeedUp):
+	case cfg.Parallel < 1 || cfg.MaxBlocks < 0 || cfg.UploadSlots < 0 || !okRate(cfg.Up) || !okRate(cfg.Down) || !okRate(cfg.SeedUp):
 		return nil, fmt.Errorf("%w: parallel %d, max blocks %d, up %g, down %g, seed up %g", ErrParams,
 			cfg.Parallel, cfg.MaxBlocks, cfg.Up, cfg.Down, cfg.SeedUp)
 	case byers && cfg.Blocks > f.NN:
@@ -289,6 +306,9 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		if windowed {
 			p.inUse, p.pending = make([]bool, len(p.nbrs)), make([]bool, u)
 		}
+		if cfg.LeastServed {
+			p.served = make([]int32, u)
+		}
 		for _, j := range p.nbrs {
 			pairs = append(pairs, [2]int{o.Router(i), o.Router(int(j))})
 		}
@@ -313,6 +333,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	}
 	filterData := make([]byte, max(cbfSize, bloomSize, (u+7)/8)) // stand-in payload of the filter's encoded size
 	var idxScratch []int
+	var rarity []int
 	var runErr error
 
 	var startRound func(a int)
@@ -413,18 +434,64 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 				}
 				pr.idx = keep
 				if w := cfg.MaxBlocks; w > 0 && len(pr.idx) > w {
-					for j := range w {
-						k := j + rng.IntN(len(pr.idx)-j)
-						pr.idx[j], pr.idx[k] = pr.idx[k], pr.idx[j]
+					if cfg.RarestFirst || cfg.LeastServed {
+						rng.Shuffle(len(pr.idx), func(x, y int) { pr.idx[x], pr.idx[y] = pr.idx[y], pr.idx[x] })
+						rarity = rarity[:0]
+						for _, i := range pr.idx {
+							c := 0
+							if cfg.RarestFirst {
+								for _, q := range p.nbrs {
+									if peers[q].set.Has(int(i)) {
+										c++
+									}
+								}
+							}
+							if cfg.LeastServed {
+								c += int(q.served[i]) << 16
+							}
+							rarity = append(rarity, c)
+						}
+						order := make([]int, len(pr.idx))
+						for k := range order {
+							order[k] = k
+						}
+						slices.SortStableFunc(order, func(x, y int) int { return rarity[x] - rarity[y] })
+						chosen := make([]uint32, w)
+						for k := range w {
+							chosen[k] = pr.idx[order[k]]
+						}
+						pr.idx = append(pr.idx[:0], chosen...)
+					} else {
+						for j := range w {
+							k := j + rng.IntN(len(pr.idx)-j)
+							pr.idx[j], pr.idx[k] = pr.idx[k], pr.idx[j]
+						}
+						pr.idx = pr.idx[:w]
 					}
-					pr.idx = pr.idx[:w]
 					slices.Sort(pr.idx)
 				}
 				for _, i := range pr.idx {
 					p.pending[i] = true
 				}
 			}
+			if cfg.UploadSlots > 0 && q.serving >= cfg.UploadSlots {
+				for _, i := range pr.idx {
+					if windowed {
+						p.pending[i] = false
+					}
+				}
+				pr.idx = pr.idx[:0] // busy: nothing this time
+			}
 			sent := append([]uint32(nil), pr.idx...)
+			slotted := cfg.UploadSlots > 0 && len(sent) > 0
+			if slotted {
+				q.serving++
+			}
+			if cfg.LeastServed {
+				for _, i := range sent {
+					q.served[i]++
+				}
+			}
 			for _, i := range sent {
 				if p.set.Has(int(i)) {
 					res.RedundantBlocks++
@@ -448,6 +515,9 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 				}
 				if windowed {
 					p.inUse[slot] = false
+				}
+				if slotted {
+					q.serving--
 				}
 				switch {
 				case p.done || p.decoding:

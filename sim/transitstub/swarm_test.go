@@ -138,6 +138,7 @@ func TestRunSwarmAccessLinks(t *testing.T) {
 			{Up: 1e6, Down: 5e6, Parallel: 4, MaxBlocks: 4},
 			{Classes: []AccessClass{{Share: 0.5, Down: 2e6, Up: 1e6}, {Share: 0.5, Down: 1e6, Up: 0.5e6}}, SeedUp: 2e6, Parallel: 2, MaxBlocks: 2},
 			{Up: 1e6, Down: 5e6}, // one exchange at a time, whole differences
+			{Up: 1e6, Down: 5e6, Parallel: 4, MaxBlocks: 2, RarestFirst: true, LeastServed: true, UploadSlots: 2},
 		} {
 			cfg.Filter, cfg.Blocks, cfg.OneSeed, cfg.Method, cfg.Seed = f, 32, true, m, 4
 			r, err := RunSwarm(net, cfg, fixedCosts(32))
@@ -149,8 +150,8 @@ func TestRunSwarmAccessLinks(t *testing.T) {
 			if !reflect.DeepEqual(r, r2) {
 				t.Fatalf("%v %+v: same seed, different results", m, cfg)
 			}
-			t.Logf("%v parallel %d window %d: T* %.0f ms, median %.2fx p95 %.2fx max %.2fx, %d reconciliations, redundant %d",
-				m, cfg.Parallel, cfg.MaxBlocks, r.TStarMS, r.MedianTStar, r.P95TStar, r.MaxTStar, r.Reconciliations, r.RedundantBlocks)
+			t.Logf("%v parallel %d window %d rarest %v least-served %v slots %d: T* %.0f ms, median %.2fx p95 %.2fx max %.2fx, %d reconciliations, redundant %d",
+				m, cfg.Parallel, cfg.MaxBlocks, cfg.RarestFirst, cfg.LeastServed, cfg.UploadSlots, r.TStarMS, r.MedianTStar, r.P95TStar, r.MaxTStar, r.Reconciliations, r.RedundantBlocks)
 			if r.Fetchers != 19 || r.Completed != 19 || r.FileBytes != 32*64<<10 {
 				t.Fatalf("%v: %d of %d fetchers completed, file %d B", m, r.Completed, r.Fetchers, r.FileBytes)
 			}
