@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
@@ -147,6 +148,9 @@ func TestRunAccessLinks(t *testing.T) {
 	} {
 		cfg := tc.cfg
 		cfg.Nodes, cfg.Size, cfg.Method, cfg.Topology, cfg.Dir, cfg.Seed = nodes, size, reconcile.Complete, ts.Small(), t.TempDir(), 3
+		// Every neighbour a source (a fetch keeps its first MaxSources
+		// sources even when they have nothing), and a bound on a stall.
+		cfg.MaxSources, cfg.Timeout = nodes, time.Minute
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)

@@ -103,7 +103,7 @@ func TestExperimentTable3(t *testing.T) {
 func TestSwarmVersusTestnet(t *testing.T) {
 	common := []string{"--preset", "small", "--seed", "3", "--up", "32Mbit", "--down", "160Mbit", "--json"}
 	out, err := run(t, "", append([]string{"testnet", "--peers", "12", "--size", "2MiB", "--block-size", "256KiB",
-		"--method", "complete", "--dir", t.TempDir()}, common...)...)
+		"--method", "complete", "--max-sources", "16", "--timeout", "1m", "--dir", t.TempDir()}, common...)...)
 	if err != nil {
 		t.Fatalf("testnet: %v: %s", err, out)
 	}
