@@ -526,8 +526,11 @@ func simSwarmCommand() *cli.Command {
 			}
 			w.Flush()
 			if acc.Up > 0 || acc.Down > 0 || len(acc.Classes) > 0 || acc.SeedUp > 0 {
-				fmt.Fprintf(c.App.Writer, "access links: %s; seed up %s\n", accessLine(acc.Up, acc.Down, acc.Classes),
-					testnet.FormatRate(cmp.Or(acc.SeedUp, acc.Up)))
+				seedUp := testnet.FormatRate(cmp.Or(acc.SeedUp, acc.Up))
+				if acc.SeedUp == 0 && len(acc.Classes) > 0 {
+					seedUp = "as its class"
+				}
+				fmt.Fprintf(c.App.Writer, "access links: %s; seed up %s\n", accessLine(acc.Up, acc.Down, acc.Classes), seedUp)
 			}
 			for _, r := range rep.Runs {
 				printTStar(c.App.Writer, "sim", r.Method.String(), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)

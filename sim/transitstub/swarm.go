@@ -106,7 +106,9 @@ type SwarmResult struct {
 	// Completed is the number of peers that ended holding the whole file (with
 	// OneSeed: of the Fetchers, the peers other than the seed).
 	Completed int `json:"completed"`
-	Fetchers  int `json:"fetchers"`
+	// Fetchers is the number of peers that started without the file: all
+	// but the seed with OneSeed, else all the peers.
+	Fetchers int `json:"fetchers"`
 	// FileBytes is Blocks times the block size.
 	FileBytes int64 `json:"file_bytes"`
 	// TStarMS is the fluid lower bound T* (FluidBound) in ms, with OneSeed
