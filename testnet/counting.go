@@ -3,6 +3,7 @@ package testnet
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -10,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
 // Message types of the byte counts in Result.Wire.
@@ -57,12 +59,38 @@ type holdings interface {
 }
 
 // countingHost wraps a host so that every stream of package peer's protocols
-// counts the bytes written on it. It sees only bytes and protocol ids, never
-// package peer's frames: what a peer answered is audited through
+// counts the bytes written on it and, when the run has access links, paces
+// its writes through them. It sees only bytes and protocol ids, never package
+// peer's frames: what a peer answered is audited through
 // peer.WithServeObserver instead (see audit).
 type countingHost struct {
 	host.Host
 	c *counters
+	// access, when set, paces the writes of node self's streams.
+	access *access
+	self   int
+}
+
+// access are the access links of a run and what pacing needs: the node index
+// of a peer id and the clock's origin.
+type access struct {
+	links *ts.Links
+	index map[lpeer.ID]int
+	t0    time.Time
+	// sent counts the bytes each node wrote through its uplink.
+	sent []atomic.Int64
+}
+
+// wrap returns s counting its writes into n and paced through the access
+// links from node self to the stream's remote peer.
+func (h *countingHost) wrap(s network.Stream, n *atomic.Int64) network.Stream {
+	cs := &countingStream{Stream: s, n: n}
+	if h.access != nil {
+		if j, ok := h.access.index[s.Conn().RemotePeer()]; ok {
+			cs.a, cs.from, cs.to = h.access, h.self, j
+		}
+	}
+	return cs
 }
 
 // NewStream counts the writes of the stream it opens.
@@ -76,7 +104,7 @@ func (h *countingHost) NewStream(ctx context.Context, p lpeer.ID, pids ...protoc
 		proto = pids[0]
 	}
 	if n := h.c.counter(proto, true); n != nil {
-		return &countingStream{Stream: s, n: n}, nil
+		return h.wrap(s, n), nil
 	}
 	return s, nil
 }
@@ -89,18 +117,33 @@ func (h *countingHost) SetStreamHandler(pid protocol.ID, handler network.StreamH
 		return
 	}
 	h.Host.SetStreamHandler(pid, func(s network.Stream) {
-		handler(&countingStream{Stream: s, n: n})
+		handler(h.wrap(s, n))
 	})
 }
 
-// countingStream counts the bytes written.
+// countingStream counts the bytes written and, with access links, paces
+// each write: it books the write's bytes on the links from node from to node
+// to and hands them to the stream when the links have delivered them, so the
+// mock network's latency (fixed when Write is called) comes on top. Only the
+// booking holds a lock; the wait is a sleep of the writing goroutine.
 type countingStream struct {
 	network.Stream
-	n *atomic.Int64
+	n        *atomic.Int64
+	a        *access
+	from, to int
 }
 
 func (s *countingStream) Write(b []byte) (int, error) {
+	if s.a != nil && len(b) > 0 {
+		end := s.a.links.Reserve(s.from, s.to, len(b), time.Since(s.a.t0).Seconds())
+		if d := time.Until(s.a.t0.Add(time.Duration(end * float64(time.Second)))); d > 0 {
+			time.Sleep(d)
+		}
+	}
 	n, err := s.Stream.Write(b)
+	if s.a != nil {
+		s.a.sent[s.from].Add(int64(n))
+	}
 	s.n.Add(int64(n))
 	return n, err
 }

@@ -29,6 +29,23 @@
 // not fire there (a stalled stream is ended by the fetch's context); it has
 // no security or muxer layer, so the byte counts are the streams' payload.
 //
+// # Access links
+//
+// Config.Up and Config.Down (or Config.Classes, heterogeneous, and
+// Config.SeedUp) give every peer an upload and a download capacity shared by
+// all its connections, on top of the links' latency, on either transport.
+// The host wrapper that counts bytes also paces every write of package peer's
+// streams through sim/transitstub's Links model, the one the simulator's swarm
+// uses: a write of b bytes from peer i to peer j is booked for b/Up_i on i's
+// uplink and b/Down_j on j's downlink, each link in booking order, and is
+// handed to the stream when both have carried it; the mock network then adds
+// the latency. Booking takes a lock for a few arithmetic steps; the wait is a
+// sleep of the writing goroutine, so 200 peers pace independently. The byte
+// counts are payload (no muxer or security overhead on the mock network).
+// With one seed, the run reports the fluid lower bound T*
+// (transitstub.FluidBound) and the completion times over it; no peer can
+// finish before T*, since no link ever carries more than its capacity.
+//
 // # Methods
 //
 // Config.Method is any of package reconcile's methods: the paper's complete

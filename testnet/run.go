@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"runtime"
@@ -48,6 +49,29 @@ type Result struct {
 	MeanLatencyMS float64 `json:"mean_latency_ms"`
 	// BandwidthBps is the cap per link in bytes per second (0: none).
 	BandwidthBps float64 `json:"bandwidth_bps"`
+	// UpBps and DownBps are the peers' access-link capacities in bytes per
+	// second (0: no cap), or Classes their classes; SeedUpBps is the seed's
+	// upload capacity (one-seed scenario).
+	UpBps     float64          `json:"up_bps"`
+	DownBps   float64          `json:"down_bps"`
+	Classes   []ts.AccessClass `json:"classes,omitempty"`
+	SeedUpBps float64          `json:"seed_up_bps"`
+	// TStarS is the fluid lower bound T* on the completion time, seconds
+	// (transitstub.FluidBound of the file size, the seed's upload and the
+	// fetchers' links); 0 when it does not apply (no access links, or peers
+	// starting with a share). MedianTStar, P95TStar and MaxTStar are the
+	// completion times over T*.
+	TStarS      float64 `json:"tstar_s"`
+	MedianTStar float64 `json:"median_over_tstar,omitempty"`
+	P95TStar    float64 `json:"p95_over_tstar,omitempty"`
+	MaxTStar    float64 `json:"max_over_tstar,omitempty"`
+	// SeedSentBytes is what the seed wrote through its uplink (access links,
+	// one seed); over the file size it is the number of copies the seed
+	// served. UploadUse is the bytes all peers wrote through their uplinks
+	// over what their capped uplinks could have carried until the last
+	// completion (0 if any uplink is uncapped).
+	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
+	UploadUse     float64 `json:"upload_use,omitempty"`
 	// Fetchers is the number of peers that started without the whole file;
 	// Completed those that ended with it; Identical the peers (all, seed
 	// included) whose file re-hashed to Root (-1 if not verified).
@@ -198,12 +222,34 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		return nodes[j].units
 	}
+	seedNode := -1
+	if cfg.Hold == 0 {
+		seedNode = rng.IntN(cfg.Nodes)
+	}
+	// Access links: their own random stream, so that the rest of the run is
+	// the same with or without them.
+	var acc *access
+	up, down := cfg.accessRates(seedNode, rand.New(rand.NewPCG(cfg.Seed, 0x616363657373)))
+	if cfg.hasAccess() {
+		acc = &access{links: ts.NewLinks(up, down), index: byID, t0: time.Now(), sent: make([]atomic.Int64, cfg.Nodes)}
+		res.UpBps, res.DownBps, res.Classes = cfg.Up, cfg.Down, cfg.Classes
+		if seedNode >= 0 {
+			res.SeedUpBps = up[seedNode]
+			var fu, fd []float64
+			for i := range up {
+				if i != seedNode {
+					fu, fd = append(fu, up[i]), append(fd, down[i])
+				}
+			}
+			res.TStarS = ts.FluidBound(float64(m.TotalSize()), up[seedNode], fu, fd)
+		}
+	}
 	newService := func(i int) (*peer.Service, error) {
 		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(cnt.audit(holdingsOf))}
 		if cfg.Window > 0 {
 			o = append(o, peer.WithWindow(cfg.Window))
 		}
-		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt}, o...)
+		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt, access: acc, self: i}, o...)
 		if err != nil {
 			return nil, fmt.Errorf("testnet: peer: %w", err)
 		}
@@ -222,10 +268,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 
-	seedNode := -1
-	if cfg.Hold == 0 {
-		seedNode = rng.IntN(cfg.Nodes)
-	}
 	var seedOpts []peer.SeedOption
 	seedOpts = append(seedOpts, peer.WithBlockSize(cfg.BlockSize))
 	if cfg.Method == reconcile.Byers {
@@ -417,6 +459,26 @@ wait:
 	res.P95S = quantile(res.Completions, 0.95)
 	res.MaxS = quantile(res.Completions, 1)
 	res.MeanS = mean(res.Completions)
+	if acc != nil {
+		var sent int64
+		capacity := 0.0
+		for i := range acc.sent {
+			sent += acc.sent[i].Load()
+			capacity += up[i] * res.MaxS
+			if up[i] <= 0 {
+				capacity = math.Inf(1)
+			}
+		}
+		if seedNode >= 0 {
+			res.SeedSentBytes = acc.sent[seedNode].Load()
+		}
+		if capacity > 0 && !math.IsInf(capacity, 1) {
+			res.UploadUse = float64(sent) / capacity
+		}
+	}
+	if res.TStarS > 0 {
+		res.MedianTStar, res.P95TStar, res.MaxTStar = res.MedianS/res.TStarS, res.P95S/res.TStarS, res.MaxS/res.TStarS
+	}
 	res.Wire = cnt.wire()
 	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]
 	if t := res.FilterBytes + res.BlockBytes; t > 0 {

@@ -3,7 +3,9 @@ package testnet
 import (
 	"context"
 	"errors"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
@@ -104,6 +106,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{Nodes: 4, BlockSize: 1, Dir: dir},
 		{Nodes: 4, Method: reconcile.Method(99), Dir: dir},
 		{Nodes: 4, Bandwidth: -1, Dir: dir},
+		{Nodes: 4, Up: -1, Dir: dir},
+		{Nodes: 4, Classes: []ts.AccessClass{{Share: 0.5, Up: 1, Down: 1}}, Dir: dir},
 		{Nodes: 4, Neighbours: NeighboursRandom, Degree: 4, Dir: dir},
 		{Nodes: 4},
 	} {
@@ -119,5 +123,55 @@ func TestRunCancelled(t *testing.T) {
 	_, err := Run(ctx, Config{Nodes: 4, Size: 1 << 20, Topology: ts.Small(), Dir: t.TempDir()})
 	if err == nil {
 		t.Fatal("a cancelled run succeeded")
+	}
+}
+
+// TestRunAccessLinks runs a one-seed swarm with access links on the mock
+// network with transit-stub latencies: T* is a physical lower bound, so no
+// fetcher may finish before it, and every peer must end byte-identical. The
+// heterogeneous case gives half the peers slower links.
+func TestRunAccessLinks(t *testing.T) {
+	const nodes, size = 12, 2 << 20
+	for _, tc := range []struct {
+		name    string
+		cfg     Config
+		tstar   float64
+		classes bool
+	}{
+		// 4 MB/s up, 20 MB/s down: T* = max(F/4e6, F/20e6, 11·F/48e6) = F/4e6.
+		{"uniform", Config{Up: 4e6, Down: 20e6}, size / 4e6, false},
+		// Half the peers 4 MB/s up and 8 MB/s down, half 2 MB/s up and
+		// 4 MB/s down; the seed uploads at 8 MB/s. T* depends on the
+		// classes drawn, computed by FluidBound; at least F/4e6 (the slow
+		// downloads).
+		{"classes", Config{Classes: []ts.AccessClass{{Share: 0.5, Down: 8e6, Up: 4e6}, {Share: 0.5, Down: 4e6, Up: 2e6}}, SeedUp: 8e6}, size / 4e6, true},
+	} {
+		cfg := tc.cfg
+		cfg.Nodes, cfg.Size, cfg.Method, cfg.Topology, cfg.Dir, cfg.Seed = nodes, size, reconcile.Complete, ts.Small(), t.TempDir(), 3
+		// Every neighbour a source (a fetch keeps its first MaxSources
+		// sources even when they have nothing), and a bound on a stall.
+		cfg.MaxSources, cfg.Timeout = nodes, time.Minute
+		res, err := Run(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		t.Logf("%s: T* %.2f s, median %.2f (%.2fx) p95 %.2f (%.2fx) max %.2f s (%.2fx)", tc.name, res.TStarS,
+			res.MedianS, res.MedianTStar, res.P95S, res.P95TStar, res.MaxS, res.MaxTStar)
+		if tc.classes {
+			if res.TStarS < tc.tstar || res.SeedUpBps != 8e6 || len(res.Classes) != 2 {
+				t.Errorf("%s: T* %g (want >= %g), seed up %g, classes %v", tc.name, res.TStarS, tc.tstar, res.SeedUpBps, res.Classes)
+			}
+		} else if math.Abs(res.TStarS-tc.tstar) > 1e-9 {
+			t.Errorf("%s: T* = %g, want %g", tc.name, res.TStarS, tc.tstar)
+		}
+		if res.Completed != nodes-1 || res.Identical != nodes || res.Missed != 0 {
+			t.Errorf("%s: %d completed, %d identical, %d missed", tc.name, res.Completed, res.Identical, res.Missed)
+		}
+		if res.Completions[0] < res.TStarS {
+			t.Errorf("%s: a fetcher finished in %.3f s, before T* = %.3f s", tc.name, res.Completions[0], res.TStarS)
+		}
+		if res.MedianTStar != res.MedianS/res.TStarS || res.MaxTStar < 1 {
+			t.Errorf("%s: ratios %g %g", tc.name, res.MedianTStar, res.MaxTStar)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/testnet"
 )
 
 func init() {
@@ -421,15 +423,32 @@ func simSwarmCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "swarm",
 		Usage: "distribute a file over the Chord swarm by repeated reconciliation with neighbours",
-		Description: "Every peer starts with a random --share of the blocks and reconciles with its Chord\n" +
-			"neighbours (successor list, then fingers) until it holds the file; prints completion\n" +
-			"time per peer (median, p95, max) and bytes by message type for each method.\n\n" +
+		Description: "Every peer starts with a random --share of the blocks (--share 0: one peer seeds the\n" +
+			"whole file, the others start empty) and reconciles with its Chord neighbours (successor\n" +
+			"list, then fingers) until it holds the file, --parallel neighbours at a time, taking at\n" +
+			"most --window blocks per exchange; prints completion time per peer (median, p95, max)\n" +
+			"and bytes by message type for each method.\n" +
+			"With access links (--up, --down, --classes; the model testnet uses: every peer's upload\n" +
+			"and download shared by its transfers, plus the route's delay) and one seed, it prints\n" +
+			"the fluid lower bound T* and the completion times over T*, in the same lines as\n" +
+			"reconcile testnet for the same parameters (--blocks x --block-size = testnet's --size).\n\n" +
 			"Example:\n" +
 			"   reconcile sim swarm --preset paper --nodes 200 --method both --plot swarm.png\n" +
-			"   reconcile sim swarm --preset large --nodes 10000 --method complete",
+			"   reconcile sim swarm --preset large --nodes 10000 --method complete\n" +
+			"   reconcile sim swarm --nodes 200 --blocks 64 --block-size 256KiB --share 0 --up 20Mbit --down 100Mbit \\\n" +
+			"       --parallel 8 --window 16 --method complete,bitfield",
 		Flags: append(append(simNetFlags(), simFilterFlags()...),
 			&cli.IntFlag{Name: "blocks", Usage: "source blocks of the file (kk)", Value: 5000},
-			&cli.Float64Flag{Name: "share", Usage: "fraction of the blocks each peer starts with", Value: 0.25},
+			&cli.Float64Flag{Name: "share", Usage: "fraction of the blocks each peer starts with; 0: one seed, the others empty", Value: 0.25},
+			&cli.StringFlag{Name: "up", Usage: "every peer's upload capacity, shared by its transfers: bits/s with SI prefixes (20Mbit) or bytes/s with IEC prefixes (2MiB/s); none for no cap", Value: "none"},
+			&cli.StringFlag{Name: "down", Usage: "every peer's download capacity (e.g. 100Mbit); none for no cap", Value: "none"},
+			&cli.StringFlag{Name: "classes", Usage: "heterogeneous access links share:down/up,... (e.g. 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit); replaces --up and --down"},
+			&cli.StringFlag{Name: "seed-up", Usage: "the seed's upload capacity with --share 0 (default: as the other peers')", Value: "none"},
+			&cli.IntFlag{Name: "parallel", Usage: "exchanges a peer runs at once, each with another neighbour", Value: 1},
+			&cli.IntFlag{Name: "window", Usage: "most blocks one exchange carries, chosen at random (0: all the neighbour offers)", Value: 0},
+			&cli.BoolFlag{Name: "rarest-first", Usage: "with --window: take the blocks the fewest neighbours hold (exact counts), not random ones"},
+			&cli.IntFlag{Name: "upload-slots", Usage: "exchanges a peer sends blocks to at once; others get nothing and move on (0: no limit)"},
+			&cli.BoolFlag{Name: "least-served", Usage: "with --window: the sender offers the blocks it has sent least often first (super-seeding)"},
 			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
 		),
 		Action: func(c *cli.Context) error {
@@ -460,8 +479,12 @@ func simSwarmCommand() *cli.Command {
 			if kk < 2 {
 				return fmt.Errorf("sim swarm: --blocks must be at least 2, got %d", kk)
 			}
-			if sh := c.Float64("share"); !(sh > 0 && sh <= 1) {
-				return fmt.Errorf("sim swarm: --share must be in (0, 1], got %g", sh)
+			if sh := c.Float64("share"); !(sh >= 0 && sh <= 1) {
+				return fmt.Errorf("sim swarm: --share must be in [0, 1], got %g", sh)
+			}
+			acc, err := simAccess(c)
+			if err != nil {
+				return err
 			}
 			costs, err := ts.Calibrate(f, max(1, int(float64(kk)*c.Float64("share"))), kk, c.Int("reps"), c.Uint64("seed"))
 			if err != nil {
@@ -471,8 +494,10 @@ func simSwarmCommand() *cli.Command {
 				Topology: net.Topology.Stats(50)}
 			rep.SetupSeconds = time.Since(t0).Seconds()
 			for _, m := range methods {
-				r, err := ts.RunSwarm(net, ts.SwarmConfig{Filter: f, Blocks: kk, Share: c.Float64("share"), Method: m,
-					Seed: c.Uint64("seed"), DecodeReps: c.Int("reps")}, costs)
+				sc := acc
+				sc.Filter, sc.Blocks, sc.Share, sc.OneSeed, sc.Method = f, kk, c.Float64("share"), c.Float64("share") == 0, m
+				sc.Seed, sc.DecodeReps = c.Uint64("seed"), c.Int("reps")
+				r, err := ts.RunSwarm(net, sc, costs)
 				if err != nil {
 					return fmt.Errorf("sim swarm: %v: %w", m, err)
 				}
@@ -486,20 +511,65 @@ func simSwarmCommand() *cli.Command {
 				}
 				return plotSwarm(rep.Runs, plotFile)
 			}
-			fmt.Fprintf(c.App.Writer, "%d peers on %d routers, file of %d blocks, each peer starting with %.0f%%.\n",
-				net.Overlay.Len(), net.Topology.Routers(), kk, 100*rep.Share)
+			scen := fmt.Sprintf("each peer starting with %.0f%%", 100*rep.Share)
+			if rep.Share == 0 {
+				scen = "one seed, the others empty"
+			}
+			fmt.Fprintf(c.App.Writer, "%d peers on %d routers, file of %.1f MiB in %d blocks, %s; %d exchanges at a time per peer, window %d.\n",
+				net.Overlay.Len(), net.Topology.Routers(), float64(kk)*float64(f.BlockBytes)/(1<<20), kk, scen, acc.Parallel, acc.MaxBlocks)
 			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MiB\tblocks MiB\tredundant\tmissed\twall s\t\n")
 			for _, r := range rep.Runs {
-				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", r.Method, r.Completed, r.Peers,
+				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", r.Method, r.Completed, r.Fetchers,
 					r.MedianMS, r.P95MS, r.MaxMS, r.MeanRounds, mib(r.Bytes["filter"]), mib(r.Bytes["blocks"]),
 					r.RedundantBlocks, r.MissedBlocks, r.WallSeconds)
 			}
 			w.Flush()
+			if acc.Up > 0 || acc.Down > 0 || len(acc.Classes) > 0 || acc.SeedUp > 0 {
+				seedUp := testnet.FormatRate(cmp.Or(acc.SeedUp, acc.Up))
+				if acc.SeedUp == 0 && len(acc.Classes) > 0 {
+					seedUp = "as its class"
+				}
+				fmt.Fprintf(c.App.Writer, "access links: %s; seed up %s\n", accessLine(acc.Up, acc.Down, acc.Classes), seedUp)
+			}
+			for _, r := range rep.Runs {
+				printTStar(c.App.Writer, "sim", r.Method.String(), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
+				printUploads(c.App.Writer, "sim", r.Method.String(), r.SeedSentBytes, r.FileBytes, r.UploadUse)
+			}
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return plotSwarm(rep.Runs, plotFile)
 		},
 	}
+}
+
+// simAccess reads the swarm's access links and exchange flags into a
+// SwarmConfig.
+func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
+	var sc ts.SwarmConfig
+	var err error
+	for _, r := range []struct {
+		name string
+		dst  *float64
+	}{{"up", &sc.Up}, {"down", &sc.Down}, {"seed-up", &sc.SeedUp}} {
+		if *r.dst, err = testnet.ParseRate(c.String(r.name)); err != nil {
+			return sc, usagef("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
+		}
+	}
+	if sc.Classes, err = testnet.ParseClasses(c.String("classes")); err != nil {
+		return sc, usagef("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
+	}
+	if len(sc.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
+		return sc, usagef("--classes replaces --up and --down: give one or the other")
+	}
+	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
+	sc.UploadSlots = c.Int("upload-slots")
+	if sc.UploadSlots < 0 {
+		return sc, usagef("--upload-slots must not be negative")
+	}
+	if sc.Parallel < 1 || sc.MaxBlocks < 0 {
+		return sc, usagef("--parallel must be at least 1 and --window not negative")
+	}
+	return sc, nil
 }
 
 // ---- plots ----

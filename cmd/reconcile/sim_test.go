@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,62 @@ func TestExperimentTable3(t *testing.T) {
 	for _, args := range [][]string{{"--trials", "0"}, {"--block-size", "100"}, {"--hash", "nope"}} {
 		if _, err := run(t, "", append([]string{"experiment", "table3"}, args...)...); err == nil {
 			t.Fatalf("%v accepted", args)
+		}
+	}
+}
+
+// TestSwarmVersusTestnet runs reconcile testnet and reconcile sim swarm on
+// the same small parameters (12 peers on the small preset's topology and
+// Chord overlay, one seed, 2 MiB in 8 blocks of 256 KiB, access links of
+// 32 Mbit/s up and 160 Mbit/s down) and reports both completion times over
+// T*, which must be the same bound and at least 1 for both.
+func TestSwarmVersusTestnet(t *testing.T) {
+	common := []string{"--preset", "small", "--seed", "3", "--up", "32Mbit", "--down", "160Mbit", "--json"}
+	out, err := run(t, "", append([]string{"testnet", "--peers", "12", "--size", "2MiB", "--block-size", "256KiB",
+		"--method", "complete", "--max-sources", "16", "--timeout", "1m", "--dir", t.TempDir()}, common...)...)
+	if err != nil {
+		t.Fatalf("testnet: %v: %s", err, out)
+	}
+	var tn testnetReport
+	if err := json.Unmarshal([]byte(out), &tn); err != nil || len(tn.Runs) != 1 {
+		t.Fatalf("testnet JSON %v: %s", err, out)
+	}
+	out, err = run(t, "", append([]string{"sim", "swarm", "--nodes", "12", "--blocks", "8", "--block-size", "256KiB",
+		"--share", "0", "--parallel", "8", "--window", "16", "--m", "1024", "--method", "complete", "--reps", "1"}, common...)...)
+	if err != nil {
+		t.Fatalf("sim swarm: %v: %s", err, out)
+	}
+	var sw struct {
+		Runs []struct {
+			Completed, Fetchers int
+			TStarMS             float64 `json:"tstar_ms"`
+			Median              float64 `json:"median_over_tstar"`
+			P95                 float64 `json:"p95_over_tstar"`
+			Max                 float64 `json:"max_over_tstar"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(out), &sw); err != nil || len(sw.Runs) != 1 {
+		t.Fatalf("sim JSON %v: %s", err, out)
+	}
+	r, s := tn.Runs[0], sw.Runs[0]
+	t.Logf("T* %.2f s; over T*: testnet median %.2fx p95 %.2fx max %.2fx; sim median %.2fx p95 %.2fx max %.2fx",
+		r.TStarS, r.MedianTStar, r.P95TStar, r.MaxTStar, s.Median, s.P95, s.Max)
+	if r.Completed != 11 || s.Completed != 11 || s.Fetchers != 11 {
+		t.Errorf("completed: testnet %d, sim %d of %d", r.Completed, s.Completed, s.Fetchers)
+	}
+	if math.Abs(r.TStarS-s.TStarMS/1000) > 1e-9 || r.TStarS <= 0 {
+		t.Errorf("T*: testnet %g s, sim %g ms", r.TStarS, s.TStarMS)
+	}
+	if r.MedianTStar < 1 || s.Median < 1 || r.MaxTStar < r.MedianTStar || s.Max < s.Median {
+		t.Errorf("ratios below 1 or out of order: testnet %g/%g, sim %g/%g", r.MedianTStar, r.MaxTStar, s.Median, s.Max)
+	}
+	for _, args := range [][]string{
+		{"sim", "swarm", "--preset", "small", "--up", "5"},
+		{"sim", "swarm", "--preset", "small", "--classes", "0.3:1Mbit/1Mbit"},
+		{"sim", "swarm", "--preset", "small", "--parallel", "0"},
+	} {
+		if _, err := run(t, "", args...); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %v", args, err)
 		}
 	}
 }

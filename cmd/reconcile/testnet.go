@@ -47,21 +47,31 @@ func testnetCommand() *cli.Command {
 			"neighbours until all hold the file, then every file is re-hashed and its root id\n" +
 			"checked. Prints completion time per peer, bytes on the wire by message type,\n" +
 			"redundant and missed blocks and peak memory, for each --method side by side.\n" +
+			"With access links (--up, --down, --classes) every peer's upload and download capacity\n" +
+			"is shared by all its connections, on top of the link latencies, and the run prints the\n" +
+			"fluid lower bound T* = max(F/u_s, F/min d_i, N·F/(u_s + Σ u_i)) (Kumar and Ross 2006)\n" +
+			"and each method's completion time over T* (one seed only). Rates are printed in Mbit/s.\n" +
 			"Peer stores live in a temporary folder (--dir to keep them); a soft memory limit\n" +
 			"(--mem-limit) keeps the garbage collector's slack from doubling the peak.\n\n" +
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete\n" +
+			"   reconcile testnet --peers 100 --classes 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit --seed-up 20Mbit\n" +
 			"   reconcile testnet --nodes 100 --hold 0.3 --method byers --json\n" +
 			"   reconcile testnet --nodes 100 --method all\n" +
 			"   reconcile testnet --nodes 20 --transport tcp",
 		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "nodes", Usage: "peers", Value: 200},
+			&cli.IntFlag{Name: "nodes", Aliases: []string{"peers"}, Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
 			&cli.StringFlag{Name: "block-size", Usage: "block size, 1KiB to 16MiB", Value: "256KiB"},
 			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
 			&cli.StringFlag{Name: "method", Usage: "complete, byers, both (the two), ccbf, bitfield, iblt, all, or a comma list", Value: "both"},
 			&cli.StringFlag{Name: "latency", Usage: "link latency: transitstub (shortest-path delay) or none", Value: "transitstub"},
-			&cli.StringFlag{Name: "bandwidth", Usage: "cap per link, e.g. 10Mbit, 2MB/s; none for no cap", Value: "none"},
+			&cli.StringFlag{Name: "bandwidth", Usage: "cap per neighbour link, both directions: bits/s with SI prefixes (10Mbit, 1Gbit/s) or bytes/s with IEC prefixes (2MiB/s); none for no cap", Value: "none"},
+			&cli.StringFlag{Name: "up", Usage: "every peer's upload capacity, shared by its connections (e.g. 20Mbit; units as --bandwidth); none for no cap", Value: "none"},
+			&cli.StringFlag{Name: "down", Usage: "every peer's download capacity, shared by its connections (e.g. 100Mbit); none for no cap", Value: "none"},
+			&cli.StringFlag{Name: "classes", Usage: "heterogeneous access links share:down/up,... (e.g. 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit; shares sum to 1); replaces --up and --down"},
+			&cli.StringFlag{Name: "seed-up", Usage: "the seed's upload capacity (default: as the other peers')", Value: "none"},
 			&cli.StringFlag{Name: "transport", Usage: "mock (in-process, shaped) or tcp (real loopback sockets)", Value: "mock"},
 			&cli.StringFlag{Name: "neighbours", Usage: "chord (fingers and successors) or random", Value: "chord"},
 			&cli.IntFlag{Name: "degree", Usage: "random: neighbours per peer; chord: cap on neighbours (0: all)", Value: 0},
@@ -110,8 +120,19 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	if cfg.Latency, err = testnet.ParseLatency(c.String("latency")); err != nil {
 		return fail("--latency %q: want transitstub or none", c.String("latency"))
 	}
-	if cfg.Bandwidth, err = testnet.ParseRate(c.String("bandwidth")); err != nil {
-		return fail("--bandwidth %q: want a rate such as 10Mbit or 2MB/s, or none", c.String("bandwidth"))
+	for _, r := range []struct {
+		name string
+		dst  *float64
+	}{{"bandwidth", &cfg.Bandwidth}, {"up", &cfg.Up}, {"down", &cfg.Down}, {"seed-up", &cfg.SeedUp}} {
+		if *r.dst, err = testnet.ParseRate(c.String(r.name)); err != nil {
+			return fail("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
+		}
+	}
+	if cfg.Classes, err = testnet.ParseClasses(c.String("classes")); err != nil {
+		return fail("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
+	}
+	if len(cfg.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
+		return fail("--classes replaces --up and --down: give one or the other")
 	}
 	if cfg.Transport, err = testnet.ParseTransport(c.String("transport")); err != nil {
 		return fail("--transport %q: want mock or tcp", c.String("transport"))
@@ -255,7 +276,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	bw := "no bandwidth cap"
 	if r0.BandwidthBps > 0 {
-		bw = fmt.Sprintf("%s/s per link", humanBytes(int64(r0.BandwidthBps)))
+		bw = testnet.FormatRate(r0.BandwidthBps) + " per link"
 	}
 	fmt.Fprintf(out, "%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %d blocks, %s.\n",
 		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), r0.Blocks, scen)
@@ -266,18 +287,62 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		if r.Identical >= 0 {
 			ident = fmt.Sprintf("%d/%d", r.Identical, r.Nodes)
 		}
-		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%.2f%%\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
+		ratio := "-" // no blocks moved
+		if r.BlockBytes > 0 {
+			ratio = fmt.Sprintf("%.2f%%", 100*float64(r.FilterBytes)/float64(r.BlockBytes))
+		}
+		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
 			r.Method, r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
 			mib(r.FilterBytes), mib(r.BlockBytes), mib(r.Wire[testnet.WireWant]), mib(r.Wire[testnet.WirePeers]),
-			100*float64(r.FilterBytes)/float64(max(1, r.BlockBytes)), r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
+			ratio, r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
 	}
 	w.Flush()
+	if r0.UpBps > 0 || r0.DownBps > 0 || len(r0.Classes) > 0 || r0.SeedUpBps > 0 {
+		fmt.Fprintf(out, "access links: %s; seed up %s\n", accessLine(r0.UpBps, r0.DownBps, r0.Classes), testnet.FormatRate(r0.SeedUpBps))
+	}
+	for _, r := range rep.Runs {
+		printTStar(out, "testnet", r.Method, r.TStarS, r.MedianS, r.P95S, r.MaxS)
+		printUploads(out, "testnet", r.Method, r.SeedSentBytes, r.Bytes, r.UploadUse)
+	}
 	for _, r := range rep.Runs {
 		for _, e := range r.Errors {
 			fmt.Fprintf(out, "%s: %s\n", r.Method, e)
 		}
 	}
 	fmt.Fprintf(out, "total %.1f s, max RSS %.0f MiB, %d CPUs\n", rep.WallSeconds, rep.MaxRSSMiB, rep.CPUs)
+}
+
+// accessLine describes access links: "up U, down D" or the classes.
+func accessLine(up, down float64, classes []ts.AccessClass) string {
+	if len(classes) == 0 {
+		return fmt.Sprintf("up %s, down %s per peer", testnet.FormatRate(up), testnet.FormatRate(down))
+	}
+	var parts []string
+	for _, c := range classes {
+		parts = append(parts, fmt.Sprintf("%.0f%% down %s up %s", 100*c.Share, testnet.FormatRate(c.Down), testnet.FormatRate(c.Up)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// printTStar prints the line testnet and sim swarm share for comparing a
+// method's completion times with the fluid lower bound T* (all in seconds);
+// nothing when T* does not apply.
+func printTStar(out io.Writer, what, method string, tstar, median, p95, maxS float64) {
+	if tstar <= 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s %s: T* %.2f s; completion over T*: median %.2fx, p95 %.2fx, max %.2fx\n",
+		what, method, tstar, median/tstar, p95/tstar, maxS/tstar)
+}
+
+// printUploads prints, as testnet and sim swarm share it, how many copies of
+// the file the seed uploaded and how busy the uplinks were.
+func printUploads(out io.Writer, what, method string, seedSent, file int64, use float64) {
+	if seedSent <= 0 && use <= 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s %s: the seed uploaded %.1f copies of the file; uplinks %.0f%% busy until the last completion\n",
+		what, method, float64(seedSent)/float64(max(1, file)), 100*use)
 }
 
 // plotTestnet draws, for each run, the share of fetchers holding the whole

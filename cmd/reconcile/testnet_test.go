@@ -46,10 +46,22 @@ func TestTestnetCommand(t *testing.T) {
 		t.Fatalf("human output %q, %v", out, err)
 	}
 
+	// Access links: T* and the ratio lines, rates in Mbit/s.
+	out, err = run(t, "", "testnet", "--peers", "5", "--size", "512KiB", "--preset", "small", "--latency", "none",
+		"--method", "complete", "--up", "64Mbit", "--down", "32MiB/s", "--seed-up", "128Mbit")
+	if err != nil || !strings.Contains(out, "up 64 Mbit/s, down 268.435 Mbit/s per peer; seed up 128 Mbit/s") ||
+		!strings.Contains(out, "testnet complete: T* ") || !strings.Contains(out, "completion over T*: median ") {
+		t.Fatalf("access links output %q, %v", out, err)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"testnet", "--up", "20"}, "--up"},
+		{[]string{"testnet", "--down", "2MB/s"}, "--down"},
+		{[]string{"testnet", "--classes", "0.5:10Mbit/2Mbit"}, "--classes"},
+		{[]string{"testnet", "--classes", "1:10Mbit/2Mbit", "--up", "1Mbit"}, "replaces --up"},
 		{[]string{"testnet", "--nodes", "1"}, "--nodes must be at least 2"},
 		{[]string{"testnet", "--size", "big"}, "--size"},
 		{[]string{"testnet", "--hold", "2"}, "--hold must be in [0, 1]"},

@@ -93,6 +93,15 @@
 //     0.04 to 0.07 ms for complete, 0.1 to 0.7 ms against 0.02 ms for Byers),
 //     a minute or more for a 10,000-peer swarm (about 57,000 exchanges)
 //     instead of seconds.
+//   - Access links (SwarmConfig.Up, Down, Classes, SeedUp): every peer's uplink
+//     and downlink are shared by its transfers in the Links model (a transfer of
+//     b bytes books b/up of the sender's uplink and b/down of the receiver's
+//     downlink, each in booking order; it arrives when both are done, plus the
+//     route's delay), the model package testnet paces its real streams with. With
+//     OneSeed (one peer holds the file, the others start empty), Parallel
+//     exchanges per peer and a MaxBlocks window (package peer's sources and
+//     window), the swarm runs testnet's scenario and reports the fluid lower
+//     bound T* (FluidBound, Kumar and Ross 2006) and completion times over it.
 //
 // The paper's Table 4 times (about 15 s) cannot be derived from what the paper
 // states; this model's absolute times depend on the topology's scales and the

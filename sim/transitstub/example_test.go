@@ -48,3 +48,17 @@ func ExampleSim() {
 	// t = 15 filter received
 	// t = 20 blocks arrive
 }
+
+// The fluid lower bound for issue 15's swarm: 16 MiB from one seed to 199
+// peers, every access link 20 Mbit/s up and 100 Mbit/s down. The seed's
+// upload binds: no schedule finishes before F/u_s.
+func ExampleFluidBound() {
+	const peers = 199
+	up, down := make([]float64, peers), make([]float64, peers)
+	for i := range up {
+		up[i], down[i] = 20e6/8, 100e6/8 // bytes per second
+	}
+	fmt.Printf("T* = %.2f s\n", ts.FluidBound(16<<20, 20e6/8, up, down))
+	// Output:
+	// T* = 6.71 s
+}

@@ -2,7 +2,9 @@ package transitstub
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
@@ -30,6 +32,43 @@ type SwarmConfig struct {
 	MaxReconciliations int
 	// DecodeReps is the number of timed runs of the decode measurement (default 3).
 	DecodeReps int
+	// OneSeed starts one random peer with the whole file (every coded block
+	// for Byers) and the others empty, as testnet's one-seed scenario; Share
+	// is then unused.
+	OneSeed bool
+	// Up and Down are every peer's access-link capacities in bytes per second
+	// (0: no cap), Classes heterogeneous ones (replacing Up and Down), SeedUp
+	// the seed's upload when positive (OneSeed). With any of them set, a
+	// message's time is its access links' (Links: each peer's uplink and
+	// downlink shared by all its transfers) plus the route's delay, and the
+	// route's bottleneck bandwidth is not used.
+	Up, Down float64
+	Classes  []AccessClass
+	SeedUp   float64
+	// Parallel is the number of exchanges a peer runs at once, each with a
+	// different neighbour (package peer's sources); 0 means 1.
+	Parallel int
+	// MaxBlocks caps the blocks one exchange carries (package peer's window):
+	// the fetcher takes a random MaxBlocks of those offered, leaving out the
+	// blocks it already awaits from another exchange; 0 means no cap.
+	MaxBlocks int
+	// RarestFirst makes that choice the MaxBlocks blocks held by the fewest of
+	// the fetcher's neighbours (exact counts, as from bitfields; ties at
+	// random) instead of a random MaxBlocks: a model of what rarest-first
+	// block choice would gain.
+	RarestFirst bool
+	// LeastServed makes the sender rank the blocks it offers by how often it
+	// has sent each (fewest first, before rarity and ties at random): a model
+	// of a seed that spreads its upload over the file ("super-seeding").
+	LeastServed bool
+	// UploadSlots, when positive, is how many exchanges a peer serves blocks
+	// to at once (BitTorrent's unchoke slots): a peer asked while all are
+	// taken sends nothing, and the fetcher moves on to its next neighbour.
+	UploadSlots int
+}
+
+func (c *SwarmConfig) hasAccess() bool {
+	return c.Up > 0 || c.Down > 0 || len(c.Classes) > 0 || c.SeedUp > 0
 }
 
 func (c *SwarmConfig) defaults(peers int) {
@@ -48,8 +87,11 @@ func (c *SwarmConfig) defaults(peers int) {
 	if c.StartJitterMS == 0 {
 		c.StartJitterMS = 100
 	}
+	if c.Parallel == 0 {
+		c.Parallel = 1
+	}
 	if c.MaxReconciliations == 0 {
-		c.MaxReconciliations = 1000 * peers
+		c.MaxReconciliations = 1000 * peers * c.Parallel
 	}
 	if c.DecodeReps == 0 {
 		c.DecodeReps = 3
@@ -61,8 +103,26 @@ type SwarmResult struct {
 	Method reconcile.Method `json:"method"`
 	Peers  int              `json:"peers"`
 	Blocks int              `json:"blocks"`
-	// Completed is the number of peers that ended holding the whole file.
+	// Completed is the number of peers that ended holding the whole file (with
+	// OneSeed: of the Fetchers, the peers other than the seed).
 	Completed int `json:"completed"`
+	// Fetchers is the number of peers that started without the file: all
+	// but the seed with OneSeed, else all the peers.
+	Fetchers int `json:"fetchers"`
+	// FileBytes is Blocks times the block size.
+	FileBytes int64 `json:"file_bytes"`
+	// TStarMS is the fluid lower bound T* (FluidBound) in ms, with OneSeed
+	// and access links (else 0); MedianTStar, P95TStar and MaxTStar the
+	// completion times over it.
+	TStarMS     float64 `json:"tstar_ms"`
+	MedianTStar float64 `json:"median_over_tstar,omitempty"`
+	P95TStar    float64 `json:"p95_over_tstar,omitempty"`
+	MaxTStar    float64 `json:"max_over_tstar,omitempty"`
+	// SeedSentBytes is what the seed sent (OneSeed, access links); UploadUse
+	// the bytes all peers sent over what their capped uplinks could have
+	// carried until the last completion (0 if any is uncapped); as testnet's.
+	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
+	UploadUse     float64 `json:"upload_use,omitempty"`
 	// Completion time per peer, ms from the start.
 	MedianMS float64 `json:"median_ms"`
 	P95MS    float64 `json:"p95_ms"`
@@ -96,6 +156,15 @@ type swarmPeer struct {
 	decoding bool
 	doneAt   float64
 	rounds   int
+	// inUse marks the neighbours an exchange is running with; pending the
+	// blocks an exchange is bringing (Parallel > 1 or MaxBlocks > 0).
+	inUse   []bool
+	pending []bool
+	seed    bool
+	// served counts the times the peer sent each block (LeastServed).
+	served []int32
+	// serving counts the exchanges the peer is sending blocks to.
+	serving int
 }
 
 // RunSwarm runs a file distribution over net's overlay: every peer starts with a
@@ -122,8 +191,11 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		return nil, fmt.Errorf("%w: method %v", ErrParams, cfg.Method)
 	case cfg.Method == reconcile.IBLT:
 		return nil, fmt.Errorf("%w: the swarm model does not run iblt (several round trips an exchange); sim table4 does", ErrParams)
-	case cfg.Blocks < 1 || cfg.Share <= 0 || cfg.Share > 1:
+	case cfg.Blocks < 1 || (!cfg.OneSeed && (cfg.Share <= 0 || cfg.Share > 1)):
 		return nil, fmt.Errorf("%w: need blocks >= 1 and share in (0, 1]", ErrParams)
+	case cfg.Parallel < 1 || cfg.MaxBlocks < 0 || cfg.UploadSlots < 0 || !okRate(cfg.Up) || !okRate(cfg.Down) || !okRate(cfg.SeedUp):
+		return nil, fmt.Errorf("%w: parallel %d, max blocks %d, up %g, down %g, seed up %g", ErrParams,
+			cfg.Parallel, cfg.MaxBlocks, cfg.Up, cfg.Down, cfg.SeedUp)
 	case byers && cfg.Blocks > f.NN:
 		return nil, fmt.Errorf("%w: %d blocks exceed the code's nn = %d", ErrParams, cfg.Blocks, f.NN)
 	}
@@ -143,12 +215,20 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := ValidateClasses(cfg.Classes); err != nil {
+		return nil, err
+	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x737761726d)) // "swarm"
+	windowed := cfg.Parallel > 1 || cfg.MaxBlocks > 0
 
 	// Initial shares.
 	peers := make([]swarmPeer, n)
 	share := max(1, int(cfg.Share*float64(kk)+0.5))
 	share = min(share, u)
+	seedPeer := -1
+	if cfg.OneSeed {
+		share, seedPeer = 0, rng.IntN(n)
+	}
 	perm := make([]int, u)
 	for i := range perm {
 		perm[i] = i
@@ -157,6 +237,13 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	for i := range peers {
 		p := &peers[i]
 		p.set = reconcile.NewSet(u)
+		if i == seedPeer {
+			p.seed = true
+			for b := range u {
+				p.set.Add(b)
+				held.Add(b)
+			}
+		}
 		for j := range share { // partial Fisher–Yates
 			k := j + rng.IntN(u-j)
 			perm[j], perm[k] = perm[k], perm[j]
@@ -175,13 +262,55 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			peers[rng.IntN(n)].set.Add(b)
 		}
 	}
-	res := &SwarmResult{Method: cfg.Method, Peers: n, Blocks: kk, Bytes: map[string]int64{}}
+	res := &SwarmResult{Method: cfg.Method, Peers: n, Blocks: kk, Bytes: map[string]int64{},
+		FileBytes: int64(kk) * int64(f.BlockBytes)}
+	// Access links, drawn from their own random stream.
+	var links *Links
+	var sentBy []int64
+	up, down := make([]float64, n), make([]float64, n)
+	if cfg.hasAccess() {
+		sentBy = make([]int64, n)
+		class := AssignClasses(cfg.Classes, n, rand.New(rand.NewPCG(cfg.Seed, 0x616363657373)))
+		for i := range up {
+			up[i], down[i] = cfg.Up, cfg.Down
+			if len(cfg.Classes) > 0 {
+				up[i], down[i] = cfg.Classes[class[i]].Up, cfg.Classes[class[i]].Down
+			}
+		}
+		if seedPeer >= 0 {
+			if cfg.SeedUp > 0 {
+				up[seedPeer] = cfg.SeedUp
+			}
+			var fu, fd []float64
+			for i := range up {
+				if i != seedPeer {
+					fu, fd = append(fu, up[i]), append(fd, down[i])
+				}
+			}
+			res.TStarMS = 1000 * FluidBound(float64(res.FileBytes), up[seedPeer], fu, fd)
+		}
+		links = NewLinks(up, down)
+	}
+	// transfer is when b bytes sent from peer x to peer y at ms now arrive.
+	transfer := func(x, y int, route Route, b int, now float64) float64 {
+		if links == nil {
+			return now + route.TransferMS(b)
+		}
+		sentBy[x] += int64(b)
+		return 1000*links.Reserve(x, y, b, now/1000) + float64(route.DelayMS)
+	}
 	var sim Sim
 	var pairs [][2]int
 	for i := range peers {
 		p := &peers[i]
 		p.nbrs = o.Neighbours(i)
 		p.next = rng.IntN(len(p.nbrs))
+		if windowed {
+			p.inUse, p.pending = make([]bool, len(p.nbrs)), make([]bool, u)
+		}
+		if cfg.LeastServed {
+			p.served = make([]int32, u)
+		}
 		for _, j := range p.nbrs {
 			pairs = append(pairs, [2]int{o.Router(i), o.Router(int(j))})
 		}
@@ -206,6 +335,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	}
 	filterData := make([]byte, max(cbfSize, bloomSize, (u+7)/8)) // stand-in payload of the filter's encoded size
 	var idxScratch []int
+	var rarity []int
 	var runErr error
 
 	var startRound func(a int)
@@ -222,10 +352,21 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			runErr = fmt.Errorf("transitstub: swarm did not converge within %d reconciliations", cfg.MaxReconciliations)
 			return
 		}
+		slot := p.next
+		if windowed { // the next neighbour no exchange is running with
+			k := 0
+			for ; k < len(p.nbrs) && p.inUse[slot]; k++ {
+				slot = (slot + 1) % len(p.nbrs)
+			}
+			if k == len(p.nbrs) {
+				return
+			}
+			p.inUse[slot] = true
+		}
 		res.Reconciliations++
 		p.rounds++
-		b := int(p.nbrs[p.next])
-		p.next = (p.next + 1) % len(p.nbrs)
+		b := int(p.nbrs[slot])
+		p.next = (slot + 1) % len(p.nbrs)
 		route := o.Route(a, b)
 		var fb int
 		switch cfg.Method {
@@ -244,7 +385,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			fb = filterBytes(cfg.Method, pr.p, u, p.set.Len(), filterData[:cbfSize])
 		}
 		res.Bytes[reconcile.MsgFilter.String()] += int64(fb)
-		sim.After(route.TransferMS(fb), func() { // B has A's filter
+		sim.At(transfer(a, b, route, fb, sim.Now()), func() { // B has A's filter
 			q := &peers[b]
 			idxScratch = q.set.AppendIndices(idxScratch[:0])
 			pr.idx = pr.idx[:0]
@@ -276,9 +417,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 				for _, i := range idxScratch {
 					if pr.diff.ContainsLocations(pr.at(i)) {
 						pr.idx = append(pr.idx, uint32(i))
-						if p.set.Has(i) {
-							res.RedundantBlocks++
-						} else {
+						if !p.set.Has(i) {
 							newBlocks++
 						}
 					} else if !p.set.Has(i) {
@@ -288,12 +427,86 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 				}
 				comp = costs.completeMS(len(idxScratch), newBlocks)
 			}
+			if windowed { // A wants what it does not await already, at most MaxBlocks
+				keep := pr.idx[:0]
+				for _, i := range pr.idx {
+					if !p.pending[i] {
+						keep = append(keep, i)
+					}
+				}
+				pr.idx = keep
+				if w := cfg.MaxBlocks; w > 0 && len(pr.idx) > w {
+					if cfg.RarestFirst || cfg.LeastServed {
+						rng.Shuffle(len(pr.idx), func(x, y int) { pr.idx[x], pr.idx[y] = pr.idx[y], pr.idx[x] })
+						rarity = rarity[:0]
+						for _, i := range pr.idx {
+							c := 0
+							if cfg.RarestFirst {
+								for _, q := range p.nbrs {
+									if peers[q].set.Has(int(i)) {
+										c++
+									}
+								}
+							}
+							if cfg.LeastServed {
+								c += int(q.served[i]) << 16
+							}
+							rarity = append(rarity, c)
+						}
+						order := make([]int, len(pr.idx))
+						for k := range order {
+							order[k] = k
+						}
+						slices.SortStableFunc(order, func(x, y int) int { return rarity[x] - rarity[y] })
+						chosen := make([]uint32, w)
+						for k := range w {
+							chosen[k] = pr.idx[order[k]]
+						}
+						pr.idx = append(pr.idx[:0], chosen...)
+					} else {
+						for j := range w {
+							k := j + rng.IntN(len(pr.idx)-j)
+							pr.idx[j], pr.idx[k] = pr.idx[k], pr.idx[j]
+						}
+						pr.idx = pr.idx[:w]
+					}
+					slices.Sort(pr.idx)
+				}
+				for _, i := range pr.idx {
+					p.pending[i] = true
+				}
+			}
+			if cfg.UploadSlots > 0 && q.serving >= cfg.UploadSlots {
+				for _, i := range pr.idx {
+					if windowed {
+						p.pending[i] = false
+					}
+				}
+				pr.idx = pr.idx[:0] // busy: nothing this time
+			}
 			sent := append([]uint32(nil), pr.idx...)
+			slotted := cfg.UploadSlots > 0 && len(sent) > 0
+			if slotted {
+				q.serving++
+			}
+			if cfg.LeastServed {
+				for _, i := range sent {
+					q.served[i]++
+				}
+			}
+			for _, i := range sent {
+				if p.set.Has(int(i)) {
+					res.RedundantBlocks++
+				}
+			}
 			bb := pr.blocksBytes(sent)
 			res.Bytes[reconcile.MsgBlocks.String()] += int64(bb)
 			res.BlocksSent += int64(len(sent))
-			sim.After(comp+route.TransferMS(bb), func() { // A has B's blocks
+			sim.At(transfer(b, a, route, bb, sim.Now()+comp), func() { // A has B's blocks
 				for _, i := range sent {
+					if windowed {
+						p.pending[i] = false
+					}
 					if p.set.Add(int(i)) {
 						if byers {
 							p.bloom.AddLocations(pr.at(int(i)))
@@ -302,7 +515,15 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 						}
 					}
 				}
+				if windowed {
+					p.inUse[slot] = false
+				}
+				if slotted {
+					q.serving--
+				}
 				switch {
+				case p.done || p.decoding:
+					// Another exchange completed the file.
 				case !byers && p.set.Len() == u:
 					complete(a)
 				case byers && p.set.Len() >= kk:
@@ -324,6 +545,10 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	}
 	for i := range peers {
 		p := &peers[i]
+		if p.seed {
+			p.done = true
+			continue
+		}
 		if (!byers && p.set.Len() == u) || (byers && p.set.Len() >= kk) {
 			p.done = true // starts with the file (or enough to decode at once)
 			if byers {
@@ -336,7 +561,9 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			}
 			continue
 		}
-		sim.At(rng.Float64()*cfg.StartJitterMS, func() { startRound(i) })
+		for range cfg.Parallel {
+			sim.At(rng.Float64()*cfg.StartJitterMS, func() { startRound(i) })
+		}
 	}
 	sim.Run(inf)
 	if runErr != nil {
@@ -347,6 +574,10 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	rounds := 0
 	for i := range peers {
 		rounds += peers[i].rounds
+		if peers[i].seed {
+			continue
+		}
+		res.Fetchers++
 		if peers[i].done {
 			res.Completed++
 			res.Completions = append(res.Completions, peers[i].doneAt)
@@ -357,6 +588,26 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	res.P95MS = quantile(res.Completions, 0.95)
 	res.MaxMS = quantile(res.Completions, 1)
 	res.MeanMS = mean(res.Completions)
+	if links != nil {
+		var sent int64
+		capacity := 0.0
+		for i, b := range sentBy {
+			sent += b
+			capacity += up[i] * res.MaxMS / 1000
+			if up[i] <= 0 {
+				capacity = math.Inf(1)
+			}
+		}
+		if seedPeer >= 0 {
+			res.SeedSentBytes = sentBy[seedPeer]
+		}
+		if capacity > 0 && !math.IsInf(capacity, 1) {
+			res.UploadUse = float64(sent) / capacity
+		}
+	}
+	if res.TStarMS > 0 {
+		res.MedianTStar, res.P95TStar, res.MaxTStar = res.MedianMS/res.TStarMS, res.P95MS/res.TStarMS, res.MaxMS/res.TStarMS
+	}
 	res.WallSeconds = time.Since(start).Seconds()
 	return res, nil
 }

@@ -124,3 +124,43 @@ func TestRunSwarmSmallByers(t *testing.T) {
 		t.Fatalf("%d of 5 peers completed", r.Completed)
 	}
 }
+
+// TestRunSwarmAccessLinks: one seed, access links, parallel windowed
+// exchanges. T* is a lower bound no peer may beat; every fetcher completes;
+// the run is deterministic; complete and bitfield send no block twice to a
+// peer (the pending blocks are left out).
+func TestRunSwarmAccessLinks(t *testing.T) {
+	net := smallNet(t, 20, ChordConfig{})
+	f := PaperFilter()
+	f.M, f.BlockBytes = 1024, 64<<10
+	for _, m := range []reconcile.Method{reconcile.Complete, reconcile.Bitfield} {
+		for _, cfg := range []SwarmConfig{
+			{Up: 1e6, Down: 5e6, Parallel: 4, MaxBlocks: 4},
+			{Classes: []AccessClass{{Share: 0.5, Down: 2e6, Up: 1e6}, {Share: 0.5, Down: 1e6, Up: 0.5e6}}, SeedUp: 2e6, Parallel: 2, MaxBlocks: 2},
+			{Up: 1e6, Down: 5e6}, // one exchange at a time, whole differences
+			{Up: 1e6, Down: 5e6, Parallel: 4, MaxBlocks: 2, RarestFirst: true, LeastServed: true, UploadSlots: 2},
+		} {
+			cfg.Filter, cfg.Blocks, cfg.OneSeed, cfg.Method, cfg.Seed = f, 32, true, m, 4
+			r, err := RunSwarm(net, cfg, fixedCosts(32))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, _ := RunSwarm(net, cfg, fixedCosts(32))
+			r.WallSeconds, r2.WallSeconds = 0, 0
+			if !reflect.DeepEqual(r, r2) {
+				t.Fatalf("%v %+v: same seed, different results", m, cfg)
+			}
+			t.Logf("%v parallel %d window %d rarest %v least-served %v slots %d: T* %.0f ms, median %.2fx p95 %.2fx max %.2fx, %d reconciliations, redundant %d",
+				m, cfg.Parallel, cfg.MaxBlocks, cfg.RarestFirst, cfg.LeastServed, cfg.UploadSlots, r.TStarMS, r.MedianTStar, r.P95TStar, r.MaxTStar, r.Reconciliations, r.RedundantBlocks)
+			if r.Fetchers != 19 || r.Completed != 19 || r.FileBytes != 32*64<<10 {
+				t.Fatalf("%v: %d of %d fetchers completed, file %d B", m, r.Completed, r.Fetchers, r.FileBytes)
+			}
+			if r.TStarMS <= 0 || r.Completions[0] < r.TStarMS-1e-6 {
+				t.Fatalf("%v: completion %.1f ms before T* %.1f ms", m, r.Completions[0], r.TStarMS)
+			}
+			if m == reconcile.Bitfield && r.RedundantBlocks != 0 {
+				t.Fatalf("bitfield: %d redundant blocks", r.RedundantBlocks)
+			}
+		}
+	}
+}
