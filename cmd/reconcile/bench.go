@@ -4,10 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -27,11 +33,12 @@ func init() { register(benchCommand()) }
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure fetch speed over loopback against a plain TCP copy, one seed against several",
+		Usage: "measure fetch speed over loopback against plain TCP and TLS copies, one seed against several",
 		Description: "Runs every party as its own process of this binary, on loopback, in one run:\n" +
 			"  1. plain TCP copies of the file between two processes, written to a file and\n" +
 			"     fsynced: with the kernel's zero-copy paths (sendfile, splice) and with a\n" +
-			"     read/write loop through user space (as nc does): the baselines;\n" +
+			"     read/write loop through user space (as nc does), and over TLS 1.3 (AES-GCM, as\n" +
+			"     a Go program copying over crypto/tls does; libp2p's TLS is the same): the baselines;\n" +
 			"  2. reconcile fetch from one full seed (reconcile seed FILE);\n" +
 			"  3. reconcile fetch from --seeds seeds that each hold 1/--seeds of the blocks.\n" +
 			"It reports MiB/s (the JSON: mb_per_s, 10^6 bytes), the ratio of each fetch to the TCP copy, the ratio of the\n" +
@@ -50,6 +57,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "tcp-send", Hidden: true, Usage: "internal: send --file to this address and exit"},
 			&cli.StringFlag{Name: "file", Hidden: true, Usage: "internal: the file of --tcp-send"},
 			&cli.BoolFlag{Name: "zero-copy", Hidden: true, Usage: "internal: --tcp-send with sendfile"},
+			&cli.BoolFlag{Name: "tls", Hidden: true, Usage: "internal: --tcp-send over TLS 1.3"},
 		},
 		Action: runBench,
 	}
@@ -61,11 +69,13 @@ type benchReport struct {
 	BlockSize    int64           `json:"block_size"`
 	TCP          benchRun        `json:"tcp_copy"`
 	TCPUser      benchRun        `json:"tcp_copy_userspace"`
+	TLS          benchRun        `json:"tls_copy"`
 	OneSeed      benchRun        `json:"one_seed"`
 	MultiSeed    benchRun        `json:"multi_seed"`
 	Seeds        int             `json:"seeds"`
 	OneVsTCP     float64         `json:"one_seed_vs_tcp"`
 	OneVsTCPUser float64         `json:"one_seed_vs_tcp_userspace"`
+	OneVsTLS     float64         `json:"one_seed_vs_tls"`
 	MultiVsOne   float64         `json:"multi_seed_vs_one_seed"`
 	MultiVsTCP   float64         `json:"multi_seed_vs_tcp"`
 	Summaries    []*peer.Summary `json:"summaries,omitempty"`
@@ -79,7 +89,13 @@ type benchRun struct {
 
 func runBench(c *cli.Context) error {
 	if addr := c.String("tcp-send"); addr != "" {
-		return benchTCPSend(addr, c.String("file"), c.Bool("zero-copy"))
+		mode := copyUser
+		if c.Bool("zero-copy") {
+			mode = copySendfile
+		} else if c.Bool("tls") {
+			mode = copyTLS
+		}
+		return benchTCPSend(addr, c.String("file"), mode)
 	}
 	size, err := flagSize(c, "size", 1, 0)
 	if err != nil {
@@ -125,17 +141,24 @@ func runBench(c *cli.Context) error {
 	// kernel's zero-copy paths (sendfile, splice) and with a read/write loop
 	// through user space (what nc or a simple Go program does).
 	logf("plain TCP copies...\n")
-	secs, err := benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), true)
+	secs, err := benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), copySendfile)
 	if err != nil {
 		return fmt.Errorf("bench: tcp copy: %w", err)
 	}
 	rep.TCP = benchRun{Seconds: secs, MBps: mbps(secs)}
 	os.Remove(filepath.Join(dir, "tcp.out"))
-	secs, err = benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), false)
+	secs, err = benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), copyUser)
 	if err != nil {
 		return fmt.Errorf("bench: tcp copy: %w", err)
 	}
 	rep.TCPUser = benchRun{Seconds: secs, MBps: mbps(secs)}
+	os.Remove(filepath.Join(dir, "tcp.out"))
+	logf("TLS 1.3 copy...\n")
+	secs, err = benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), copyTLS)
+	if err != nil {
+		return fmt.Errorf("bench: tls copy: %w", err)
+	}
+	rep.TLS = benchRun{Seconds: secs, MBps: mbps(secs)}
 	os.Remove(filepath.Join(dir, "tcp.out"))
 
 	// 2. One full seed.
@@ -190,6 +213,7 @@ func runBench(c *cli.Context) error {
 	rep.Summaries = append(rep.Summaries, sum)
 	rep.OneVsTCP = rep.OneSeed.MBps / rep.TCP.MBps
 	rep.OneVsTCPUser = rep.OneSeed.MBps / rep.TCPUser.MBps
+	rep.OneVsTLS = rep.OneSeed.MBps / rep.TLS.MBps
 	rep.MultiVsOne = rep.MultiSeed.MBps / rep.OneSeed.MBps
 	rep.MultiVsTCP = rep.MultiSeed.MBps / rep.TCP.MBps
 	if c.Bool("json") {
@@ -201,20 +225,39 @@ func runBench(c *cli.Context) error {
 	fmt.Fprintf(w, "%s file, %s blocks, loopback, every party its own process\n", humanBytes(size), humanBytes(bs))
 	fmt.Fprintf(w, "  plain TCP copy, sendfile/splice  %8.1f MiB/s  (%.2f s)\n", mibps(rep.TCP), rep.TCP.Seconds)
 	fmt.Fprintf(w, "  plain TCP copy, read/write loop  %8.1f MiB/s  (%.2f s)\n", mibps(rep.TCPUser), rep.TCPUser.Seconds)
-	fmt.Fprintf(w, "  fetch, 1 full seed               %8.1f MiB/s  (%.2f s)  %.2f x TCP (sendfile), %.2f x TCP (read/write), peak RSS %.0f MiB\n", mibps(rep.OneSeed), rep.OneSeed.Seconds, rep.OneVsTCP, rep.OneVsTCPUser, rep.OneSeed.PeakRSSMiB)
+	fmt.Fprintf(w, "  TLS 1.3 copy (AES-GCM)           %8.1f MiB/s  (%.2f s)\n", mibps(rep.TLS), rep.TLS.Seconds)
+	fmt.Fprintf(w, "  fetch, 1 full seed               %8.1f MiB/s  (%.2f s)  %.2f x TLS copy, %.2f x TCP (sendfile), %.2f x TCP (read/write), peak RSS %.0f MiB\n", mibps(rep.OneSeed), rep.OneSeed.Seconds, rep.OneVsTLS, rep.OneVsTCP, rep.OneVsTCPUser, rep.OneSeed.PeakRSSMiB)
 	fmt.Fprintf(w, "  fetch, %d partial seeds           %8.1f MiB/s  (%.2f s)  %.2f x TCP, %.2f x one seed, peak RSS %.0f MiB\n", nseeds, mibps(rep.MultiSeed), rep.MultiSeed.Seconds, rep.MultiVsTCP, rep.MultiVsOne, rep.MultiSeed.PeakRSSMiB)
 	return nil
 }
 
-// benchTCP times a plain copy of file from a child process to this one, with
-// the kernel's zero-copy paths (sendfile, splice) or through user space.
-func benchTCP(ctx context.Context, self, file, out string, zeroCopy bool) (float64, error) {
+// copyMode is how benchTCP copies: through the kernel's zero-copy paths,
+// through user space, or through user space over TLS 1.3.
+type copyMode int
+
+const (
+	copySendfile copyMode = iota
+	copyUser
+	copyTLS
+)
+
+// benchTCP times a copy of file from a child process to this one over
+// loopback TCP (mode says how), written to out and fsynced.
+func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float64, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}
 	defer l.Close()
-	child := exec.CommandContext(ctx, self, "bench", "--tcp-send", l.Addr().String(), "--file", file, fmt.Sprintf("--zero-copy=%v", zeroCopy))
+	if mode == copyTLS {
+		cert, err := benchCert()
+		if err != nil {
+			return 0, err
+		}
+		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
+	}
+	args := []string{"bench", "--tcp-send", l.Addr().String(), "--file", file, fmt.Sprintf("--zero-copy=%v", mode == copySendfile), fmt.Sprintf("--tls=%v", mode == copyTLS)}
+	child := exec.CommandContext(ctx, self, args...)
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
 		return 0, err
@@ -233,7 +276,7 @@ func benchTCP(ctx context.Context, self, file, out string, zeroCopy bool) (float
 	defer f.Close()
 	var dst io.Writer = f
 	var src io.Reader = conn
-	if !zeroCopy {
+	if mode != copySendfile {
 		dst, src = struct{ io.Writer }{f}, struct{ io.Reader }{conn}
 	}
 	if _, err := io.CopyBuffer(dst, src, make([]byte, 256<<10)); err != nil {
@@ -245,8 +288,24 @@ func benchTCP(ctx context.Context, self, file, out string, zeroCopy bool) (float
 	return time.Since(start).Seconds(), nil
 }
 
+// benchCert returns a fresh self-signed ECDSA P-256 certificate for the TLS
+// copy (the sender does not verify it: it measures the cipher, as libp2p's
+// TLS does with its own certificates).
+func benchCert() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
+
 // benchTCPSend is the sending child of benchTCP.
-func benchTCPSend(addr, file string, zeroCopy bool) error {
+func benchTCPSend(addr, file string, mode copyMode) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return err
@@ -257,8 +316,14 @@ func benchTCPSend(addr, file string, zeroCopy bool) error {
 		return err
 	}
 	defer conn.Close()
-	if zeroCopy {
+	switch mode {
+	case copySendfile:
 		_, err = io.Copy(conn, f) // sendfile(2) on Linux
+		return err
+	case copyTLS:
+		tc := tls.Client(conn, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13}) // a benchmark of the cipher, see benchCert
+		defer tc.Close()
+		_, err = io.CopyBuffer(tc, struct{ io.Reader }{f}, make([]byte, 256<<10))
 		return err
 	}
 	_, err = io.CopyBuffer(struct{ io.Writer }{conn}, struct{ io.Reader }{f}, make([]byte, 256<<10))
