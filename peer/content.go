@@ -22,10 +22,11 @@ type content struct {
 	recon *responder   // answers reconciliation requests
 	sends *repeats     // blocks sent per peer, to bound repeats (peer/repeat.go)
 
-	mu    sync.Mutex
-	swarm map[lpeer.ID]struct{}
-	sent  map[lpeer.ID]int64
-	fetch *fetch
+	mu         sync.Mutex
+	codedSends *repeats // sends of coded blocks, made on first use
+	swarm      map[lpeer.ID]struct{}
+	sent       map[lpeer.ID]int64
+	fetch      *fetch
 }
 
 // addContent serves the store st (and the coded blocks cb, if not nil).
@@ -143,4 +144,18 @@ func (c *content) close() error {
 		return nil
 	}
 	return err
+}
+
+// repeatsFor returns the repeat counts of the blocks (or, coded, of the n
+// coded blocks) of the content.
+func (c *content) repeatsFor(coded bool, n int) *repeats {
+	if !coded {
+		return c.sends
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.codedSends == nil || c.codedSends.blocks != n {
+		c.codedSends = newRepeats(n)
+	}
+	return c.codedSends
 }

@@ -258,6 +258,7 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 	var idx []int
 	var hdr [1 + binaryMaxVarint]byte
 	key := shareKey(ss.s.Conn())
+	sends := c.repeatsFor(ss.hello.Coded, limit)
 	for {
 		f, err := ss.next(wantMax)
 		if err != nil {
@@ -271,15 +272,15 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			return err
 		}
 		for _, i := range idx {
-			if ss.hello.Coded {
+			if !sends.allow(key, i, time.Now()) {
+				p.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
+				err = ss.send(wire.AppendMissing(hdr[:0], i))
+			} else if ss.hello.Coded {
 				if data, ok := ss.cb.get(i); ok {
 					err = p.sendBlock(ss, hdr[:0], i, data)
 				} else {
 					err = ss.send(wire.AppendMissing(hdr[:0], i))
 				}
-			} else if !c.sends.allow(key, i, time.Now()) {
-				p.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
-				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			} else if c.store.Has(i) {
 				err = p.sendStored(ss, hdr[:0], i)
 			} else {
