@@ -138,7 +138,8 @@ const banFor = 10 * time.Minute
 
 // ban puts id on the deny-list for banFor and resets its open streams of
 // this service's protocols. The host's connection to id stays up: other
-// protocols of the host may use it.
+// protocols of the host may use it; it is only tagged (banTag) as the first
+// to go when the host's connection manager trims connections.
 func (p *Service) ban(id lpeer.ID) {
 	p.mu.Lock()
 	p.pruneBannedLocked(time.Now())
@@ -151,7 +152,13 @@ func (p *Service) ban(id lpeer.ID) {
 	for _, s := range open {
 		s.Reset()
 	}
+	// The host's own connection manager decides which connections to trim
+	// when it has too many: a banned peer goes first.
+	p.h.ConnManager().TagPeer(id, banTag, -1000)
 }
+
+// banTag is the connection manager tag of a banned peer.
+const banTag = "reconcile-banned"
 
 // isBanned reports whether id is on the deny-list.
 func (p *Service) isBanned(id lpeer.ID) bool {
