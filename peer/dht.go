@@ -13,6 +13,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	ma "github.com/multiformats/go-multiaddr"
 	mh "github.com/multiformats/go-multihash"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -116,6 +117,7 @@ type discovery struct {
 
 	mu        sync.Mutex
 	announced map[chunker.ID]time.Time
+	withRelay map[chunker.ID]bool // announced while the host had a relay address
 	local     map[chunker.ID]bool
 	lan       map[lpeer.ID]struct{}
 	wg        sync.WaitGroup
@@ -123,7 +125,7 @@ type discovery struct {
 
 // startDiscovery starts the DHT and mDNS of s as d says.
 func startDiscovery(s *Service, h host.Host, d Discovery) (*discovery, error) {
-	ds := &discovery{s: s, d: d, announced: make(map[chunker.ID]time.Time), local: make(map[chunker.ID]bool), lan: make(map[lpeer.ID]struct{})}
+	ds := &discovery{s: s, d: d, announced: make(map[chunker.ID]time.Time), withRelay: make(map[chunker.ID]bool), local: make(map[chunker.ID]bool), lan: make(map[lpeer.ID]struct{})}
 	if d.DHT != DHTOff {
 		opts := []dht.Option{dht.ProtocolPrefix(DHTPrefix)}
 		boot := d.Bootstrap
@@ -191,7 +193,9 @@ func (ds *discovery) close() error {
 }
 
 // announceLoop announces every served root once this peer holds a block of
-// it (polling each second) and again every Reannounce, until the service
+// it (polling each second), again every Reannounce, and again once the peer
+// has a relay address if it had none when it announced (the record then
+// carries an address peers behind other NATs can dial), until the service
 // closes.
 func (ds *discovery) announceLoop() {
 	defer ds.wg.Done()
@@ -205,10 +209,14 @@ func (ds *discovery) announceLoop() {
 		}
 		ds.s.mu.Unlock()
 		for _, r := range roots {
+			relayed := hasRelayAddr(ds.s.h.Addrs())
 			ds.mu.Lock()
 			last, ok := ds.announced[r]
+			gained := relayed && !ds.withRelay[r]
 			ds.mu.Unlock()
-			if ok && time.Since(last) < ds.d.Reannounce {
+			if ok && time.Since(last) < ds.d.Reannounce && !gained {
+				// Announced, and not since gaining a relay address (the
+				// record's addresses may be all the others can dial).
 				continue
 			}
 			if held, _, _ := ds.s.Held(r); held == 0 {
@@ -231,6 +239,7 @@ func (ds *discovery) announceLoop() {
 			ds.s.log.Info("announced root in the DHT", "root", r)
 			ds.mu.Lock()
 			ds.announced[r] = time.Now()
+			ds.withRelay[r] = relayed
 			ds.mu.Unlock()
 		}
 		select {
@@ -239,6 +248,16 @@ func (ds *discovery) announceLoop() {
 		case <-t.C:
 		}
 	}
+}
+
+// hasRelayAddr says whether addrs hold a circuit relay address.
+func hasRelayAddr(addrs []ma.Multiaddr) bool {
+	for _, a := range addrs {
+		if isRelayed(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // provideLocally puts this peer's provider record of root into its own
@@ -331,6 +350,9 @@ func (p *Peer) startExt() error {
 		return nil
 	}
 	x.paths = newPathTracker(p.h.Network())
+	if x.reach.RelayClient {
+		p.logRelayAddrs()
+	}
 	if x.disc.DHT == DHTOff && !x.disc.MDNS {
 		return nil
 	}
@@ -339,6 +361,9 @@ func (p *Peer) startExt() error {
 		return err
 	}
 	x.run = ds
+	if x.reach.src != nil && ds.dht != nil {
+		x.reach.src.setDHT(ds.dht, p.log) // AutoRelay takes relays from the DHT
+	}
 	return nil
 }
 
