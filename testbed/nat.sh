@@ -184,6 +184,7 @@ echo "relay: $RELAY"
 
 # Scenario 5's seed starts now: with --reachability auto (the default) AutoNAT takes
 # some 30 s to find it unreachable before AutoRelay looks for a relay.
+T_D=$(date +%s)
 bg seedD ha "$BIN" seed "$WORK/file5.bin" --listen /ip4/100.64.1.2/tcp/4005 --listen /ip4/100.64.1.2/udp/4005/quic-v1 \
 	--bootstrap "$RELAY" --json "${NATED[@]}"
 
@@ -251,9 +252,8 @@ fi
 say "5: seed behind NAT A with no --relay finds the relay through the DHT; fetcher behind NAT B"
 wait_for "$WORK/seedD.out" '"ticket"' 20 || { show seedD; die "seed D did not start"; }
 ROOT5=$(field "$WORK/seedD.out" root)
-t0=$(date +%s)
-wait_for "$WORK/seedD.err" 'relay addresses.*p2p-circuit' 60 || echo "note: seed D has no relay address after 60 s"
-echo "seed D holds a relay slot after $(($(date +%s) - t0)) s more"
+wait_for "$WORK/seedD.err" 'relay addresses.*p2p-circuit' 60 || echo "note: seed D has no relay address yet"
+echo "seed D held a relay slot (found through the DHT) at most $(($(date +%s) - T_D)) s after it started"
 ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$ROOT5" --bootstrap "$RELAY" --out "$WORK/out5" --json --no-mdns \
 	--listen /ip4/100.64.2.2/tcp/4005 --listen /ip4/100.64.2.2/udp/4005/quic-v1 "${NATED[@]}" \
 	>"$WORK/fetch5.out" 2>"$WORK/fetch5.err"
