@@ -7,7 +7,7 @@
 # interfaces and no namespace has a route out of the testbed; everything is
 # removed at the end, also when a step fails.
 #
-#   bash testbed/nat.sh          # the four scenarios, pass/fail (CI)
+#   bash testbed/nat.sh          # the five scenarios, pass/fail (CI)
 #   bash testbed/nat.sh bench    # also: 256 MiB hole-punched vs public-public fetch
 #
 # Needs root (ip netns). Installs nftables and iproute2 with apt-get if missing.
@@ -18,7 +18,7 @@
 #     its operator), the summary says "relayed"
 #   3 a fetcher given the root id and the bootstrap address only finds a public and a
 #     NATed seed in the DHT and downloads from both (prints the time to first block)
-#   5 a seed behind NAT A given no relay, only the bootstrap address, finds the relay
+#   5 (runs before 4, which stops the relay) a seed behind NAT A given no relay, only the bootstrap address, finds the relay
 #     through the DHT (AutoRelay's peer source), reserves a slot on it and announces
 #     its relay address; a fetcher behind NAT B given the root id only fetches from it
 #   4 two partial fetchers in one home (each resumes a download holding a different
