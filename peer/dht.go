@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+	ma "github.com/multiformats/go-multiaddr"
 	mh "github.com/multiformats/go-multihash"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -116,14 +119,16 @@ type discovery struct {
 
 	mu        sync.Mutex
 	announced map[chunker.ID]time.Time
+	withRelay map[chunker.ID]bool // announced while the host had a relay address
 	local     map[chunker.ID]bool
 	lan       map[lpeer.ID]struct{}
+	dialing   map[lpeer.ID]struct{} // LAN peers being dialled
 	wg        sync.WaitGroup
 }
 
 // startDiscovery starts the DHT and mDNS of s as d says.
 func startDiscovery(s *Service, h host.Host, d Discovery) (*discovery, error) {
-	ds := &discovery{s: s, d: d, announced: make(map[chunker.ID]time.Time), local: make(map[chunker.ID]bool), lan: make(map[lpeer.ID]struct{})}
+	ds := &discovery{s: s, d: d, announced: make(map[chunker.ID]time.Time), withRelay: make(map[chunker.ID]bool), local: make(map[chunker.ID]bool), lan: make(map[lpeer.ID]struct{}), dialing: make(map[lpeer.ID]struct{})}
 	if d.DHT != DHTOff {
 		opts := []dht.Option{dht.ProtocolPrefix(DHTPrefix)}
 		boot := d.Bootstrap
@@ -191,7 +196,9 @@ func (ds *discovery) close() error {
 }
 
 // announceLoop announces every served root once this peer holds a block of
-// it (polling each second) and again every Reannounce, until the service
+// it (polling each second), again every Reannounce, and again once the peer
+// has a relay address if it had none when it announced (the record then
+// carries an address peers behind other NATs can dial), until the service
 // closes.
 func (ds *discovery) announceLoop() {
 	defer ds.wg.Done()
@@ -205,10 +212,14 @@ func (ds *discovery) announceLoop() {
 		}
 		ds.s.mu.Unlock()
 		for _, r := range roots {
+			relayed := hasRelayAddr(ds.s.h.Addrs())
 			ds.mu.Lock()
 			last, ok := ds.announced[r]
+			gained := relayed && !ds.withRelay[r]
 			ds.mu.Unlock()
-			if ok && time.Since(last) < ds.d.Reannounce {
+			if ok && time.Since(last) < ds.d.Reannounce && !gained {
+				// Announced, and not since gaining a relay address (the
+				// record's addresses may be all the others can dial).
 				continue
 			}
 			if held, _, _ := ds.s.Held(r); held == 0 {
@@ -231,6 +242,7 @@ func (ds *discovery) announceLoop() {
 			ds.s.log.Info("announced root in the DHT", "root", r)
 			ds.mu.Lock()
 			ds.announced[r] = time.Now()
+			ds.withRelay[r] = relayed
 			ds.mu.Unlock()
 		}
 		select {
@@ -239,6 +251,16 @@ func (ds *discovery) announceLoop() {
 		case <-t.C:
 		}
 	}
+}
+
+// hasRelayAddr says whether addrs hold a circuit relay address.
+func hasRelayAddr(addrs []ma.Multiaddr) bool {
+	for _, a := range addrs {
+		if isRelayed(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // provideLocally puts this peer's provider record of root into its own
@@ -288,22 +310,73 @@ func (ds *discovery) lanPeers() []lpeer.ID {
 // lanNotifee connects to the peers mDNS finds.
 type lanNotifee discovery
 
+// lanDialDelay is how long the peer with the larger id waits before it dials
+// a peer found on the LAN, so that the other dials first; lanDialTries is
+// how often it dials, with a random pause of up to lanRetryPause between.
+const (
+	lanDialDelay  = 800 * time.Millisecond
+	lanDialTries  = 4
+	lanRetryPause = 600 * time.Millisecond
+)
+
+// HandlePeerFound connects to a peer found on the LAN. Two peers that find
+// each other at once would dial each other at once, and TCP's simultaneous
+// open between their listening ports then joins both dials into one
+// connection that fails the security handshake: the peer with the larger
+// id lets the other dial first (its own dial then finds the connection
+// made), and a failed dial is tried again after a random pause.
 func (n *lanNotifee) HandlePeerFound(ai lpeer.AddrInfo) {
 	ds := (*discovery)(n)
-	if ai.ID == ds.s.h.ID() {
+	self := ds.s.h.ID()
+	if ai.ID == self {
 		return
 	}
+	ds.mu.Lock()
+	if _, busy := ds.dialing[ai.ID]; busy || len(ds.dialing) >= maxSwarm {
+		ds.mu.Unlock()
+		return
+	}
+	ds.dialing[ai.ID] = struct{}{}
+	ds.mu.Unlock()
 	go func() {
-		ctx, cancel := context.WithTimeout(ds.s.ctx, 10*time.Second)
-		defer cancel()
-		if err := ds.s.h.Connect(ctx, ai); err != nil {
-			ds.s.log.Info("LAN peer unreachable", "peer", ai.ID, "err", err)
+		defer func() {
+			ds.mu.Lock()
+			delete(ds.dialing, ai.ID)
+			ds.mu.Unlock()
+		}()
+		pause := func(d time.Duration) bool {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			select {
+			case <-ds.s.ctx.Done():
+				return false
+			case <-t.C:
+				return true
+			}
+		}
+		if self > ai.ID && !pause(lanDialDelay) {
 			return
 		}
-		ds.s.log.Info("found LAN peer", "peer", ai.ID)
-		ds.mu.Lock()
-		ds.lan[ai.ID] = struct{}{}
-		ds.mu.Unlock()
+		var err error
+		for try := 0; try < lanDialTries; try++ {
+			if try > 0 && !pause(time.Duration(rand.Int64N(int64(lanRetryPause)))) {
+				return
+			}
+			ctx, cancel := context.WithTimeout(ds.s.ctx, 10*time.Second)
+			err = ds.s.h.Connect(ctx, ai)
+			cancel()
+			if err == nil {
+				ds.s.log.Info("found LAN peer", "peer", ai.ID)
+				ds.mu.Lock()
+				ds.lan[ai.ID] = struct{}{}
+				ds.mu.Unlock()
+				return
+			}
+			if sw, ok := ds.s.h.Network().(interface{ Backoff() *swarm.DialBackoff }); ok {
+				sw.Backoff().Clear(ai.ID) // the next try dials at once
+			}
+		}
+		ds.s.log.Info("LAN peer unreachable", "peer", ai.ID, "err", err)
 	}()
 }
 
@@ -331,6 +404,9 @@ func (p *Peer) startExt() error {
 		return nil
 	}
 	x.paths = newPathTracker(p.h.Network())
+	if x.reach.RelayClient {
+		p.logRelayAddrs()
+	}
 	if x.disc.DHT == DHTOff && !x.disc.MDNS {
 		return nil
 	}
@@ -339,6 +415,9 @@ func (p *Peer) startExt() error {
 		return err
 	}
 	x.run = ds
+	if x.reach.src != nil && ds.dht != nil {
+		x.reach.src.setDHT(ds.dht, p.log) // AutoRelay takes relays from the DHT
+	}
 	return nil
 }
 

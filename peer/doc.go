@@ -132,8 +132,11 @@
 //   - NAT port mapping (UPnP, NAT-PMP);
 //   - circuit relay v2 client with AutoRelay: a host that is not reachable
 //     reserves a slot on its relays ([Reach].Relays; the command line tool
-//     takes them from --relay and from the relay addresses in a ticket) and
-//     advertises /RELAY-ADDR/p2p/RELAY/p2p-circuit addresses, which tickets
+//     takes them from --relay and from the relay addresses in a ticket), or,
+//     with [Reach].DHTRelays, on relays found through the DHT (peers of its
+//     routing table that offer the relay hop protocol, such as `reconcile
+//     relay` nodes; a root it announced before is announced again with the
+//     relay address), and advertises /RELAY-ADDR/p2p/RELAY/p2p-circuit addresses, which tickets
 //     then carry (older tickets parse as before: a relay address is one more
 //     multiaddr);
 //   - DCUtR hole punching: two NATed peers that met through a relay open a

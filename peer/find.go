@@ -28,7 +28,7 @@ func (f *fetch) discoverMore() {
 		}
 		cctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
 		defer cancel()
-		if err := f.p.h.Connect(cctx, ai); err == nil {
+		if err := f.p.connectProvider(cctx, ai); err == nil {
 			f.p.awaitDirect(f.ctx, ai.ID)
 			f.addSource(ai.ID)
 		}
@@ -140,7 +140,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 	defer cancel()
 	for _, ai := range infos {
 		go func() {
-			if err := p.h.Connect(cctx, ai); err != nil {
+			if err := p.connectProvider(cctx, ai); err != nil {
 				p.log.Info("provider unreachable", "peer", ai.ID, "err", err)
 				ai.ID = ""
 			}
@@ -169,4 +169,25 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 		reached = infos // let Fetch report why
 	}
 	return p.Fetch(ctx, Ticket{Root: root, Peers: reached}, out, opts...)
+}
+
+// connectProvider connects to a provider found in the DHT or on the LAN. If
+// the addresses found fail (a record announced before the provider had a
+// relay address), it asks the DHT for the provider's current addresses and
+// tries those.
+func (p *Service) connectProvider(ctx context.Context, ai AddrInfo) error {
+	err := p.h.Connect(ctx, ai)
+	if err == nil {
+		return nil
+	}
+	ds := p.discoveryOf()
+	if ds == nil || ds.dht == nil || ctx.Err() != nil {
+		return err
+	}
+	found, ferr := ds.dht.FindPeer(ctx, ai.ID)
+	if ferr != nil || len(found.Addrs) == 0 {
+		return err
+	}
+	p.log.Info("provider's addresses from the DHT", "peer", ai.ID, "addrs", found.Addrs)
+	return p.h.Connect(ctx, found)
 }

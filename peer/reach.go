@@ -1,16 +1,24 @@
 package peer
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/host/observedaddrs"
+	circuitproto "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
+	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 )
 
@@ -37,6 +45,12 @@ type Reach struct {
 	HolePunch bool
 	// Relays are static relays for AutoRelay (from flags or tickets).
 	Relays []AddrInfo
+	// DHTRelays makes AutoRelay also take relays found through the DHT
+	// (WithDiscovery with a DHT): peers of the DHT's routing table that
+	// offer the circuit relay v2 hop protocol, such as `reconcile relay`
+	// nodes, which are DHT servers. A host behind NAT then needs no Relays:
+	// joining the DHT through a bootstrap peer is enough.
+	DHTRelays bool
 	// Reachability forces what AutoNAT would find: network.ReachabilityPrivate
 	// makes the host reserve relay slots at once (useful when the operator
 	// knows it is behind NAT, and in testbeds); Unknown leaves it to AutoNAT.
@@ -53,11 +67,14 @@ type Reach struct {
 	// variables). Only for testbeds whose "internet" uses a benchmark range
 	// such as 198.18.0.0/15; never in production.
 	TreatAsPublic []netip.Prefix
+
+	src *relaySource // AutoRelay's peer source; startExt gives it the DHT
 }
 
-// DefaultReach is every reachability part on, with no static relay.
+// DefaultReach is every reachability part on, with no static relay and
+// relays found through the DHT.
 func DefaultReach() Reach {
-	return Reach{AutoNAT: true, PortMap: true, RelayClient: true, HolePunch: true}
+	return Reach{AutoNAT: true, PortMap: true, RelayClient: true, HolePunch: true, DHTRelays: true}
 }
 
 // WithReach sets the reachability parts of the host New builds (New only).
@@ -67,6 +84,7 @@ func WithReach(r Reach) Option {
 		if r.HolePunch && !r.RelayClient {
 			return errors.New("peer: hole punching needs the relay client (peers meet through a relay first)")
 		}
+		r.src = &relaySource{static: r.Relays, dht: r.DHTRelays}
 		c.ext().reach = r
 		c.hostOpts = true
 		return nil
@@ -91,10 +109,21 @@ func reachOptions(r Reach) []libp2p.Option {
 	}
 	if r.RelayClient {
 		opts = append(opts, libp2p.EnableRelay())
-		if len(r.Relays) > 0 {
-			opts = append(opts, libp2p.EnableAutoRelayWithStaticRelays(r.Relays,
-				autorelay.WithBootDelay(0), autorelay.WithMinCandidates(1), autorelay.WithNumRelays(len(r.Relays)),
-				autorelay.WithBackoff(10*time.Second)))
+		if len(r.Relays) > 0 || r.DHTRelays {
+			src := r.src
+			if src == nil {
+				src = &relaySource{static: r.Relays, dht: r.DHTRelays}
+			}
+			want := len(r.Relays)
+			if r.DHTRelays {
+				want = max(want, 2)
+			}
+			// Reserve on the first candidate at once (libp2p waits up to
+			// 3 minutes for 4 of them), and ask the source again soon
+			// after a relay is lost.
+			opts = append(opts, libp2p.EnableAutoRelayWithPeerSource(src.peers,
+				autorelay.WithBootDelay(0), autorelay.WithMinCandidates(1), autorelay.WithNumRelays(want),
+				autorelay.WithBackoff(10*time.Second), autorelay.WithMinInterval(relaySourceEvery)))
 		}
 	} else {
 		opts = append(opts, libp2p.DisableRelay())
@@ -109,6 +138,163 @@ func reachOptions(r Reach) []libp2p.Option {
 		opts = append(opts, libp2p.ForceReachabilityPublic())
 	}
 	return opts
+}
+
+// relaySourceEvery is the least time between two calls of the relay source
+// by AutoRelay; relaySourceWindow is how long one call keeps looking in the
+// DHT's routing table for relays (every relayPoll).
+const (
+	relaySourceEvery  = 10 * time.Second
+	relaySourceWindow = time.Minute
+	relayPoll         = 500 * time.Millisecond
+)
+
+// relaySource is AutoRelay's peer source: the static relays, then, with a
+// DHT, the peers of its routing table that offer the relay hop protocol.
+type relaySource struct {
+	static []AddrInfo
+	dht    bool
+
+	mu   sync.Mutex
+	kd   *dht.IpfsDHT
+	log  *slog.Logger
+	told map[lpeer.ID]bool // DHT relays logged once
+}
+
+// setDHT gives the source the running DHT (startExt).
+func (rs *relaySource) setDHT(kd *dht.IpfsDHT, log *slog.Logger) {
+	rs.mu.Lock()
+	rs.kd, rs.log = kd, log
+	rs.mu.Unlock()
+}
+
+// peers is an autorelay.PeerSource: it sends at most num candidates, the
+// static relays first, then relays found through the DHT as they turn up
+// in its routing table, for relaySourceWindow at most.
+func (rs *relaySource) peers(ctx context.Context, num int) <-chan lpeer.AddrInfo {
+	out := make(chan lpeer.AddrInfo, max(num, 0))
+	go func() {
+		defer close(out)
+		sent := make(map[lpeer.ID]bool)
+		send := func(ai AddrInfo) bool {
+			if sent[ai.ID] {
+				return true
+			}
+			if len(sent) >= num {
+				return false
+			}
+			sent[ai.ID] = true
+			select {
+			case out <- ai:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for _, ai := range rs.static {
+			if !send(ai) {
+				return
+			}
+		}
+		if !rs.dht {
+			return
+		}
+		window := time.NewTimer(relaySourceWindow)
+		defer window.Stop()
+		poll := time.NewTicker(relayPoll)
+		defer poll.Stop()
+		for {
+			for _, ai := range rs.fromDHT() {
+				if !sent[ai.ID] {
+					rs.note(ai.ID)
+				}
+				if !send(ai) {
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-window.C:
+				return
+			case <-poll.C:
+			}
+		}
+	}()
+	return out
+}
+
+// fromDHT are the peers of the DHT's routing table that offer the relay hop
+// protocol, with their direct addresses.
+func (rs *relaySource) fromDHT() []AddrInfo {
+	rs.mu.Lock()
+	kd := rs.kd
+	rs.mu.Unlock()
+	if kd == nil {
+		return nil
+	}
+	return relaysIn(kd.Host(), kd.RoutingTable().ListPeers())
+}
+
+// relaysIn are those of ids that offer the circuit relay v2 hop protocol
+// (as identify told h), with their direct addresses.
+func relaysIn(h host.Host, ids []lpeer.ID) []AddrInfo {
+	var out []AddrInfo
+	for _, id := range ids {
+		if id == h.ID() {
+			continue
+		}
+		if ps, err := h.Peerstore().SupportsProtocols(id, circuitproto.ProtoIDv2Hop); err != nil || len(ps) == 0 {
+			continue
+		}
+		var addrs []ma.Multiaddr
+		for _, a := range h.Peerstore().Addrs(id) {
+			if !isRelayed(a) {
+				addrs = append(addrs, a)
+			}
+		}
+		if len(addrs) > 0 {
+			out = append(out, AddrInfo{ID: id, Addrs: addrs})
+		}
+	}
+	return out
+}
+
+// note logs, once per relay, that the DHT offered it.
+func (rs *relaySource) note(id lpeer.ID) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.told == nil {
+		rs.told = make(map[lpeer.ID]bool)
+	}
+	if rs.told[id] || rs.log == nil || len(rs.told) > 64 {
+		return
+	}
+	rs.told[id] = true
+	rs.log.Info("relay candidate found through the DHT", "relay", id)
+}
+
+// logRelayAddrs logs the host's relay addresses each time AutoRelay changes
+// them, until the service closes.
+func (p *Peer) logRelayAddrs() {
+	sub, err := p.h.EventBus().Subscribe(new(event.EvtAutoRelayAddrsUpdated))
+	if err != nil {
+		return
+	}
+	go func() {
+		defer sub.Close()
+		for {
+			select {
+			case <-p.ctx.Done():
+				return
+			case e, ok := <-sub.Out():
+				if !ok {
+					return
+				}
+				p.log.Info("relay addresses", "addrs", e.(event.EvtAutoRelayAddrsUpdated).RelayAddrs)
+			}
+		}
+	}()
 }
 
 var treatMu sync.Mutex

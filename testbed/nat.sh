@@ -7,7 +7,7 @@
 # interfaces and no namespace has a route out of the testbed; everything is
 # removed at the end, also when a step fails.
 #
-#   bash testbed/nat.sh          # the four scenarios, pass/fail (CI)
+#   bash testbed/nat.sh          # the five scenarios, pass/fail (CI)
 #   bash testbed/nat.sh bench    # also: 256 MiB hole-punched vs public-public fetch
 #
 # Needs root (ip netns). Installs nftables and iproute2 with apt-get if missing.
@@ -18,8 +18,12 @@
 #     its operator), the summary says "relayed"
 #   3 a fetcher given the root id and the bootstrap address only finds a public and a
 #     NATed seed in the DHT and downloads from both (prints the time to first block)
-#   4 two fetchers in one home find each other by mDNS; the second downloads from the
-#     first with no seed, relay or DHT running
+#   5 (runs before 4, which stops the relay) a seed behind NAT A given no relay, only the bootstrap address, finds the relay
+#     through the DHT (AutoRelay's peer source), reserves a slot on it and announces
+#     its relay address; a fetcher behind NAT B given the root id only fetches from it
+#   4 two partial fetchers in one home (each resumes a download holding a different
+#     half of the file) find each other by mDNS and exchange blocks both ways with no
+#     seed, relay or DHT running: both end byte-identical, each got blocks from the other
 set -uo pipefail
 
 MODE=${1:-test}
@@ -168,6 +172,7 @@ fail() { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 show() { echo "--- $1"; sed -n '1,60p' "$WORK/$1.out"; grep -v '^$' "$WORK/$1.err" | tail -15; }
 
 head -c $((SIZE_MB << 20)) /dev/urandom >"$WORK/file.bin"
+head -c $((4 << 20)) /dev/urandom >"$WORK/file5.bin"
 
 say "relay and DHT bootstrap node on the internet (198.18.0.1)"
 bg relay relay "$BIN" relay --listen /ip4/198.18.0.1/tcp/4001 --listen /ip4/198.18.0.1/udp/4001/quic-v1 \
@@ -176,6 +181,14 @@ wait_for "$WORK/relay.out" '"addrs"' 10 || { show relay; die "relay did not star
 sleep 0.3
 RELAY=$(grep -o '/ip4/198.18.0.1/tcp/4001/p2p/[A-Za-z0-9]*' "$WORK/relay.out" | head -1)
 echo "relay: $RELAY"
+
+# Scenario 5's seed starts now: with --reachability auto (the default) AutoNAT takes
+# some 30 s to find it unreachable before AutoRelay looks for a relay.
+T_D=$(date +%s)
+bg seedD ha "$BIN" seed "$WORK/file5.bin" --listen /ip4/100.64.1.2/tcp/4005 --listen /ip4/100.64.1.2/udp/4005/quic-v1 \
+	--bootstrap "$RELAY" --json "${NATED[@]}"
+( wait_for "$WORK/seedD.err" 'relay addresses.*p2p-circuit' 90 && echo $(($(date +%s) - T_D)) >"$WORK/seedD.slot" ) &
+PIDS+=($!)
 
 # --- scenario 1 ----------------------------------------------------------
 say "1: seed behind NAT A, fetcher behind NAT B, hole punching"
@@ -237,20 +250,57 @@ else
 	fail "3: output differs or fewer than 2 peers sent blocks ($npeers)"; show fetch3
 fi
 
-# --- scenario 4 ----------------------------------------------------------
-say "4: LAN: a second fetcher in home B finds the first by mDNS, no seed, relay or DHT"
-for n in seedA seedP relay; do eval "kill \$PID_$n" 2>/dev/null; done
-sleep 0.5
-ip netns exec "${P}hb" timeout 60 "$BIN" fetch "$ROOT" --out "$WORK/out4" --json --no-dht --no-relay \
-	--listen /ip4/100.64.2.2/tcp/4004 "${TB[@]}" >"$WORK/fetch4.out" 2>"$WORK/fetch4.err"
+# --- scenario 5 ----------------------------------------------------------
+say "5: seed behind NAT A with no --relay finds the relay through the DHT; fetcher behind NAT B"
+wait_for "$WORK/seedD.out" '"ticket"' 20 || { show seedD; die "seed D did not start"; }
+ROOT5=$(field "$WORK/seedD.out" root)
+wait_for "$WORK/seedD.slot" . 60 && echo "seed D held a slot on a relay found through the DHT $(cat "$WORK/seedD.slot") s after it started (AutoNAT, then AutoRelay)" \
+	|| echo "note: seed D has no relay address yet"
+ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$ROOT5" --bootstrap "$RELAY" --out "$WORK/out5" --json --no-mdns \
+	--listen /ip4/100.64.2.2/tcp/4005 --listen /ip4/100.64.2.2/udp/4005/quic-v1 "${NATED[@]}" \
+	>"$WORK/fetch5.out" 2>"$WORK/fetch5.err"
 rc=$?
-F3=$(grep -o '"peer": "[^"]*"' "$WORK/fetch4.out" | head -1)
-if [ $rc = 0 ] && cmp -s "$WORK/file.bin" "$WORK/out4"; then
-	pass "4: byte-identical from the other fetcher found on the LAN ($F3)"
+P5=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' "$WORK/fetch5.out" | sort -u | tr '\n' ' ')
+if [ $rc = 0 ] && cmp -s "$WORK/file5.bin" "$WORK/out5" \
+	&& grep -q 'relay candidate found through the DHT' "$WORK/seedD.err" \
+	&& grep -Eq '"path": "(hole-punched|relayed)"' "$WORK/fetch5.out"; then
+	pass "5: byte-identical from a NATed seed whose relay came from the DHT (path: $P5)"
 else
-	fail "4: exit $rc or output differs"; show fetch4
+	fail "5: exit $rc, output differs, no relay from the DHT, or not through a relay (path: $P5)"; show fetch5; show seedD
 fi
-kill "$PID_fetch3" 2>/dev/null
+
+# --- scenario 4 ----------------------------------------------------------
+say "4: LAN: two partial fetchers in home B exchange blocks both ways via mDNS, no seed, relay or DHT"
+for n in seedA seedP seedD relay fetch3; do eval "kill \$PID_$n" 2>/dev/null; done
+# Two interrupted downloads: each output holds one half of the file (the rest
+# zeros) beside the state a fetch keeps (OUT.reconcile/: the manifest); a
+# resumed fetch re-hashes the output and keeps the blocks that match.
+"$BIN" chunk "$WORK/file.bin" --manifest "$WORK/file.man" >/dev/null || die "chunk failed"
+HALF=$((SIZE_MB << 19))
+for x in X Y; do mkdir -p "$WORK/out4$x.reconcile"; cp "$WORK/file.man" "$WORK/out4$x.reconcile/manifest"; done
+{ head -c $HALF "$WORK/file.bin"; head -c $HALF /dev/zero; } >"$WORK/out4X"
+{ head -c $HALF /dev/zero; tail -c +$((HALF + 1)) "$WORK/file.bin"; } >"$WORK/out4Y"
+sleep 0.5
+for x in X Y; do
+	port=4006; [ $x = Y ] && port=4007
+	bg "fetch4$x" hb timeout 60 "$BIN" fetch "$ROOT" --out "$WORK/out4$x" --json --no-dht --no-relay --seed-after \
+		--listen /ip4/100.64.2.2/tcp/$port "${TB[@]}"
+done
+wait_for "$WORK/fetch4X.out" '"peers"' 60; wait_for "$WORK/fetch4Y.out" '"peers"' 60
+sleep 0.5
+# from FILE: the peers that sent blocks, as "ID:BLOCKS" words
+from() { awk '/"peer":/ { gsub(/[",]/, "", $2); p = $2 } /^      "blocks":/ { gsub(/,/, "", $2); if (p != "" && $2 > 0) printf "%s:%s ", p, $2; p = "" }' "$1"; }
+FX=$(from "$WORK/fetch4X.out"); FY=$(from "$WORK/fetch4Y.out")
+RX=$(sed -n 's/.*"resumed_blocks": *\([0-9]*\).*/\1/p' "$WORK/fetch4X.out"); RY=$(sed -n 's/.*"resumed_blocks": *\([0-9]*\).*/\1/p' "$WORK/fetch4Y.out")
+echo "X resumed ${RX:-?} blocks, got from: ${FX:-nobody}; Y resumed ${RY:-?} blocks, got from: ${FY:-nobody}"
+nx=$(echo $FX | wc -w); ny=$(echo $FY | wc -w)
+if cmp -s "$WORK/file.bin" "$WORK/out4X" && cmp -s "$WORK/file.bin" "$WORK/out4Y" \
+	&& [ "$nx" = 1 ] && [ "$ny" = 1 ] && [ "${FX%%:*}" != "${FY%%:*}" ]; then
+	pass "4: both byte-identical; each got its missing half from the other, found on the LAN"
+else
+	fail "4: outputs differ or blocks did not flow both ways"; show fetch4X; show fetch4Y
+fi
+kill "$PID_fetch4X" "$PID_fetch4Y" 2>/dev/null
 
 # --- benchmark -----------------------------------------------------------
 if [ "$MODE" = bench ]; then
@@ -277,6 +327,15 @@ if [ "$MODE" = bench ]; then
 	s2=$(secs "$WORK"/bfetch2.*.out)
 	p1=$(cat "$WORK"/bfetch1.*.out | sed -n 's/.*"path": "\([^"]*\)".*/\1/p' | sort -u | tr '\n' ' ')
 	awk -v a="$s1" -v b="$s2" -v p="$p1" 'BEGIN { if (a > 0 && b > 0) printf "bench: 256 MiB NAT A->B (%s) %.2f s (%.0f MiB/s), public->public %.2f s (%.0f MiB/s): ratio %.2f (goal >= 0.8)\n", p, a, 256/a, b, 256/b, b/a; else print "bench: a fetch failed" }'
+	# The same after the first block (seconds minus the time to first block, which
+	# for the NATed pair includes meeting through the relay and punching the hole).
+	after() { local k r best=""; for r in 1 2; do
+		k=$(awk -v s="$(secs "$WORK/bfetch$1.$r.out")" -v f="$(sed -n 's/.*first block after \([0-9.]*\) s.*/\1/p' "$WORK/bfetch$1.$r.err" | head -1)" \
+			'BEGIN { if (s > 0 && f != "") printf "%.3f", s - f }')
+		if [ -n "$k" ] && { [ -z "$best" ] || awk -v a="$k" -v b="$best" 'BEGIN { exit !(a < b) }'; }; then best=$k; fi
+	done; echo "$best"; }
+	a1=$(after 1); a2=$(after 2)
+	awk -v a="$a1" -v b="$a2" 'BEGIN { if (a > 0 && b > 0) printf "bench: after the first block: NAT A->B %.2f s, public->public %.2f s: ratio %.2f (approx.; the rest is setup: relay, hole punch)\n", a, b, b/a }'
 fi
 
 say "done in $(($(date +%s) - START)) s: $FAILS failed"

@@ -33,6 +33,7 @@ func netFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "no-dht", Usage: "run no DHT: neither announce nor look up the content"},
 		&cli.BoolFlag{Name: "no-mdns", Usage: "do not announce or look for peers on the LAN (mDNS)"},
 		&cli.BoolFlag{Name: "no-relay", Usage: "neither use relays nor accept relayed connections (also turns off hole punching)"},
+		&cli.BoolFlag{Name: "no-dht-relays", Usage: "take relays only from --relay and the ticket, not the relays found through the DHT"},
 		&cli.BoolFlag{Name: "no-holepunch", Usage: "do not upgrade relayed connections to direct ones (DCUtR)"},
 		&cli.BoolFlag{Name: "no-autonat", Usage: "do not ask peers whether this host is reachable (AutoNAT)"},
 		&cli.BoolFlag{Name: "no-portmap", Usage: "do not ask the router for a port mapping (UPnP, NAT-PMP)"},
@@ -99,6 +100,7 @@ func netOptions(c *cli.Context, fromTicket []lpeer.AddrInfo) ([]peer.Option, err
 	}
 	if r.RelayClient {
 		r.Relays = relays
+		r.DHTRelays = !c.Bool("no-dht") && !c.Bool("no-dht-relays")
 	}
 	for _, s := range c.StringSlice("treat-as-public") {
 		p, err := netip.ParsePrefix(s)

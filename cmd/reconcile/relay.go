@@ -22,7 +22,8 @@ func relayCommand() *cli.Command {
 		Name:  "relay",
 		Usage: "run a public helper node: circuit relay v2, DHT server and bootstrap peer",
 		Description: "Runs on a host that others can dial (a public address, or a forwarded port). Peers\n" +
-			"behind NAT reserve a slot on it (reconcile seed/fetch --relay ADDR) and are reached\n" +
+			"behind NAT reserve a slot on it (reconcile seed/fetch --relay ADDR, or without\n" +
+			"--relay once they find it in the DHT they join with --bootstrap ADDR) and are reached\n" +
 			"through it; two such peers then try to punch a hole (DCUtR) and move the blocks\n" +
 			"directly. It is also a server of the private /reconcile DHT (or of Amino with\n" +
 			"--amino) that seeds announce their content on, and a bootstrap peer\n" +
