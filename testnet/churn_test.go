@@ -1,9 +1,19 @@
 package testnet
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
@@ -128,6 +138,144 @@ func TestPlanRoles(t *testing.T) {
 			if corrupt != 0 {
 				t.Errorf("%+v: %d corrupt liars, want none", tc, corrupt)
 			}
+		}
+	}
+}
+
+// recordStream is a network.Stream that keeps what is written to it.
+type recordStream struct {
+	network.Stream
+	got []byte
+}
+
+func (s *recordStream) Write(b []byte) (int, error) {
+	s.got = append(s.got, b...)
+	return len(b), nil
+}
+
+// TestLiarStream feeds a liar's stream a missing frame, two block frames
+// and an error frame, cut into writes at every place, and reads back what
+// it sent: the corrupt liar flips payload bytes of the blocks (so that they
+// fail verification) and keeps the rest; the phantom answers every block as
+// missing. The writer's buffer is never modified.
+func TestLiarStream(t *testing.T) {
+	block := bytes.Repeat([]byte{7}, 300)
+	var in []byte
+	frame := func(f []byte) { in = binary.AppendUvarint(in, uint64(len(f))); in = append(in, f...) }
+	frame(wire.AppendMissing(nil, 4))
+	frame(append(wire.AppendBlockHeader(nil, 5), block...))
+	frame(append(wire.AppendBlockHeader(nil, 200), block[:1]...))
+	frame(wire.AppendError(nil, "bye"))
+	orig := bytes.Clone(in)
+	for _, tc := range []struct {
+		lie  LiarKind
+		want []string // the frames sent: type and index, or "error"
+	}{
+		{LiarCorrupt, []string{"missing 4", "corrupt block 5", "corrupt block 200", "error"}},
+		{LiarPhantom, []string{"missing 4", "missing 5", "missing 200", "error"}},
+	} {
+		for cut := range len(in) + 1 {
+			rec := &recordStream{}
+			c := &counters{}
+			s := &liarStream{Stream: rec, lie: tc.lie, c: c}
+			for _, part := range [][]byte{in[:cut], in[cut:]} {
+				if n, err := s.Write(part); n != len(part) || err != nil {
+					t.Fatalf("%v cut %d: write %d of %d, %v", tc.lie, cut, n, len(part), err)
+				}
+			}
+			if !bytes.Equal(in, orig) {
+				t.Fatalf("%v cut %d: the writer's bytes were modified", tc.lie, cut)
+			}
+			var got []string
+			r := wire.NewReader(bytes.NewReader(rec.got))
+			for {
+				f, err := r.Next(1 << 20)
+				if err != nil {
+					break
+				}
+				idx, data, ok, err := wire.DecodeBlock(f, 1000)
+				switch {
+				case err != nil:
+					got = append(got, "error")
+				case !ok:
+					got = append(got, fmt.Sprintf("missing %d", idx))
+				case bytes.Equal(data, block[:len(data)]):
+					got = append(got, fmt.Sprintf("block %d", idx))
+				default:
+					got = append(got, fmt.Sprintf("corrupt block %d", idx))
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%v cut %d: sent %q, want %q", tc.lie, cut, got, tc.want)
+			}
+			if lies := c.liedCorrupt.Load() + c.liedMissing.Load(); lies != 2 {
+				t.Errorf("%v cut %d: %d lies counted, want 2", tc.lie, cut, lies)
+			}
+		}
+	}
+}
+
+func TestParseChurn(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Churn
+		ok   bool
+	}{
+		{"", Churn{}, true},
+		{"none", Churn{}, true},
+		{"0", Churn{}, true},
+		{"0.1", Churn{0.1, 0.05, 0.05}, true},
+		{" 0.2,0.2,0 ", Churn{0.2, 0.2, 0}, true},
+		{"1", Churn{1, 0.5, 0.5}, false}, // leave + late over 1
+		{"0.1,0.2,0", Churn{}, false},    // rejoin over leave
+		{"0.1,0.05", Churn{}, false},
+		{"-0.1", Churn{}, false},
+		{"lots", Churn{}, false},
+	} {
+		got, err := ParseChurn(tc.in)
+		if tc.ok != (err == nil) || (tc.ok && got != tc.want) {
+			t.Errorf("ParseChurn(%q) = %+v, %v", tc.in, got, err)
+		}
+		if err != nil && !errors.Is(err, ErrConfig) {
+			t.Errorf("ParseChurn(%q): %v is not ErrConfig", tc.in, err)
+		}
+		if tc.ok {
+			back, err := ParseChurn(got.String())
+			if err != nil || back != got {
+				t.Errorf("ParseChurn(%q).String() = %q reads back as %+v, %v", tc.in, got.String(), back, err)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		want LiarKind
+	}{{"", LiarMixed}, {"mixed", LiarMixed}, {"Corrupt", LiarCorrupt}, {"phantom", LiarPhantom}} {
+		if got, err := ParseLiarKind(tc.in); err != nil || got != tc.want || (tc.in != "" && got.String() != strings.ToLower(tc.in)) {
+			t.Errorf("ParseLiarKind(%q) = %v, %v", tc.in, got, err)
+		}
+	}
+	if _, err := ParseLiarKind("honest"); !errors.Is(err, ErrConfig) {
+		t.Errorf("ParseLiarKind(honest): %v", err)
+	}
+	base := Config{Dir: "x", Nodes: 4, Liars: 0.5, Churn: Churn{Leave: 0.5, Rejoin: 0.5, Late: 0.5}}.withDefaults()
+	if err := base.validate(); err != nil {
+		t.Fatalf("base config: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+	}{
+		{"liars 1", func(c *Config) { c.Liars = 1 }},
+		{"liars negative", func(c *Config) { c.Liars = -0.1 }},
+		{"liar kind", func(c *Config) { c.LiarKind = 9 }},
+		{"byers liars", func(c *Config) { c.Method, c.Liars = reconcile.Byers, 0.1 }},
+		{"byers churn", func(c *Config) { c.Method, c.Churn = reconcile.Byers, Churn{Leave: 0.1} }},
+		{"churn rejoin", func(c *Config) { c.Churn = Churn{Leave: 0.1, Rejoin: 0.2} }},
+	} {
+		c := base
+		tc.mod(&c)
+		if err := c.validate(); !errors.Is(err, ErrConfig) {
+			t.Errorf("%s: validate = %v, want ErrConfig", tc.name, err)
 		}
 	}
 }
