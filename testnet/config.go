@@ -201,6 +201,10 @@ type Config struct {
 	Liars float64
 	// LiarKind is what the liars do. Default LiarMixed.
 	LiarKind LiarKind
+	// StuckAfter is how long an honest fetch may go without storing a block
+	// before it is cancelled and started again on its store (it resumes;
+	// Result.Restarts counts these). Default 30 s.
+	StuckAfter time.Duration
 	// Progress, when set, is called about every 200 ms during the fetches.
 	Progress func(Progress)
 	// Logger receives the peers' logs. Default: discard.
@@ -238,6 +242,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxSources == 0 {
 		c.MaxSources = 8
 	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -268,8 +275,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %d random neighbours among %d nodes", ErrConfig, c.Degree, c.Nodes)
 	case c.Dir == "":
 		return fmt.Errorf("%w: no Dir for the stores", ErrConfig)
-	case c.Window < 0 || c.MaxSources < 0:
-		return fmt.Errorf("%w: window %d, max sources %d", ErrConfig, c.Window, c.MaxSources)
+	case c.Window < 0 || c.MaxSources < 0 || c.StuckAfter < 0:
+		return fmt.Errorf("%w: window %d, max sources %d, stuck after %v", ErrConfig, c.Window, c.MaxSources, c.StuckAfter)
 	case !(c.Liars >= 0 && c.Liars < 1) || c.LiarKind > LiarPhantom:
 		return fmt.Errorf("%w: liars %g (want [0, 1)), kind %d", ErrConfig, c.Liars, c.LiarKind)
 	case (c.Liars > 0 || c.Churn != Churn{}) && c.Method == reconcile.Byers:

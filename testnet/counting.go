@@ -32,6 +32,8 @@ type counters struct {
 	// honest fetches received and the bans they made, honestBans those of
 	// honest peers.
 	liedCorrupt, liedMissing, corrupt, bans, honestBans atomic.Int64
+	// restarts counts the stuck fetches started again.
+	restarts atomic.Int64
 }
 
 func (c *counters) wire() map[string]int64 {

@@ -143,12 +143,49 @@ func (w *swarm) events(ev peer.FetchEvent) {
 	}
 }
 
-// fetch runs one fetch of node i's service p; onBlock is told of every block
-// stored.
+// fetch runs node i's service p's fetch until it ends; onBlock is told of
+// every block stored. A fetch that stores no block for Config.StuckAfter is
+// cancelled and started again on its store (it resumes), as a user would:
+// on the mock network, whose streams ignore deadlines, two peers that both
+// write and neither reads can otherwise wait for ever. Each such restart is
+// counted (Result.Restarts).
 func (w *swarm) fetch(ctx context.Context, i int, p *peer.Service, onBlock func(peer.Progress)) (*peer.Summary, error) {
-	return p.FetchServed(ctx, w.root, peer.WithSources(w.sources(i)...), peer.WithMethod(w.cfg.Method),
-		peer.WithNoPeerTimeout(w.cfg.Timeout), peer.WithFetchEvents(w.events),
-		peer.WithProgress(func(pr peer.Progress) { w.blocks.Add(1); onBlock(pr) }))
+	for {
+		fctx, cancel := context.WithCancel(ctx)
+		var last atomic.Int64
+		last.Store(time.Now().UnixNano())
+		var stuck atomic.Bool
+		done := make(chan struct{})
+		go func() {
+			t := time.NewTicker(time.Second)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					if time.Since(time.Unix(0, last.Load())) > w.cfg.StuckAfter {
+						stuck.Store(true)
+						cancel()
+						return
+					}
+				}
+			}
+		}()
+		sum, err := p.FetchServed(fctx, w.root, peer.WithSources(w.sources(i)...), peer.WithMethod(w.cfg.Method),
+			peer.WithNoPeerTimeout(w.cfg.Timeout), peer.WithFetchEvents(w.events),
+			peer.WithProgress(func(pr peer.Progress) {
+				last.Store(time.Now().UnixNano())
+				w.blocks.Add(1)
+				onBlock(pr)
+			}))
+		close(done)
+		cancel()
+		if err == nil || !stuck.Load() || ctx.Err() != nil {
+			return sum, err
+		}
+		w.cnt.restarts.Add(1)
+	}
 }
 
 // life is an honest fetching node's run: it joins (late, when its role says

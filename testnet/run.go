@@ -105,6 +105,9 @@ type Result struct {
 	CorruptReceived int64 `json:"corrupt_received"`
 	Bans            int64 `json:"bans"`
 	HonestBans      int64 `json:"honest_bans"`
+	// Restarts counts the honest fetches that stored no block for
+	// Config.StuckAfter and were started again (resuming their stores).
+	Restarts int64 `json:"restarts"`
 	// Completion time of the fetchers, seconds from the start of the fetches.
 	MedianS float64 `json:"median_s"`
 	P95S    float64 `json:"p95_s"`
@@ -569,6 +572,7 @@ wait:
 	}
 	res.LiedCorrupt, res.LiedMissing = cnt.liedCorrupt.Load(), cnt.liedMissing.Load()
 	res.CorruptReceived, res.Bans, res.HonestBans = cnt.corrupt.Load(), cnt.bans.Load(), cnt.honestBans.Load()
+	res.Restarts = cnt.restarts.Load()
 	sort.Float64s(res.Completions)
 	res.MedianS = quantile(res.Completions, 0.5)
 	res.P95S = quantile(res.Completions, 0.95)

@@ -370,6 +370,9 @@ func printTestnet(out io.Writer, rep testnetReport) {
 // printChurnLiars prints a run's churn events and what its liars did and
 // cost, nothing when it had neither.
 func printChurnLiars(out io.Writer, r *testnet.Result) {
+	if r.Restarts > 0 {
+		fmt.Fprintf(out, "testnet %s: %d fetches stored no block for a while and were started again (resuming)\n", r.Method, r.Restarts)
+	}
 	if r.Churn != (testnet.Churn{}) {
 		fmt.Fprintf(out, "testnet %s churn %s: %d peers left mid-fetch, %d came back (%d blocks resumed from their stores), %d joined late; %d/%d honest peers that stayed or came back completed\n",
 			r.Method, r.Churn, r.Left, r.Rejoined, r.ResumedBlocks, r.LateJoined, r.Completed, r.Fetchers)
