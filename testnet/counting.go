@@ -74,6 +74,9 @@ type holdings interface {
 type countingHost struct {
 	host.Host
 	c *counters
+	// sendBuffer gives the block streams it opens a send buffer
+	// (sendBuffered: the mock network's streams have none).
+	sendBuffer bool
 	// liar, when set, makes the blocks served lie as lie says.
 	liar bool
 	lie  LiarKind
@@ -115,6 +118,9 @@ func (h *countingHost) NewStream(ctx context.Context, p lpeer.ID, pids ...protoc
 		proto = pids[0]
 	}
 	if n := h.c.counter(proto, true); n != nil {
+		if h.sendBuffer && proto == peer.ProtoBlocks {
+			return newSendBuffered(h.wrap(s, n)), nil
+		}
 		return h.wrap(s, n), nil
 	}
 	return s, nil

@@ -287,7 +287,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Window > 0 {
 			o = append(o, peer.WithWindow(cfg.Window))
 		}
-		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt, access: acc, self: i, liar: roles[i].liar, lie: roles[i].lie}, o...)
+		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt, access: acc, self: i, liar: roles[i].liar, lie: roles[i].lie,
+			sendBuffer: cfg.Transport == TransportMock}, o...)
 		if err != nil {
 			return nil, fmt.Errorf("testnet: peer: %w", err)
 		}

@@ -99,6 +99,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "churn", Usage: "share of the fetching peers that leave mid-fetch (half of them come back, half as many join late), or LEAVE,REJOIN,LATE; none for no churn", Value: "none"},
 			&cli.Float64Flag{Name: "liars", Usage: "share of the peers (never the seed) that lie, in [0, 1)"},
 			&cli.StringFlag{Name: "liar-kind", Usage: "what liars do: corrupt (flip bytes of the blocks they send), phantom (claim every block, send none) or mixed (half each)", Value: "mixed"},
+			&cli.DurationFlag{Name: "stuck-after", Usage: "start again (resuming) an honest fetch that stored no block for this long", Value: 30 * time.Second},
 			&cli.BoolFlag{Name: "baseline", Usage: "with --churn or --liars, also run each method without them and print what they cost"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			progressFlag(),
@@ -179,6 +180,9 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		return fail("--churn %q: want a share such as 0.1, or LEAVE,REJOIN,LATE with rejoin <= leave and leave + late <= 1", c.String("churn"))
 	}
 	cfg.Liars = c.Float64("liars")
+	if cfg.StuckAfter = c.Duration("stuck-after"); cfg.StuckAfter <= 0 {
+		return fail("--stuck-after must be positive")
+	}
 	if !(cfg.Liars >= 0 && cfg.Liars < 1) {
 		return fail("--liars must be in [0, 1), got %g", cfg.Liars)
 	}

@@ -86,6 +86,7 @@ func TestTestnetCommand(t *testing.T) {
 		{[]string{"testnet", "--churn", "0.1,0.2,0"}, "--churn"},
 		{[]string{"testnet", "--liars", "1"}, "--liars must be in [0, 1)"},
 		{[]string{"testnet", "--liar-kind", "honest"}, "--liar-kind"},
+		{[]string{"testnet", "--stuck-after", "0s"}, "--stuck-after must be positive"},
 		{[]string{"testnet", "--liars", "0.1", "--method", "both"}, "not byers"},
 		{[]string{"testnet", "--up", "20"}, "--up"},
 		{[]string{"testnet", "--down", "2MB/s"}, "--down"},
