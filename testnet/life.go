@@ -240,7 +240,9 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 			leave()
 		}
 	}
-	w.running.Add(1)
+	if r.lateAt > 0 {
+		w.running.Add(1) // the others were counted before they started
+	}
 	sum, err := w.fetch(fctx, i, n.p, onBlock)
 	w.running.Add(-1)
 	o.sums = append(o.sums, sum)

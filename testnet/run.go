@@ -462,6 +462,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			joins[i] = make(chan struct{})
 		} else {
 			startHonest++
+			w.running.Add(1) // before it starts, so that late joins wait for it
 		}
 		wg.Add(1)
 		go func() {
