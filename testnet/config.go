@@ -118,10 +118,11 @@ func ParseNeighbours(s string) (Neighbours, error) {
 
 // Progress is a snapshot of a running testnet, given to Config.Progress.
 type Progress struct {
-	// Done and Fetchers count the peers that hold the whole file and the peers
-	// that started without it.
+	// Fetchers counts the honest peers that must end with the whole file
+	// (Result.Fetchers), Done those of them whose fetching has ended.
 	Done, Fetchers int
-	// Blocks counts the blocks (or coded blocks) stored by all fetches so far.
+	// Blocks counts the blocks (or coded blocks) stored by the honest
+	// fetches so far.
 	Blocks int64
 	// Elapsed is the time since the fetches started.
 	Elapsed time.Duration

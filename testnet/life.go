@@ -40,16 +40,20 @@ type swarm struct {
 	nodesMu *sync.Mutex
 	// newService builds a node's service on its (counting) host.
 	newService func(i int) (*peer.Service, error)
-	isLiar     map[lpeer.ID]bool
-	start      time.Time
+	// isLiar tells the liars' ids, to count bans of honest peers.
+	isLiar map[lpeer.ID]bool
+	// start is when the fetches started.
+	start time.Time
 
+	// linkMu guards who is present and which pairs are linked.
 	linkMu  sync.Mutex
 	present []bool
 	linked  []bool  // by pair index
 	pairsOf [][]int // node -> pair indices
 
-	// blocks counts the blocks stored by all fetches; honest those of the
-	// honest fetches that start with the run, toward progress for late joins.
+	// blocks counts the blocks stored by the honest fetches; honest those
+	// of the honest fetches that start with the run, the swarm's progress
+	// toward the late joins.
 	blocks, honest atomic.Int64
 	// running counts the honest fetches under way; done the needed nodes
 	// that ended.
@@ -57,7 +61,8 @@ type swarm struct {
 	outs          []outcome
 }
 
-// present0 says which nodes are linked from the start: all but late joiners.
+// init sets up the links' state (every node but the late joiners present
+// from the start) and the outcomes.
 func (w *swarm) init() {
 	w.present = make([]bool, len(w.nodes))
 	w.linked = make([]bool, len(w.ov.pairs))
