@@ -118,10 +118,11 @@ func ParseNeighbours(s string) (Neighbours, error) {
 
 // Progress is a snapshot of a running testnet, given to Config.Progress.
 type Progress struct {
-	// Done and Fetchers count the peers that hold the whole file and the peers
-	// that started without it.
+	// Fetchers counts the honest peers that must end with the whole file
+	// (Result.Fetchers), Done those of them whose fetching has ended.
 	Done, Fetchers int
-	// Blocks counts the blocks (or coded blocks) stored by all fetches so far.
+	// Blocks counts the blocks (or coded blocks) stored by the honest
+	// fetches so far.
 	Blocks int64
 	// Elapsed is the time since the fetches started.
 	Elapsed time.Duration
@@ -191,6 +192,20 @@ type Config struct {
 	// each is re-hashed and its root id compared with the seed's
 	// (Result.Identical).
 	SkipVerify bool
+	// Churn makes peers leave mid-fetch, come back and resume, and join late
+	// (see Churn). Default: none. Not with the Byers method.
+	Churn Churn
+	// Liars is the share of the peers, never the seed, that lie (see
+	// LiarKind), in [0, 1). They are left out of the completion and
+	// byte-identical checks, and every unit is held by some honest peer.
+	// Default 0. Not with the Byers method.
+	Liars float64
+	// LiarKind is what the liars do. Default LiarMixed.
+	LiarKind LiarKind
+	// StuckAfter is how long an honest fetch may go without storing a block
+	// before it is cancelled and started again on its store (it resumes;
+	// Result.Restarts counts these). Default 30 s.
+	StuckAfter time.Duration
 	// Progress, when set, is called about every 200 ms during the fetches.
 	Progress func(Progress)
 	// Logger receives the peers' logs. Default: discard.
@@ -228,6 +243,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxSources == 0 {
 		c.MaxSources = 8
 	}
+	if c.StuckAfter == 0 {
+		c.StuckAfter = 30 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -258,13 +276,139 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: %d random neighbours among %d nodes", ErrConfig, c.Degree, c.Nodes)
 	case c.Dir == "":
 		return fmt.Errorf("%w: no Dir for the stores", ErrConfig)
-	case c.Window < 0 || c.MaxSources < 0:
-		return fmt.Errorf("%w: window %d, max sources %d", ErrConfig, c.Window, c.MaxSources)
+	case c.Window < 0 || c.MaxSources < 0 || c.StuckAfter < 0:
+		return fmt.Errorf("%w: window %d, max sources %d, stuck after %v", ErrConfig, c.Window, c.MaxSources, c.StuckAfter)
+	case !(c.Liars >= 0 && c.Liars < 1) || c.LiarKind > LiarPhantom:
+		return fmt.Errorf("%w: liars %g (want [0, 1)), kind %d", ErrConfig, c.Liars, c.LiarKind)
+	case (c.Liars > 0 || c.Churn != Churn{}) && c.Method == reconcile.Byers:
+		return fmt.Errorf("%w: churn and liars need a block method, not byers", ErrConfig)
+	}
+	if err := c.Churn.validate(); err != nil {
+		return err
 	}
 	if err := ts.ValidateClasses(c.Classes); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c.Topology.Validate()
+}
+
+// Churn says which peers leave, come back and join late during a run. Each
+// share is of the fetching peers (the peers other than the seed), rounded to
+// a whole number of peers; they are drawn at random from Config.Seed among
+// the honest fetchers, so the liars and the seed never churn.
+//
+// A leaving peer leaves mid-fetch, once it holds a random share (in [0.2,
+// 0.8]) of the blocks: its service is closed (its fetch ends, its streams are
+// reset, its store is closed) and its host is cut from all its neighbours.
+// A rejoining one (a leaver) comes back after a pause as long again as it
+// had run, times a random factor in [0.5, 1]: a new service on the same host
+// and identity, relinked to its neighbours, reopens its store re-hashing the
+// blocks on disk (as package peer's resume does), serves them and fetches
+// the rest. A late joiner is cut off from the start and joins once the
+// swarm's fetchers hold a random share (in [0.1, 0.5]) of the blocks they
+// need. Completion times are from the start of the run for every peer.
+type Churn struct {
+	// Leave is the share of the fetching peers that leave mid-fetch.
+	Leave float64 `json:"leave"`
+	// Rejoin is the share of the fetching peers that leave and come back
+	// (part of Leave, at most Leave).
+	Rejoin float64 `json:"rejoin"`
+	// Late is the share of the fetching peers that join late (none of
+	// them leaves).
+	Late float64 `json:"late"`
+}
+
+// ParseChurn parses a churn rate: "LEAVE" (a share in [0, 1]: that share of
+// the fetching peers leave mid-run, half of them come back, and half as many
+// again join late, so "0.1" is 10 % leave, 5 % rejoin and 5 % join late) or
+// "LEAVE,REJOIN,LATE" with every share given. "", "0" and "none" mean no
+// churn.
+func ParseChurn(s string) (Churn, error) {
+	t := strings.TrimSpace(s)
+	if t == "" || t == "0" || strings.EqualFold(t, "none") {
+		return Churn{}, nil
+	}
+	parts := strings.Split(t, ",")
+	if len(parts) != 1 && len(parts) != 3 {
+		return Churn{}, fmt.Errorf("%w: churn %q: want LEAVE or LEAVE,REJOIN,LATE (shares of the peers, e.g. 0.1 or 0.1,0.05,0.05)", ErrConfig, s)
+	}
+	v := make([]float64, len(parts))
+	for i, p := range parts {
+		f, err := strconv.ParseFloat(strings.TrimSpace(p), 64)
+		if err != nil {
+			return Churn{}, fmt.Errorf("%w: churn %q: %q is not a number", ErrConfig, s, p)
+		}
+		v[i] = f
+	}
+	c := Churn{Leave: v[0], Rejoin: v[0] / 2, Late: v[0] / 2}
+	if len(v) == 3 {
+		c.Rejoin, c.Late = v[1], v[2]
+	}
+	if err := c.validate(); err != nil {
+		return Churn{}, fmt.Errorf("%w (churn %q)", err, s)
+	}
+	return c, nil
+}
+
+// validate checks the shares: each in [0, 1], Rejoin at most Leave, Leave
+// and Late together at most 1.
+func (c Churn) validate() error {
+	ok := func(x float64) bool { return x >= 0 && x <= 1 }
+	if !ok(c.Leave) || !ok(c.Rejoin) || !ok(c.Late) || c.Rejoin > c.Leave || c.Leave+c.Late > 1 {
+		return fmt.Errorf("%w: churn leave %g, rejoin %g, late %g: shares in [0, 1], rejoin at most leave, leave + late at most 1",
+			ErrConfig, c.Leave, c.Rejoin, c.Late)
+	}
+	return nil
+}
+
+// String writes the churn as ParseChurn reads it, "none" if there is none.
+func (c Churn) String() string {
+	if c == (Churn{}) {
+		return "none"
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', -1, 64) }
+	return f(c.Leave) + "," + f(c.Rejoin) + "," + f(c.Late)
+}
+
+// LiarKind is what the liars of a run (Config.Liars) do.
+type LiarKind uint8
+
+const (
+	// LiarMixed makes every other liar a LiarCorrupt and the rest
+	// LiarPhantom (the first drawn is corrupt).
+	LiarMixed LiarKind = iota
+	// LiarCorrupt liars fetch like everyone else, but every block they send
+	// has bytes flipped in its payload: it fails verification, and a
+	// fetcher bans the liar after three.
+	LiarCorrupt
+	// LiarPhantom liars lie in their filters and offers: they claim the
+	// whole file from the start (their filters and answers name every
+	// block), but answer every block asked of them as missing.
+	LiarPhantom
+)
+
+// String returns "mixed", "corrupt" or "phantom".
+func (k LiarKind) String() string {
+	switch k {
+	case LiarCorrupt:
+		return "corrupt"
+	case LiarPhantom:
+		return "phantom"
+	}
+	return "mixed"
+}
+
+// ParseLiarKind parses "mixed", "corrupt" or "phantom".
+func ParseLiarKind(s string) (LiarKind, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "mixed", "":
+		return LiarMixed, nil
+	case "corrupt":
+		return LiarCorrupt, nil
+	case "phantom":
+		return LiarPhantom, nil
+	}
+	return 0, fmt.Errorf("%w: liar kind %q (want mixed, corrupt or phantom)", ErrConfig, s)
 }
 
 func okRate(r float64) bool { return r >= 0 && !math.IsInf(r, 0) }

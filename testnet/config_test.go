@@ -93,37 +93,44 @@ func TestParseEnums(t *testing.T) {
 }
 
 // TestHoldingsPlan checks the initial holdings: the share each node gets, no
-// duplicates, every unit held somewhere, and nothing but the seed's file in
-// the one-seed scenario.
+// duplicates, every unit held by a stable node (honest, there throughout),
+// and nothing but the seed's file in the one-seed scenario.
 func TestHoldingsPlan(t *testing.T) {
 	for _, tc := range []struct {
 		method        reconcile.Method
 		hold          float64
 		units, blocks int
 		nodes         int
+		liars         float64
+		churn         Churn
 	}{
-		{reconcile.Complete, 0.3, 64, 64, 20},
-		{reconcile.Complete, 0.01, 100, 100, 5}, // too few to cover: topped up
-		{reconcile.Byers, 0.3, 128, 64, 20},
-		{reconcile.Complete, 1, 10, 10, 3},
+		{reconcile.Complete, 0.3, 64, 64, 20, 0, Churn{}},
+		{reconcile.Complete, 0.01, 100, 100, 5, 0, Churn{}}, // too few to cover: topped up
+		{reconcile.Byers, 0.3, 128, 64, 20, 0, Churn{}},
+		{reconcile.Complete, 1, 10, 10, 3, 0, Churn{}},
+		{reconcile.Complete, 0.01, 100, 100, 10, 0.3, Churn{0.3, 0.1, 0.3}}, // few stable nodes
 	} {
-		cfg := Config{Nodes: tc.nodes, Hold: tc.hold, Method: tc.method}
-		plan := holdingsPlan(cfg, tc.units, tc.blocks, -1, rand.New(rand.NewPCG(1, 2)))
+		cfg := Config{Nodes: tc.nodes, Hold: tc.hold, Method: tc.method, Liars: tc.liars, Churn: tc.churn}
+		roles := planRoles(cfg, -1, rand.New(rand.NewPCG(3, 4)))
+		plan := holdingsPlan(cfg, tc.units, tc.blocks, -1, roles, rand.New(rand.NewPCG(1, 2)))
 		share := max(1, int(tc.hold*float64(tc.blocks)+0.5))
 		covered := make([]bool, tc.units)
 		for i, h := range plan {
 			if len(h) < share || !slices.IsSorted(h) || len(slices.Compact(slices.Clone(h))) != len(h) {
 				t.Errorf("%v hold %g: node %d holds %v (share %d)", tc.method, tc.hold, i, h, share)
 			}
+			if !roles[i].stable() {
+				continue
+			}
 			for _, u := range h {
 				covered[u] = true
 			}
 		}
 		if slices.Contains(covered, false) {
-			t.Errorf("%v hold %g: some unit held by nobody", tc.method, tc.hold)
+			t.Errorf("%v hold %g: some unit held by no stable node", tc.method, tc.hold)
 		}
 	}
-	for i, h := range holdingsPlan(Config{Nodes: 5}, 10, 10, 2, rand.New(rand.NewPCG(1, 2))) {
+	for i, h := range holdingsPlan(Config{Nodes: 5}, 10, 10, 2, make([]role, 5), rand.New(rand.NewPCG(1, 2))) {
 		if len(h) != 0 {
 			t.Errorf("one-seed scenario: node %d starts with %v", i, h)
 		}

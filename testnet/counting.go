@@ -27,6 +27,13 @@ const (
 type counters struct {
 	filter, blocks, want, manifest, peers atomic.Int64
 	sessions, missed, offered             atomic.Int64
+	// liedCorrupt and liedMissing count the block frames liars corrupted
+	// and answered "missing" instead; corrupt and bans the corrupt blocks
+	// honest fetches received and the bans they made, honestBans those of
+	// honest peers.
+	liedCorrupt, liedMissing, corrupt, bans, honestBans atomic.Int64
+	// restarts counts the stuck fetches started again.
+	restarts atomic.Int64
 }
 
 func (c *counters) wire() map[string]int64 {
@@ -62,10 +69,17 @@ type holdings interface {
 // counts the bytes written on it and, when the run has access links, paces
 // its writes through them. It sees only bytes and protocol ids, never package
 // peer's frames: what a peer answered is audited through
-// peer.WithServeObserver instead (see audit).
+// peer.WithServeObserver instead (see audit). Only a liar's host reads the
+// frames of the block streams it serves, to lie in them (liarStream).
 type countingHost struct {
 	host.Host
 	c *counters
+	// sendBuffer gives the block streams it opens a send buffer
+	// (sendBuffered: the mock network's streams have none).
+	sendBuffer bool
+	// liar, when set, makes the blocks served lie as lie says.
+	liar bool
+	lie  LiarKind
 	// access, when set, paces the writes of node self's streams.
 	access *access
 	self   int
@@ -104,6 +118,9 @@ func (h *countingHost) NewStream(ctx context.Context, p lpeer.ID, pids ...protoc
 		proto = pids[0]
 	}
 	if n := h.c.counter(proto, true); n != nil {
+		if h.sendBuffer && proto == peer.ProtoBlocks {
+			return newSendBuffered(h.wrap(s, n)), nil
+		}
 		return h.wrap(s, n), nil
 	}
 	return s, nil
@@ -114,6 +131,12 @@ func (h *countingHost) SetStreamHandler(pid protocol.ID, handler network.StreamH
 	n := h.c.counter(pid, false)
 	if n == nil {
 		h.Host.SetStreamHandler(pid, handler)
+		return
+	}
+	if h.liar && pid == peer.ProtoBlocks {
+		h.Host.SetStreamHandler(pid, func(s network.Stream) {
+			handler(&liarStream{Stream: h.wrap(s, n), lie: h.lie, c: h.c})
+		})
 		return
 	}
 	h.Host.SetStreamHandler(pid, func(s network.Stream) {

@@ -63,6 +63,27 @@
 // from their neighbours (and from any peer that reconciles with them, and the
 // peers those name, as package peer does) until every peer holds the file.
 //
+// # Churn and liars
+//
+// Config.Churn makes peers leave mid-fetch (their service closed, their host
+// cut from every neighbour), some of them come back after a pause and resume
+// from their stores (reopened re-hashing the blocks on disk, served, and
+// fetched to the end), and others join late, once the swarm has made some
+// progress (see Churn). Config.Liars makes a share of the peers lie
+// (LiarKind): corrupt liars fetch like everyone but flip bytes in every block
+// they send, phantom liars claim the whole file in their filters and offers
+// and answer every block asked of them as missing. A liar's host wraps the
+// streams of the blocks it serves and rewrites their frames (package
+// peer/wire); package peer is not told who lies. Roles are drawn from their
+// own random stream, never the seed, and, when every peer starts with a share,
+// every unit is held by an honest peer present from start to end. The run
+// ends when every honest peer that stays, comes back or joins late holds the
+// file; those and the seed are re-hashed (Result.Checked), the liars and the
+// peers that left for good are not. An honest fetch that stores no block for
+// Config.StuckAfter is started again on its store (Result.Restarts): the mock
+// network's streams ignore deadlines, so package peer's idle timeouts cannot
+// end a stream on which both sides wait.
+//
 // # Figures
 //
 // A Result has the completion time of every fetching peer (median, p95, max),
@@ -71,6 +92,7 @@
 // blocks (received but already held), missed blocks (held by the answering
 // peer, lacked by the fetcher when the answer was written, and not offered: a
 // Bloom filter false positive of Byers; always 0 for complete reconciliation),
-// the peak memory of the process during the run, and the number of peers whose
+// the churn events and the liars' lies and costs (corrupt blocks received,
+// bans, bans of honest peers), the peak memory of the process during the run, and the number of peers whose
 // file re-hashes to the root id of the seed.
 package testnet

@@ -35,3 +35,15 @@ func ExampleRun() {
 	// 7 of 7 fetchers completed, 8 of 8 files identical
 	// missed blocks: 0; block bytes: 7 MiB
 }
+
+// A churn rate as --churn takes it: 10 % of the fetching peers leave, half of
+// them come back, and half as many again join late.
+func ExampleParseChurn() {
+	c, err := testnet.ParseChurn("0.1")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("leave %g, rejoin %g, late %g (%s)\n", c.Leave, c.Rejoin, c.Late, c)
+	// Output:
+	// leave 0.1, rejoin 0.05, late 0.05 (0.1,0.05,0.05)
+}

@@ -95,6 +95,9 @@ type fabric interface {
 	host(i int) host.Host
 	// link lets the two nodes of p connect and connects them.
 	link(ctx context.Context, p pair, bandwidth float64) error
+	// unlink closes the connections of the two nodes of p and keeps them
+	// from connecting again (until link).
+	unlink(p pair) error
 	// spare returns a host connected to nobody (for the Byers coder).
 	spare() (host.Host, error)
 	close() error
@@ -131,6 +134,17 @@ func (f *mockFabric) link(_ context.Context, p pair, bandwidth float64) error {
 	l.SetOptions(mocknet.LinkOptions{Latency: p.latency, Bandwidth: bandwidth})
 	if _, err := f.mn.ConnectPeers(a, b); err != nil {
 		return fmt.Errorf("testnet: connect: %w", err)
+	}
+	return nil
+}
+
+func (f *mockFabric) unlink(p pair) error {
+	a, b := f.hosts[p.a].ID(), f.hosts[p.b].ID()
+	err := f.mn.UnlinkPeers(a, b)
+	_ = f.mn.DisconnectPeers(a, b)
+	_ = f.mn.DisconnectPeers(b, a)
+	if err != nil {
+		return fmt.Errorf("testnet: unlink: %w", err)
 	}
 	return nil
 }
@@ -199,6 +213,14 @@ func (f *tcpFabric) link(ctx context.Context, p pair, _ float64) error {
 	return nil
 }
 
+func (f *tcpFabric) unlink(p pair) error {
+	a, b := f.hosts[p.a], f.hosts[p.b]
+	f.gate.disallow(a.ID(), b.ID())
+	_ = a.Network().ClosePeer(b.ID())
+	_ = b.Network().ClosePeer(a.ID())
+	return nil
+}
+
 func (f *tcpFabric) spare() (host.Host, error) {
 	h, err := f.newHost(false)
 	if err != nil {
@@ -229,6 +251,13 @@ func (g *gate) allow(a, b lpeer.ID) {
 	defer g.mu.Unlock()
 	g.allowed[[2]lpeer.ID{a, b}] = true
 	g.allowed[[2]lpeer.ID{b, a}] = true
+}
+
+func (g *gate) disallow(a, b lpeer.ID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.allowed, [2]lpeer.ID{a, b})
+	delete(g.allowed, [2]lpeer.ID{b, a})
 }
 
 func (g *gate) ok(a, b lpeer.ID) bool {

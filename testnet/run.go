@@ -72,12 +72,42 @@ type Result struct {
 	// completion (0 if any uplink is uncapped).
 	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
 	UploadUse     float64 `json:"upload_use,omitempty"`
-	// Fetchers is the number of peers that started without the whole file;
-	// Completed those that ended with it; Identical the peers (all, seed
-	// included) whose file re-hashed to Root (-1 if not verified).
+	// Fetchers is the number of honest peers that had to end with the whole
+	// file: those that started without it or joined late, less the peers
+	// that left for good (without churn and liars, every peer but the
+	// seed). Completed counts those that did; Checked the peers whose file
+	// was re-hashed (the seed and the Fetchers); Identical those whose file
+	// re-hashed to Root (-1 if not verified).
 	Fetchers  int `json:"fetchers"`
 	Completed int `json:"completed"`
+	Checked   int `json:"checked"`
 	Identical int `json:"identical"`
+	// Churn is the churn asked for (Config.Churn). Left counts the peers
+	// that left mid-fetch, Rejoined those of them that came back, LateJoined
+	// the peers that joined late; ResumedBlocks the verified blocks the
+	// rejoining peers found in their stores on coming back.
+	Churn         Churn `json:"churn"`
+	Left          int   `json:"left"`
+	Rejoined      int   `json:"rejoined"`
+	LateJoined    int   `json:"late_joined"`
+	ResumedBlocks int64 `json:"resumed_blocks"`
+	// Liars counts the lying peers, CorruptLiars and PhantomLiars of each
+	// kind (LiarKind). LiedCorrupt and LiedMissing count the block frames
+	// they corrupted, or answered "missing" for a block they had offered.
+	// CorruptReceived counts the corrupt blocks the honest fetches received
+	// (and discarded); Bans the peers they banned, HonestBans those of them
+	// that were honest (should be 0).
+	Liars           int   `json:"liars"`
+	CorruptLiars    int   `json:"corrupt_liars"`
+	PhantomLiars    int   `json:"phantom_liars"`
+	LiedCorrupt     int64 `json:"lied_corrupt"`
+	LiedMissing     int64 `json:"lied_missing"`
+	CorruptReceived int64 `json:"corrupt_received"`
+	Bans            int64 `json:"bans"`
+	HonestBans      int64 `json:"honest_bans"`
+	// Restarts counts the honest fetches that stored no block for
+	// Config.StuckAfter and were started again (resuming their stores).
+	Restarts int64 `json:"restarts"`
 	// Completion time of the fetchers, seconds from the start of the fetches.
 	MedianS float64 `json:"median_s"`
 	P95S    float64 `json:"p95_s"`
@@ -168,7 +198,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Method: cfg.Method.String(), Transport: cfg.Transport.String(), Latency: cfg.Latency.String(),
 		Neighbours: cfg.Neighbours.String(), Nodes: cfg.Nodes, Hold: cfg.Hold, Seed: cfg.Seed, Root: m.ID().String(),
 		Blocks: m.BlockCount(), BlockSize: m.BlockSize(), Bytes: m.TotalSize(), Links: len(ov.pairs),
-		BandwidthBps: cfg.Bandwidth, Identical: -1}
+		BandwidthBps: cfg.Bandwidth, Identical: -1, Churn: cfg.Churn}
 	for _, p := range ov.pairs {
 		res.MeanLatencyMS += float64(p.latency) / float64(time.Millisecond) / float64(len(ov.pairs))
 	}
@@ -226,6 +256,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Hold == 0 {
 		seedNode = rng.IntN(cfg.Nodes)
 	}
+	// Liars and churn: their own random stream too.
+	roles := planRoles(cfg, seedNode, rand.New(rand.NewPCG(cfg.Seed, 0x6c696172)))
+	isLiar := map[lpeer.ID]bool{}
+	for i, r := range roles {
+		if r.liar {
+			isLiar[fab.host(i).ID()] = true
+		}
+	}
 	// Access links: their own random stream, so that the rest of the run is
 	// the same with or without them.
 	var acc *access
@@ -249,7 +287,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.Window > 0 {
 			o = append(o, peer.WithWindow(cfg.Window))
 		}
-		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt, access: acc, self: i}, o...)
+		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt, access: acc, self: i, liar: roles[i].liar, lie: roles[i].lie,
+			sendBuffer: cfg.Transport == TransportMock}, o...)
 		if err != nil {
 			return nil, fmt.Errorf("testnet: peer: %w", err)
 		}
@@ -310,7 +349,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.Units = units
-	hold := holdingsPlan(cfg, units, m.BlockCount(), seedNode, rng)
+	hold := holdingsPlan(cfg, units, m.BlockCount(), seedNode, roles, rng)
 
 	for i := range nodes {
 		if nodes[i] != nil {
@@ -339,6 +378,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("testnet: store: %w", err)
 		}
 		var held []int
+		phantom := roles[i].liar && roles[i].lie == LiarPhantom
+		if phantom {
+			// It claims the whole file: its filters and offers name every
+			// block (and it answers each as missing).
+			hold[i] = hold[i][:0]
+			for u := range units {
+				hold[i] = append(hold[i], u)
+			}
+		}
 		if cfg.Method == reconcile.Byers {
 			held = hold[i]
 		} else {
@@ -359,7 +407,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			s.Close()
 			return nil, fmt.Errorf("testnet: serve: %w", err)
 		}
-		n.store, n.fetch = s, true
+		n.store, n.fetch = s, !phantom
 		if cfg.Method == reconcile.Byers {
 			own, ok := p.CodedSet(m.ID())
 			if !ok {
@@ -371,89 +419,162 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	data = nil
-	// Join the neighbours: every peer serves by now.
-	if err := linkAll(ctx, fab, ov.pairs, cfg.Bandwidth); err != nil {
+	w := &swarm{cfg: cfg, fab: fab, ov: ov, roles: roles, root: m.ID(), cnt: cnt, nodes: nodes, nodesMu: &nodesMu,
+		newService: newService, isLiar: isLiar}
+	w.init()
+	// Join the neighbours (all but the late joiners): every peer serves by
+	// now.
+	if err := linkAll(ctx, fab, w.initialPairs(), cfg.Bandwidth); err != nil {
 		return nil, err
 	}
 	runtime.GC()
 	res.SetupSeconds = time.Since(t0).Seconds()
 
-	// Fetch, all at once.
+	// Fetch: every honest fetcher's life (swarm.life), the liars' fetches,
+	// and the late joins as the swarm progresses.
 	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	var blocksDone atomic.Int64
-	var done atomic.Int64
-	type outcome struct {
-		at  time.Duration
-		sum *peer.Summary
-		err error
-	}
-	outs := make([]outcome, cfg.Nodes)
+	lctx, lcancel := context.WithCancel(rctx)
+	defer lcancel()
 	start := time.Now()
-	var wg sync.WaitGroup
+	w.ctx, w.start = rctx, start
+	var wg, liars sync.WaitGroup
+	joins := make([]chan struct{}, cfg.Nodes)
+	var startHonest int64
 	for i, n := range nodes {
-		if !n.fetch {
+		r := roles[i]
+		switch {
+		case !n.fetch:
+			continue
+		case r.liar:
+			// A corrupt liar fetches too, until the honest peers are done.
+			liars.Add(1)
+			go func() {
+				defer liars.Done()
+				_, _ = n.p.FetchServed(lctx, m.ID(), peer.WithSources(w.sources(i)...), peer.WithMethod(cfg.Method), peer.WithNoPeerTimeout(cfg.Timeout))
+			}()
 			continue
 		}
-		res.Fetchers++
-		var srcs []lpeer.ID
-		for _, j := range ov.out[i] {
-			srcs = append(srcs, nodes[j].p.ID())
+		if r.needed() {
+			res.Fetchers++
+		}
+		if r.lateAt > 0 {
+			joins[i] = make(chan struct{})
+		} else {
+			startHonest++
+			w.running.Add(1) // before it starts, so that late joins wait for it
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sum, err := n.p.FetchServed(rctx, m.ID(), peer.WithSources(srcs...), peer.WithMethod(cfg.Method), peer.WithNoPeerTimeout(cfg.Timeout),
-				peer.WithProgress(func(peer.Progress) { blocksDone.Add(1) }))
-			outs[i] = outcome{at: time.Since(start), sum: sum, err: err}
-			done.Add(1)
+			w.life(i, joins[i])
 		}()
 	}
+	// What the honest fetchers that start with the run need, for the late
+	// joins.
+	need := max(1, startHonest*int64(m.BlockCount()))
+	for i, n := range nodes {
+		if n.fetch && roles[i].lateAt == 0 && !roles[i].liar {
+			need -= int64(n.store.HeldCount())
+		}
+	}
+	need = max(1, need)
 	stopSampling := sampleMemory(&res.PeakMemMiB)
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	tick := time.NewTicker(200 * time.Millisecond)
+	tick := time.NewTicker(20 * time.Millisecond)
+	progress := func() {
+		if cfg.Progress != nil {
+			cfg.Progress(Progress{Done: int(w.done.Load()), Fetchers: res.Fetchers, Blocks: w.blocks.Load(), Elapsed: time.Since(start)})
+		}
+	}
+	lastProgress := start
 wait:
 	for {
 		select {
 		case <-finished:
 			break wait
 		case <-tick.C:
-			if cfg.Progress != nil {
-				cfg.Progress(Progress{Done: int(done.Load()), Fetchers: res.Fetchers, Blocks: blocksDone.Load(), Elapsed: time.Since(start)})
+			share := float64(w.honest.Load()) / float64(need)
+			idle := w.running.Load() == 0
+			for i, c := range joins {
+				if c != nil && (share >= roles[i].lateAt || idle) {
+					close(c)
+					joins[i] = nil
+				}
+			}
+			if time.Since(lastProgress) >= 200*time.Millisecond {
+				progress()
+				lastProgress = time.Now()
 			}
 		}
 	}
 	tick.Stop()
 	res.RunSeconds = time.Since(start).Seconds()
+	lcancel()
+	liars.Wait()
 	stopSampling()
-	if cfg.Progress != nil {
-		cfg.Progress(Progress{Done: int(done.Load()), Fetchers: res.Fetchers, Blocks: blocksDone.Load(), Elapsed: time.Since(start)})
-	}
+	progress()
 
-	for i, o := range outs {
-		n := nodes[i]
-		if !n.fetch {
+	var checked []int
+	if seedNode >= 0 {
+		checked = append(checked, seedNode)
+	}
+	for i, o := range w.outs {
+		n, r := nodes[i], roles[i]
+		if !n.fetch || r.liar {
 			continue
 		}
-		if o.sum != nil {
-			res.BlocksReceived += (o.sum.Received + int64(m.BlockSize()) - 1) / int64(m.BlockSize())
-			res.Redundant += int64(o.sum.Redundant)
-			res.FalseOffers += int64(o.sum.FalseOffers)
-			res.Rejected += int64(o.sum.Rejected)
-			res.DecodeSeconds += o.sum.DecodeSeconds
+		for _, sum := range o.sums {
+			if sum == nil {
+				continue
+			}
+			res.BlocksReceived += (sum.Received + int64(m.BlockSize()) - 1) / int64(m.BlockSize())
+			res.Redundant += int64(sum.Redundant)
+			res.FalseOffers += int64(sum.FalseOffers)
+			res.Rejected += int64(sum.Rejected)
+			res.DecodeSeconds += sum.DecodeSeconds
 		}
+		if o.left {
+			res.Left++
+		}
+		if o.late {
+			res.LateJoined++
+		}
+		if o.rejoined {
+			res.Rejoined++
+			if len(o.sums) == 2 && o.sums[1] != nil {
+				res.ResumedBlocks += int64(o.sums[1].Resumed)
+			}
+		}
+		if !r.needed() {
+			continue
+		}
+		checked = append(checked, i)
 		if o.err != nil {
 			if len(res.Errors) < 10 {
 				res.Errors = append(res.Errors, fmt.Sprintf("node %d: %v", i, o.err))
 			}
 			continue
 		}
-		if n.store.Complete() {
+		if nodes[i].store.Complete() {
 			res.Completed++
 			res.Completions = append(res.Completions, o.at.Seconds())
 		}
 	}
+	for _, r := range roles {
+		if r.liar {
+			res.Liars++
+			if r.lie == LiarCorrupt {
+				res.CorruptLiars++
+			} else {
+				res.PhantomLiars++
+			}
+		}
+	}
+	res.LiedCorrupt, res.LiedMissing = cnt.liedCorrupt.Load(), cnt.liedMissing.Load()
+	res.CorruptReceived, res.Bans, res.HonestBans = cnt.corrupt.Load(), cnt.bans.Load(), cnt.honestBans.Load()
+	res.Restarts = cnt.restarts.Load()
 	sort.Float64s(res.Completions)
 	res.MedianS = quantile(res.Completions, 0.5)
 	res.P95S = quantile(res.Completions, 0.95)
@@ -490,7 +611,8 @@ wait:
 	if !cfg.SkipVerify {
 		t1 := time.Now()
 		res.Identical = 0
-		for i, n := range nodes {
+		for _, i := range checked {
+			n := nodes[i]
 			mm, err := chunker.ChunkPath(ctx, filepath.Join(n.dir, fileName), cfg.BlockSize)
 			switch {
 			case err != nil:
@@ -507,9 +629,10 @@ wait:
 		}
 		res.VerifySeconds = time.Since(t1).Seconds()
 	}
-	if res.Completed < res.Fetchers || (res.Identical >= 0 && res.Identical < cfg.Nodes) {
+	res.Checked = len(checked)
+	if res.Completed < res.Fetchers || (res.Identical >= 0 && res.Identical < res.Checked) {
 		return res, fmt.Errorf("%w: %d of %d fetchers completed, %d of %d files identical", ErrIncomplete,
-			res.Completed, res.Fetchers, res.Identical, cfg.Nodes)
+			res.Completed, res.Fetchers, res.Identical, res.Checked)
 	}
 	return res, nil
 }
@@ -534,8 +657,8 @@ func linkAll(ctx context.Context, fab fabric, pairs []pair, bandwidth float64) e
 
 // holdingsPlan returns the units each node starts with: nothing but the seed's
 // whole file (seedNode >= 0), or a random cfg.Hold share each, every unit held
-// by at least one node.
-func holdingsPlan(cfg Config, units, blocks, seedNode int, rng *rand.Rand) [][]int {
+// by at least one stable node (honest, there from start to end: see roles).
+func holdingsPlan(cfg Config, units, blocks, seedNode int, roles []role, rng *rand.Rand) [][]int {
 	hold := make([][]int, cfg.Nodes)
 	if seedNode >= 0 {
 		return hold
@@ -548,15 +671,20 @@ func holdingsPlan(cfg Config, units, blocks, seedNode int, rng *rand.Rand) [][]i
 	}
 	share = max(1, share)
 	covered := make([]bool, units)
+	var stable []int
 	for i := range hold {
 		hold[i] = rng.Perm(units)[:share]
+		if !roles[i].stable() {
+			continue
+		}
+		stable = append(stable, i)
 		for _, u := range hold[i] {
 			covered[u] = true
 		}
 	}
 	for u, ok := range covered {
 		if !ok {
-			i := rng.IntN(cfg.Nodes)
+			i := stable[rng.IntN(len(stable))]
 			hold[i] = append(hold[i], u)
 		}
 	}

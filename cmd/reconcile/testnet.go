@@ -29,6 +29,9 @@ func init() { register(testnetCommand()) }
 // testnetReport is what --json prints.
 type testnetReport struct {
 	Runs []*testnet.Result `json:"runs"`
+	// Baselines are the same runs without churn and liars (--baseline), in
+	// the order of Runs.
+	Baselines []*testnet.Result `json:"baselines,omitempty"`
 	// MaxRSSMiB is the process's peak resident set size.
 	MaxRSSMiB   float64 `json:"max_rss_mib"`
 	WallSeconds float64 `json:"wall_seconds"`
@@ -52,14 +55,23 @@ func testnetCommand() *cli.Command {
 			"fluid lower bound T* = max(F/u_s, F/min d_i, N·F/(u_s + Σ u_i)) (Kumar and Ross 2006)\n" +
 			"and each method's completion time over T* (one seed only). Rates are printed in Mbit/s.\n" +
 			"Peer stores live in a temporary folder (--dir to keep them); a soft memory limit\n" +
-			"(--mem-limit) keeps the garbage collector's slack from doubling the peak.\n\n" +
+			"(--mem-limit) keeps the garbage collector's slack from doubling the peak.\n" +
+			"--churn LEAVE makes that share of the fetching peers leave mid-fetch (service closed,\n" +
+			"cut from their neighbours), half of them come back after a pause and resume from their\n" +
+			"stores (re-hashed on opening), and half as many again join late; --churn LEAVE,REJOIN,LATE\n" +
+			"gives each share. --liars F makes that share of the peers lie (--liar-kind): corrupt ones\n" +
+			"flip bytes in every block they send, phantom ones claim the whole file in their filters and\n" +
+			"offers and answer every block as missing. Every honest peer that stays or comes back must\n" +
+			"end byte-identical; liars and peers that leave for good are not checked. --baseline also\n" +
+			"runs each method without churn and liars, for what they cost.\n\n" +
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete\n" +
 			"   reconcile testnet --peers 100 --classes 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit --seed-up 20Mbit\n" +
 			"   reconcile testnet --nodes 100 --hold 0.3 --method byers --json\n" +
 			"   reconcile testnet --nodes 100 --method all\n" +
-			"   reconcile testnet --nodes 20 --transport tcp",
+			"   reconcile testnet --nodes 20 --transport tcp\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete --churn 0.1 --liars 0.1 --baseline",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"peers"}, Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
@@ -84,6 +96,11 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "folder for the peers' stores (default: a temporary folder, removed after)"},
 			&cli.StringFlag{Name: "mem-limit", Usage: "soft memory limit of the Go runtime (e.g. 3GiB; 0: none); ignored when GOMEMLIMIT is set", Value: "3GiB"},
 			&cli.BoolFlag{Name: "no-verify", Usage: "do not re-hash every peer's file at the end"},
+			&cli.StringFlag{Name: "churn", Usage: "share of the fetching peers that leave mid-fetch (half of them come back, half as many join late), or LEAVE,REJOIN,LATE; none for no churn", Value: "none"},
+			&cli.Float64Flag{Name: "liars", Usage: "share of the peers (never the seed) that lie, in [0, 1)"},
+			&cli.StringFlag{Name: "liar-kind", Usage: "what liars do: corrupt (flip bytes of the blocks they send), phantom (claim every block, send none) or mixed (half each)", Value: "mixed"},
+			&cli.DurationFlag{Name: "stuck-after", Usage: "start again (resuming) an honest fetch that stored no block for this long", Value: 30 * time.Second},
+			&cli.BoolFlag{Name: "baseline", Usage: "with --churn or --liars, also run each method without them and print what they cost"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
@@ -159,6 +176,19 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		return fail("--timeout must be positive")
 	}
 	cfg.Seed, cfg.SkipVerify = c.Uint64("seed"), c.Bool("no-verify")
+	if cfg.Churn, err = testnet.ParseChurn(c.String("churn")); err != nil {
+		return fail("--churn %q: want a share such as 0.1, or LEAVE,REJOIN,LATE with rejoin <= leave and leave + late <= 1", c.String("churn"))
+	}
+	cfg.Liars = c.Float64("liars")
+	if cfg.StuckAfter = c.Duration("stuck-after"); cfg.StuckAfter <= 0 {
+		return fail("--stuck-after must be positive")
+	}
+	if !(cfg.Liars >= 0 && cfg.Liars < 1) {
+		return fail("--liars must be in [0, 1), got %g", cfg.Liars)
+	}
+	if cfg.LiarKind, err = testnet.ParseLiarKind(c.String("liar-kind")); err != nil {
+		return fail("--liar-kind %q: want mixed, corrupt or phantom", c.String("liar-kind"))
+	}
 	var methods []reconcile.Method
 	for _, s := range strings.Split(strings.ToLower(c.String("method")), ",") {
 		switch s = strings.TrimSpace(s); s {
@@ -176,6 +206,9 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	slices.Sort(methods)
 	methods = slices.Compact(methods)
+	if (cfg.Liars > 0 || cfg.Churn != testnet.Churn{}) && slices.Contains(methods, reconcile.Byers) {
+		return fail("--churn and --liars need block methods (complete, ccbf, bitfield, iblt), not byers")
+	}
 	return cfg, methods, nil
 }
 
@@ -214,28 +247,45 @@ func runTestnet(c *cli.Context) error {
 	}
 	rep := testnetReport{CPUs: runtime.NumCPU()}
 	var runErr error
+	baseline := c.Bool("baseline") && (cfg.Liars > 0 || cfg.Churn != testnet.Churn{})
 	for _, m := range methods {
-		cfg.Method = m
-		cfg.Dir = dir
-		pr, err := newProgress(c, m.String()+" fetchers done", false)
-		if err != nil {
-			return err
+		runs := []testnet.Config{cfg}
+		if baseline {
+			b := cfg
+			b.Liars, b.Churn = 0, testnet.Churn{}
+			runs = append(runs, b)
 		}
-		cfg.Progress = testnetProgress(pr)
-		res, err := testnet.Run(ctx, cfg)
-		pr.finish(false)
-		if res != nil {
-			rep.Runs = append(rep.Runs, res)
-		}
-		if err != nil {
-			if res == nil || !errors.Is(err, testnet.ErrIncomplete) {
-				return fmt.Errorf("testnet: %v: %w", m, oneLine(err))
+		for k, rc := range runs {
+			rc.Method = m
+			rc.Dir = dir
+			what := m.String()
+			if k == 1 {
+				rc.Dir, what = filepath.Join(dir, "baseline"), what+" baseline"
 			}
-			runErr = fmt.Errorf("testnet: %v: %w", m, oneLine(err))
-		}
-		if c.String("dir") == "" {
-			// Free the disk between methods.
-			os.RemoveAll(filepath.Join(dir, m.String()))
+			pr, err := newProgress(c, what+" fetchers done", false)
+			if err != nil {
+				return err
+			}
+			rc.Progress = testnetProgress(pr)
+			res, err := testnet.Run(ctx, rc)
+			pr.finish(false)
+			if res != nil {
+				if k == 0 {
+					rep.Runs = append(rep.Runs, res)
+				} else {
+					rep.Baselines = append(rep.Baselines, res)
+				}
+			}
+			if err != nil {
+				if res == nil || !errors.Is(err, testnet.ErrIncomplete) {
+					return fmt.Errorf("testnet: %v: %w", what, oneLine(err))
+				}
+				runErr = fmt.Errorf("testnet: %v: %w", what, oneLine(err))
+			}
+			if c.String("dir") == "" {
+				// Free the disk between runs.
+				os.RemoveAll(filepath.Join(rc.Dir, m.String()))
+			}
 		}
 	}
 	rep.WallSeconds = time.Since(t0).Seconds()
@@ -285,7 +335,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	for _, r := range rep.Runs {
 		ident := "-"
 		if r.Identical >= 0 {
-			ident = fmt.Sprintf("%d/%d", r.Identical, r.Nodes)
+			ident = fmt.Sprintf("%d/%d", r.Identical, r.Checked)
 		}
 		ratio := "-" // no blocks moved
 		if r.BlockBytes > 0 {
@@ -304,12 +354,37 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		printTStar(out, "testnet", r.Method, r.TStarS, r.MedianS, r.P95S, r.MaxS)
 		printUploads(out, "testnet", r.Method, r.SeedSentBytes, r.Bytes, r.UploadUse)
 	}
+	for k, r := range rep.Runs {
+		printChurnLiars(out, r)
+		if k < len(rep.Baselines) {
+			b := rep.Baselines[k]
+			fmt.Fprintf(out, "testnet %s without churn and liars: median %.2f s, p95 %.2f s, max %.2f s; with them %+.0f%% median, %+.0f%% max\n",
+				r.Method, b.MedianS, b.P95S, b.MaxS, 100*(r.MedianS/b.MedianS-1), 100*(r.MaxS/b.MaxS-1))
+			printTStar(out, "testnet baseline", b.Method, b.TStarS, b.MedianS, b.P95S, b.MaxS)
+		}
+	}
 	for _, r := range rep.Runs {
 		for _, e := range r.Errors {
 			fmt.Fprintf(out, "%s: %s\n", r.Method, e)
 		}
 	}
 	fmt.Fprintf(out, "total %.1f s, max RSS %.0f MiB, %d CPUs\n", rep.WallSeconds, rep.MaxRSSMiB, rep.CPUs)
+}
+
+// printChurnLiars prints a run's churn events and what its liars did and
+// cost, nothing when it had neither.
+func printChurnLiars(out io.Writer, r *testnet.Result) {
+	if r.Restarts > 0 {
+		fmt.Fprintf(out, "testnet %s: %d fetches stored no block for a while and were started again (resuming)\n", r.Method, r.Restarts)
+	}
+	if r.Churn != (testnet.Churn{}) {
+		fmt.Fprintf(out, "testnet %s churn %s: %d peers left mid-fetch, %d came back (%d blocks resumed from their stores), %d joined late; %d/%d honest peers that stayed or came back completed\n",
+			r.Method, r.Churn, r.Left, r.Rejoined, r.ResumedBlocks, r.LateJoined, r.Completed, r.Fetchers)
+	}
+	if r.Liars > 0 {
+		fmt.Fprintf(out, "testnet %s liars: %d (%d corrupt, %d phantom) sent %d corrupt blocks and answered %d offered blocks missing; honest peers received %d corrupt blocks, made %d bans (%d of honest peers)\n",
+			r.Method, r.Liars, r.CorruptLiars, r.PhantomLiars, r.LiedCorrupt, r.LiedMissing, r.CorruptReceived, r.Bans, r.HonestBans)
+	}
 }
 
 // accessLine describes access links: "up U, down D" or the classes.

@@ -54,10 +54,40 @@ func TestTestnetCommand(t *testing.T) {
 		t.Fatalf("access links output %q, %v", out, err)
 	}
 
+	// Churn and liars: their lines, and the baseline without them.
+	out, err = run(t, "", "testnet", "--peers", "12", "--size", "512KiB", "--block-size", "64KiB", "--preset", "small", "--latency", "none",
+		"--method", "complete", "--churn", "0.2", "--liars", "0.2", "--baseline", "--json")
+	if err != nil {
+		t.Fatalf("churn and liars: %v: %s", err, out)
+	}
+	rep = testnetReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if len(rep.Runs) != 1 || len(rep.Baselines) != 1 {
+		t.Fatalf("%d runs, %d baselines", len(rep.Runs), len(rep.Baselines))
+	}
+	if r, b := rep.Runs[0], rep.Baselines[0]; r.Liars != 2 || r.Left != 2 || r.Rejoined != 1 || r.LateJoined != 1 ||
+		r.Completed != r.Fetchers || r.Identical != r.Checked || r.Missed != 0 || b.Liars != 0 || b.Left != 0 || b.Identical != 12 {
+		t.Errorf("churn and liars: run %+v, baseline %+v", r, b)
+	}
+	out, err = run(t, "", "testnet", "--peers", "8", "--size", "256KiB", "--block-size", "64KiB", "--preset", "small", "--latency", "none",
+		"--method", "complete", "--churn", "0.3,0.15,0.15", "--liars", "0.15", "--liar-kind", "corrupt", "--baseline")
+	if err != nil || !strings.Contains(out, "testnet complete churn 0.3,0.15,0.15: ") || !strings.Contains(out, "testnet complete liars: 1 (1 corrupt, 0 phantom)") ||
+		!strings.Contains(out, "testnet complete without churn and liars: median ") {
+		t.Fatalf("churn and liars output %q, %v", out, err)
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"testnet", "--churn", "lots"}, "--churn"},
+		{[]string{"testnet", "--churn", "0.1,0.2,0"}, "--churn"},
+		{[]string{"testnet", "--liars", "1"}, "--liars must be in [0, 1)"},
+		{[]string{"testnet", "--liar-kind", "honest"}, "--liar-kind"},
+		{[]string{"testnet", "--stuck-after", "0s"}, "--stuck-after must be positive"},
+		{[]string{"testnet", "--liars", "0.1", "--method", "both"}, "not byers"},
 		{[]string{"testnet", "--up", "20"}, "--up"},
 		{[]string{"testnet", "--down", "2MB/s"}, "--down"},
 		{[]string{"testnet", "--classes", "0.5:10Mbit/2Mbit"}, "--classes"},
