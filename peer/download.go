@@ -67,6 +67,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if len(inflight) <= window/2 {
 			f.mu.Lock()
 			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
+			if len(batch) > 0 {
+				src.useful = time.Now()
+			}
 			f.mu.Unlock()
 		}
 		for _, i := range batch {
@@ -124,6 +127,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			f.notify()
 			continue
 		}
+		f.mu.Lock()
+		src.useful = time.Now()
+		f.mu.Unlock()
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.
 		select {
