@@ -292,7 +292,7 @@ type source struct {
 const rotateIdle = 2 * time.Second
 
 func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
-	return &fetch{
+	f := &fetch{
 		p: p, c: c, t: t, fc: fc,
 		done:    make(chan struct{}),
 		pick:    newPicker(t.has, max(2, fetchMemory/t.unitSize())),
@@ -302,6 +302,8 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 		spare:   make(map[lpeer.ID]time.Time),
 		wake:    make(chan struct{}),
 	}
+	f.pick.setChoice(fc.choice, nil)
+	return f
 }
 
 // run downloads until the store is complete, the context ends or no peer is left.
@@ -439,6 +441,7 @@ func (f *fetch) work(src *source) {
 		f.mu.Lock()
 		f.active--
 		delete(f.sources, src.id)
+		f.pick.forget(&src.offers)
 		f.fillLocked()
 		f.mu.Unlock()
 		f.notify()

@@ -23,6 +23,7 @@ type fetchConfig struct {
 	outFile  bool
 	check    func(done, total int)
 	events   func(FetchEvent)
+	choice   BlockChoice
 }
 
 // newFetchConfig applies opts to the defaults.
@@ -84,6 +85,18 @@ func WithMethod(m reconcile.Method) FetchOption {
 			return fmt.Errorf("peer: method %v: %w", m, reconcile.ErrMethod)
 		}
 		c.method = m
+		return nil
+	}
+}
+
+// WithBlockChoice sets how a fetch chooses which of a source's offered
+// blocks to ask it for first. Default BlockRarest.
+func WithBlockChoice(c BlockChoice) FetchOption {
+	return func(fc *fetchConfig) error {
+		if c != BlockRarest && c != BlockInOrder {
+			return fmt.Errorf("peer: WithBlockChoice: unknown choice %d", int(c))
+		}
+		fc.choice = c
 		return nil
 	}
 }

@@ -1,6 +1,39 @@
 package peer
 
-import lpeer "github.com/libp2p/go-libp2p/core/peer"
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+)
+
+// BlockChoice is how a fetch chooses, among the blocks a source offered,
+// which to ask it for first.
+type BlockChoice int
+
+const (
+	// BlockRarest asks first for the blocks the fewest of the fetch's
+	// sources offered (ties in random order): the counts are exact, from
+	// each source's last reconciliation answer. Blocks only one source holds
+	// (the seed's, early on) are fetched from it while the others are left
+	// to the peers that hold them too, so rare blocks spread first.
+	BlockRarest BlockChoice = iota
+	// BlockInOrder asks for the offered blocks in index order from a random
+	// starting place (the choice before BlockRarest, kept for comparison).
+	BlockInOrder
+)
+
+// String names the choice.
+func (c BlockChoice) String() string {
+	switch c {
+	case BlockRarest:
+		return "rarest"
+	case BlockInOrder:
+		return "in-order"
+	}
+	return "unknown"
+}
 
 // picker decides which source fetches which unit (block, or coded block) of
 // a fetch: a unit is claimed by one source at a time, so no two peers are
@@ -20,6 +53,14 @@ type picker struct {
 	// release counts releases: a source whose offers were deferred because
 	// other sources held their claims looks at them again once it moves.
 	release uint64
+
+	// choice orders each source's queue (see BlockChoice).
+	choice BlockChoice
+	// count holds, per unit, how many sources' current offers hold it;
+	// gen changes whenever count does.
+	count map[int]int32
+	gen   uint64
+	rng   *rand.Rand
 }
 
 // offers are the units one source offered and has not yet been given.
@@ -27,16 +68,58 @@ type offers struct {
 	queue    []int  // offered units not yet tried
 	deferred []int  // offered units claimed by other sources when tried
 	seen     uint64 // picker.release when deferred was last moved to queue
+	all      []int  // the units of the last offer, counted in picker.count
+	sorted   uint64 // picker.gen when queue was last sorted by rarity
 }
 
+// newPicker makes a picker that claims offered units in the order offered
+// (BlockInOrder); setChoice changes that.
 func newPicker(has func(int) bool, limit int) *picker {
-	return &picker{has: has, limit: max(limit, 1), claimed: make(map[int]lpeer.ID)}
+	return &picker{has: has, limit: max(limit, 1), claimed: make(map[int]lpeer.ID), choice: BlockInOrder,
+		count: make(map[int]int32), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+}
+
+// setChoice sets how units are chosen; rng (nil: a random one) breaks ties.
+func (pk *picker) setChoice(c BlockChoice, rng *rand.Rand) {
+	pk.choice = c
+	if rng != nil {
+		pk.rng = rng
+	}
 }
 
 // offer replaces the offers of a source with a new reconciliation answer.
+// It takes units over.
 func (pk *picker) offer(o *offers, units []int) {
-	o.queue, o.deferred, o.seen = units, nil, pk.release
+	pk.forget(o)
+	o.all = append(o.all[:0], units...)
+	for _, i := range o.all {
+		pk.count[i]++
+	}
+	pk.gen++
+	if pk.choice == BlockRarest {
+		// Shuffled first, so that a stable sort by rarity leaves ties in
+		// random order.
+		pk.rng.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
+	}
+	o.queue, o.deferred, o.seen, o.sorted = units, nil, pk.release, 0
 }
+
+// forget takes a source's offers out of the rarity counts (it left the
+// fetch, or is about to offer anew).
+func (pk *picker) forget(o *offers) {
+	for _, i := range o.all {
+		if pk.count[i]--; pk.count[i] <= 0 {
+			delete(pk.count, i)
+		}
+	}
+	if len(o.all) > 0 {
+		pk.gen++
+	}
+	o.all = o.all[:0]
+}
+
+// rarity is how many sources' current offers hold unit i.
+func (pk *picker) rarity(i int) int { return int(pk.count[i]) }
 
 // claim gives source id up to n of its offered units that nobody holds or
 // has claimed, in the order offered.
@@ -45,6 +128,11 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 	if len(o.queue) == 0 && o.seen != pk.release {
 		o.queue, o.deferred = o.deferred, nil
 		o.seen = pk.release
+		o.sorted = 0
+	}
+	if pk.choice == BlockRarest && o.sorted != pk.gen && len(o.queue) > 1 {
+		slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
+		o.sorted = pk.gen
 	}
 	var out []int
 	for n > 0 && len(o.queue) > 0 {
