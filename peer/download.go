@@ -37,10 +37,12 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 	}
 	f.pick.offer(&src.offers, offered)
 	f.mu.Unlock()
-	window := f.p.cfg.window
-	inflight := make(map[int]struct{}, window)
+	win := &src.flow
+	win.max, win.fixed = f.p.cfg.window, f.p.cfg.fixedWindow
+	inflight := make(map[int]struct{}, win.max)
 	defer func() { f.unclaim(src, inflight) }()
 	var cs *clientStream
+	var wants *wantWriter
 	defer func() {
 		if cs == nil {
 			return
@@ -48,29 +50,39 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		f.mu.Lock()
 		src.cs = nil
 		f.mu.Unlock()
-		if err != nil {
+		if err != nil || f.ctx.Err() != nil {
 			cs.reset()
+			wants.stop()
 		} else {
+			wants.stop()
 			cs.close()
 		}
 	}()
 	limit := f.t.count()
-	var want []byte
 	var gaps stallClock
 	for {
 		if f.ctx.Err() != nil {
 			return nil
 		}
-		// Top up the window once half of it has arrived, so that wants go
-		// out in batches rather than one small message per block.
+		// Top up the window once a quarter of it (half of a large one) has
+		// arrived, so that wants go out in batches rather than one small
+		// message per block.
 		var batch []int
-		if len(inflight) <= window/2 {
+		window := win.size()
+		slack := (window + 3) / 4
+		if window >= 8 {
+			slack = window / 2
+		}
+		if len(inflight) <= window-slack {
 			f.mu.Lock()
 			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
 			if len(batch) > 0 {
 				src.useful = time.Now()
 			}
 			f.mu.Unlock()
+		}
+		if len(batch) > 0 {
+			win.sent(time.Now(), len(inflight) == 0)
 		}
 		for _, i := range batch {
 			inflight[i] = struct{}{}
@@ -84,13 +96,10 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 				f.mu.Lock()
 				src.cs = cs
 				f.mu.Unlock()
+				wants = startWantWriter(cs, win.max)
 			}
 			sort.Ints(batch)
-			want = wire.AppendWant(want[:0], batch)
-			if err := cs.send(want); err != nil {
-				return err
-			}
-			if err := cs.flush(); err != nil {
+			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {
 				return err
 			}
 		}
@@ -106,6 +115,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
 				return ferr
+			}
+			if werr := wants.failed(); werr != nil {
+				return fmt.Errorf("sending wants: %w", werr)
 			}
 			return fmt.Errorf("waiting for %d blocks: %w", len(inflight), err)
 		}
@@ -127,8 +139,10 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			f.notify()
 			continue
 		}
+		now := time.Now()
+		win.arrived(now)
 		f.mu.Lock()
-		src.useful = time.Now()
+		src.useful = now
 		f.mu.Unlock()
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.

@@ -283,6 +283,8 @@ type source struct {
 	// useful is the last time it was given a block to send or sent one (or
 	// it became a source), for rotation (under fetch.mu).
 	useful time.Time
+	// flow sizes its window of requested blocks (its worker only).
+	flow flowWindow
 }
 
 // rotateIdle is how long a source may go without a block to give before it
@@ -598,12 +600,16 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	s, trips, err := f.p.pullSession(ctx, cs, f.t.responder(), f.t.method(), f.t.held())
 	if err != nil {
 		cs.reset()
 		return nil, err
 	}
 	cs.close()
+	if trips > 0 {
+		src.flow.noteRTT(time.Since(began) / time.Duration(trips))
+	}
 	o := s.Outcome()
 	var lacking []int
 	for _, i := range s.Wanted() {
