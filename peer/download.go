@@ -30,12 +30,15 @@ func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
 // download fetches the offered blocks from src over one blocks stream,
 // keeping up to the window requested, until src has nothing left to give.
 func (f *fetch) download(src *source, offered []int) (err error) {
+	// A source offering every block the fetch lacks (a seed, or a peer done
+	// downloading) is full; see picker.offerFrom.
+	full := isBlockMethod(f.t.method()) && len(offered) > 0 && len(offered) >= f.c.man.BlockCount()-f.c.store.HeldCount()
 	f.mu.Lock()
 	if len(src.refused) > 0 {
 		// Not the blocks it sent corrupt once: others are asked for them.
 		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
 	}
-	f.pick.offer(&src.offers, offered)
+	f.pick.offerFrom(&src.offers, offered, full)
 	f.mu.Unlock()
 	win := &src.flow
 	win.max, win.fixed = f.p.cfg.window, f.p.cfg.fixedWindow

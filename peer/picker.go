@@ -61,6 +61,10 @@ type picker struct {
 	count map[int]int32
 	gen   uint64
 	rng   *rand.Rand
+	// partial counts, per unit, the offers of sources that are not full
+	// (see offers.full); full is the number of full sources.
+	partial map[int]int32
+	full    int
 }
 
 // offers are the units one source offered and has not yet been given.
@@ -70,13 +74,16 @@ type offers struct {
 	seen     uint64 // picker.release when deferred was last moved to queue
 	all      []int  // the units of the last offer, counted in picker.count
 	sorted   uint64 // picker.gen when queue was last sorted by rarity
+	// full says the source offered every unit the fetch lacked: a seed, or
+	// a peer done with its own download.
+	full bool
 }
 
 // newPicker makes a picker that claims offered units in the order offered
 // (BlockInOrder); setChoice changes that.
 func newPicker(has func(int) bool, limit int) *picker {
 	return &picker{has: has, limit: max(limit, 1), claimed: make(map[int]lpeer.ID), choice: BlockInOrder,
-		count: make(map[int]int32), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		count: make(map[int]int32), partial: make(map[int]int32), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 }
 
 // setChoice sets how units are chosen; rng (nil: a random one) breaks ties.
@@ -89,11 +96,28 @@ func (pk *picker) setChoice(c BlockChoice, rng *rand.Rand) {
 
 // offer replaces the offers of a source with a new reconciliation answer.
 // It takes units over.
-func (pk *picker) offer(o *offers, units []int) {
+func (pk *picker) offer(o *offers, units []int) { pk.offerFrom(o, units, false) }
+
+// offerFrom is offer for a source that offered every unit the fetch lacks
+// (full) or not.
+//
+// While a fetch has one full source only (the seed, early in a swarm),
+// BlockRarest spares it: it is not given units that a source that is not
+// full offered too, so that the seed's upload, the swarm's scarcest, goes to
+// blocks no other peer near this one can send. Once several sources are
+// full (peers done with their download), none is spared.
+func (pk *picker) offerFrom(o *offers, units []int, full bool) {
 	pk.forget(o)
 	o.all = append(o.all[:0], units...)
+	o.full = full
+	if full {
+		pk.full++
+	}
 	for _, i := range o.all {
 		pk.count[i]++
+		if !full {
+			pk.partial[i]++
+		}
 	}
 	pk.gen++
 	if pk.choice == BlockRarest {
@@ -111,11 +135,20 @@ func (pk *picker) forget(o *offers) {
 		if pk.count[i]--; pk.count[i] <= 0 {
 			delete(pk.count, i)
 		}
+		if o.full {
+			continue
+		}
+		if pk.partial[i]--; pk.partial[i] <= 0 {
+			delete(pk.partial, i)
+		}
 	}
-	if len(o.all) > 0 {
+	if o.full {
+		pk.full--
+	}
+	if len(o.all) > 0 || o.full {
 		pk.gen++
 	}
-	o.all = o.all[:0]
+	o.all, o.full = o.all[:0], false
 }
 
 // rarity is how many sources' current offers hold unit i.
@@ -134,11 +167,18 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 		slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
 		o.sorted = pk.gen
 	}
+	spare := pk.choice == BlockRarest && o.full && pk.full == 1
 	var out []int
 	for n > 0 && len(o.queue) > 0 {
 		i := o.queue[0]
 		o.queue = o.queue[1:]
 		if pk.has(i) {
+			continue
+		}
+		if spare && pk.partial[i] > 0 {
+			// Another source offered it: the seed is spared (it is looked
+			// at again on a release, or at the next reconciliation).
+			o.deferred = append(o.deferred, i)
 			continue
 		}
 		if _, c := pk.claimed[i]; c {

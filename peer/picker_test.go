@@ -320,3 +320,32 @@ func TestPickerRarestProperty(t *testing.T) {
 		}
 	}
 }
+
+// TestPickerSparesSeed: while one source is full (the seed), BlockRarest
+// gives it only units no other source offered; once a second source is full,
+// none is spared; BlockInOrder never spares.
+func TestPickerSparesSeed(t *testing.T) {
+	pk := newPicker(func(int) bool { return false }, 100)
+	pk.setChoice(BlockRarest, nil)
+	var seed, a, b offers
+	pk.offerFrom(&seed, []int{0, 1, 2, 3}, true)
+	pk.offerFrom(&a, []int{0, 1}, false)
+	got := pk.claim("seed", &seed, 4)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("the seed was given %v, want [2 3]: a offered 0 and 1", got)
+	}
+	pk.offerFrom(&b, []int{0, 1, 2, 3}, true) // a second full source
+	pk.offerFrom(&seed, []int{0, 1}, true)    // the seed reconciles again
+	if got := pk.claim("seed", &seed, 4); len(got) != 2 {
+		t.Fatalf("with two full sources the seed was given %v, want 0 and 1", got)
+	}
+	in := newPicker(func(int) bool { return false }, 100)
+	pk.setChoice(BlockInOrder, nil)
+	var s2, a2 offers
+	in.offerFrom(&s2, []int{0, 1}, true)
+	in.offerFrom(&a2, []int{0, 1}, false)
+	if got := in.claim("seed", &s2, 2); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("in order: the seed was given %v, want [0 1]", got)
+	}
+}
