@@ -79,6 +79,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if len(inflight) <= window-slack {
 			f.mu.Lock()
 			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
+			if len(batch) == 0 && isBlockMethod(f.t.method()) {
+				batch = f.pick.endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
+			}
 			if len(batch) > 0 {
 				src.useful = time.Now()
 			}

@@ -65,7 +65,15 @@ type picker struct {
 	// (see offers.full); full is the number of full sources.
 	partial map[int]int32
 	full    int
+	// second holds the endgame's second claims: unit -> the other source
+	// asked for it (see endgame).
+	second map[int]lpeer.ID
+	// redundant counts the endgame's second claims.
+	redundant int
 }
+
+// endgameBlocks bounds the blocks an endgame asks of a second source at once.
+const endgameBlocks = 8
 
 // offers are the units one source offered and has not yet been given.
 type offers struct {
@@ -83,7 +91,7 @@ type offers struct {
 // (BlockInOrder); setChoice changes that.
 func newPicker(has func(int) bool, limit int) *picker {
 	return &picker{has: has, limit: max(limit, 1), claimed: make(map[int]lpeer.ID), choice: BlockInOrder,
-		count: make(map[int]int32), partial: make(map[int]int32), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		count: make(map[int]int32), partial: make(map[int]int32), second: make(map[int]lpeer.ID), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 }
 
 // setChoice sets how units are chosen; rng (nil: a random one) breaks ties.
@@ -196,9 +204,7 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 // other sources; id keeps them among its own offers, deferred.
 func (pk *picker) unclaim(id lpeer.ID, o *offers, units []int) {
 	for _, i := range units {
-		if pk.claimed[i] == id {
-			delete(pk.claimed, i)
-		}
+		pk.release1(id, i)
 		o.deferred = append(o.deferred, i)
 	}
 	if len(units) > 0 {
@@ -209,10 +215,60 @@ func (pk *picker) unclaim(id lpeer.ID, o *offers, units []int) {
 // drop releases id's claim on unit i without keeping it among id's offers
 // (the source lacks it after all).
 func (pk *picker) drop(id lpeer.ID, i int) {
-	if pk.claimed[i] == id {
-		delete(pk.claimed, i)
+	if pk.release1(id, i) {
 		pk.release++
 	}
+}
+
+// release1 ends id's claim on unit i, first or second; the second claimant
+// of a unit whose first lets go becomes its first. It reports whether the
+// unit is free now.
+func (pk *picker) release1(id lpeer.ID, i int) bool {
+	if s, ok := pk.second[i]; ok && s == id {
+		delete(pk.second, i)
+		return false
+	}
+	if pk.claimed[i] != id {
+		return false
+	}
+	if s, ok := pk.second[i]; ok {
+		pk.claimed[i] = s
+		delete(pk.second, i)
+		return false
+	}
+	delete(pk.claimed, i)
+	return true
+}
+
+// endgame gives source id up to n units it offered that another source has
+// claimed, as second claims, when missing (the units the fetch lacks, at
+// most endgameBlocks) are all claimed: the last blocks of a fetch then come
+// from whichever of two sources sends them first, rather than waiting on a
+// slow one. A unit has two claims at most; the copy that arrives second is
+// counted redundant and dropped.
+func (pk *picker) endgame(id lpeer.ID, o *offers, n, missing int) []int {
+	if missing <= 0 || missing > endgameBlocks || len(pk.claimed) < missing {
+		return nil
+	}
+	n = min(n, endgameBlocks-len(pk.second))
+	var out []int
+	for _, i := range o.all {
+		if n == 0 {
+			break
+		}
+		c, claimed := pk.claimed[i]
+		if !claimed || c == id || pk.has(i) {
+			continue
+		}
+		if _, ok := pk.second[i]; ok {
+			continue
+		}
+		pk.second[i] = id
+		pk.redundant++
+		out = append(out, i)
+		n--
+	}
+	return out
 }
 
 // done ends the claim on unit i, which arrived. If it is still needed
@@ -220,6 +276,7 @@ func (pk *picker) drop(id lpeer.ID, i int) {
 // that deferred it look again.
 func (pk *picker) done(i int, retry bool) {
 	delete(pk.claimed, i)
+	delete(pk.second, i)
 	if retry {
 		pk.release++
 	}

@@ -341,11 +341,54 @@ func TestPickerSparesSeed(t *testing.T) {
 		t.Fatalf("with two full sources the seed was given %v, want 0 and 1", got)
 	}
 	in := newPicker(func(int) bool { return false }, 100)
-	pk.setChoice(BlockInOrder, nil)
 	var s2, a2 offers
 	in.offerFrom(&s2, []int{0, 1}, true)
 	in.offerFrom(&a2, []int{0, 1}, false)
 	if got := in.claim("seed", &s2, 2); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("in order: the seed was given %v, want [0 1]", got)
+	}
+}
+
+// TestPickerEndgame: once the units a fetch lacks are all claimed and few, a
+// source that offered one claimed by another is given it too, once; the
+// first copy ends both claims, and a first claimant that lets go hands its
+// claim to the second.
+func TestPickerEndgame(t *testing.T) {
+	held := map[int]bool{}
+	pk := newPicker(func(i int) bool { return held[i] }, 100)
+	var a, b, c offers
+	pk.offer(&a, []int{0, 1})
+	pk.offer(&b, []int{0, 1})
+	pk.offer(&c, []int{1})
+	if got := pk.endgame("b", &b, 2, 2); len(got) != 0 {
+		t.Fatalf("endgame before everything is claimed gave %v", got)
+	}
+	pk.claim("a", &a, 2)
+	if got := pk.endgame("b", &b, 2, endgameBlocks+1); len(got) != 0 {
+		t.Fatalf("endgame with too many units missing gave %v", got)
+	}
+	if got := pk.endgame("a", &a, 2, 2); len(got) != 0 {
+		t.Fatalf("a was given its own claims again: %v", got)
+	}
+	got := pk.endgame("b", &b, 2, 2)
+	if slices.Sort(got); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("b's endgame: %v, want [0 1]", got)
+	}
+	if got := pk.endgame("c", &c, 2, 2); len(got) != 0 {
+		t.Fatalf("a third claim on 1: %v", got)
+	}
+	// 0 arrives from a: both claims end.
+	held[0] = true
+	pk.done(0, false)
+	if _, ok := pk.second[0]; ok || pk.inFlight() != 1 {
+		t.Fatalf("after 0 arrived: second %v, %d in flight", pk.second, pk.inFlight())
+	}
+	// a stalls on 1: b, which asked for it too, holds the claim now.
+	pk.unclaim("a", &a, []int{1})
+	if pk.claimed[1] != "b" || len(pk.second) != 0 {
+		t.Fatalf("after a let go of 1: claimed %v, second %v", pk.claimed, pk.second)
+	}
+	if pk.redundant != 2 {
+		t.Fatalf("%d second claims counted, want 2", pk.redundant)
 	}
 }
