@@ -79,7 +79,7 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if len(inflight) <= window-slack {
 			f.mu.Lock()
 			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && isBlockMethod(f.t.method()) {
+			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= endgameWait {
 				batch = f.pick.endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
 			}
 			if len(batch) > 0 {
@@ -362,6 +362,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	src.share.Blocks++
 	src.share.Bytes += int64(len(data))
 	f.lastProgress = time.Now()
+	f.lastStored = f.lastProgress
 	held := f.c.store.HeldCount()
 	var prog Progress
 	if f.fc.progress != nil {

@@ -240,9 +240,11 @@ type fetch struct {
 	lastLive time.Time
 	// lastProgress is the last time a block was stored or in flight.
 	lastProgress time.Time
-	sum          Summary
-	received     int64
-	resumed      int
+	// lastStored is the last time a block was stored (or the fetch began).
+	lastStored time.Time
+	sum        Summary
+	received   int64
+	resumed    int
 
 	progMu sync.Mutex
 
@@ -324,6 +326,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	defer stop()
 	f.lastLive = time.Now()
 	f.lastProgress = time.Now()
+	f.lastStored = f.lastProgress
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
 	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
 	for range min(maxFetchWriters, max(4, (64<<20)/f.t.unitSize())) {

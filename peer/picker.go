@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
+	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
@@ -74,6 +75,11 @@ type picker struct {
 
 // endgameBlocks bounds the blocks an endgame asks of a second source at once.
 const endgameBlocks = 8
+
+// endgameWait is how long a fetch goes without storing a block before its
+// last blocks are asked of a second source: a fetch whose last blocks are
+// merely on their way does not pay for them twice.
+const endgameWait = 2 * time.Second
 
 // offers are the units one source offered and has not yet been given.
 type offers struct {
@@ -175,7 +181,7 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 		slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
 		o.sorted = pk.gen
 	}
-	spare := pk.choice == BlockRarest && o.full && pk.full == 1
+	spare := pk.spares(o)
 	var out []int
 	for n > 0 && len(o.queue) > 0 {
 		i := o.queue[0]
@@ -282,13 +288,19 @@ func (pk *picker) done(i int, retry bool) {
 	}
 }
 
+// spares reports whether o's source is spared (see offerFrom).
+func (pk *picker) spares(o *offers) bool {
+	return pk.choice == BlockRarest && o.full && pk.full == 1
+}
+
 // claimable reports whether o holds deferred units that are now free.
 func (pk *picker) claimable(o *offers) bool {
 	if o.seen == pk.release {
 		return false
 	}
+	spare := pk.spares(o)
 	for _, i := range o.deferred {
-		if _, c := pk.claimed[i]; !c && !pk.has(i) {
+		if _, c := pk.claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) {
 			return true
 		}
 	}

@@ -335,6 +335,10 @@ func TestPickerSparesSeed(t *testing.T) {
 	if !slices.Equal(got, []int{2, 3}) {
 		t.Fatalf("the seed was given %v, want [2 3]: a offered 0 and 1", got)
 	}
+	pk.release++ // another source let go of something
+	if pk.claimable(&seed) {
+		t.Fatal("the seed's spared units 0 and 1 count as claimable")
+	}
 	pk.offerFrom(&b, []int{0, 1, 2, 3}, true) // a second full source
 	pk.offerFrom(&seed, []int{0, 1}, true)    // the seed reconciles again
 	if got := pk.claim("seed", &seed, 4); len(got) != 2 {
