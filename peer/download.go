@@ -30,17 +30,22 @@ func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
 // download fetches the offered blocks from src over one blocks stream,
 // keeping up to the window requested, until src has nothing left to give.
 func (f *fetch) download(src *source, offered []int) (err error) {
+	// A source offering every block the fetch lacks (a seed, or a peer done
+	// downloading) is full; see picker.offerFrom.
+	full := isBlockMethod(f.t.method()) && len(offered) > 0 && len(offered) >= f.c.man.BlockCount()-f.c.store.HeldCount()
 	f.mu.Lock()
 	if len(src.refused) > 0 {
 		// Not the blocks it sent corrupt once: others are asked for them.
 		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
 	}
-	f.pick.offer(&src.offers, offered)
+	f.pick.offerFrom(&src.offers, offered, full)
 	f.mu.Unlock()
-	window := f.p.cfg.window
-	inflight := make(map[int]struct{}, window)
+	win := &src.flow
+	win.max, win.fixed = f.p.cfg.window, f.p.cfg.fixedWindow
+	inflight := make(map[int]struct{}, win.max)
 	defer func() { f.unclaim(src, inflight) }()
 	var cs *clientStream
+	var wants *wantWriter
 	defer func() {
 		if cs == nil {
 			return
@@ -48,26 +53,42 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		f.mu.Lock()
 		src.cs = nil
 		f.mu.Unlock()
-		if err != nil {
+		if err != nil || f.ctx.Err() != nil {
 			cs.reset()
+			wants.stop()
 		} else {
+			wants.stop()
 			cs.close()
 		}
 	}()
 	limit := f.t.count()
-	var want []byte
 	var gaps stallClock
 	for {
 		if f.ctx.Err() != nil {
 			return nil
 		}
-		// Top up the window once half of it has arrived, so that wants go
-		// out in batches rather than one small message per block.
+		// Top up the window once a quarter of it (half of a large one) has
+		// arrived, so that wants go out in batches rather than one small
+		// message per block.
 		var batch []int
-		if len(inflight) <= window/2 {
+		window := win.size()
+		slack := (window + 3) / 4
+		if window >= 8 {
+			slack = window / 2
+		}
+		if len(inflight) <= window-slack {
 			f.mu.Lock()
 			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
+			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= endgameWait {
+				batch = f.pick.endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
+			}
+			if len(batch) > 0 {
+				src.useful = time.Now()
+			}
 			f.mu.Unlock()
+		}
+		if len(batch) > 0 {
+			win.sent(time.Now(), len(inflight) == 0)
 		}
 		for _, i := range batch {
 			inflight[i] = struct{}{}
@@ -81,13 +102,10 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 				f.mu.Lock()
 				src.cs = cs
 				f.mu.Unlock()
+				wants = startWantWriter(cs, win.max)
 			}
 			sort.Ints(batch)
-			want = wire.AppendWant(want[:0], batch)
-			if err := cs.send(want); err != nil {
-				return err
-			}
-			if err := cs.flush(); err != nil {
+			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {
 				return err
 			}
 		}
@@ -103,6 +121,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
 				return ferr
+			}
+			if werr := wants.failed(); werr != nil {
+				return fmt.Errorf("sending wants: %w", werr)
 			}
 			return fmt.Errorf("waiting for %d blocks: %w", len(inflight), err)
 		}
@@ -124,6 +145,11 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			f.notify()
 			continue
 		}
+		now := time.Now()
+		win.arrived(now)
+		f.mu.Lock()
+		src.useful = now
+		f.mu.Unlock()
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.
 		select {
@@ -336,6 +362,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	src.share.Blocks++
 	src.share.Bytes += int64(len(data))
 	f.lastProgress = time.Now()
+	f.lastStored = f.lastProgress
 	held := f.c.store.HeldCount()
 	var prog Progress
 	if f.fc.progress != nil {

@@ -226,19 +226,25 @@ type fetch struct {
 	// doneOnce closes done when the last block is stored.
 	doneOnce sync.Once
 
-	mu       sync.Mutex
-	pick     *picker
-	sources  map[lpeer.ID]*source
-	banned   map[lpeer.ID]string
-	shares   map[lpeer.ID]*PeerShare
+	mu      sync.Mutex
+	pick    *picker
+	sources map[lpeer.ID]*source
+	banned  map[lpeer.ID]string
+	shares  map[lpeer.ID]*PeerShare
+	// spare holds peers of the content that are not sources because the
+	// source limit was reached (the time a peer was rotated out, zero for
+	// one never tried): an idle source gives its place to one of them.
+	spare    map[lpeer.ID]time.Time
 	wake     chan struct{} // closed and replaced on release or new blocks
 	active   int           // sources with a running worker
 	lastLive time.Time
 	// lastProgress is the last time a block was stored or in flight.
 	lastProgress time.Time
-	sum          Summary
-	received     int64
-	resumed      int
+	// lastStored is the last time a block was stored (or the fetch began).
+	lastStored time.Time
+	sum        Summary
+	received   int64
+	resumed    int
 
 	progMu sync.Mutex
 
@@ -276,18 +282,32 @@ type source struct {
 	// refused holds them: it is not asked for them again (under fetch.mu).
 	corrupt int
 	refused map[int]struct{}
+	// useful is the last time it was given a block to send or sent one (or
+	// it became a source), for rotation (under fetch.mu).
+	useful time.Time
+	// flow sizes its window of requested blocks (its worker only).
+	flow flowWindow
 }
 
+// rotateIdle is how long a source may go without a block to give before it
+// leaves its place to a spare peer, when the fetch is at its source limit.
+// It spans a few reconciliations at wide-area round trips, so a source that
+// merely waits for its next block is kept.
+const rotateIdle = 2 * time.Second
+
 func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
-	return &fetch{
+	f := &fetch{
 		p: p, c: c, t: t, fc: fc,
 		done:    make(chan struct{}),
 		pick:    newPicker(t.has, max(2, fetchMemory/t.unitSize())),
 		sources: make(map[lpeer.ID]*source),
 		banned:  make(map[lpeer.ID]string),
 		shares:  make(map[lpeer.ID]*PeerShare),
+		spare:   make(map[lpeer.ID]time.Time),
 		wake:    make(chan struct{}),
 	}
+	f.pick.setChoice(fc.choice, nil)
+	return f
 }
 
 // run downloads until the store is complete, the context ends or no peer is left.
@@ -306,6 +326,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	defer stop()
 	f.lastLive = time.Now()
 	f.lastProgress = time.Now()
+	f.lastStored = f.lastProgress
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
 	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
 	for range min(maxFetchWriters, max(4, (64<<20)/f.t.unitSize())) {
@@ -386,15 +407,27 @@ func (f *fetch) addSource(id lpeer.ID) {
 	if _, ok := f.banned[id]; ok {
 		return
 	}
-	if f.active >= f.p.cfg.maxSources || f.p.isBanned(id) {
+	if f.p.isBanned(id) {
 		return
 	}
+	if f.active >= f.p.cfg.maxSources {
+		if _, ok := f.spare[id]; !ok {
+			f.spare[id] = time.Time{}
+		}
+		return
+	}
+	f.startLocked(id)
+}
+
+// startLocked makes id a source and starts its worker (f.mu held).
+func (f *fetch) startLocked(id lpeer.ID) {
+	delete(f.spare, id)
 	sh := f.shares[id]
 	if sh == nil {
 		sh = &PeerShare{Peer: id.String()}
 		f.shares[id] = sh
 	}
-	src := &source{id: id, share: sh}
+	src := &source{id: id, share: sh, useful: time.Now()}
 	f.sources[id] = src
 	f.active++
 	f.wg.Add(1)
@@ -413,6 +446,8 @@ func (f *fetch) work(src *source) {
 		f.mu.Lock()
 		f.active--
 		delete(f.sources, src.id)
+		f.pick.forget(&src.offers)
+		f.fillLocked()
 		f.mu.Unlock()
 		f.notify()
 	}()
@@ -459,6 +494,10 @@ func (f *fetch) work(src *source) {
 		f.mu.Lock()
 		w := f.wake
 		claimable := f.pick.claimable(&src.offers)
+		if err == nil && !claimable && f.rotateLocked(src) {
+			f.mu.Unlock()
+			return
+		}
 		f.mu.Unlock()
 		if claimable && err == nil {
 			continue
@@ -473,6 +512,49 @@ func (f *fetch) work(src *source) {
 		case <-t.C:
 			wait = min(2*wait, time.Second)
 		}
+	}
+}
+
+// rotateLocked reports whether src, which has had nothing to give for
+// rotateIdle, leaves its place to a spare peer (f.mu held): only when the
+// fetch is at its source limit and a spare peer is waiting. Without it a
+// fetch keeps its first sources for as long as they answer, even when none of
+// them holds a block it lacks while the peers that do (the seed) wait
+// outside. src becomes a spare itself and may come back later, when it has
+// gained blocks and another source is idle in turn.
+func (f *fetch) rotateLocked(src *source) bool {
+	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || time.Since(src.useful) < rotateIdle {
+		return false
+	}
+	f.spare[src.id] = time.Now()
+	f.p.log.Debug("rotating idle source", "peer", src.id)
+	return true
+}
+
+// fillLocked starts spare peers while the fetch is below its source limit
+// (f.mu held): those never tried first, then those rotated out longest ago.
+func (f *fetch) fillLocked() {
+	for f.active < f.p.cfg.maxSources && len(f.spare) > 0 && f.ctx.Err() == nil {
+		var best lpeer.ID
+		var bt time.Time
+		first := true
+		for id, t := range f.spare {
+			if _, ok := f.sources[id]; ok {
+				delete(f.spare, id)
+				continue
+			}
+			if first || t.Before(bt) {
+				best, bt, first = id, t, false
+			}
+		}
+		if first {
+			return
+		}
+		if _, banned := f.banned[best]; banned || f.p.isBanned(best) {
+			delete(f.spare, best)
+			continue
+		}
+		f.startLocked(best)
 	}
 }
 
@@ -521,12 +603,16 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
+	began := time.Now()
 	s, trips, err := f.p.pullSession(ctx, cs, f.t.responder(), f.t.method(), f.t.held())
 	if err != nil {
 		cs.reset()
 		return nil, err
 	}
 	cs.close()
+	if trips > 0 {
+		src.flow.noteRTT(time.Since(began) / time.Duration(trips))
+	}
 	o := s.Outcome()
 	var lacking []int
 	for _, i := range s.Wanted() {

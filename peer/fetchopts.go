@@ -23,6 +23,8 @@ type fetchConfig struct {
 	outFile  bool
 	check    func(done, total int)
 	events   func(FetchEvent)
+	choice   BlockChoice
+	endgame  bool
 }
 
 // newFetchConfig applies opts to the defaults.
@@ -86,6 +88,29 @@ func WithMethod(m reconcile.Method) FetchOption {
 		c.method = m
 		return nil
 	}
+}
+
+// WithBlockChoice sets how a fetch chooses which of a source's offered
+// blocks to ask it for first. Default BlockRarest.
+func WithBlockChoice(c BlockChoice) FetchOption {
+	return func(fc *fetchConfig) error {
+		if c != BlockRarest && c != BlockInOrder {
+			return fmt.Errorf("peer: WithBlockChoice: unknown choice %d", int(c))
+		}
+		fc.choice = c
+		return nil
+	}
+}
+
+// WithEndgame turns on the endgame: once the few blocks a fetch still lacks
+// (8 at most) are all requested and no block has arrived for 2 s, each is
+// also asked of a second source that offered it, and the first copy to
+// arrive is kept (the other is counted in Summary.Redundant, or is cut off
+// in flight when the fetch ends). Default off: in a 200-peer swarm the last
+// fetcher finished within 10 % of the median without it, and the copies it
+// asks for twice cost upload.
+func WithEndgame() FetchOption {
+	return func(fc *fetchConfig) error { fc.endgame = true; return nil }
 }
 
 // WithNoPeerTimeout sets how long a fetch goes on with no peer left to

@@ -24,6 +24,7 @@ type config struct {
 	streamIdle   time.Duration
 	stallTimeout time.Duration
 	window       int
+	fixedWindow  bool
 	maxSources   int
 	syncEvery    int
 	serveRate    float64
@@ -205,7 +206,9 @@ func WithStallTimeout(d time.Duration) Option {
 }
 
 // WithWindow sets how many blocks a fetch keeps requested from one peer at a
-// time. Default 16 (4 MiB of 256 KiB blocks per peer).
+// time, at most: the window of each peer adapts to about twice a round trip
+// of blocks at the rate the peer delivers, plus one (see WithFixedWindow).
+// Default 16 (4 MiB of 256 KiB blocks per peer).
 func WithWindow(n int) Option {
 	return func(c *config) error {
 		if n < 1 {
@@ -214,6 +217,13 @@ func WithWindow(n int) Option {
 		c.window = n
 		return nil
 	}
+}
+
+// WithFixedWindow makes every fetch keep the whole WithWindow window
+// requested from each peer, rather than a window adapted to the peer's rate
+// and round trip. Default: adapted.
+func WithFixedWindow() Option {
+	return func(c *config) error { c.fixedWindow = true; return nil }
 }
 
 // WithMaxSources bounds the peers one fetch downloads from at once. Default 32.

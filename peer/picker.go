@@ -1,6 +1,40 @@
 package peer
 
-import lpeer "github.com/libp2p/go-libp2p/core/peer"
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+)
+
+// BlockChoice is how a fetch chooses, among the blocks a source offered,
+// which to ask it for first.
+type BlockChoice int
+
+const (
+	// BlockRarest asks first for the blocks the fewest of the fetch's
+	// sources offered (ties in random order): the counts are exact, from
+	// each source's last reconciliation answer. Blocks only one source holds
+	// (the seed's, early on) are fetched from it while the others are left
+	// to the peers that hold them too, so rare blocks spread first.
+	BlockRarest BlockChoice = iota
+	// BlockInOrder asks for the offered blocks in index order from a random
+	// starting place (the choice before BlockRarest, kept for comparison).
+	BlockInOrder
+)
+
+// String names the choice.
+func (c BlockChoice) String() string {
+	switch c {
+	case BlockRarest:
+		return "rarest"
+	case BlockInOrder:
+		return "in-order"
+	}
+	return "unknown"
+}
 
 // picker decides which source fetches which unit (block, or coded block) of
 // a fetch: a unit is claimed by one source at a time, so no two peers are
@@ -20,23 +54,119 @@ type picker struct {
 	// release counts releases: a source whose offers were deferred because
 	// other sources held their claims looks at them again once it moves.
 	release uint64
+
+	// choice orders each source's queue (see BlockChoice).
+	choice BlockChoice
+	// count holds, per unit, how many sources' current offers hold it;
+	// gen changes whenever count does.
+	count map[int]int32
+	gen   uint64
+	rng   *rand.Rand
+	// partial counts, per unit, the offers of sources that are not full
+	// (see offers.full); full is the number of full sources.
+	partial map[int]int32
+	full    int
+	// second holds the endgame's second claims: unit -> the other source
+	// asked for it (see endgame).
+	second map[int]lpeer.ID
+	// redundant counts the endgame's second claims.
+	redundant int
 }
+
+// endgameBlocks bounds the blocks an endgame asks of a second source at once.
+const endgameBlocks = 8
+
+// endgameWait is how long a fetch goes without storing a block before its
+// last blocks are asked of a second source: a fetch whose last blocks are
+// merely on their way does not pay for them twice.
+const endgameWait = 2 * time.Second
 
 // offers are the units one source offered and has not yet been given.
 type offers struct {
 	queue    []int  // offered units not yet tried
 	deferred []int  // offered units claimed by other sources when tried
 	seen     uint64 // picker.release when deferred was last moved to queue
+	all      []int  // the units of the last offer, counted in picker.count
+	sorted   uint64 // picker.gen when queue was last sorted by rarity
+	// full says the source offered every unit the fetch lacked: a seed, or
+	// a peer done with its own download.
+	full bool
 }
 
+// newPicker makes a picker that claims offered units in the order offered
+// (BlockInOrder); setChoice changes that.
 func newPicker(has func(int) bool, limit int) *picker {
-	return &picker{has: has, limit: max(limit, 1), claimed: make(map[int]lpeer.ID)}
+	return &picker{has: has, limit: max(limit, 1), claimed: make(map[int]lpeer.ID), choice: BlockInOrder,
+		count: make(map[int]int32), partial: make(map[int]int32), second: make(map[int]lpeer.ID), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+}
+
+// setChoice sets how units are chosen; rng (nil: a random one) breaks ties.
+func (pk *picker) setChoice(c BlockChoice, rng *rand.Rand) {
+	pk.choice = c
+	if rng != nil {
+		pk.rng = rng
+	}
 }
 
 // offer replaces the offers of a source with a new reconciliation answer.
-func (pk *picker) offer(o *offers, units []int) {
-	o.queue, o.deferred, o.seen = units, nil, pk.release
+// It takes units over.
+func (pk *picker) offer(o *offers, units []int) { pk.offerFrom(o, units, false) }
+
+// offerFrom is offer for a source that offered every unit the fetch lacks
+// (full) or not.
+//
+// While a fetch has one full source only (the seed, early in a swarm),
+// BlockRarest spares it: it is not given units that a source that is not
+// full offered too, so that the seed's upload, the swarm's scarcest, goes to
+// blocks no other peer near this one can send. Once several sources are
+// full (peers done with their download), none is spared.
+func (pk *picker) offerFrom(o *offers, units []int, full bool) {
+	pk.forget(o)
+	o.all = append(o.all[:0], units...)
+	o.full = full
+	if full {
+		pk.full++
+	}
+	for _, i := range o.all {
+		pk.count[i]++
+		if !full {
+			pk.partial[i]++
+		}
+	}
+	pk.gen++
+	if pk.choice == BlockRarest {
+		// Shuffled first, so that a stable sort by rarity leaves ties in
+		// random order.
+		pk.rng.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
+	}
+	o.queue, o.deferred, o.seen, o.sorted = units, nil, pk.release, 0
 }
+
+// forget takes a source's offers out of the rarity counts (it left the
+// fetch, or is about to offer anew).
+func (pk *picker) forget(o *offers) {
+	for _, i := range o.all {
+		if pk.count[i]--; pk.count[i] <= 0 {
+			delete(pk.count, i)
+		}
+		if o.full {
+			continue
+		}
+		if pk.partial[i]--; pk.partial[i] <= 0 {
+			delete(pk.partial, i)
+		}
+	}
+	if o.full {
+		pk.full--
+	}
+	if len(o.all) > 0 || o.full {
+		pk.gen++
+	}
+	o.all, o.full = o.all[:0], false
+}
+
+// rarity is how many sources' current offers hold unit i.
+func (pk *picker) rarity(i int) int { return int(pk.count[i]) }
 
 // claim gives source id up to n of its offered units that nobody holds or
 // has claimed, in the order offered.
@@ -45,12 +175,24 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 	if len(o.queue) == 0 && o.seen != pk.release {
 		o.queue, o.deferred = o.deferred, nil
 		o.seen = pk.release
+		o.sorted = 0
 	}
+	if pk.choice == BlockRarest && o.sorted != pk.gen && len(o.queue) > 1 {
+		slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
+		o.sorted = pk.gen
+	}
+	spare := pk.spares(o)
 	var out []int
 	for n > 0 && len(o.queue) > 0 {
 		i := o.queue[0]
 		o.queue = o.queue[1:]
 		if pk.has(i) {
+			continue
+		}
+		if spare && pk.partial[i] > 0 {
+			// Another source offered it: the seed is spared (it is looked
+			// at again on a release, or at the next reconciliation).
+			o.deferred = append(o.deferred, i)
 			continue
 		}
 		if _, c := pk.claimed[i]; c {
@@ -68,9 +210,7 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 // other sources; id keeps them among its own offers, deferred.
 func (pk *picker) unclaim(id lpeer.ID, o *offers, units []int) {
 	for _, i := range units {
-		if pk.claimed[i] == id {
-			delete(pk.claimed, i)
-		}
+		pk.release1(id, i)
 		o.deferred = append(o.deferred, i)
 	}
 	if len(units) > 0 {
@@ -81,10 +221,60 @@ func (pk *picker) unclaim(id lpeer.ID, o *offers, units []int) {
 // drop releases id's claim on unit i without keeping it among id's offers
 // (the source lacks it after all).
 func (pk *picker) drop(id lpeer.ID, i int) {
-	if pk.claimed[i] == id {
-		delete(pk.claimed, i)
+	if pk.release1(id, i) {
 		pk.release++
 	}
+}
+
+// release1 ends id's claim on unit i, first or second; the second claimant
+// of a unit whose first lets go becomes its first. It reports whether the
+// unit is free now.
+func (pk *picker) release1(id lpeer.ID, i int) bool {
+	if s, ok := pk.second[i]; ok && s == id {
+		delete(pk.second, i)
+		return false
+	}
+	if pk.claimed[i] != id {
+		return false
+	}
+	if s, ok := pk.second[i]; ok {
+		pk.claimed[i] = s
+		delete(pk.second, i)
+		return false
+	}
+	delete(pk.claimed, i)
+	return true
+}
+
+// endgame gives source id up to n units it offered that another source has
+// claimed, as second claims, when missing (the units the fetch lacks, at
+// most endgameBlocks) are all claimed: the last blocks of a fetch then come
+// from whichever of two sources sends them first, rather than waiting on a
+// slow one. A unit has two claims at most; the copy that arrives second is
+// counted redundant and dropped.
+func (pk *picker) endgame(id lpeer.ID, o *offers, n, missing int) []int {
+	if missing <= 0 || missing > endgameBlocks || len(pk.claimed) < missing {
+		return nil
+	}
+	n = min(n, endgameBlocks-len(pk.second))
+	var out []int
+	for _, i := range o.all {
+		if n == 0 {
+			break
+		}
+		c, claimed := pk.claimed[i]
+		if !claimed || c == id || pk.has(i) {
+			continue
+		}
+		if _, ok := pk.second[i]; ok {
+			continue
+		}
+		pk.second[i] = id
+		pk.redundant++
+		out = append(out, i)
+		n--
+	}
+	return out
 }
 
 // done ends the claim on unit i, which arrived. If it is still needed
@@ -92,9 +282,15 @@ func (pk *picker) drop(id lpeer.ID, i int) {
 // that deferred it look again.
 func (pk *picker) done(i int, retry bool) {
 	delete(pk.claimed, i)
+	delete(pk.second, i)
 	if retry {
 		pk.release++
 	}
+}
+
+// spares reports whether o's source is spared (see offerFrom).
+func (pk *picker) spares(o *offers) bool {
+	return pk.choice == BlockRarest && o.full && pk.full == 1
 }
 
 // claimable reports whether o holds deferred units that are now free.
@@ -102,8 +298,9 @@ func (pk *picker) claimable(o *offers) bool {
 	if o.seen == pk.release {
 		return false
 	}
+	spare := pk.spares(o)
 	for _, i := range o.deferred {
-		if _, c := pk.claimed[i]; !c && !pk.has(i) {
+		if _, c := pk.claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) {
 			return true
 		}
 	}

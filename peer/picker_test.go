@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -161,5 +162,237 @@ func TestStallClock(t *testing.T) {
 	c.arrived(t0.Add(time.Hour)) // a long gap raises the average
 	if got := c.timeout(10*time.Second, true); got != 10*time.Second {
 		t.Fatalf("after an hour's gap: %v, want the stall timeout (the cap)", got)
+	}
+}
+
+// TestPickerRarest: with BlockRarest a source is asked first for the units
+// the fewest sources offered; ties come in random order, and the counts
+// follow the sources' offers as they change and as sources leave.
+func TestPickerRarest(t *testing.T) {
+	tests := []struct {
+		name   string
+		offers [][]int // per source; source 0 claims
+		n      int
+		want   []int // the units claimed, in any order
+	}{
+		{"only the claimer has them", [][]int{{0, 1, 2, 3, 4, 5}, {0, 1, 2}, {0, 1}}, 3, []int{3, 4, 5}},
+		{"then the next rarest", [][]int{{0, 1, 2, 3, 4, 5}, {0, 1, 2}, {0, 1}}, 4, []int{2, 3, 4, 5}},
+		{"all as rare: any", [][]int{{7, 8, 9}, {7, 8, 9}}, 3, []int{7, 8, 9}},
+		{"one source", [][]int{{4, 1, 3}}, 2, nil}, // any two of them
+		{"held units skipped", [][]int{{0, 1, 10, 11}, {0, 1}}, 2, []int{11, 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pk := newPicker(func(i int) bool { return i == 10 }, 100)
+			pk.setChoice(BlockRarest, rand.New(rand.NewPCG(1, 2)))
+			offs := make([]offers, len(tc.offers))
+			for s, u := range tc.offers {
+				pk.offer(&offs[s], slices.Clone(u))
+			}
+			got := pk.claim("a", &offs[0], tc.n)
+			if len(got) != tc.n {
+				t.Fatalf("claimed %v, want %d units", got, tc.n)
+			}
+			if tc.want == nil {
+				return
+			}
+			if tc.name == "held units skipped" {
+				// 11 (rarity 1) first, then 0 or 1 (rarity 2): 10 is held.
+				if got[0] != 11 || (got[1] != 0 && got[1] != 1) {
+					t.Fatalf("claimed %v, want 11 then 0 or 1", got)
+				}
+				return
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("claimed %v, want %v", got, tc.want)
+			}
+		})
+	}
+	t.Run("ties in random order", func(t *testing.T) {
+		firsts := map[int]bool{}
+		for seed := range uint64(40) {
+			pk := newPicker(func(int) bool { return false }, 100)
+			pk.setChoice(BlockRarest, rand.New(rand.NewPCG(seed, 3)))
+			var a offers
+			pk.offer(&a, []int{0, 1, 2, 3, 4, 5, 6, 7})
+			firsts[pk.claim("a", &a, 1)[0]] = true
+		}
+		if len(firsts) < 4 {
+			t.Fatalf("first claims over 40 seeds: %v; ties should be broken at random", firsts)
+		}
+	})
+	t.Run("counts follow offers", func(t *testing.T) {
+		pk := newPicker(func(int) bool { return false }, 100)
+		pk.setChoice(BlockRarest, nil)
+		var a, b offers
+		pk.offer(&a, []int{0, 1})
+		pk.offer(&b, []int{1, 2})
+		if pk.rarity(1) != 2 || pk.rarity(0) != 1 || pk.rarity(3) != 0 {
+			t.Fatalf("rarities %d %d %d, want 2 1 0", pk.rarity(1), pk.rarity(0), pk.rarity(3))
+		}
+		pk.offer(&b, []int{2, 3}) // b reconciled again
+		if pk.rarity(1) != 1 || pk.rarity(3) != 1 {
+			t.Fatalf("after b's new offer: rarities of 1 and 3 are %d %d, want 1 1", pk.rarity(1), pk.rarity(3))
+		}
+		pk.forget(&b) // b left
+		if pk.rarity(2) != 0 || len(pk.count) != 2 {
+			t.Fatalf("after b left: count %v, want 0 and 1 once each", pk.count)
+		}
+	})
+}
+
+// TestPickerRarestProperty: with BlockRarest, random offers, stalls and
+// lacks, no unit is claimed twice, every offered unit is delivered, the
+// counts always equal the sources' current offers, and every claim takes
+// units no rarer-than-needed: none left in the claimer's queue (free and
+// needed) is rarer than a unit it was given.
+func TestPickerRarestProperty(t *testing.T) {
+	for seed := range uint64(50) {
+		r := rand.New(rand.NewPCG(seed, 11))
+		n := 1 + r.IntN(60)
+		held := make([]bool, n)
+		pk := newPicker(func(i int) bool { return held[i] }, 1+r.IntN(20))
+		pk.setChoice(BlockRarest, rand.New(rand.NewPCG(seed, 12)))
+		ids := []lpeer.ID{"a", "b", "c", "d"}
+		offs := make([]offers, len(ids))
+		current := make([][]int, len(ids))
+		reoffer := func(s int) {
+			var units []int
+			for i := range n {
+				if !held[i] && (r.IntN(3) > 0 || s == 0) {
+					units = append(units, i)
+				}
+			}
+			current[s] = slices.Clone(units)
+			pk.offer(&offs[s], units)
+		}
+		for s := range ids {
+			reoffer(s)
+		}
+		for step := 0; ; step++ {
+			if !slices.Contains(held, false) {
+				break
+			}
+			if step == 100000 {
+				t.Fatalf("seed %d: not every unit delivered", seed)
+			}
+			s := r.IntN(len(ids))
+			if r.IntN(20) == 0 {
+				reoffer(s)
+			}
+			want := map[int]int32{}
+			for _, u := range current {
+				for _, i := range u {
+					want[i]++
+				}
+			}
+			if !maps.Equal(want, pk.count) {
+				t.Fatalf("seed %d: counts %v, want %v", seed, pk.count, want)
+			}
+			got := pk.claim(ids[s], &offs[s], 1+r.IntN(4))
+			worst := -1
+			for _, i := range got {
+				if owner := pk.claimed[i]; owner != ids[s] {
+					t.Fatalf("seed %d: unit %d claimed by %s, handed to %s", seed, i, owner, ids[s])
+				}
+				worst = max(worst, pk.rarity(i))
+			}
+			if len(got) > 0 {
+				for _, i := range offs[s].queue {
+					if _, c := pk.claimed[i]; !c && !held[i] && pk.rarity(i) < worst {
+						t.Fatalf("seed %d: %s was given %v (rarity up to %d) while %d (rarity %d) waited", seed, ids[s], got, worst, i, pk.rarity(i))
+					}
+				}
+			}
+			for _, i := range got {
+				switch {
+				case r.IntN(4) == 0:
+					pk.unclaim(ids[s], &offs[s], []int{i})
+				default:
+					held[i] = true
+					pk.done(i, false)
+				}
+			}
+		}
+		if pk.inFlight() != 0 {
+			t.Fatalf("seed %d: %d still claimed", seed, pk.inFlight())
+		}
+	}
+}
+
+// TestPickerSparesSeed: while one source is full (the seed), BlockRarest
+// gives it only units no other source offered; once a second source is full,
+// none is spared; BlockInOrder never spares.
+func TestPickerSparesSeed(t *testing.T) {
+	pk := newPicker(func(int) bool { return false }, 100)
+	pk.setChoice(BlockRarest, nil)
+	var seed, a, b offers
+	pk.offerFrom(&seed, []int{0, 1, 2, 3}, true)
+	pk.offerFrom(&a, []int{0, 1}, false)
+	got := pk.claim("seed", &seed, 4)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{2, 3}) {
+		t.Fatalf("the seed was given %v, want [2 3]: a offered 0 and 1", got)
+	}
+	pk.release++ // another source let go of something
+	if pk.claimable(&seed) {
+		t.Fatal("the seed's spared units 0 and 1 count as claimable")
+	}
+	pk.offerFrom(&b, []int{0, 1, 2, 3}, true) // a second full source
+	pk.offerFrom(&seed, []int{0, 1}, true)    // the seed reconciles again
+	if got := pk.claim("seed", &seed, 4); len(got) != 2 {
+		t.Fatalf("with two full sources the seed was given %v, want 0 and 1", got)
+	}
+	in := newPicker(func(int) bool { return false }, 100)
+	var s2, a2 offers
+	in.offerFrom(&s2, []int{0, 1}, true)
+	in.offerFrom(&a2, []int{0, 1}, false)
+	if got := in.claim("seed", &s2, 2); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("in order: the seed was given %v, want [0 1]", got)
+	}
+}
+
+// TestPickerEndgame: once the units a fetch lacks are all claimed and few, a
+// source that offered one claimed by another is given it too, once; the
+// first copy ends both claims, and a first claimant that lets go hands its
+// claim to the second.
+func TestPickerEndgame(t *testing.T) {
+	held := map[int]bool{}
+	pk := newPicker(func(i int) bool { return held[i] }, 100)
+	var a, b, c offers
+	pk.offer(&a, []int{0, 1})
+	pk.offer(&b, []int{0, 1})
+	pk.offer(&c, []int{1})
+	if got := pk.endgame("b", &b, 2, 2); len(got) != 0 {
+		t.Fatalf("endgame before everything is claimed gave %v", got)
+	}
+	pk.claim("a", &a, 2)
+	if got := pk.endgame("b", &b, 2, endgameBlocks+1); len(got) != 0 {
+		t.Fatalf("endgame with too many units missing gave %v", got)
+	}
+	if got := pk.endgame("a", &a, 2, 2); len(got) != 0 {
+		t.Fatalf("a was given its own claims again: %v", got)
+	}
+	got := pk.endgame("b", &b, 2, 2)
+	if slices.Sort(got); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("b's endgame: %v, want [0 1]", got)
+	}
+	if got := pk.endgame("c", &c, 2, 2); len(got) != 0 {
+		t.Fatalf("a third claim on 1: %v", got)
+	}
+	// 0 arrives from a: both claims end.
+	held[0] = true
+	pk.done(0, false)
+	if _, ok := pk.second[0]; ok || pk.inFlight() != 1 {
+		t.Fatalf("after 0 arrived: second %v, %d in flight", pk.second, pk.inFlight())
+	}
+	// a stalls on 1: b, which asked for it too, holds the claim now.
+	pk.unclaim("a", &a, []int{1})
+	if pk.claimed[1] != "b" || len(pk.second) != 0 {
+		t.Fatalf("after a let go of 1: claimed %v, second %v", pk.claimed, pk.second)
+	}
+	if pk.redundant != 2 {
+		t.Fatalf("%d second claims counted, want 2", pk.redundant)
 	}
 }
