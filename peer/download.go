@@ -141,8 +141,12 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			f.putBuf(fr)
 			f.mu.Lock()
 			f.pick.drop(src.id, i)
+			sent := src.share.Blocks
 			f.mu.Unlock()
 			f.notify()
+			if src.phantoms++; src.phantoms >= phantomMin && src.phantoms > sent {
+				return fmt.Errorf("%w: %d blocks answered missing, %d sent", errPhantom, src.phantoms, sent)
+			}
 			continue
 		}
 		now := time.Now()

@@ -264,6 +264,14 @@ const fetchMemory = 64 << 20
 // blocks (4 writers at least).
 const maxFetchWriters = 32
 
+// errPhantom ends the work with a source that answered more of the blocks
+// it offered as missing than it sent (and at least phantomMin of them).
+var errPhantom = errors.New("peer: offers blocks it does not send")
+
+// phantomMin is how many offered blocks a source may answer as missing
+// before its offers are judged against what it sent.
+const phantomMin = 8
+
 // unknownRetries is how many more times a fetch asks a peer that answered
 // "unknown root" before it forgets the peer.
 const unknownRetries = 5
@@ -282,6 +290,9 @@ type source struct {
 	// refused holds them: it is not asked for them again (under fetch.mu).
 	corrupt int
 	refused map[int]struct{}
+	// phantoms counts the blocks it offered and then answered as missing
+	// (in the download goroutine).
+	phantoms int
 	// useful is the last time it was given a block to send or sent one (or
 	// it became a source), for rotation (under fetch.mu).
 	useful time.Time
@@ -465,6 +476,13 @@ func (f *fetch) work(src *source) {
 			src.failures, src.unknown = 0, 0
 		case errors.Is(err, ErrBadBlock) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrManifestMismatch):
 			f.drop(src, err)
+			return
+		case errors.Is(err, errPhantom):
+			// It offers what it does not send: every request to it is
+			// wasted. Left for the rest of this fetch, not banned (a seed
+			// whose file changed does the same for the changed blocks).
+			f.p.log.Info("peer offers blocks it does not send", "peer", src.id, "err", err)
+			f.dropQuietly(src, err.Error())
 			return
 		case errors.Is(err, ErrBusy):
 			// The peer has no room for us now: ask again after the pause

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -446,5 +447,59 @@ func TestMissingBlocks(t *testing.T) {
 	}
 	if sum.Fetched != sum.Blocks {
 		t.Errorf("summary %+v", sum)
+	}
+}
+
+// TestPhantomSource: a peer that offers every block and answers each request
+// as missing is left after phantomMin such answers (more than it sent), and
+// the fetch completes from the seed.
+func TestPhantomSource(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(4<<20))
+	phantom := newTestPeer(t)
+	if _, err := phantom.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int64
+	misbehave(phantom, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
+		var idx []int
+		for {
+			f, err := fr.Next(1 << 20)
+			if err != nil {
+				return
+			}
+			if idx, err = wire.DecodeWant(idx[:0], f, 1024, 64); err != nil {
+				return
+			}
+			for _, i := range idx {
+				asked.Add(1)
+				wire.WriteFrame(bw, wire.AppendMissing(nil, i))
+			}
+			bw.Flush()
+		}
+	})
+	tk.Peers = append([]AddrInfo{phantom.AddrInfo()}, tk.Peers...)
+	out := filepath.Join(dir, "out")
+	sum, err := newTestPeer(t).Fetch(ctx, tk, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	found := false
+	for _, ps := range sum.Peers {
+		if ps.Peer == phantom.ID().String() {
+			found = true
+			if !strings.Contains(ps.Dropped, "does not send") {
+				t.Errorf("the phantom was not left: %+v", ps)
+			}
+		}
+	}
+	if !found {
+		t.Error("the phantom was never a source")
+	}
+	if n := asked.Load(); n > 2*phantomMin+int64(DefaultLimits.MaxWant) {
+		t.Errorf("the phantom was asked for %d blocks", n)
 	}
 }
