@@ -30,6 +30,17 @@ func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
 // download fetches the offered blocks from src over one blocks stream,
 // keeping up to the window requested, until src has nothing left to give.
 func (f *fetch) download(src *source, offered []int) (err error) {
+	// A source offering again blocks it answered as missing before lies in
+	// its filters (a seed whose file changed stops offering the changed
+	// blocks once it has seen the change).
+	for _, i := range offered {
+		if _, ok := src.missing[i]; ok {
+			src.phantoms++
+		}
+	}
+	if src.phantoms >= phantomMin {
+		return fmt.Errorf("%w: offered %d blocks again that it had answered as missing", errPhantom, src.phantoms)
+	}
 	// A source offering every block the fetch lacks (a seed, or a peer done
 	// downloading) is full; see picker.offerFrom.
 	full := isBlockMethod(f.t.method()) && len(offered) > 0 && len(offered) >= f.c.man.BlockCount()-f.c.store.HeldCount()
@@ -141,12 +152,12 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 			f.putBuf(fr)
 			f.mu.Lock()
 			f.pick.drop(src.id, i)
-			sent := src.share.Blocks
 			f.mu.Unlock()
 			f.notify()
-			if src.phantoms++; src.phantoms >= phantomMin && src.phantoms > sent {
-				return fmt.Errorf("%w: %d blocks answered missing, %d sent", errPhantom, src.phantoms, sent)
+			if src.missing == nil {
+				src.missing = make(map[int]struct{})
 			}
+			src.missing[i] = struct{}{}
 			continue
 		}
 		now := time.Now()

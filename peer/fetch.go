@@ -264,12 +264,12 @@ const fetchMemory = 64 << 20
 // blocks (4 writers at least).
 const maxFetchWriters = 32
 
-// errPhantom ends the work with a source that answered more of the blocks
-// it offered as missing than it sent (and at least phantomMin of them).
+// errPhantom ends the work with a source that offered again, phantomMin
+// times, blocks it had answered as missing.
 var errPhantom = errors.New("peer: offers blocks it does not send")
 
-// phantomMin is how many offered blocks a source may answer as missing
-// before its offers are judged against what it sent.
+// phantomMin is how many offers of blocks it answered as missing before a
+// source is left.
 const phantomMin = 8
 
 // unknownRetries is how many more times a fetch asks a peer that answered
@@ -290,8 +290,10 @@ type source struct {
 	// refused holds them: it is not asked for them again (under fetch.mu).
 	corrupt int
 	refused map[int]struct{}
-	// phantoms counts the blocks it offered and then answered as missing
-	// (in the download goroutine).
+	// missing holds the blocks it offered and then answered as missing,
+	// phantoms counts the offers of those blocks again (in the work
+	// goroutine).
+	missing  map[int]struct{}
 	phantoms int
 	// useful is the last time it was given a block to send or sent one (or
 	// it became a source), for rotation (under fetch.mu).
