@@ -55,20 +55,23 @@ func (p *Service) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra 
 	return dedup(ok)
 }
 
-// connectRetry dials ai, and again up to twice after a short random pause
-// when a dial fails within 15 s. Two hosts that dial each other at the same
-// moment from their listening ports (TCP with port reuse) can meet in one
-// "simultaneous open" connection in which both run the TLS client side and
-// both dials fail; the random pause lets one of them win the next time. The
-// swarm's dial backoff for ai is cleared before a retry (on a host built on
-// go-libp2p's swarm), or the retry would not dial at all.
+// connectRetry dials ai, and again after a growing random pause (from about
+// 50 ms to 2 s) while dials fail, for up to 15 s. Two hosts that dial each
+// other at the same moment from their listening ports (TCP with port reuse)
+// can meet in one "simultaneous open" connection in which both run the TLS
+// client side and both dials fail; the random pause lets one of them win
+// the next time. A host under load refuses handshakes for a while; the
+// growing pause waits it out. The swarm's dial backoff for ai is cleared
+// before a retry (on a host built on go-libp2p's swarm), or the retry would
+// not dial at all.
 func (p *Service) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var err error
-	for attempt := range 3 {
+	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
-			t := time.NewTimer(time.Duration(50+rand.IntN(250)) * time.Millisecond)
+			pause := min(2*time.Second, time.Duration(50<<min(attempt-1, 6))*time.Millisecond)
+			t := time.NewTimer(pause + time.Duration(rand.Int64N(int64(pause))))
 			select {
 			case <-cctx.Done():
 				t.Stop()
@@ -83,7 +86,6 @@ func (p *Service) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
 			return err
 		}
 	}
-	return err
 }
 
 func dedup(ids []lpeer.ID) []lpeer.ID {

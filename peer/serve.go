@@ -113,6 +113,11 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 			default:
 				p.log.Debug("stream ended", "peer", remote, "protocol", s.Protocol(), "err", err)
 				s.Reset()
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					// A stream that stalls (a filter never finished, blocks
+					// never read) holds what it was given until its deadline.
+					p.strike(s.Conn(), strikeSlow, "stalled: "+err.Error())
+				}
 			}
 		})
 		if !ok {
