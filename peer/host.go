@@ -88,6 +88,16 @@ func ResourceLimits(l Limits) rcmgr.ConcreteLimitConfig {
 			rcmgr.BaseLimit{StreamsInbound: l.StreamsPerPeer, StreamsOutbound: l.StreamsPerPeer, Streams: 2 * l.StreamsPerPeer, Memory: 256 << 20},
 			rcmgr.BaseLimitIncrease{})
 	}
+	// Connections in their handshake count against the transient scope,
+	// which libp2p's defaults make a third of the system's: a crowd of peers
+	// dialling at once (a swarm starting, or a flood) has most of its
+	// handshakes refused and dials again and again, and a legitimate fetcher's
+	// dial is refused among them. Let every connection the system takes be
+	// in its handshake.
+	limits.TransientBaseLimit.ConnsInbound = limits.SystemBaseLimit.ConnsInbound
+	limits.TransientLimitIncrease.ConnsInbound = limits.SystemLimitIncrease.ConnsInbound
+	limits.TransientBaseLimit.Conns = limits.SystemBaseLimit.Conns
+	limits.TransientLimitIncrease.Conns = limits.SystemLimitIncrease.Conns
 	return limits.AutoScale()
 }
 
