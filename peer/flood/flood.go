@@ -119,7 +119,8 @@ type Stats struct {
 	// Refused is the number of streams the target refused or reset before
 	// the attack's first write went through.
 	Refused atomic.Int64
-	// Blocks is the number of blocks received (RepeatBlock).
+	// Blocks is the number of blocks received by RepeatBlock (its answers
+	// of "missing" not counted).
 	Blocks atomic.Int64
 	// Dials is the number of identities that connected.
 	Dials atomic.Int64
@@ -309,10 +310,13 @@ func (a *attacker) stream(ctx context.Context) {
 			if err := write(want); err != nil {
 				return
 			}
-			if _, err := fr.Next(chunker.MaxBlockSize + 64); err != nil {
+			f, err := fr.Next(chunker.MaxBlockSize + 64)
+			if err != nil {
 				return
 			}
-			a.st.Blocks.Add(1)
+			if _, data, ok, err := wire.DecodeBlock(f, a.cfg.Manifest.BlockCount()); err == nil && ok && len(data) > 0 {
+				a.st.Blocks.Add(1) // a block, not an answer of missing
+			}
 		}
 	case Malformed:
 		junk := make([]byte, 64)
