@@ -332,7 +332,11 @@ func TestSwarmHalves(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10, WithServeRate(4<<20))
+	// The seed serves 512 KiB/s, so the 2 MiB the fetchers lack take it 4 s:
+	// time enough for the fetchers to register their content, reconcile with
+	// each other and swap halves even on a loaded machine (at 4 MiB/s the seed
+	// sometimes sent everything before they met, and the test failed in CI).
+	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10, WithServeRate(512<<10))
 	m := seed.lookup(tk.Root[:]).man
 	a, b := newTestPeer(t), newTestPeer(t)
 	outs := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}

@@ -1,0 +1,356 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+func fetchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "fetch",
+		Usage:     "download the content of a ticket from every peer that has it",
+		ArgsUsage: "TICKET|ROOT",
+		Description: "Connects to the ticket's peers (and --peer ones, and the peers they know), gets and\n" +
+			"checks the manifest, reconciles with every peer (complete reconciliation of counting\n" +
+			"Bloom filters by default) so that each sends only blocks this side lacks, downloads\n" +
+			"from all of them in parallel, verifies every block before storing it and serves what\n" +
+			"it holds to other fetchers meanwhile. Interrupted (Ctrl-C, kill -9), it resumes from\n" +
+			"the verified blocks when started again with the same --out. A single file is written\n" +
+			"at --out (as curl -o; its resume state in OUT.reconcile/ is removed once complete),\n" +
+			"a folder's content under --out, and into an existing folder --out at its own name.\n\n" +
+			"Progress (--progress) shows the bytes held of the content's size; the rate and the\n" +
+			"time left count only the bytes received in this run, not blocks resumed from disk.\n" +
+			"A resumed fetch first re-hashes the blocks on disk, with a \"checking\" bar of its own.\n" +
+			"A peer that sends a corrupt block is reported, the block is asked of other peers,\n" +
+			"and a peer that sent three is dropped and banned.\n" +
+			"Sizes and rates are in IEC units (1 MiB = 1024 KiB = 1048576 bytes) here, in the\n" +
+			"summary and in seed's --rate.\n\n" +
+			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
+			"   complete  counting Bloom filter of the blocks held (r*m bits, m ~ 8 per block); never misses a block\n" +
+			"   ccbf      the same filter entropy coded (~40% of its size); the same answers\n" +
+			"   bitfield  one bit per block of the file; answered exactly, in one round trip\n" +
+			"   iblt      rateless IBLT cells until the peer decodes the difference; exact, bytes grow with\n" +
+			"             the difference, not the file, at the cost of extra round trips\n" +
+			"   byers     Bloom filter of Reed-Solomon coded blocks (the paper's baseline); decodes the file\n\n" +
+			"Example:\n" +
+			"   reconcile fetch bafy...ticket --out ./downloads\n" +
+			"   reconcile fetch bafy...ticket --out ./downloads --method iblt\n" +
+			"   reconcile fetch --ticket-file movie.ticket --out movie.mkv --seed-after --json",
+		Flags: append(peerFlags(),
+			&cli.StringFlag{Name: "out", Value: ".", Usage: "where to write: for a single file, the file's path (as curl -o; its resume state lives in OUT.reconcile/ until it completes); for a folder of files, or when OUT is an existing folder, the folder to write into"},
+			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from this file instead of the argument"},
+			&cli.StringSliceFlag{Name: "peer", Usage: "another peer to fetch from, as a full multiaddr ending in /p2p/ID (repeatable)"},
+			&cli.StringFlag{Name: "method", Value: "complete", Usage: "reconciliation method: complete, ccbf, bitfield, iblt or byers (see above)"},
+			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
+			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
+			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Usage: "give up after this long with no peer to download from"},
+			&cli.IntFlag{Name: "sync-every", Value: 16, Usage: "blocks per fsync group (at least 1); above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
+			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Usage: "move a peer's blocks to others after it sends nothing for this long"},
+			progressFlag(),
+		),
+		Action: runFetch,
+	}
+}
+
+func readTicket(c *cli.Context) (peer.Ticket, error) {
+	var s string
+	switch {
+	case c.String("ticket-file") != "" && c.NArg() > 0:
+		return peer.Ticket{}, usagef("give the ticket as the argument or with --ticket-file, not both")
+	case c.String("ticket-file") != "":
+		b, err := os.ReadFile(c.String("ticket-file"))
+		if err != nil {
+			return peer.Ticket{}, fmt.Errorf("--ticket-file: %w", err)
+		}
+		s = string(b)
+	case c.NArg() == 1:
+		s = c.Args().First()
+	default:
+		return peer.Ticket{}, usagef("want one TICKET, got %d arguments", c.NArg())
+	}
+	if root, ok := parseRootArg(s); ok { // reach.go: reconcile fetch ROOT
+		return peer.Ticket{Root: root}, nil
+	}
+	t, err := peer.ParseTicket(s)
+	if err != nil {
+		return peer.Ticket{}, fmt.Errorf("%w (copy the whole token printed by reconcile seed)", err)
+	}
+	return t, nil
+}
+
+func runFetch(c *cli.Context) error {
+	method, err := reconcile.ParseMethod(c.String("method"))
+	if err != nil {
+		return usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
+	}
+	if d := c.Duration("no-peer-timeout"); d <= 0 {
+		return usagef("--no-peer-timeout %v: want a positive duration such as 10s", d)
+	}
+	if c.String("out") == "" {
+		return usagef("--out is empty: want a folder")
+	}
+	var extra []ma.Multiaddr
+	for _, s := range c.StringSlice("peer") {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			return usagef("--peer %q: %v", s, err)
+		}
+		extra = append(extra, a)
+	}
+	pr, err := newProgress(c, "fetch", true)
+	if err != nil {
+		return err
+	}
+	popts, err := peerOptions(c, pr) // logs go above the bar
+	if err != nil {
+		return err
+	}
+	tk, err := readTicket(c)
+	if err != nil {
+		return err
+	}
+	sum, onDisk := completeOutput(c.String("out"), tk, method)
+	if sum != nil && !c.Bool("seed-after") {
+		if c.Bool("json") {
+			return writeJSON(c.App.Writer, sum)
+		}
+		fmt.Fprintf(c.App.Writer, "%s already holds all %d blocks (%s) of %s: nothing to fetch\n", sum.Out, sum.Blocks, humanBytes(sum.Bytes), sum.Root)
+		return nil
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	p, err := newCLIPeer(ctx, c, popts, ticketRelays(tk)...)
+	if err != nil {
+		return oneLine(err)
+	}
+	defer p.Close()
+	connecting := fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer"))
+	rootOnly := len(tk.Peers) == 0 && len(extra) == 0
+	if rootOnly {
+		connecting = "looking for peers that have " + tk.Root.String()[:16] + "… (DHT, LAN)"
+	}
+	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
+		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting)),
+		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.println(fetchEventLine(ev)) })}
+	pr.status(connecting)
+	progress := func(x peer.Progress) { pr.update(fetchProgress(x)) }
+	if pr.mode != progressBar {
+		progress = firstBlockLog(processStart, c.App.ErrWriter, progress) // reach.go
+	}
+	opts = append(opts, peer.WithProgress(progress))
+	if rootOnly { // reach.go: a root id alone, found through the DHT or mDNS
+		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
+	} else {
+		sum, err = p.Fetch(ctx, tk, c.String("out"), opts...)
+	}
+	if err == nil && !c.Bool("seed-after") {
+		err = removeFileState(ctx, p, sum)
+	}
+	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
+	if err != nil {
+		if ctx.Err() != nil { // interrupted, whatever the step cut short made of it ("could not connect")
+			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
+		}
+		if rootOnly && errors.Is(err, peer.ErrNoPeers) {
+			return oneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
+		}
+		if sum == nil && errors.Is(err, peer.ErrNoPeers) {
+			return oneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
+		}
+		if sum != nil && sum.Resumed+sum.Fetched > 0 {
+			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
+		}
+		return oneLine(err)
+	}
+	if c.Bool("json") {
+		if err := writeJSON(c.App.Writer, sum); err != nil {
+			return err
+		}
+	} else {
+		printSummary(c.App.Writer, sum)
+	}
+	if c.Bool("seed-after") {
+		fmt.Fprintln(c.App.ErrWriter, "seeding the content; ticket:")
+		fmt.Fprintln(c.App.ErrWriter, peer.Ticket{Root: tk.Root, Peers: append(tk.Peers[:0:0], p.AddrInfo())}.String())
+		<-ctx.Done()
+	}
+	return oneLine(p.Close())
+}
+
+// completeOutput returns the summary of a fetch that has nothing to do, when
+// out already holds every block of the ticket's content, and nil otherwise
+// (no store there, another content, blocks missing: the fetch finds out).
+// It also returns the manifest of the ticket's content when out holds a store
+// of it (the checking bar of a resume shows its bytes). It needs no network.
+func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.Summary, *chunker.Manifest) {
+	st, err := chunker.OpenFileStore(context.Background(), out)
+	if err != nil {
+		st, err = chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root))
+	}
+	if err != nil {
+		return nil, nil
+	}
+	defer st.Close()
+	m := st.Manifest()
+	if m.ID() != tk.Root {
+		return nil, nil
+	}
+	if st.HeldCount() != m.BlockCount() {
+		return nil, m
+	}
+	return &peer.Summary{Root: tk.Root.String(), Method: method.String(), Out: out, Blocks: m.BlockCount(),
+		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}, m
+}
+
+// fetchProgress is the progress line of a fetch: bytes held of the content's
+// bytes; the rate and the time left come from the bytes received in this run
+// only (blocks resumed from disk were not transferred).
+func fetchProgress(x peer.Progress) progressState {
+	return progressState{done: x.Bytes, total: x.TotalBytes, session: x.Received,
+		extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, count(x.Peers, "peer"))}
+}
+
+// fetchEventLine words what happened to a peer of the fetch, for a line above
+// the progress bar.
+func fetchEventLine(ev peer.FetchEvent) string {
+	id := shortID(ev.Peer.String())
+	switch ev.Kind {
+	case peer.FetchCorruptBlock:
+		return fmt.Sprintf("fetch: peer %s sent a corrupt block (block %d); asking other peers for it", id, ev.Block)
+	case peer.FetchPeerBanned:
+		return fmt.Sprintf("fetch: peer %s sent %d corrupt blocks: dropped and banned", id, ev.Corrupt)
+	}
+	return fmt.Sprintf("fetch: peer %s: %s", id, ev.Kind)
+}
+
+// printSummary prints a fetch's summary; sizes and rates in IEC units (MiB/s),
+// the rate from the bytes received in this run (not the resumed ones).
+func printSummary(w io.Writer, s *peer.Summary) {
+	rate := int64(0)
+	if s.Seconds > 0 {
+		rate = int64(float64(s.Received) / s.Seconds)
+	}
+	fmt.Fprintf(w, "fetched %s into %s\n", s.Root, s.Out)
+	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, humanBytes(rate), humanBytes(s.Received))
+	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
+	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", humanBytes(s.Bytes), humanBytes(s.FilterBytes), s.Method, s.FalseOffers)
+	if s.Cells > 0 {
+		fmt.Fprintf(w, "  iblt        %d cells sent\n", s.Cells)
+	}
+	if s.DecodeSeconds > 0 {
+		fmt.Fprintf(w, "  decoding    %.3f s\n", s.DecodeSeconds)
+	}
+	peers := append([]peer.PeerShare(nil), s.Peers...)
+	sort.SliceStable(peers, func(i, j int) bool { return peers[i].Bytes > peers[j].Bytes })
+	total := 0
+	for _, ps := range peers {
+		total += ps.Blocks
+	}
+	for _, ps := range peers {
+		share := 0.0
+		if total > 0 {
+			share = 100 * float64(ps.Blocks) / float64(total)
+		}
+		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), humanBytes(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
+		if ps.Rejected > 0 {
+			line += fmt.Sprintf(", %d corrupt", ps.Rejected)
+		}
+		if ps.Path != "" {
+			line += "  " + ps.Path
+		}
+		if ps.Dropped != "" {
+			line += "  dropped: " + ps.Dropped
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// shortID abbreviates a peer id for tables.
+func shortID(id string) string {
+	if len(id) <= 14 {
+		return id
+	}
+	return id[:6] + "…" + id[len(id)-6:]
+}
+
+// removeFileState removes the resume state of a completed single-file
+// download (OUT.reconcile/), leaving just the file, as curl -o would. The
+// content stops being served first (the store is closed).
+func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error {
+	root, err := chunker.ParseID(sum.Root)
+	if err != nil {
+		return err
+	}
+	st, err := chunker.OpenFileStore(ctx, sum.Out)
+	if err != nil {
+		return nil // a folder download: its state stays, per root, for later fetches
+	}
+	st.Close()
+	if _, err := p.Unserve(root); err != nil {
+		return err
+	}
+	if st, err = chunker.OpenFileStore(ctx, sum.Out); err != nil {
+		return err
+	}
+	if err := st.RemoveState(); err != nil {
+		st.Close()
+		return fmt.Errorf("remove the download state of %s: %w", sum.Out, err)
+	}
+	return nil
+}
+
+// checkProgress draws the re-hashing of the blocks already on disk when a
+// fetch resumes (the calls of peer.WithCheckProgress) with a bar of its own:
+// "checking:  40% [=========>  ] 80 MiB / 200 MiB, 310 MiB/s, 1s left,
+// 320/800 blocks on disk". In plain mode it prints a line when the check
+// starts, every few seconds and when it ends. Once the check is over the
+// fetch's progress pr takes over, showing the status after and counting its
+// rate from then on. man is the manifest of the store on disk (for the
+// bytes); nil shows the blocks only.
+func checkProgress(pr *progress, man *chunker.Manifest, after string) func(done, total int) {
+	var cp *progress
+	return func(done, total int) {
+		if pr.mode == progressNone {
+			return
+		}
+		if cp == nil {
+			cp = pr.sub("checking", man != nil)
+			if pr.mode == progressPlain {
+				fmt.Fprintf(pr.w, "fetch: checking %s on disk\n", count(total, "block"))
+			}
+		}
+		s := progressState{done: int64(done), total: int64(total), session: -1,
+			extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
+		if man != nil {
+			s.done, s.total = min(int64(done)*int64(man.BlockSize()), man.TotalSize()), man.TotalSize()
+			if done >= total {
+				s.done = s.total
+			}
+		}
+		if done < total {
+			cp.update(s)
+			return
+		}
+		if pr.mode == progressPlain {
+			fmt.Fprintln(cp.w, cp.render(s, cp.now())) // the end, always
+		} else {
+			cp.update(s)
+		}
+		cp.finish(false)
+		pr.restart()
+		pr.status(after)
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
+)
+
+func seedCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "seed",
+		Usage:     "serve a file or folder to fetchers and print its ticket",
+		ArgsUsage: "PATH",
+		Description: "Chunks PATH into blocks, serves them over libp2p (TCP and QUIC, encrypted and\n" +
+			"authenticated) and prints the peer's multiaddrs and a ticket: one token holding the\n" +
+			"content's root id and this peer's id and addresses. Give the ticket to\n" +
+			"\"reconcile fetch\" on other hosts. PATH may also be the output folder of an earlier\n" +
+			"fetch (complete or not): its verified blocks are served. Runs until interrupted.\n" +
+			"If a seeded file changes meanwhile (its size or time, checked every 2 s, and every\n" +
+			"block read after a change is re-hashed), the blocks that no longer match are no\n" +
+			"longer served, with a warning naming them.\n\n" +
+			"Example:\n" +
+			"   reconcile seed movie.mkv --key ~/.reconcile/key --ticket-file movie.ticket\n" +
+			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001 --block-size 1MiB",
+		Flags: append(peerFlags(),
+			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size, 1KiB to 16MiB (e.g. 64KiB, 1MiB)"},
+			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
+			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
+			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
+			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
+			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
+			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
+			&cli.DurationFlag{Name: "log-every", Value: 30 * time.Second, Usage: "every this long, log on stderr the bytes served and new peers (0: only the total at the end)"},
+			memoryLimitFlag(), // memory.go
+		),
+		Action: runSeed,
+	}
+}
+
+type seedReport struct {
+	Root   string   `json:"root"`
+	Peer   string   `json:"peer"`
+	Addrs  []string `json:"addrs"`
+	Ticket string   `json:"ticket"`
+	Blocks int      `json:"blocks"`
+	Held   int      `json:"held"`
+}
+
+func runSeed(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return usagef("want exactly one PATH, got %d arguments", c.NArg())
+	}
+	path := c.Args().First()
+	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	if err != nil {
+		return err
+	}
+	logEvery := c.Duration("log-every")
+	if logEvery < 0 {
+		return usagef("--log-every %v: want a positive duration such as 30s, or 0 for no log", logEvery)
+	}
+	opts, err := peerOptions(c, c.App.ErrWriter)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	p, err := newCLIPeer(ctx, c, opts)
+	if err != nil {
+		return oneLine(err)
+	}
+	defer p.Close()
+	if err := applyMemoryLimit(c); err != nil { // memory.go
+		return err
+	}
+	go returnMemory(ctx)
+	waitForRelayAddrs(ctx, c, p, 10*time.Second) // reach.go: the ticket carries the relay address
+	var tk peer.Ticket
+	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
+		st, err := chunker.OpenStore(ctx, path)
+		if err != nil {
+			return oneLine(fmt.Errorf("%s: %w", path, err))
+		}
+
+		tk, err = p.Serve(st)
+		if err != nil {
+			st.Close()
+			return oneLine(err)
+		}
+	} else {
+		opts := []peer.SeedOption{peer.WithBlockSize(int(bs))}
+		if c.Bool("byers") {
+			opts = append(opts, peer.WithByers(peer.ByersParams{K: c.Int("byers-k"), N: c.Int("byers-n")}))
+		}
+		tk, err = p.Seed(ctx, path, opts...)
+		if err != nil {
+			return oneLine(err)
+		}
+	}
+	rep := seedReport{Root: tk.Root.String(), Peer: p.ID().String(), Ticket: tk.String()}
+	for _, a := range p.Addrs() {
+		rep.Addrs = append(rep.Addrs, a.String())
+	}
+	rep.Held, rep.Blocks, _ = p.Held(tk.Root)
+	if f := c.String("ticket-file"); f != "" {
+		if err := os.WriteFile(f, []byte(rep.Ticket+"\n"), 0o644); err != nil {
+			return fmt.Errorf("--ticket-file: %w", err)
+		}
+	}
+	w := c.App.Writer
+	if c.Bool("json") {
+		if err := writeJSON(w, rep); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(w, "seeding %s (root %s)\n", path, rep.Root)
+		fmt.Fprintf(w, "serving %d of %d blocks\n", rep.Held, rep.Blocks)
+		fmt.Fprintln(w, "listening on:")
+		for _, a := range rep.Addrs {
+			fmt.Fprintln(w, "   "+a)
+		}
+		fmt.Fprintln(w, "ticket:")
+		fmt.Fprintln(w, rep.Ticket)
+		fmt.Fprintf(w, "fetch it with: %s   (Ctrl-C stops seeding)\n", fetchHint(path, c.String("ticket-file")))
+	}
+	sl := &servedLog{w: c.App.ErrWriter}
+	if logEvery > 0 {
+		t := time.NewTicker(logEvery)
+		defer t.Stop()
+	loop:
+		for {
+			select {
+			case <-ctx.Done():
+				break loop
+			case <-t.C:
+				sl.log(p.ServedBytes(tk.Root), false)
+			}
+		}
+	} else {
+		<-ctx.Done()
+	}
+	sl.log(p.ServedBytes(tk.Root), true)
+	fmt.Fprintln(c.App.ErrWriter, "reconcile seed: shutting down")
+	return oneLine(p.Close())
+}
+
+// fetchHint is the fetch command a seed of path suggests: the ticket from the
+// --ticket-file if one was written, and --out the file's name for a single
+// file (a folder for a tree).
+func fetchHint(path, ticketFile string) string {
+	tk := "TICKET"
+	if ticketFile != "" {
+		tk = "--ticket-file " + ticketFile
+	}
+	out := "DIR"
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() {
+		out = filepath.Base(path)
+	}
+	return fmt.Sprintf("reconcile fetch %s --out %s", tk, out)
+}
+
+// servedLog writes what a seed has served: a line when a peer is served for
+// the first time or the bytes served grew, and a total at the end.
+type servedLog struct {
+	w    io.Writer
+	last map[string]int64
+}
+
+// log writes the changes since the last call (peer ids shortened, IEC units);
+// final writes the total even when nothing changed.
+func (l *servedLog) log(served map[string]int64, final bool) {
+	var total, grown int64
+	var news []string
+	ids := make([]string, 0, len(served))
+	for id := range served {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		n := served[id]
+		total += n
+		old, seen := l.last[id]
+		if n > old {
+			grown += n - old
+		}
+		if !seen {
+			news = append(news, shortID(id))
+		}
+	}
+	if final {
+		fmt.Fprintf(l.w, "served %s to %s in all\n", humanBytes(total), count(len(served), "peer"))
+		return
+	}
+	if grown == 0 && len(news) == 0 {
+		return
+	}
+	line := fmt.Sprintf("served %s to %s so far (+%s)", humanBytes(total), count(len(served), "peer"), humanBytes(grown))
+	if len(news) > 0 {
+		line += "; new: " + strings.Join(news, ", ")
+	}
+	fmt.Fprintln(l.w, line)
+	l.last = served
+}

@@ -1,0 +1,461 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+)
+
+// fetch is the state of one running fetch of complete blocks.
+type fetch struct {
+	p   *Service
+	c   *content
+	t   target
+	fc  fetchConfig
+	ctx context.Context
+	// cancel ends the fetch; its cause is the fetch's error (nil cause: done).
+	cancel context.CancelCauseFunc
+	wg     sync.WaitGroup
+	done   chan struct{}
+	// doneOnce closes done when the last block is stored.
+	doneOnce sync.Once
+
+	mu      sync.Mutex
+	pick    *picker
+	sources map[lpeer.ID]*source
+	banned  map[lpeer.ID]string
+	shares  map[lpeer.ID]*PeerShare
+	// spare holds peers of the content that are not sources because the
+	// source limit was reached (the time a peer was rotated out, zero for
+	// one never tried): an idle source gives its place to one of them.
+	spare    map[lpeer.ID]time.Time
+	wake     chan struct{} // closed and replaced on release or new blocks
+	active   int           // sources with a running worker
+	lastLive time.Time
+	// lastProgress is the last time a block was stored or in flight.
+	lastProgress time.Time
+	// lastStored is the last time a block was stored (or the fetch began).
+	lastStored time.Time
+	sum        Summary
+	received   int64
+	resumed    int
+
+	progMu sync.Mutex
+
+	writes    chan writeJob
+	writersWG sync.WaitGroup
+	bufs      sync.Pool
+}
+
+// fetchMemory bounds the bytes of the blocks one fetch holds at once (in
+// flight, queued for the writers or being written), over all its peers.
+const fetchMemory = 64 << 20
+
+// maxFetchWriters bounds the goroutines that verify and store received
+// blocks. Each PutBlock returns only once its block is fsynced and recorded;
+// the store groups the fsyncs of concurrent calls, so more writers mean
+// larger groups and fewer fsyncs per block. Writers hold at most 64 MiB of
+// blocks (4 writers at least).
+const maxFetchWriters = 32
+
+// errPhantom ends the work with a source that offered again, phantomMin
+// times, blocks it had answered as missing.
+var errPhantom = errors.New("peer: offers blocks it does not send")
+
+// phantomMin is how many offers of blocks it answered as missing before a
+// source is left.
+const phantomMin = 8
+
+// unknownRetries is how many more times a fetch asks a peer that answered
+// "unknown root" before it forgets the peer.
+const unknownRetries = 5
+
+// source is one remote peer a fetch downloads from.
+type source struct {
+	id       lpeer.ID
+	offers   offers     // what it offered and was not yet given (under fetch.mu)
+	share    *PeerShare // in fetch.shares
+	failures int
+	busy     int           // "busy" answers (retried, not failures)
+	unknown  int           // "unknown root" answers in a row
+	err      error         // set by a writer when the source is dropped for bad blocks
+	cs       *clientStream // the current blocks stream, to abort it
+	// corrupt counts the blocks it sent that failed verification, and
+	// refused holds them: it is not asked for them again (under fetch.mu).
+	corrupt int
+	refused map[int]struct{}
+	// missing holds the blocks it offered and then answered as missing,
+	// phantoms counts the offers of those blocks again (in the work
+	// goroutine).
+	missing  map[int]struct{}
+	phantoms int
+	// useful is the last time it was given a block to send or sent one (or
+	// it became a source), for rotation (under fetch.mu).
+	useful time.Time
+	// flow sizes its window of requested blocks (its worker only).
+	flow flowWindow
+}
+
+// rotateIdle is how long a source may go without a block to give before it
+// leaves its place to a spare peer, when the fetch is at its source limit.
+// It spans a few reconciliations at wide-area round trips, so a source that
+// merely waits for its next block is kept.
+const rotateIdle = 2 * time.Second
+
+func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
+	f := &fetch{
+		p: p, c: c, t: t, fc: fc,
+		done:    make(chan struct{}),
+		pick:    newPicker(t.has, max(2, fetchMemory/t.unitSize())),
+		sources: make(map[lpeer.ID]*source),
+		banned:  make(map[lpeer.ID]string),
+		shares:  make(map[lpeer.ID]*PeerShare),
+		spare:   make(map[lpeer.ID]time.Time),
+		wake:    make(chan struct{}),
+	}
+	f.pick.setChoice(fc.choice, nil)
+	return f
+}
+
+// run downloads until the store is complete, the context ends or no peer is left.
+func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
+	m := f.c.man
+	f.sum = Summary{Root: m.ID().String(), Method: f.t.method().String(), Blocks: m.BlockCount(), Bytes: m.TotalSize()}
+	f.resumed = f.c.store.HeldCount()
+	f.sum.Resumed = f.resumed
+	if f.c.store.Complete() {
+		return f.summary(), nil
+	}
+	var cancel context.CancelCauseFunc
+	f.ctx, cancel = context.WithCancelCause(ctx)
+	f.cancel = cancel
+	stop := context.AfterFunc(f.p.ctx, func() { cancel(ErrClosed) })
+	defer stop()
+	f.lastLive = time.Now()
+	f.lastProgress = time.Now()
+	f.lastStored = f.lastProgress
+	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
+	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
+	for range min(maxFetchWriters, max(4, (64<<20)/f.t.unitSize())) {
+		f.writersWG.Add(1)
+		go f.writer()
+	}
+	for _, id := range srcs {
+		f.addSource(id)
+	}
+	f.wg.Add(1)
+	go f.discover()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var err error
+loop:
+	for {
+		select {
+		case <-f.done:
+			break loop
+		case <-f.ctx.Done():
+			err = context.Cause(f.ctx)
+			break loop
+		case <-tick.C:
+			f.mu.Lock()
+			if f.active > 0 {
+				f.lastLive = time.Now()
+			}
+			if f.pick.inFlight() > 0 {
+				f.lastProgress = time.Now()
+			}
+			idle, stuck, active := time.Since(f.lastLive), time.Since(f.lastProgress), f.active
+			busy := 0
+			for _, src := range f.sources {
+				if src.busy > 0 && src.share.Blocks == 0 {
+					busy++
+				}
+			}
+			f.mu.Unlock()
+			missing := m.BlockCount() - f.c.store.HeldCount()
+			if idle > f.fc.noPeer {
+				err = fmt.Errorf("%w: %s", ErrNoPeers, f.missingText(missing))
+				break loop
+			}
+			if stuck > f.fc.noPeer && busy > 0 && busy == active {
+				err = fmt.Errorf("%w: %s: all %d peers refused: busy", ErrNoPeers, f.missingText(missing), active)
+				break loop
+			}
+			if stuck > f.fc.noPeer {
+				err = fmt.Errorf("%w: %s, and %s", ErrNoPeers, f.missingText(missing), noneHas(active))
+				break loop
+			}
+		}
+	}
+	cancel(nil)
+	f.wg.Wait()
+	close(f.writes)
+	f.writersWG.Wait()
+	if f.c.store.Complete() {
+		err = nil
+	}
+	return f.summary(), err
+}
+
+// addSource starts downloading from id unless it is known, banned or the
+// source limit is reached.
+func (f *fetch) addSource(id lpeer.ID) {
+	if id == f.p.h.ID() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ctx == nil || f.ctx.Err() != nil {
+		return
+	}
+	if _, ok := f.sources[id]; ok {
+		return
+	}
+	if _, ok := f.banned[id]; ok {
+		return
+	}
+	if f.p.isBanned(id) {
+		return
+	}
+	if f.active >= f.p.cfg.maxSources {
+		if _, ok := f.spare[id]; !ok {
+			f.spare[id] = time.Time{}
+		}
+		return
+	}
+	f.startLocked(id)
+}
+
+// startLocked makes id a source and starts its worker (f.mu held).
+func (f *fetch) startLocked(id lpeer.ID) {
+	delete(f.spare, id)
+	sh := f.shares[id]
+	if sh == nil {
+		sh = &PeerShare{Peer: id.String()}
+		f.shares[id] = sh
+	}
+	src := &source{id: id, share: sh, useful: time.Now()}
+	f.sources[id] = src
+	f.active++
+	f.wg.Add(1)
+	go f.work(src)
+}
+
+// work reconciles with one source and downloads what it offers, again and
+// again as both sides gain blocks, until the fetch ends or the source fails.
+func (f *fetch) work(src *source) {
+	defer f.wg.Done()
+	// Keep the connection manager from trimming a connection we fetch over.
+	tag := "reconcile-fetch-" + f.c.man.ID().String()[:16]
+	f.p.h.ConnManager().Protect(src.id, tag)
+	defer f.p.h.ConnManager().Unprotect(src.id, tag)
+	defer func() {
+		f.mu.Lock()
+		f.active--
+		delete(f.sources, src.id)
+		f.pick.forget(&src.offers)
+		f.fillLocked()
+		f.mu.Unlock()
+		f.notify()
+	}()
+	wait := 50 * time.Millisecond
+	for f.ctx.Err() == nil {
+		offered, err := f.reconcileWith(src)
+		if err == nil {
+			err = f.download(src, offered)
+		}
+		if f.ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil:
+			src.failures, src.unknown = 0, 0
+		case errors.Is(err, ErrBadBlock) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrManifestMismatch):
+			f.drop(src, err)
+			return
+		case errors.Is(err, errPhantom):
+			// It offers what it does not send: every request to it is
+			// wasted. Left for the rest of this fetch, not banned (a seed
+			// whose file changed does the same for the changed blocks).
+			f.p.log.Info("peer offers blocks it does not send", "peer", src.id, "err", err)
+			f.dropQuietly(src, err.Error())
+			return
+		case errors.Is(err, ErrBusy):
+			// The peer has no room for us now: ask again after the pause
+			// (it grows to a second), without counting it as a failure.
+			f.p.log.Debug("peer busy", "peer", src.id)
+			src.busy++
+		case errors.Is(err, ErrUnknownRoot):
+			// Not (yet) serving the content. A peer that started its own
+			// fetch a moment after us registers the content a moment later
+			// (two fetchers that dial each other at once would otherwise
+			// both give up): ask again a few times over about 1.5 s, then
+			// leave it to discovery or to its reconciling with us.
+			src.unknown++
+			if src.unknown > unknownRetries {
+				return
+			}
+		default:
+			src.failures++
+			f.p.log.Info("peer failed", "peer", src.id, "failures", src.failures, "err", err)
+			if src.failures >= 3 {
+				f.dropQuietly(src, "unreachable: "+err.Error())
+				return
+			}
+		}
+		// Wait for blocks released by others, or re-reconcile after a while:
+		// the source may have gained blocks meanwhile.
+		f.mu.Lock()
+		w := f.wake
+		claimable := f.pick.claimable(&src.offers)
+		if err == nil && !claimable && f.rotateLocked(src) {
+			f.mu.Unlock()
+			return
+		}
+		f.mu.Unlock()
+		if claimable && err == nil {
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-f.ctx.Done():
+			t.Stop()
+			return
+		case <-w:
+			t.Stop()
+		case <-t.C:
+			wait = min(2*wait, time.Second)
+		}
+	}
+}
+
+// rotateLocked reports whether src, which has had nothing to give for
+// rotateIdle, leaves its place to a spare peer (f.mu held): only when the
+// fetch is at its source limit and a spare peer is waiting. Without it a
+// fetch keeps its first sources for as long as they answer, even when none of
+// them holds a block it lacks while the peers that do (the seed) wait
+// outside. src becomes a spare itself and may come back later, when it has
+// gained blocks and another source is idle in turn.
+func (f *fetch) rotateLocked(src *source) bool {
+	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || time.Since(src.useful) < rotateIdle {
+		return false
+	}
+	f.spare[src.id] = time.Now()
+	f.p.log.Debug("rotating idle source", "peer", src.id)
+	return true
+}
+
+// fillLocked starts spare peers while the fetch is below its source limit
+// (f.mu held): those never tried first, then those rotated out longest ago.
+func (f *fetch) fillLocked() {
+	for f.active < f.p.cfg.maxSources && len(f.spare) > 0 && f.ctx.Err() == nil {
+		var best lpeer.ID
+		var bt time.Time
+		first := true
+		for id, t := range f.spare {
+			if _, ok := f.sources[id]; ok {
+				delete(f.spare, id)
+				continue
+			}
+			if first || t.Before(bt) {
+				best, bt, first = id, t, false
+			}
+		}
+		if first {
+			return
+		}
+		if _, banned := f.banned[best]; banned || f.p.isBanned(best) {
+			delete(f.spare, best)
+			continue
+		}
+		f.startLocked(best)
+	}
+}
+
+// drop bans a misbehaving source and closes its connections.
+func (f *fetch) drop(src *source, err error) {
+	f.mu.Lock()
+	_, already := f.banned[src.id]
+	if !already {
+		src.share.Dropped = err.Error()
+		f.banned[src.id] = err.Error()
+	}
+	f.mu.Unlock()
+	if already {
+		return
+	}
+	if f.fc.events != nil && errors.Is(err, ErrBadBlock) {
+		f.p.log.Info("dropping peer", "peer", src.id, "err", err) // a FetchPeerBanned event told
+	} else {
+		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
+	}
+	f.c.forget(src.id)
+	f.p.ban(src.id)
+}
+
+func (f *fetch) dropQuietly(src *source, why string) {
+	f.mu.Lock()
+	src.share.Dropped = why
+	f.banned[src.id] = why
+	f.mu.Unlock()
+}
+
+// notify wakes the workers waiting for released blocks.
+func (f *fetch) notify() {
+	f.mu.Lock()
+	close(f.wake)
+	f.wake = make(chan struct{})
+	f.mu.Unlock()
+}
+
+// reconcileWith runs one reconciliation session with src and returns the
+// offered blocks the fetcher still lacks.
+func (f *fetch) reconcileWith(src *source) ([]int, error) {
+	ctx, cancel := context.WithTimeout(f.ctx, 4*f.p.cfg.streamIdle)
+	defer cancel()
+	cs, err := f.p.request(ctx, src.id, ProtoReconcile, f.c.man.ID(), f.t.coded())
+	if err != nil {
+		return nil, err
+	}
+	began := time.Now()
+	s, trips, err := f.p.pullSession(ctx, cs, f.t.responder(), f.t.method(), f.t.held())
+	if err != nil {
+		cs.reset()
+		return nil, err
+	}
+	cs.close()
+	if trips > 0 {
+		src.flow.noteRTT(time.Since(began) / time.Duration(trips))
+	}
+	o := s.Outcome()
+	var lacking []int
+	for _, i := range s.Wanted() {
+		if !f.t.has(i) {
+			lacking = append(lacking, i)
+		}
+	}
+	f.mu.Lock()
+	src.share.Rounds++
+	src.share.RoundTrips += trips
+	f.sum.Cells += o.Cells
+	for _, n := range o.WireSent {
+		f.sum.FilterSent += int64(n)
+	}
+	src.share.Offered += o.Received
+	src.share.FilterBytes += int64(o.WireBytes())
+	f.sum.FilterBytes += int64(o.WireBytes())
+	f.sum.FalseOffers += o.Redundant
+	f.mu.Unlock()
+	// Start at a random place so that peers offering the same blocks do not
+	// contend for them in the same order.
+	if n := len(lacking); n > 1 {
+		r := rand.IntN(n)
+		lacking = append(lacking[r:], lacking[:r]...)
+	}
+	return lacking, nil
+}

@@ -1,0 +1,140 @@
+package transitstub
+
+import (
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// SwarmConfig configures RunSwarm.
+type SwarmConfig struct {
+	Filter FilterConfig
+	// Blocks is the number of source blocks of the file (kk); 0 means 5000.
+	Blocks int
+	// Share is the fraction of Blocks each peer starts with (complete: that many
+	// random source blocks; Byers: that many random coded blocks); 0 means 0.25.
+	Share float64
+	// Method is the reconciliation protocol; 0 means complete. The swarm models
+	// complete, byers, bitfield and ccbf; iblt (several round trips an exchange)
+	// runs in RunTable4 only.
+	Method reconcile.Method
+	// Seed drives the initial shares, the neighbour order and the start jitter.
+	Seed uint64
+	// StartJitterMS spreads the peers' first reconciliations over [0, StartJitterMS);
+	// 0 means 100.
+	StartJitterMS float64
+	// MaxReconciliations stops a run that does not converge; 0 means 1000 per peer.
+	MaxReconciliations int
+	// DecodeReps is the number of timed runs of the decode measurement (default 3).
+	DecodeReps int
+	// OneSeed starts one random peer with the whole file (every coded block
+	// for Byers) and the others empty, as testnet's one-seed scenario; Share
+	// is then unused.
+	OneSeed bool
+	// Up and Down are every peer's access-link capacities in bytes per second
+	// (0: no cap), Classes heterogeneous ones (replacing Up and Down), SeedUp
+	// the seed's upload when positive (OneSeed). With any of them set, a
+	// message's time is its access links' (Links: each peer's uplink and
+	// downlink shared by all its transfers) plus the route's delay, and the
+	// route's bottleneck bandwidth is not used.
+	Up, Down float64
+	Classes  []AccessClass
+	SeedUp   float64
+	// Parallel is the number of exchanges a peer runs at once, each with a
+	// different neighbour (package peer's sources); 0 means 1.
+	Parallel int
+	// MaxBlocks caps the blocks one exchange carries (package peer's window):
+	// the fetcher takes a random MaxBlocks of those offered, leaving out the
+	// blocks it already awaits from another exchange; 0 means no cap.
+	MaxBlocks int
+	// RarestFirst makes that choice the MaxBlocks blocks held by the fewest of
+	// the fetcher's neighbours (exact counts, as from bitfields; ties at
+	// random) instead of a random MaxBlocks: a model of what rarest-first
+	// block choice would gain.
+	RarestFirst bool
+	// LeastServed makes the sender rank the blocks it offers by how often it
+	// has sent each (fewest first, before rarity and ties at random): a model
+	// of a seed that spreads its upload over the file ("super-seeding").
+	LeastServed bool
+	// UploadSlots, when positive, is how many exchanges a peer serves blocks
+	// to at once (BitTorrent's unchoke slots): a peer asked while all are
+	// taken sends nothing, and the fetcher moves on to its next neighbour.
+	UploadSlots int
+}
+
+func (c *SwarmConfig) hasAccess() bool {
+	return c.Up > 0 || c.Down > 0 || len(c.Classes) > 0 || c.SeedUp > 0
+}
+
+func (c *SwarmConfig) defaults(peers int) {
+	if c.Filter == (FilterConfig{}) {
+		c.Filter = PaperFilter()
+	}
+	if c.Blocks == 0 {
+		c.Blocks = 5000
+	}
+	if c.Share == 0 {
+		c.Share = 0.25
+	}
+	if c.Method == 0 {
+		c.Method = reconcile.Complete
+	}
+	if c.StartJitterMS == 0 {
+		c.StartJitterMS = 100
+	}
+	if c.Parallel == 0 {
+		c.Parallel = 1
+	}
+	if c.MaxReconciliations == 0 {
+		c.MaxReconciliations = 1000 * peers * c.Parallel
+	}
+	if c.DecodeReps == 0 {
+		c.DecodeReps = 3
+	}
+}
+
+// SwarmResult summarises a swarm run.
+type SwarmResult struct {
+	Method reconcile.Method `json:"method"`
+	Peers  int              `json:"peers"`
+	Blocks int              `json:"blocks"`
+	// Completed is the number of peers that ended holding the whole file (with
+	// OneSeed: of the Fetchers, the peers other than the seed).
+	Completed int `json:"completed"`
+	// Fetchers is the number of peers that started without the file: all
+	// but the seed with OneSeed, else all the peers.
+	Fetchers int `json:"fetchers"`
+	// FileBytes is Blocks times the block size.
+	FileBytes int64 `json:"file_bytes"`
+	// TStarMS is the fluid lower bound T* (FluidBound) in ms, with OneSeed
+	// and access links (else 0); MedianTStar, P95TStar and MaxTStar the
+	// completion times over it.
+	TStarMS     float64 `json:"tstar_ms"`
+	MedianTStar float64 `json:"median_over_tstar,omitempty"`
+	P95TStar    float64 `json:"p95_over_tstar,omitempty"`
+	MaxTStar    float64 `json:"max_over_tstar,omitempty"`
+	// SeedSentBytes is what the seed sent (OneSeed, access links); UploadUse
+	// the bytes all peers sent over what their capped uplinks could have
+	// carried until the last completion (0 if any is uncapped); as testnet's.
+	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
+	UploadUse     float64 `json:"upload_use,omitempty"`
+	// Completion time per peer, ms from the start.
+	MedianMS float64 `json:"median_ms"`
+	P95MS    float64 `json:"p95_ms"`
+	MaxMS    float64 `json:"max_ms"`
+	MeanMS   float64 `json:"mean_ms"`
+	// Reconciliations is the number of filter/blocks exchanges; MeanRounds per peer.
+	Reconciliations int     `json:"reconciliations"`
+	MeanRounds      float64 `json:"mean_rounds"`
+	// Bytes on the wire by message type ("filter", "blocks").
+	Bytes map[string]int64 `json:"bytes"`
+	// BlocksSent counts blocks carried by blocks messages; RedundantBlocks those the
+	// receiver already held; MissedBlocks blocks of S_B \ S_A a Bloom filter false
+	// positive withheld (Byers).
+	BlocksSent      int64 `json:"blocks_sent"`
+	RedundantBlocks int64 `json:"redundant_blocks"`
+	MissedBlocks    int64 `json:"missed_blocks"`
+	// Events is the number of simulation events; WallSeconds the run's real time.
+	Events      int     `json:"events"`
+	WallSeconds float64 `json:"wall_seconds"`
+	// Completions are the per-peer completion times in ms (peer order).
+	Completions []float64 `json:"-"`
+}
