@@ -170,6 +170,11 @@ func runFetch(c *cli.Context) error {
 		if sum == nil && errors.Is(err, peer.ErrNoPeers) {
 			return oneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
 		}
+		if errors.Is(err, chunker.ErrExists) && !errors.Is(err, chunker.ErrManifestMismatch) {
+			// A file of the same name and no resume state: a finished
+			// download (its state is removed) or a file of the user's.
+			return oneLine(fmt.Errorf("%w (a finished download keeps no resume state; remove it or choose another --out)", err))
+		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
 			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}

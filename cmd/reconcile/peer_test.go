@@ -144,6 +144,14 @@ func TestServedLog(t *testing.T) {
 	if buf.String() != want {
 		t.Errorf("got\n%s\nwant\n%s", buf.String(), want)
 	}
+	buf.Reset()
+	l.announce(map[string]int64{a: 1 << 20})
+	l.announce(map[string]int64{a: 2 << 20, b: 1 << 10})
+	l.announce(map[string]int64{a: 3 << 20, b: 2 << 10})
+	want = "serving peer 12D3Ko…AAAAA1 (1 MiB so far)\nserving peer 12D3Ko…BBBBB2 (1 KiB so far)\n"
+	if buf.String() != want {
+		t.Errorf("announce: got\n%s\nwant\n%s", buf.String(), want)
+	}
 }
 
 // TestPrintSummaryCorrupt: the summary's line of a peer that sent corrupt

@@ -39,7 +39,8 @@ func seedCommand() *cli.Command {
 			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
-			&cli.DurationFlag{Name: "log-every", Value: 30 * time.Second, Usage: "every this long, log on stderr the bytes served and new peers (0: only the total at the end)"},
+			&cli.DurationFlag{Name: "log-every", Value: 30 * time.Second, Usage: "every this long, log on stderr the bytes served and new peers (0: only the total at the end); a peer served for the first time is logged within a second"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "log nothing about the peers served (errors and warnings only)"},
 			memoryLimitFlag(), // memory.go
 		),
 		Action: runSeed,
@@ -132,21 +133,32 @@ func runSeed(c *cli.Context) error {
 		fmt.Fprintln(w, rep.Ticket)
 		fmt.Fprintf(w, "fetch it with: %s   (Ctrl-C stops seeding)\n", fetchHint(path, c.String("ticket-file")))
 	}
+	quiet := c.Bool("quiet")
+	if quiet {
+		<-ctx.Done()
+		return oneLine(p.Close())
+	}
 	sl := &servedLog{w: c.App.ErrWriter}
+	// Every second: a line for each peer served for the first time; every
+	// logEvery: the bytes served.
+	peers := time.NewTicker(time.Second)
+	defer peers.Stop()
+	var every <-chan time.Time
 	if logEvery > 0 {
 		t := time.NewTicker(logEvery)
 		defer t.Stop()
-	loop:
-		for {
-			select {
-			case <-ctx.Done():
-				break loop
-			case <-t.C:
-				sl.log(p.ServedBytes(tk.Root), false)
-			}
+		every = t.C
+	}
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-peers.C:
+			sl.announce(p.ServedBytes(tk.Root))
+		case <-every:
+			sl.log(p.ServedBytes(tk.Root), false)
 		}
-	} else {
-		<-ctx.Done()
 	}
 	sl.log(p.ServedBytes(tk.Root), true)
 	fmt.Fprintln(c.App.ErrWriter, "reconcile seed: shutting down")
@@ -173,6 +185,26 @@ func fetchHint(path, ticketFile string) string {
 type servedLog struct {
 	w    io.Writer
 	last map[string]int64
+	// known holds the peers announce has logged.
+	known map[string]bool
+}
+
+// announce writes a line for each peer of served not announced before.
+func (l *servedLog) announce(served map[string]int64) {
+	ids := make([]string, 0, len(served))
+	for id := range served {
+		if !l.known[id] {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		if l.known == nil {
+			l.known = make(map[string]bool)
+		}
+		l.known[id] = true
+		fmt.Fprintf(l.w, "serving peer %s (%s so far)\n", shortID(id), humanBytes(served[id]))
+	}
 }
 
 // log writes the changes since the last call (peer ids shortened, IEC units);
