@@ -113,22 +113,14 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir := c.String("dir")
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "reconcile-bench"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := workFolder(c, "bench")
+	if err != nil {
 		return err
 	}
+	defer done()
 	ctx, stop := signalContext()
 	defer stop()
-	logf := func(format string, args ...any) {
-		if !c.Bool("json") {
-			fmt.Fprintf(os.Stderr, format, args...)
-		}
-	}
+	logf := stepLog(c)
 	file := filepath.Join(dir, "bench.bin")
 	logf("writing a %.0f MiB file...\n", mib(size))
 	if err := writeDemoFile(file, size, 42); err != nil {

@@ -94,16 +94,11 @@ func runDemo(c *cli.Context) error {
 	if method == reconcile.Byers && size > peer.MaxByersBytes {
 		return usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), exactSize(peer.MaxByersBytes))
 	}
-	dir := c.String("dir")
-	if dir == "" {
-		dir, err = os.MkdirTemp("", "reconcile-demo")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := workFolder(c, "demo")
+	if err != nil {
 		return err
 	}
+	defer done()
 	ctx, stop := signalContext()
 	defer stop()
 	quiet := c.Bool("json")

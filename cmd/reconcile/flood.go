@@ -129,22 +129,14 @@ func runFlood(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir := c.String("dir")
-	if dir == "" {
-		if dir, err = os.MkdirTemp("", "reconcile-flood"); err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, done, err := workFolder(c, "flood")
+	if err != nil {
 		return err
 	}
+	defer done()
 	ctx, stop := signalContext()
 	defer stop()
-	logf := func(format string, args ...any) {
-		if !c.Bool("json") {
-			fmt.Fprintf(os.Stderr, format, args...)
-		}
-	}
+	logf := stepLog(c)
 	file := filepath.Join(dir, "flood.bin")
 	logf("writing a %.0f MiB file...\n", mib(size))
 	if err := writeDemoFile(file, size, 7); err != nil {

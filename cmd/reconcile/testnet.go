@@ -236,15 +236,11 @@ func runTestnet(c *cli.Context) error {
 	ctx, stop := signalContext()
 	defer stop()
 	t0 := time.Now()
-	dir := c.String("dir")
-	if dir == "" {
-		tmp, err := os.MkdirTemp("", "reconcile-testnet-")
-		if err != nil {
-			return fmt.Errorf("testnet: temporary folder: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
+	dir, done, err := workFolder(c, "testnet")
+	if err != nil {
+		return err
 	}
+	defer done()
 	rep := testnetReport{CPUs: runtime.NumCPU()}
 	var runErr error
 	baseline := c.Bool("baseline") && (cfg.Liars > 0 || cfg.Churn != testnet.Churn{})
