@@ -9,7 +9,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"golang.org/x/time/rate"
 )
 
 // helloTimeout is the time a stream has to deliver its hello (a few dozen
@@ -143,25 +142,26 @@ func (p *Service) pruneBannedLocked(now time.Time) {
 // cannot help with) gets one answered a second, while the small filters of
 // ordinary fetches are never held back.
 func (p *Service) allowFilter(key string, n int) bool {
-	now := time.Now()
-	p.mu.Lock()
-	l := p.filterRates[key]
-	if l == nil {
-		if len(p.filterRates) >= maxScored {
-			for k, x := range p.filterRates { // drop the full (idle) ones
-				if x.TokensAt(now) >= float64(x.Burst()) {
-					delete(p.filterRates, k)
-				}
-			}
-			if len(p.filterRates) >= maxScored {
-				clear(p.filterRates)
-			}
-		}
-		l = rate.NewLimiter(rate.Limit(p.cfg.limits.MaxFilterBytes), 2*p.cfg.limits.MaxFilterBytes+1<<20)
-		p.filterRates[key] = l
-	}
-	p.mu.Unlock()
-	return l.AllowN(now, n)
+	return p.filterRates.allow(key, n, time.Now())
+}
+
+// Streams opened per second: a remote peer may open streamRate streams of
+// this service's protocols a second (streamBurst at once); each stream
+// beyond that is reset at once and earns strikeStreams points, so a peer
+// that opens streams as fast as they are reset (a stream held past its share
+// is reset, and an attacker opens the next at once: thousands a second,
+// each a muxer, protocol negotiation and hello for the server) is banned
+// within a second. A fetch opens a few streams a second to one peer (a
+// reconciliation and a blocks stream per round).
+const (
+	streamRate    = 64
+	streamBurst   = 128
+	strikeStreams = 2
+)
+
+// allowStream reports whether the remote peer of c may open one more stream.
+func (p *Service) allowStream(c network.Conn) bool {
+	return p.streamRates.allow(c.RemotePeer().String(), 1, time.Now())
 }
 
 // sweepEvery is how often the service gives back what no peer used lately:
@@ -194,12 +194,9 @@ func (p *Service) sweep(now time.Time) {
 			delete(p.scores, id)
 		}
 	}
-	for k, l := range p.filterRates {
-		if l.TokensAt(now) >= float64(l.Burst()) {
-			delete(p.filterRates, k)
-		}
-	}
 	p.mu.Unlock()
+	p.filterRates.sweep(now)
+	p.streamRates.sweep(now)
 	for _, c := range contents {
 		c.recon.trim()
 		if cb := c.codedSet(); cb != nil {

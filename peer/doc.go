@@ -102,7 +102,12 @@
 //   - serving: blocks read for serving hold at most l.ServeBytes, a stream
 //     waits at most the stream idle time for room;
 //   - repeats: a block is sent to one peer at most 4 times a minute (then
-//     answered as missing).
+//     answered as missing);
+//   - stream churn: a peer may open 64 streams a second (128 at once); a
+//     stream beyond that is reset at once and earns abuse points, so a peer
+//     that opens the next stream as soon as the last was reset (thousands a
+//     second, each a protocol negotiation and a handler) is banned within
+//     a second.
 //
 // So what peers can make a server hold is bounded by about l.ReconcileBytes
 // + l.ServeBytes + 64 MiB of filter caches per content + the stream buffers
@@ -115,7 +120,12 @@
 // bound or opens streams that say nothing earns abuse points, which halve
 // every minute; at 100 (three malformed frames, about twenty repeats) it is
 // banned for 10 minutes: its streams are reset and refused. The deny-list
-// holds at most 4096 peers (the first to expire make room).
+// holds at most 4096 peers (the first to expire make room). On a host New
+// built, the host's resource manager refuses a banned peer's streams before
+// they are negotiated (the connection stays up: closing it would only have
+// the peer dial again, and a handshake costs more than a refused stream);
+// on an application's host (NewService) only the service's protocols are
+// refused.
 //
 // # Reachability and discovery
 //

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
@@ -17,7 +20,9 @@ import (
 )
 
 // A Peer is a Service on a libp2p host of its own, built by New with this
-// package's defaults. Close closes both.
+// package's defaults. Close closes both. As the host is its own, the
+// streams a banned peer opens are refused by the host's resource manager,
+// before any protocol negotiation (for the ban's time).
 type Peer struct {
 	*Service
 }
@@ -38,7 +43,8 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("peer: start host: %w", err)
 	}
-	h, err := newHost(cfg)
+	rm := &banResources{}
+	h, err := newHost(cfg, rm)
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +53,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 		return nil, fmt.Errorf("peer: start host: %w", err)
 	}
 	p := &Peer{Service: newService(h, cfg)}
+	rm.svc.Store(p.Service)
 	if err := p.startExt(); err != nil { // peer/dht.go: paths, DHT, mDNS
 		p.Close()
 		return nil, err
@@ -101,7 +108,7 @@ func ResourceLimits(l Limits) rcmgr.ConcreteLimitConfig {
 	return limits.AutoScale()
 }
 
-func newHost(cfg config) (host.Host, error) {
+func newHost(cfg config, brm *banResources) (host.Host, error) {
 	key := cfg.key
 	if key == nil && cfg.keyFile != "" {
 		k, err := LoadOrCreateKey(cfg.keyFile)
@@ -110,10 +117,15 @@ func newHost(cfg config) (host.Host, error) {
 		}
 		key = k
 	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits(cfg.limits)))
+	// Without metrics: the host exports none (DisableMetrics below), and the
+	// resource manager's own stats reporter formats a trace event for every
+	// stream and memory reservation (16 % of a seed's CPU under a flood of
+	// short streams, measured with reconcile flood).
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits(cfg.limits)), rcmgr.WithMetricsDisabled())
 	if err != nil {
 		return nil, fmt.Errorf("peer: resource manager: %w", err)
 	}
+	brm.ResourceManager = rm
 	opts := []libp2p.Option{
 		libp2p.ListenAddrStrings(cfg.listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
@@ -121,7 +133,7 @@ func newHost(cfg config) (host.Host, error) {
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.ResourceManager(rm),
+		libp2p.ResourceManager(brm),
 		libp2p.DisableMetrics(),
 		libp2p.SwarmOpts(swarm.WithDialRanker(cfg.dialRanker)),
 	}
@@ -135,4 +147,27 @@ func newHost(cfg config) (host.Host, error) {
 		return nil, fmt.Errorf("peer: start host: %w", err)
 	}
 	return h, nil
+}
+
+// banResources is the resource manager of a host New builds: libp2p's, but
+// an inbound stream of a peer the service has banned is refused before any
+// of it is read (the swarm resets it as over a limit). A banned peer that
+// opens streams as fast as they are reset then costs the host a muxer frame
+// each, not a protocol negotiation, a handler and a reset. Its connection
+// stays up: closed, it would be dialled again at once, and every handshake
+// costs the host far more than a refused stream.
+type banResources struct {
+	network.ResourceManager
+	svc atomic.Pointer[Service]
+}
+
+// errBannedStream refuses a banned peer's stream.
+var errBannedStream = errors.New("peer: banned peer")
+
+// OpenStream refuses the inbound streams of banned peers.
+func (r *banResources) OpenStream(id lpeer.ID, dir network.Direction) (network.StreamManagementScope, error) {
+	if s := r.svc.Load(); s != nil && dir == network.DirInbound && s.isBanned(id) {
+		return nil, errBannedStream
+	}
+	return r.ResourceManager.OpenStream(id, dir)
 }

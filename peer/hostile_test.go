@@ -1,14 +1,18 @@
 package peer
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -201,5 +205,80 @@ func TestMalformedBanned(t *testing.T) {
 	}
 	if !seed.isBanned(evil.ID()) {
 		t.Fatalf("not banned after %d malformed frames", n)
+	}
+}
+
+// TestStreamChurnBanned: a peer that opens streams as fast as it can (one
+// after the other, as an attacker whose streams a seed resets opens the
+// next) is banned once well past streamBurst, and from then on its streams are refused
+// by the host before any protocol is negotiated; a fetch of the same seed
+// goes through meanwhile.
+func TestStreamChurnBanned(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
+	evil := newTestPeer(t)
+	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	hello := wire.Hello{Root: tk.Root[:]}.Append(nil)
+	for i := 0; i < 4*streamBurst && !seed.isBanned(evil.ID()); i++ {
+		s, err := evil.Host().NewStream(ctx, seed.ID(), ProtoManifest)
+		if err != nil {
+			continue // refused once banned
+		}
+		bw := bufio.NewWriter(s)
+		wire.WriteFrame(bw, hello)
+		bw.Flush()
+		io.Copy(io.Discard, s) // the manifest, or the reset
+		s.Reset()
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !seed.isBanned(evil.ID()) && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !seed.isBanned(evil.ID()) {
+		t.Fatalf("a peer that opened %d streams at once is not banned", 4*streamBurst)
+	}
+	if _, err := evil.fetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {
+		t.Error("a banned peer got the manifest")
+	}
+	out := filepath.Join(dir, "out")
+	if _, err := newTestPeer(t).Fetch(ctx, tk, out); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+}
+
+// TestRateTable: a key gets its burst at once, then the rate; keys are
+// independent; full buckets are swept; the table never holds more than
+// maxScored buckets.
+func TestRateTable(t *testing.T) {
+	rt := newRateTable(10, 5)
+	now := time.Now()
+	for i := range 5 {
+		if !rt.allow("a", 1, now) {
+			t.Fatalf("token %d of the burst refused", i)
+		}
+	}
+	if rt.allow("a", 1, now) {
+		t.Error("a token beyond the burst allowed")
+	}
+	if !rt.allow("b", 5, now) {
+		t.Error("another key's burst refused")
+	}
+	if !rt.allow("a", 1, now.Add(100*time.Millisecond)) {
+		t.Error("a token refused after 1/rate")
+	}
+	rt.sweep(now.Add(time.Second))
+	if n := rt.len(); n != 0 {
+		t.Errorf("%d buckets after every key was idle for the whole burst", n)
+	}
+	for i := range maxScored + 10 {
+		rt.allow(fmt.Sprint(i), 1, now)
+	}
+	if n := rt.len(); n > maxScored {
+		t.Errorf("%d buckets, more than maxScored", n)
 	}
 }

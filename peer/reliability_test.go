@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -101,27 +104,73 @@ func TestWrongBlockPeer(t *testing.T) {
 		t.Fatalf("liar not dropped: %+v", sum.Peers)
 	}
 	// The liar is on the service's deny-list: its streams of our protocols
-	// are refused. The host's connection stays up, so the application that
-	// owns the host still talks to it over its own protocols.
+	// are refused. The fetcher's host is its own (New), so every stream the
+	// liar opens is refused before it is negotiated; the connection stays.
 	if !fetcher.isBanned(liar.ID()) {
 		t.Fatal("the liar is not on the deny-list")
 	}
 	if _, err := liar.askPeers(ctx, fetcher.ID(), tk.Root); err == nil {
 		t.Error("a banned peer's request was answered")
 	}
-	fetcher.Host().SetStreamHandler("/app/echo/1", func(s network.Stream) {
-		defer s.Close()
-		io.Copy(s, s)
-	})
-	s, err := liar.Host().NewStream(ctx, fetcher.ID(), "/app/echo/1")
+	fetcher.Host().SetStreamHandler("/app/echo/1", echo)
+	if got, err := echoed(ctx, liar.Host(), fetcher.ID(), "/app/echo/1"); err == nil {
+		t.Errorf("a banned peer's stream to a Peer's own host was answered: %q", got)
+	}
+	if len(fetcher.Host().Network().ConnsToPeer(liar.ID())) == 0 {
+		t.Error("the connection to the banned peer was closed")
+	}
+}
+
+// TestBanKeepsAppProtocols: on a host of the application's (NewService), a
+// ban refuses the peer's streams of our protocols only: the application
+// still talks to it over its own.
+func TestBanKeepsAppProtocols(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	appHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
 	if err != nil {
-		t.Fatalf("the app's own protocol to a banned peer: %v", err)
+		t.Fatal(err)
 	}
-	s.Write([]byte("ping"))
+	defer appHost.Close()
+	svc, err := NewService(appHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	appHost.SetStreamHandler("/app/echo/1", echo)
+	other := newTestPeer(t)
+	if err := other.Host().Connect(ctx, lpeer.AddrInfo{ID: appHost.ID(), Addrs: appHost.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	svc.ban(other.ID())
+	if _, err := other.askPeers(ctx, appHost.ID(), chunker.ID{}); err == nil {
+		t.Error("a banned peer's request was answered")
+	}
+	if got, err := echoed(ctx, other.Host(), appHost.ID(), "/app/echo/1"); err != nil || got != "ping" {
+		t.Fatalf("the app's own protocol to a banned peer echoed %q, %v", got, err)
+	}
+}
+
+// echo is a stream handler that sends back what it reads.
+func echo(s network.Stream) {
+	defer s.Close()
+	io.Copy(s, s)
+}
+
+// echoed sends "ping" over a new stream of proto from h to id and returns
+// what came back.
+func echoed(ctx context.Context, h host.Host, id lpeer.ID, proto protocol.ID) (string, error) {
+	s, err := h.NewStream(ctx, id, proto)
+	if err != nil {
+		return "", err
+	}
+	defer s.Reset()
+	if _, err := s.Write([]byte("ping")); err != nil {
+		return "", err
+	}
 	s.CloseWrite()
-	if got, err := io.ReadAll(s); err != nil || string(got) != "ping" {
-		t.Fatalf("the app's own protocol echoed %q, %v", got, err)
-	}
+	got, err := io.ReadAll(s)
+	return string(got), err
 }
 
 // TestStalledPeer: a peer that never answers has its blocks moved to others.

@@ -88,6 +88,12 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 			s.Reset()
 			return
 		}
+		if !p.allowStream(s.Conn()) {
+			untrack()
+			s.Reset()
+			p.strike(s.Conn(), strikeStreams, "opens streams faster than it may")
+			return
+		}
 		admitted, err := p.admit(s)
 		if err != nil {
 			untrack()

@@ -78,7 +78,8 @@ type Service struct {
 	// (peer/abuse.go); scores are the abuse scores of remote peers.
 	streamPools map[protocol.ID]*fairPool
 	scores      map[lpeer.ID]abuseScore
-	filterRates map[string]*rate.Limiter // per share key (allowFilter)
+	filterRates *rateTable // filter bytes per share key (allowFilter)
+	streamRates *rateTable // streams opened per peer (allowStream)
 	closed      bool
 }
 
@@ -114,7 +115,8 @@ func newService(h host.Host, cfg config) *Service {
 		streams:     make(map[lpeer.ID]map[network.Stream]struct{}),
 		streamPools: make(map[protocol.ID]*fairPool),
 		scores:      make(map[lpeer.ID]abuseScore),
-		filterRates: make(map[string]*rate.Limiter),
+		filterRates: newRateTable(float64(cfg.limits.MaxFilterBytes), 2*cfg.limits.MaxFilterBytes+1<<20),
+		streamRates: newRateTable(streamRate, streamBurst),
 		slots:       newFairPool(int64(cfg.limits.Reconciles)),
 		serveMem:    newFairPool(int64(cfg.limits.ServeBytes)),
 		recvMem:     newFairPool(int64(cfg.limits.ReconcileBytes)),
@@ -139,7 +141,9 @@ const banFor = 10 * time.Minute
 // ban puts id on the deny-list for banFor and resets its open streams of
 // this service's protocols. The host's connection to id stays up: other
 // protocols of the host may use it; it is only tagged (banTag) as the first
-// to go when the host's connection manager trims connections.
+// to go when the host's connection manager trims connections. On a host New
+// built (the service's own), its resource manager refuses the peer's
+// streams before they are negotiated (banResources).
 func (p *Service) ban(id lpeer.ID) {
 	p.mu.Lock()
 	p.pruneBannedLocked(time.Now())

@@ -331,11 +331,11 @@ func (a *attacker) stream(ctx context.Context) {
 		}
 	case FreshParams:
 		fr := wire.NewReader(s)
-		body, err := a.fresh.next()
+		msg, err := a.fresh.next()
 		if err != nil {
 			return
 		}
-		if err := write(frame(append([]byte{wire.TypePayload}, body...))); err != nil {
+		if err := write(msg); err != nil {
 			return
 		}
 		fr.Next(a.cfg.MaxFilterBytes + 1<<20) // the answer, if any
@@ -355,7 +355,9 @@ type freshFilters struct {
 // freshKinds is the number of parameter sets FreshParams cycles through.
 const freshKinds = 12
 
-// next returns the next filter message of the cycle.
+// next returns the next filter message of the cycle, framed as sent (a
+// payload frame): the attackers share the bytes and copy none of them, so
+// their CPU and memory bandwidth go to the sending, as other machines' would.
 func (f *freshFilters) next() ([]byte, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -365,6 +367,7 @@ func (f *freshFilters) next() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		b = frame(append([]byte{wire.TypePayload}, b...))
 		f.msgs = append(f.msgs, b)
 		return b, nil
 	}
