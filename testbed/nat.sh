@@ -260,7 +260,7 @@ ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$ROOT5" --bootstrap "$RELAY" --o
 	--listen /ip4/100.64.2.2/tcp/4005 --listen /ip4/100.64.2.2/udp/4005/quic-v1 "${NATED[@]}" \
 	>"$WORK/fetch5.out" 2>"$WORK/fetch5.err"
 rc=$?
-P5=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' "$WORK/fetch5.out" | sort -u | tr '\n' ' ')
+P5=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' "$WORK/fetch5.out" | sort -u | paste -sd, -)
 if [ $rc = 0 ] && cmp -s "$WORK/file5.bin" "$WORK/out5" \
 	&& grep -q 'relay candidate found through the DHT' "$WORK/seedD.err" \
 	&& grep -Eq '"path": "(hole-punched|relayed)"' "$WORK/fetch5.out"; then
@@ -325,7 +325,7 @@ if [ "$MODE" = bench ]; then
 	secs() { sed -n 's/.*"seconds": *\([0-9.e+-]*\).*/\1/p' "$@" | sort -g | head -1; }
 	s1=$(secs "$WORK"/bfetch1.*.out)
 	s2=$(secs "$WORK"/bfetch2.*.out)
-	p1=$(cat "$WORK"/bfetch1.*.out | sed -n 's/.*"path": "\([^"]*\)".*/\1/p' | sort -u | tr '\n' ' ')
+	p1=$(cat "$WORK"/bfetch1.*.out | sed -n 's/.*"path": "\([^"]*\)".*/\1/p' | sort -u | paste -sd, -)
 	awk -v a="$s1" -v b="$s2" -v p="$p1" 'BEGIN { if (a > 0 && b > 0) printf "bench: 256 MiB NAT A->B (%s) %.2f s (%.0f MiB/s), public->public %.2f s (%.0f MiB/s): ratio %.2f (goal >= 0.8)\n", p, a, 256/a, b, 256/b, b/a; else print "bench: a fetch failed" }'
 	# The same after the first block (seconds minus the time to first block, which
 	# for the NATed pair includes meeting through the relay and punching the hole).
