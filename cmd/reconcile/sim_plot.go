@@ -115,8 +115,10 @@ func plotTable4(rows []ts.Table4Row, file string) error {
 		}
 	}
 	p.Legend.Top = true
+	p.Legend.YOffs = -vg.Points(6) // below the title
 	p.NominalX(names...)
-	p.Y.Min, p.Y.Max = 1.2*bottom, 1.35*top // room for the legend above the bars
+	p.X.Min, p.X.Max = -0.75, float64(len(names))-0.25 // the outer labels stay inside
+	p.Y.Min, p.Y.Max = 1.2*bottom, 1.35*top            // room for the legend above the bars
 	p.Add(plotter.NewGrid())
 	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
 }
