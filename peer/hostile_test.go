@@ -27,10 +27,7 @@ func TestSilentReconcileStreams(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 512<<10, 16<<10)
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	evil := connectedPeer(ctx, t, seed)
 	for range DefaultLimits.StreamsPerPeer {
 		openRecon(ctx, t, evil, seed, tk.Root, false)
 	}
@@ -69,10 +66,7 @@ func TestReconcileSharePerPeer(t *testing.T) {
 		}
 		return r.recv()
 	}
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	evil := connectedPeer(ctx, t, seed)
 	for i := range 2 {
 		m, err := open(evil)
 		if err != nil || m.Type != reconcile.MsgMore {
@@ -126,10 +120,7 @@ func TestRepeatedBlockBounded(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 64<<10, 16<<10)
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	evil := connectedPeer(ctx, t, seed)
 	cs, err := evil.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
 	if err != nil {
 		t.Fatal(err)
@@ -179,10 +170,7 @@ func TestMalformedBanned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	seed, tk, _ := seedFile(t, t.TempDir(), 64<<10, 16<<10)
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	evil := connectedPeer(ctx, t, seed)
 	n := (banScore + strikeMalformed - 1) / strikeMalformed
 	for i := range n {
 		if seed.isBanned(evil.ID()) {
@@ -210,18 +198,15 @@ func TestMalformedBanned(t *testing.T) {
 
 // TestStreamChurnBanned: a peer that opens streams as fast as it can (one
 // after the other, as an attacker whose streams a seed resets opens the
-// next) is banned once well past streamBurst, and from then on its streams are refused
-// by the host before any protocol is negotiated; a fetch of the same seed
-// goes through meanwhile.
+// next) is banned once well past streamBurst, and from then on its streams
+// are refused by the host before any protocol is negotiated; a fetch of the
+// same seed goes through meanwhile.
 func TestStreamChurnBanned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	evil := connectedPeer(ctx, t, seed)
 	hello := wire.Hello{Root: tk.Root[:]}.Append(nil)
 	for i := 0; i < 4*streamBurst && !seed.isBanned(evil.ID()); i++ {
 		s, err := evil.Host().NewStream(ctx, seed.ID(), ProtoManifest)
@@ -272,13 +257,13 @@ func TestRateTable(t *testing.T) {
 		t.Error("a token refused after 1/rate")
 	}
 	rt.sweep(now.Add(time.Second))
-	if n := rt.len(); n != 0 {
+	if n := len(rt.m); n != 0 {
 		t.Errorf("%d buckets after every key was idle for the whole burst", n)
 	}
 	for i := range maxScored + 10 {
 		rt.allow(fmt.Sprint(i), 1, now)
 	}
-	if n := rt.len(); n > maxScored {
+	if n := len(rt.m); n > maxScored {
 		t.Errorf("%d buckets, more than maxScored", n)
 	}
 }

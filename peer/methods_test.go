@@ -364,10 +364,7 @@ func TestHostileRecon(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			// A peer is banned after a few malformed messages
 			// (TestMalformedBanned): each case is a new peer.
-			evil := newTestPeer(t)
-			if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-				t.Fatal(err)
-			}
+			evil := connectedPeer(ctx, t, seed)
 			r := openRecon(ctx, t, evil, seed, tk.Root, false)
 			tc.play(r)
 			if err := r.end(); !errors.Is(err, network.ErrReset) {
@@ -428,10 +425,7 @@ func TestReconcileTimeLimit(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	seed, tk, _ := seedFile(t, dir, 256<<10, 1<<10, WithStreamIdle(idle))
 	n := seed.lookup(tk.Root[:]).man.BlockCount()
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	evil := connectedPeer(ctx, t, seed)
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,17 @@ func newTestPeer(t testing.TB, opts ...Option) *Peer {
 	return p
 }
 
+// connectedPeer returns a new test peer already connected to p (the
+// hostile tests' attacker).
+func connectedPeer(ctx context.Context, t testing.TB, p *Peer) *Peer {
+	t.Helper()
+	q := newTestPeer(t)
+	if err := q.Host().Connect(ctx, p.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
 // writeRandomFile writes size pseudo-random bytes to dir/name.
 func writeRandomFile(t testing.TB, dir, name string, size int, seed uint64) string {
 	t.Helper()

@@ -57,9 +57,3 @@ func (t *rateTable) sweepLocked(now time.Time) {
 	}
 }
 
-// len returns the number of buckets held.
-func (t *rateTable) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.m)
-}

@@ -264,10 +264,7 @@ func TestMalformedStreams(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
-	evil := newTestPeer(t)
-	if err := evil.Host().Connect(ctx, seed.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	evil := connectedPeer(ctx, t, seed)
 	hi := wire.Hello{Root: tk.Root[:]}.Append(nil)
 	uv := func(n uint64) []byte { return binary.AppendUvarint(nil, n) }
 	frame := func(b []byte) []byte { return append(uv(uint64(len(b))), b...) }
