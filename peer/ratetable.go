@@ -56,4 +56,3 @@ func (t *rateTable) sweepLocked(now time.Time) {
 		}
 	}
 }
-
