@@ -84,3 +84,29 @@ func ExampleFPSubtract() {
 	fmt.Printf("%.4f%%\n", 100*cbfalgebra.FPSubtract(65536, 4, 12000, 6000, 6000, 2000))
 	// Output: 0.2654%
 }
+
+// A peer sums the filters of its three neighbours (T8) and reads, per block,
+// how many of them hold it: the rarity rarest-first block choice needs,
+// without the neighbours' block lists.
+func ExampleTally() {
+	neighbours := [][]string{{"b0", "b1"}, {"b1"}, {"b1", "b2"}}
+	tally, err := cbfalgebra.NewTally(cbfalgebra.Params{M: 1 << 12, K: 4, R: 4})
+	if err != nil {
+		panic(err)
+	}
+	for _, held := range neighbours {
+		c, _ := cbfalgebra.NewFromParams(tally.Params())
+		for _, b := range held {
+			c.Insert([]byte(b))
+		}
+		if err := tally.Add(c); err != nil {
+			panic(err)
+		}
+	}
+	for _, b := range []string{"b0", "b1", "b2", "b3"} {
+		fmt.Print(b, ":", tally.Count([]byte(b)), " ")
+	}
+	fmt.Println()
+	// Output:
+	// b0:1 b1:3 b2:1 b3:0
+}

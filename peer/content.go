@@ -21,6 +21,7 @@ type content struct {
 	coded *codedBlocks // Byers: coded blocks served, nil when not offered
 	recon *responder   // answers reconciliation requests
 	sends *repeats     // blocks sent per peer, to bound repeats (peer/repeat.go)
+	super *superSeed   // the offer policy of WithSuperSeeding, nil when off
 
 	mu         sync.Mutex
 	codedSends *repeats // sends of coded blocks, made on first use
@@ -29,13 +30,17 @@ type content struct {
 	fetch      *fetch
 }
 
-// addContent serves the store st (and the coded blocks cb, if not nil).
-func (p *Service) addContent(st *chunker.Store, cb *codedBlocks) error {
+// addContent serves the store st (and the coded blocks cb, if not nil),
+// super-seeding its blocks if super is set.
+func (p *Service) addContent(st *chunker.Store, cb *codedBlocks, super bool) error {
 	c, err := newContent(st.Manifest(), st)
 	if err != nil {
 		return err
 	}
 	c.coded = cb
+	if super {
+		c.super = newSuperSeed(st.Manifest().BlockCount())
+	}
 	return p.add(c)
 }
 

@@ -39,7 +39,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, err
 	}
 	if st != nil && st.Complete() {
-		if err := p.addContent(st, nil); err != nil {
+		if err := p.addContent(st, nil, false); err != nil {
 			st.Close()
 			return nil, err
 		}
@@ -78,7 +78,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			return nil, fmt.Errorf("peer: create %s: %w", out, err)
 		}
 	}
-	if err := p.addContent(st, cb); err != nil {
+	if err := p.addContent(st, cb, false); err != nil {
 		st.Close()
 		return nil, err
 	}

@@ -275,6 +275,10 @@ func (f *fetch) work(src *source) {
 		switch {
 		case err == nil:
 			src.failures, src.unknown = 0, 0
+			if len(offered) > 0 {
+				// It had something for us: it may have more soon.
+				wait = 50 * time.Millisecond
+			}
 		case errors.Is(err, ErrBadBlock) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrManifestMismatch):
 			f.drop(src, err)
 			return

@@ -46,6 +46,10 @@ type ServeEvent struct {
 	Held []int
 	// Offered lists the units the answer offered (EventAnswered).
 	Offered []int
+	// Found lists the units the session found the peer lacks
+	// (EventAnswered): Offered is these, or fewer of them when the content
+	// is super-seeded (WithSuperSeeding).
+	Found []int
 	// Index and Bytes are the unit sent and its size (EventBlockSent).
 	Index, Bytes int
 }

@@ -125,16 +125,41 @@ type reconConn struct {
 	next    func(max int) ([]byte, error)
 	max     int
 	offered *[]int
+	// found, if set, records the indices of the offers the session found,
+	// before trim.
+	found *[]int
+	// trim, if set, chooses the blocks an offer names out of those the
+	// session found (superSeed.trim).
+	trim func([]uint32) []uint32
 }
 
 func (c *reconConn) Send(m *reconcile.Message, encoded []byte) error {
-	if c.offered != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
-		*c.offered = (*c.offered)[:0]
-		for _, i := range m.Indices {
-			*c.offered = append(*c.offered, int(i))
+	if c.found != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
+		*c.found = appendInts((*c.found)[:0], m.Indices)
+	}
+	if c.trim != nil && m.Type == reconcile.MsgOffer {
+		t := *m
+		t.Indices = c.trim(m.Indices)
+		if len(t.Indices) != len(m.Indices) {
+			var err error
+			if encoded, err = t.AppendBinary(nil); err != nil {
+				return err
+			}
+			m = &t
 		}
 	}
+	if c.offered != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
+		*c.offered = appendInts((*c.offered)[:0], m.Indices)
+	}
 	return c.send([]byte{wire.TypePayload}, encoded)
+}
+
+// appendInts appends the indices idx to dst as ints.
+func appendInts(dst []int, idx []uint32) []int {
+	for _, i := range idx {
+		dst = append(dst, int(i))
+	}
+	return dst
 }
 
 func (c *reconConn) Flush() error { return c.flush() }
@@ -154,56 +179,59 @@ func (c *reconConn) Recv() ([]byte, error) {
 func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<10 }
 
 // answerSession runs the responder side of one session on ss, with the
-// method the first message names, and returns that method and the units
-// the answer offered. held lists the blocks (or coded blocks) offered. A
-// method r does not serve is refused with a reject (errNotServed); a
-// disagreement of configurations is rejected (errRejected); a peer that
-// breaks the protocol gets an error wrapping ErrMalformed, which resets the
-// stream.
-func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error)) (reconcile.Method, []int, error) {
+// method the first message names, and returns that method, the units the
+// answer offered and those the session found the fetcher lacks (more than
+// offered when the content is super-seeded). slot's held lists the blocks
+// (or coded blocks) served. A method r does not serve is refused with a
+// reject (errNotServed); a disagreement of configurations is rejected
+// (errRejected); a peer that breaks the protocol gets an error wrapping
+// ErrMalformed, which resets the stream.
+func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error)) (method reconcile.Method, offered, found []int, err error) {
 	lim := p.reconcileLimits()
-	var offered []int
-	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered}
+	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered, found: &found}
+	if super := ss.c.super; super != nil && !ss.hello.Coded {
+		conn.trim = super.trim
+	}
 	body, err := conn.Recv()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	m, err := reconcile.Decode(body, lim)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return 0, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if m.Type != reconcile.MsgFilter {
-		return 0, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
+		return 0, nil, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
 	}
-	method := m.Filter.Method
+	method = m.Filter.Method
 	if !r.serves(method) {
 		reason := fmt.Sprintf("peer: method %v is not served for this content (served: %s)", method, methodNames(r.methods))
 		rej := reconcile.Message{Type: reconcile.MsgReject, Session: m.Session, Reason: reason}
 		out, err := rej.AppendBinary(nil)
 		if err != nil {
-			return method, nil, err
+			return method, nil, nil, err
 		}
 		if err := conn.Send(&rej, out); err != nil {
-			return method, nil, err
+			return method, nil, nil, err
 		}
 		if err := conn.Flush(); err != nil {
-			return method, nil, err
+			return method, nil, nil, err
 		}
-		return method, nil, fmt.Errorf("%w: %v", errNotServed, method)
+		return method, nil, nil, fmt.Errorf("%w: %v", errNotServed, method)
 	}
 	held, release, err := slot()
 	if err != nil {
-		return method, nil, err
+		return method, nil, nil, err
 	}
 	defer release()
 	set := heldSet(r.u.Blocks(), held)
 	filters, err := r.filtersFor(set)
 	if err != nil {
-		return method, nil, err
+		return method, nil, nil, err
 	}
 	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
 	if err != nil {
-		return method, nil, err
+		return method, nil, nil, err
 	}
 	stepErr := s.Step(m)
 	err = reconcile.Drive(p.ctx, s, conn, lim)
@@ -212,14 +240,14 @@ func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (hel
 	}
 	switch {
 	case err == nil:
-		return method, offered, nil
+		return method, offered, found, nil
 	case isConnError(err):
-		return method, nil, err
+		return method, nil, nil, err
 	case reconcile.IsViolation(err):
 		// The reject is sent; the stream is reset.
-		return method, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return method, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	default:
-		return method, nil, fmt.Errorf("%w: %w", errRejected, err)
+		return method, nil, nil, fmt.Errorf("%w: %w", errRejected, err)
 	}
 }
 

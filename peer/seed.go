@@ -19,6 +19,7 @@ type seedConfig struct {
 	blockSize   int
 	byers       *ByersParams
 	sourceCheck time.Duration
+	superSeed   bool
 }
 
 // defaultSourceCheck is how often a seed looks for changes of its source files.
@@ -61,6 +62,19 @@ func WithByers(bp ByersParams) SeedOption {
 	}
 }
 
+// WithSuperSeeding makes Seed answer each reconciliation with only the few
+// blocks it has sent least often, rather than every block the fetcher lacks
+// (BitTorrent's super-seeding): a seed with many fetchers then sends each
+// block once before any twice, and the fetchers trade the rest. A lone
+// fetcher gets a few blocks per reconciliation from it, so use it to seed a
+// swarm, not to serve one peer. Default: off.
+func WithSuperSeeding() SeedOption {
+	return func(c *seedConfig) error {
+		c.superSeed = true
+		return nil
+	}
+}
+
 // Seed chunks the file or tree at path, serves it in place (read-only, without
 // copying) and returns its ticket, naming this peer and its addresses. It
 // serves until Close or Unserve.
@@ -91,6 +105,9 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 			return Ticket{}, err
 		}
 		c.coded = cb
+	}
+	if sc.superSeed {
+		c.super = newSuperSeed(m.BlockCount())
 	}
 	if err := p.add(c); err != nil {
 		s.Close()
@@ -170,8 +187,18 @@ func sourceChangeText(m *chunker.Manifest, ch chunker.SourceChange) string {
 type ServeOption func(*serveConfig) error
 
 type serveConfig struct {
-	coded *CodedSet
-	held  []int
+	coded     *CodedSet
+	held      []int
+	superSeed bool
+}
+
+// WithServeSuperSeeding is WithSuperSeeding for Serve: each reconciliation
+// is answered with only the few blocks sent least often. Default: off.
+func WithServeSuperSeeding() ServeOption {
+	return func(c *serveConfig) error {
+		c.superSeed = true
+		return nil
+	}
 }
 
 // WithCoded makes Serve also serve the coded blocks held of the Byers
@@ -210,7 +237,7 @@ func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
 			return Ticket{}, err
 		}
 	}
-	if err := p.addContent(s, cb); err != nil {
+	if err := p.addContent(s, cb, sc.superSeed); err != nil {
 		return Ticket{}, err
 	}
 	return p.ticket(s.Manifest().ID()), nil

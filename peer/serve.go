@@ -236,14 +236,14 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		}
 		return held, release, nil
 	}
-	method, offered, err := p.answerSession(ss, r, slot)
+	method, offered, found, err := p.answerSession(ss, r, slot)
 	if errors.Is(err, ErrBusy) {
 		// Told so; the fetcher retries later.
 		return nil
 	}
 	if err == nil && p.cfg.observer != nil {
 		p.observe(ServeEvent{Kind: EventAnswered, Peer: ss.s.Conn().RemotePeer(), Root: c.man.ID(), Coded: ss.hello.Coded,
-			Method: method, Held: held, Offered: offered})
+			Method: method, Held: held, Offered: offered, Found: found})
 	}
 	if errors.Is(err, errNotServed) || errors.Is(err, errRejected) {
 		// Refused with a reject that says why; not a source of this content.
@@ -282,7 +282,16 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 		if err != nil {
 			return err
 		}
-		for _, i := range idx {
+		// A super-seed counts the blocks asked for as being sent, so that it
+		// offers them to nobody else meanwhile.
+		super := c.super
+		if ss.hello.Coded {
+			super = nil
+		}
+		if super != nil {
+			super.ask(idx)
+		}
+		for k, i := range idx {
 			if !sends.allow(key, i, time.Now()) {
 				p.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
@@ -297,7 +306,13 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			} else {
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			}
+			if super != nil {
+				super.done(idx[k : k+1]) // sent (counted) or not
+			}
 			if err != nil {
+				if super != nil {
+					super.done(idx[k+1:])
+				}
 				return err
 			}
 		}
@@ -412,6 +427,9 @@ func (p *Service) busy(ss *serverStream, why string) error {
 func (p *Service) noteSent(ss *serverStream, i, n int) {
 	remote := ss.s.Conn().RemotePeer()
 	ss.c.noteSent(remote, n)
+	if super := ss.c.super; super != nil && !ss.hello.Coded {
+		super.noteSent(i)
+	}
 	if p.cfg.observer != nil {
 		p.observe(ServeEvent{Kind: EventBlockSent, Peer: remote, Root: ss.c.man.ID(), Coded: ss.hello.Coded, Index: i, Bytes: n})
 	}

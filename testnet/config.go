@@ -188,6 +188,10 @@ type Config struct {
 	// flight holds a few block buffers, and with 200 peers in one process 32
 	// sources each hold several GiB when every peer serves at once (--hold).
 	MaxSources int
+	// SuperSeed makes the one seed (Hold 0) super-seed (package peer's
+	// WithSuperSeeding): each answer offers the few blocks it sent least
+	// often, so it sends every block once before any twice. Default off.
+	SuperSeed bool
 	// SkipVerify skips re-hashing every peer's file after the run; by default
 	// each is re-hashed and its root id compared with the seed's
 	// (Result.Identical).

@@ -172,8 +172,9 @@ func (s *countingStream) Write(b []byte) (int, error) {
 }
 
 // audit checks the reconciliation answers of the node self: every unit it
-// held when it answered, that the fetcher lacks and that the answer did not
-// offer, is a missed one. holdingsOf returns the fetcher's holdings (nil for
+// held when it answered, that the fetcher lacks and that the session did not
+// find, is a missed one (a super-seed offers fewer of those found, on
+// purpose). holdingsOf returns the fetcher's holdings (nil for
 // a peer outside the run).
 func (c *counters) audit(holdingsOf func(lpeer.ID) holdings) func(peer.ServeEvent) {
 	return func(ev peer.ServeEvent) {
@@ -184,13 +185,13 @@ func (c *counters) audit(holdingsOf func(lpeer.ID) holdings) func(peer.ServeEven
 		if fetcher == nil {
 			return
 		}
-		offered := make(map[int]struct{}, len(ev.Offered))
-		for _, i := range ev.Offered {
-			offered[i] = struct{}{}
+		found := make(map[int]struct{}, len(ev.Found))
+		for _, i := range ev.Found {
+			found[i] = struct{}{}
 		}
 		var missed int64
 		for _, i := range ev.Held {
-			if _, ok := offered[i]; !ok && !fetcher.Has(i) {
+			if _, ok := found[i]; !ok && !fetcher.Has(i) {
 				missed++
 			}
 		}

@@ -24,9 +24,10 @@ type held map[int]bool
 func (h held) Has(i int) bool { return h[i] }
 
 func TestAudit(t *testing.T) {
-	// The server held 1, 2, 3, 4; the fetcher holds 2; 1 and 3 are offered,
-	// so 4 is missed. Events of other kinds and of peers outside the run are
-	// not audited.
+	// The server held 1, 2, 3, 4; the fetcher holds 2; 1 and 3 are found,
+	// so 4 is missed. A super-seed that found 1, 3, 4 and offered 1 missed
+	// nothing. Events of other kinds and of peers outside the run are not
+	// audited.
 	c := &counters{}
 	fetcher := lpeer.ID("fetcher")
 	obs := c.audit(func(id lpeer.ID) holdings {
@@ -35,11 +36,12 @@ func TestAudit(t *testing.T) {
 		}
 		return nil
 	})
-	obs(peer.ServeEvent{Kind: peer.EventAnswered, Peer: fetcher, Held: []int{1, 2, 3, 4}, Offered: []int{1, 3}})
+	obs(peer.ServeEvent{Kind: peer.EventAnswered, Peer: fetcher, Held: []int{1, 2, 3, 4}, Offered: []int{1, 3}, Found: []int{1, 3}})
+	obs(peer.ServeEvent{Kind: peer.EventAnswered, Peer: fetcher, Held: []int{1, 2, 3, 4}, Offered: []int{1}, Found: []int{1, 3, 4}})
 	obs(peer.ServeEvent{Kind: peer.EventAnswered, Peer: "stranger", Held: []int{1, 2, 3, 4}})
 	obs(peer.ServeEvent{Kind: peer.EventBlockSent, Peer: fetcher, Index: 1, Bytes: 10})
-	if c.sessions.Load() != 1 || c.offered.Load() != 2 || c.missed.Load() != 1 {
-		t.Errorf("sessions %d offered %d missed %d, want 1 2 1", c.sessions.Load(), c.offered.Load(), c.missed.Load())
+	if c.sessions.Load() != 2 || c.offered.Load() != 3 || c.missed.Load() != 1 {
+		t.Errorf("sessions %d offered %d missed %d, want 2 3 1", c.sessions.Load(), c.offered.Load(), c.missed.Load())
 	}
 }
 

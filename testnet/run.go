@@ -182,6 +182,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	var seedOpts []peer.SeedOption
 	seedOpts = append(seedOpts, peer.WithBlockSize(cfg.BlockSize))
+	if cfg.SuperSeed && cfg.Method != reconcile.Byers {
+		seedOpts = append(seedOpts, peer.WithSuperSeeding())
+	}
 	if cfg.Method == reconcile.Byers {
 		seedOpts = append(seedOpts, peer.WithByers(cfg.Byers))
 	}

@@ -447,6 +447,7 @@ func simSwarmCommand() *cli.Command {
 			&cli.IntFlag{Name: "parallel", Usage: "exchanges a peer runs at once, each with another neighbour", Value: 1},
 			&cli.IntFlag{Name: "window", Usage: "most blocks one exchange carries, chosen at random (0: all the neighbour offers)", Value: 0},
 			&cli.BoolFlag{Name: "rarest-first", Usage: "with --window: take the blocks the fewest neighbours hold (exact counts), not random ones"},
+			&cli.StringFlag{Name: "rarity", Usage: "with --window, block choices to run side by side: random, exact (rarest-first, exact counts), filters (rarest-first, counts from the sum of the neighbours' CBFs), or a comma list (default: as --rarest-first)"},
 			&cli.IntFlag{Name: "upload-slots", Usage: "exchanges a peer sends blocks to at once; others get nothing and move on (0: no limit)"},
 			&cli.BoolFlag{Name: "least-served", Usage: "with --window: the sender offers the blocks it has sent least often first (super-seeding)"},
 			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
@@ -486,6 +487,10 @@ func simSwarmCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			choices, err := swarmChoices(c)
+			if err != nil {
+				return err
+			}
 			costs, err := ts.Calibrate(f, max(1, int(float64(kk)*c.Float64("share"))), kk, c.Int("reps"), c.Uint64("seed"))
 			if err != nil {
 				return fmt.Errorf("sim swarm: %w", err)
@@ -494,14 +499,17 @@ func simSwarmCommand() *cli.Command {
 				Topology: net.Topology.Stats(50)}
 			rep.SetupSeconds = time.Since(t0).Seconds()
 			for _, m := range methods {
-				sc := acc
-				sc.Filter, sc.Blocks, sc.Share, sc.OneSeed, sc.Method = f, kk, c.Float64("share"), c.Float64("share") == 0, m
-				sc.Seed, sc.DecodeReps = c.Uint64("seed"), c.Int("reps")
-				r, err := ts.RunSwarm(net, sc, costs)
-				if err != nil {
-					return fmt.Errorf("sim swarm: %v: %w", m, err)
+				for _, choose := range choices {
+					sc := acc
+					sc.Filter, sc.Blocks, sc.Share, sc.OneSeed, sc.Method = f, kk, c.Float64("share"), c.Float64("share") == 0, m
+					sc.Seed, sc.DecodeReps = c.Uint64("seed"), c.Int("reps")
+					choose(&sc)
+					r, err := ts.RunSwarm(net, sc, costs)
+					if err != nil {
+						return fmt.Errorf("sim swarm: %v: %w", m, err)
+					}
+					rep.Runs = append(rep.Runs, r)
 				}
-				rep.Runs = append(rep.Runs, r)
 			}
 			rep.WallSeconds = time.Since(t0).Seconds()
 			rep.MaxRSSMiB = maxRSSMiB()
@@ -520,7 +528,7 @@ func simSwarmCommand() *cli.Command {
 			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MiB\tblocks MiB\tredundant\tmissed\twall s\t\n")
 			for _, r := range rep.Runs {
-				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", r.Method, r.Completed, r.Fetchers,
+				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", swarmLabel(r, len(choices)), r.Completed, r.Fetchers,
 					r.MedianMS, r.P95MS, r.MaxMS, r.MeanRounds, mib(r.Bytes["filter"]), mib(r.Bytes["blocks"]),
 					r.RedundantBlocks, r.MissedBlocks, r.WallSeconds)
 			}
@@ -533,43 +541,13 @@ func simSwarmCommand() *cli.Command {
 				fmt.Fprintf(c.App.Writer, "access links: %s; seed up %s\n", accessLine(acc.Up, acc.Down, acc.Classes), seedUp)
 			}
 			for _, r := range rep.Runs {
-				printTStar(c.App.Writer, "sim", r.Method.String(), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
-				printUploads(c.App.Writer, "sim", r.Method.String(), r.SeedSentBytes, r.FileBytes, r.UploadUse)
+				printTStar(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
+				printUploads(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedSentBytes, r.FileBytes, r.UploadUse)
 			}
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return plotSwarm(rep.Runs, plotFile)
 		},
 	}
-}
-
-// simAccess reads the swarm's access links and exchange flags into a
-// SwarmConfig.
-func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
-	var sc ts.SwarmConfig
-	var err error
-	for _, r := range []struct {
-		name string
-		dst  *float64
-	}{{"up", &sc.Up}, {"down", &sc.Down}, {"seed-up", &sc.SeedUp}} {
-		if *r.dst, err = testnet.ParseRate(c.String(r.name)); err != nil {
-			return sc, usagef("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
-		}
-	}
-	if sc.Classes, err = testnet.ParseClasses(c.String("classes")); err != nil {
-		return sc, usagef("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
-	}
-	if len(sc.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
-		return sc, usagef("--classes replaces --up and --down: give one or the other")
-	}
-	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
-	sc.UploadSlots = c.Int("upload-slots")
-	if sc.UploadSlots < 0 {
-		return sc, usagef("--upload-slots must not be negative")
-	}
-	if sc.Parallel < 1 || sc.MaxBlocks < 0 {
-		return sc, usagef("--parallel must be at least 1 and --window not negative")
-	}
-	return sc, nil
 }
 
 // ---- plots ----

@@ -91,6 +91,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "preset", Usage: "topology preset: paper (5050 routers), large (50100), small (110)", Value: "paper"},
 			&cli.IntFlag{Name: "window", Usage: "blocks requested at a time from one peer (0: package peer's default)"},
 			&cli.IntFlag{Name: "max-sources", Usage: "peers one fetch downloads from at once (memory grows with it)", Value: 8},
+			&cli.BoolFlag{Name: "super-seed", Usage: "the seed offers each peer only the few blocks it sent least often (super-seeding), so it sends every block once before any twice; --super-seed=false to offer everything", Value: true},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up on fetches after this long", Value: 10 * time.Minute},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay, the file and the holdings", Value: 1},
 			&cli.StringFlag{Name: "dir", Usage: "folder for the peers' stores (default: a temporary folder, removed after)"},
@@ -158,6 +159,7 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		return fail("--neighbours %q: want chord or random", c.String("neighbours"))
 	}
 	cfg.Degree, cfg.Successors, cfg.Window, cfg.MaxSources = c.Int("degree"), c.Int("successors"), c.Int("window"), c.Int("max-sources")
+	cfg.SuperSeed = c.Bool("super-seed")
 	if cfg.Degree < 0 || cfg.Successors < 1 || cfg.Window < 0 || cfg.MaxSources < 1 {
 		return fail("--degree and --window must not be negative, --successors and --max-sources must be at least 1")
 	}

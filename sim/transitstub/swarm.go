@@ -30,6 +30,10 @@ type swarmPeer struct {
 	served []int32
 	// serving counts the exchanges the peer is sending blocks to.
 	serving int
+	// tally sums the CBFs of the peer's neighbours (RarityFromFilters);
+	// watchers are the peers that have it as a neighbour.
+	tally    *cbfalgebra.Tally
+	watchers []int32
 }
 
 // RunSwarm runs a file distribution over net's overlay: every peer starts with a
@@ -61,6 +65,8 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	case cfg.Parallel < 1 || cfg.MaxBlocks < 0 || cfg.UploadSlots < 0 || !okRate(cfg.Up) || !okRate(cfg.Down) || !okRate(cfg.SeedUp):
 		return nil, fmt.Errorf("%w: parallel %d, max blocks %d, up %g, down %g, seed up %g", ErrParams,
 			cfg.Parallel, cfg.MaxBlocks, cfg.Up, cfg.Down, cfg.SeedUp)
+	case cfg.RarityFromFilters && (byers || !cfg.RarestFirst):
+		return nil, fmt.Errorf("%w: rarity from filters needs rarest-first and a method with CBFs, not %v", ErrParams, cfg.Method)
 	case byers && cfg.Blocks > f.NN:
 		return nil, fmt.Errorf("%w: %d blocks exceed the code's nn = %d", ErrParams, cfg.Blocks, f.NN)
 	}
@@ -127,7 +133,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			peers[rng.IntN(n)].set.Add(b)
 		}
 	}
-	res := &SwarmResult{Method: cfg.Method, Peers: n, Blocks: kk, Bytes: map[string]int64{},
+	res := &SwarmResult{Method: cfg.Method, Choice: cfg.choice(), Peers: n, Blocks: kk, Bytes: map[string]int64{},
 		FileBytes: int64(kk) * int64(f.BlockBytes)}
 	// Access links, drawn from their own random stream.
 	var links *Links
@@ -188,6 +194,20 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			p.cbf, _ = cbfalgebra.NewFromParams(pr.p)
 			for _, b := range p.set.Indices() {
 				p.cbf.InsertLocations(pr.at(b))
+			}
+		}
+	}
+	if cfg.RarityFromFilters {
+		for i := range peers {
+			p := &peers[i]
+			if p.tally, err = cbfalgebra.NewTally(pr.p); err != nil {
+				return nil, err
+			}
+			for _, j := range p.nbrs {
+				if err := p.tally.Add(peers[j].cbf); err != nil {
+					return nil, err
+				}
+				peers[j].watchers = append(peers[j].watchers, int32(i))
 			}
 		}
 	}
@@ -306,7 +326,10 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 						rarity = rarity[:0]
 						for _, i := range pr.idx {
 							c := 0
-							if cfg.RarestFirst {
+							switch {
+							case cfg.RarityFromFilters:
+								c = p.tally.CountLocations(pr.at(int(i)))
+							case cfg.RarestFirst:
 								for _, q := range p.nbrs {
 									if peers[q].set.Has(int(i)) {
 										c++
@@ -377,6 +400,9 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 							p.bloom.AddLocations(pr.at(int(i)))
 						} else {
 							p.cbf.InsertLocations(pr.at(int(i)))
+							for _, w := range p.watchers {
+								peers[w].tally.InsertLocations(pr.at(int(i)))
+							}
 						}
 					}
 				}

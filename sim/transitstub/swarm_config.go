@@ -50,6 +50,12 @@ type SwarmConfig struct {
 	// random) instead of a random MaxBlocks: a model of what rarest-first
 	// block choice would gain.
 	RarestFirst bool
+	// RarityFromFilters makes RarestFirst count, per block, the minimum of
+	// its counters in the sum of the neighbours' CBFs (cbfalgebra.Tally, T8)
+	// instead of the neighbours holding it: rarity from the filters alone,
+	// never below the exact count. Complete, ccbf and bitfield only (their
+	// peers keep CBFs).
+	RarityFromFilters bool
 	// LeastServed makes the sender rank the blocks it offers by how often it
 	// has sent each (fewest first, before rarity and ties at random): a model
 	// of a seed that spreads its upload over the file ("super-seeding").
@@ -58,6 +64,17 @@ type SwarmConfig struct {
 	// to at once (BitTorrent's unchoke slots): a peer asked while all are
 	// taken sends nothing, and the fetcher moves on to its next neighbour.
 	UploadSlots int
+}
+
+// choice names the block choice of windowed exchanges (SwarmResult.Choice).
+func (c *SwarmConfig) choice() string {
+	switch {
+	case c.RarityFromFilters:
+		return "rarest-filters"
+	case c.RarestFirst:
+		return "rarest-exact"
+	}
+	return "random"
 }
 
 func (c *SwarmConfig) hasAccess() bool {
@@ -94,6 +111,9 @@ func (c *SwarmConfig) defaults(peers int) {
 // SwarmResult summarises a swarm run.
 type SwarmResult struct {
 	Method reconcile.Method `json:"method"`
+	// Choice is how a windowed fetcher chose its blocks: "random",
+	// "rarest-exact" or "rarest-filters" (RarestFirst, RarityFromFilters).
+	Choice string `json:"choice"`
 	Peers  int              `json:"peers"`
 	Blocks int              `json:"blocks"`
 	// Completed is the number of peers that ended holding the whole file (with

@@ -164,3 +164,40 @@ func TestRunSwarmAccessLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestRarityFromFilters: with filters so sparse that no two blocks share a
+// counter in the neighbours' summed CBFs, rarity from the filters is the
+// exact count, so the two runs take the same decisions; with loaded filters
+// the counts only grow (never below exact), and the run still completes.
+func TestRarityFromFilters(t *testing.T) {
+	net := smallNet(t, 30, ChordConfig{})
+	costs := fixedCosts(64)
+	run := func(m int, filters bool) *SwarmResult {
+		t.Helper()
+		f := PaperFilter()
+		f.M = m
+		cfg := SwarmConfig{Filter: f, Blocks: 64, OneSeed: true, Method: reconcile.Complete, Seed: 3,
+			Up: 1e6, Down: 5e6, Parallel: 4, MaxBlocks: 2, RarestFirst: true, RarityFromFilters: filters}
+		r, err := RunSwarm(net, cfg, costs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Completed != r.Fetchers {
+			t.Fatalf("m=%d filters=%v: %d of %d completed", m, filters, r.Completed, r.Fetchers)
+		}
+		return r
+	}
+	exact, sparse := run(1<<20, false), run(1<<20, true)
+	if exact.Choice != "rarest-exact" || sparse.Choice != "rarest-filters" {
+		t.Fatalf("choices %q and %q", exact.Choice, sparse.Choice)
+	}
+	if !reflect.DeepEqual(exact.Completions, sparse.Completions) {
+		t.Errorf("sparse filters: completions differ from exact counts (median %.0f vs %.0f ms)", sparse.MedianMS, exact.MedianMS)
+	}
+	run(256, true)
+	cfg := smallSwarm(reconcile.Byers)
+	cfg.RarestFirst, cfg.RarityFromFilters, cfg.MaxBlocks = true, true, 2
+	if _, err := RunSwarm(net, cfg, costs); !errors.Is(err, ErrParams) {
+		t.Errorf("byers with rarity from filters: %v, want ErrParams", err)
+	}
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/testnet"
+)
+
+// simAccess reads the swarm's access links and exchange flags into a
+// SwarmConfig.
+func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
+	var sc ts.SwarmConfig
+	var err error
+	for _, r := range []struct {
+		name string
+		dst  *float64
+	}{{"up", &sc.Up}, {"down", &sc.Down}, {"seed-up", &sc.SeedUp}} {
+		if *r.dst, err = testnet.ParseRate(c.String(r.name)); err != nil {
+			return sc, usagef("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
+		}
+	}
+	if sc.Classes, err = testnet.ParseClasses(c.String("classes")); err != nil {
+		return sc, usagef("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
+	}
+	if len(sc.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
+		return sc, usagef("--classes replaces --up and --down: give one or the other")
+	}
+	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
+	sc.UploadSlots = c.Int("upload-slots")
+	if sc.UploadSlots < 0 {
+		return sc, usagef("--upload-slots must not be negative")
+	}
+	if sc.Parallel < 1 || sc.MaxBlocks < 0 {
+		return sc, usagef("--parallel must be at least 1 and --window not negative")
+	}
+	return sc, nil
+}
+
+// swarmChoices reads --rarity (a comma list of random, exact and filters)
+// into functions that set each block choice in a SwarmConfig; without it,
+// the one choice --rarest-first says.
+func swarmChoices(c *cli.Context) ([]func(*ts.SwarmConfig), error) {
+	if !c.IsSet("rarity") {
+		return []func(*ts.SwarmConfig){func(*ts.SwarmConfig) {}}, nil
+	}
+	if c.IsSet("rarest-first") {
+		return nil, usagef("--rarity replaces --rarest-first: give one or the other")
+	}
+	if c.Int("window") == 0 {
+		return nil, usagef("--rarity needs --window: without it an exchange takes every block offered")
+	}
+	var out []func(*ts.SwarmConfig)
+	for _, name := range strings.Split(c.String("rarity"), ",") {
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "random":
+			out = append(out, func(sc *ts.SwarmConfig) { sc.RarestFirst, sc.RarityFromFilters = false, false })
+		case "exact":
+			out = append(out, func(sc *ts.SwarmConfig) { sc.RarestFirst, sc.RarityFromFilters = true, false })
+		case "filters":
+			out = append(out, func(sc *ts.SwarmConfig) { sc.RarestFirst, sc.RarityFromFilters = true, true })
+		default:
+			return nil, usagef("--rarity %q: want random, exact, filters or a comma list of them", c.String("rarity"))
+		}
+	}
+	return out, nil
+}
+
+// swarmLabel names a run in the tables: its method, and its block choice
+// when several were run.
+func swarmLabel(r *ts.SwarmResult, choices int) string {
+	if choices < 2 {
+		return r.Method.String()
+	}
+	return r.Method.String() + "/" + r.Choice
+}

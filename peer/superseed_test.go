@@ -1,0 +1,181 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/multiformats/go-multiaddr"
+)
+
+func allBlocks(n int) []uint32 {
+	idx := make([]uint32, n)
+	for i := range idx {
+		idx[i] = uint32(i)
+	}
+	return idx
+}
+
+// TestSuperSeedFirstCopies checks that a super-seed offers every block to
+// one peer before offering any to a second, offers nothing while the rest
+// are out, and then the least sent.
+func TestSuperSeedFirstCopies(t *testing.T) {
+	const n = 10
+	ss := newSuperSeed(n)
+	now := time.Unix(1000, 0)
+	ss.now = func() time.Time { return now }
+	seen := map[uint32]int{}
+	for range 3 { // 4 + 4 + 2 blocks
+		got := ss.trim(allBlocks(n))
+		if !slices.IsSorted(got) || len(got) > superSeedOffer || len(got) == 0 {
+			t.Fatalf("offer %v: want 1..%d increasing blocks", got, superSeedOffer)
+		}
+		for _, i := range got {
+			seen[i]++
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("three offers covered %d distinct blocks, want all %d: %v", len(seen), n, seen)
+	}
+	for i, c := range seen {
+		if c != 1 {
+			t.Fatalf("block %d offered %d times before every block was offered once", i, c)
+		}
+	}
+	if got := ss.trim(allBlocks(n)); len(got) != 0 {
+		t.Fatalf("offered %v while every block is out and none was sent", got)
+	}
+	// The offers expire; block 3 is being sent, the others not asked for.
+	now = now.Add(superSeedHold)
+	ss.ask([]int{3})
+	for range 3 {
+		if got := ss.trim(allBlocks(n)); slices.Contains(got, 3) {
+			t.Fatalf("offered block 3 while it is being sent: %v", got)
+		}
+	}
+	ss.noteSent(3)
+	ss.done([]int{3})
+	// Until every block was sent once, only unsent ones are offered.
+	now = now.Add(superSeedHold)
+	for i := range n - 1 {
+		if i != 3 {
+			ss.noteSent(i)
+		}
+	}
+	if got := ss.trim(allBlocks(n)); !slices.Equal(got, []uint32{n - 1}) {
+		t.Fatalf("offer %v, want only the unsent block %d", got, n-1)
+	}
+	ss.noteSent(n - 1)
+	ss.noteSent(n - 1)
+	// Every block sent: the least sent first (block n-1, sent twice, last).
+	now = now.Add(superSeedHold)
+	got := ss.trim(allBlocks(n))
+	if len(got) != superSeedOffer || slices.Contains(got, n-1) {
+		t.Fatalf("offer %v, want %d blocks sent once", got, superSeedOffer)
+	}
+	// Only what the fetcher lacks is offered.
+	now = now.Add(superSeedHold)
+	if got := ss.trim([]uint32{n - 1}); !slices.Equal(got, []uint32{n - 1}) {
+		t.Fatalf("offer %v of a fetcher lacking block %d only", got, n-1)
+	}
+	if got := ss.trim([]uint32{n + 5}); len(got) != 0 {
+		t.Fatalf("offered %v out of range", got)
+	}
+}
+
+// TestSuperSeedSendsOnce runs a super-seed with fetchers that ask for what
+// they are offered: no block is sent twice before every block is sent once.
+func TestSuperSeedSendsOnce(t *testing.T) {
+	const n, fetchers = 64, 20
+	ss := newSuperSeed(n)
+	now := time.Unix(1000, 0)
+	ss.now = func() time.Time { return now }
+	sent := 0
+	for round := 0; sent < n; round++ {
+		if round > 1000 {
+			t.Fatalf("only %d of %d blocks sent after 1000 rounds", sent, n)
+		}
+		for range fetchers {
+			offer := ss.trim(allBlocks(n))
+			asked := make([]int, len(offer))
+			for k, i := range offer {
+				asked[k] = int(i)
+			}
+			ss.ask(asked)
+			for _, i := range asked {
+				if ss.sent[i] > 0 && ss.unsent > 0 {
+					t.Fatalf("block %d sent twice while %d blocks were never sent", i, ss.unsent)
+				}
+				if ss.sent[i] == 0 {
+					sent++
+				}
+				ss.noteSent(i)
+			}
+			ss.done(asked)
+		}
+		now = now.Add(100 * time.Millisecond)
+	}
+}
+
+// TestSuperSeedSwarm: three fetchers of a super-seed, each told of the
+// others, end byte-identical, and get part of the file from each other: the
+// seed offers each only a few blocks at a time, the first copies first.
+func TestSuperSeedSwarm(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", 1<<20, 7)
+	seed := newTestPeer(t, WithServeRate(1<<20))
+	tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10), WithSuperSeeding())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fetchers := []*Peer{newTestPeer(t), newTestPeer(t), newTestPeer(t)}
+	type result struct {
+		sum *Summary
+		err error
+	}
+	res := make(chan result, len(fetchers))
+	for j, p := range fetchers {
+		var others []multiaddr.Multiaddr
+		for k, q := range fetchers {
+			if k != j {
+				others = append(others, q.Addrs()...)
+			}
+		}
+		go func() {
+			s, err := p.Fetch(ctx, tk, filepath.Join(dir, fmt.Sprint("out", j)), WithPeers(others...))
+			res <- result{s, err}
+		}()
+	}
+	fromPeers := 0
+	for range fetchers {
+		r := <-res
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		for _, ps := range r.sum.Peers {
+			if ps.Peer != seed.ID().String() {
+				fromPeers += ps.Blocks
+			}
+		}
+	}
+	for j := range fetchers {
+		sameFile(t, src, filepath.Join(dir, fmt.Sprint("out", j), "data.bin"))
+	}
+	if fromPeers == 0 {
+		t.Errorf("the fetchers sent each other no block")
+	}
+	var served int64
+	for _, n := range seed.ServedBytes(tk.Root) {
+		served += n
+	}
+	copies := float64(served) / (1 << 20)
+	t.Logf("the seed sent %.2f copies; the fetchers sent each other %d blocks", copies, fromPeers)
+	if copies > 1.2 {
+		t.Errorf("the seed sent %.2f copies of the file to 3 fetchers that trade, want at most 1.2", copies)
+	}
+}
