@@ -14,7 +14,7 @@ import (
 func TestTallyProperty(t *testing.T) {
 	for _, tc := range []struct {
 		m, r, sets, keys int
-		exactShare float64 // least share of keys counted exactly
+		exactShare       float64 // least share of keys counted exactly
 	}{
 		{m: 1 << 14, r: 4, sets: 8, keys: 200, exactShare: 0.99},
 		{m: 1 << 12, r: 8, sets: 24, keys: 500, exactShare: 0.5},

@@ -114,8 +114,8 @@ type SwarmResult struct {
 	// Choice is how a windowed fetcher chose its blocks: "random",
 	// "rarest-exact" or "rarest-filters" (RarestFirst, RarityFromFilters).
 	Choice string `json:"choice"`
-	Peers  int              `json:"peers"`
-	Blocks int              `json:"blocks"`
+	Peers  int    `json:"peers"`
+	Blocks int    `json:"blocks"`
 	// Completed is the number of peers that ended holding the whole file (with
 	// OneSeed: of the Fetchers, the peers other than the seed).
 	Completed int `json:"completed"`
