@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sort"
 	"sync"
+	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
@@ -28,6 +29,135 @@ type content struct {
 	swarm      map[lpeer.ID]struct{}
 	sent       map[lpeer.ID]int64
 	fetch      *fetch
+	// grew is closed and replaced when the store gains a block (grown).
+	grew chan struct{}
+	// queued counts, per share key, the blocks asked for and not yet sent.
+	queued map[string]*queued
+	// answered holds, per peer, what the last long poll it sent found
+	// (increasing), up to maxSwarm peers.
+	answered map[lpeer.ID][]int
+}
+
+// answeredBefore reports whether idx (increasing) holds nothing beyond what
+// the last long poll of id found.
+func (c *content) answeredBefore(id lpeer.ID, idx []uint32) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	prev := c.answered[id]
+	if len(idx) > 0 && prev == nil {
+		return false
+	}
+	k := 0
+	for _, i := range idx {
+		for k < len(prev) && prev[k] < int(i) {
+			k++
+		}
+		if k == len(prev) || prev[k] != int(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// noteAnswered records what a long poll of id found (increasing).
+func (c *content) noteAnswered(id lpeer.ID, found []int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.answered == nil {
+		c.answered = make(map[lpeer.ID][]int)
+	}
+	if _, ok := c.answered[id]; !ok && len(c.answered) >= maxSwarm {
+		for k := range c.answered { // forget one, any
+			delete(c.answered, k)
+			break
+		}
+	}
+	c.answered[id] = append(c.answered[id][:0], found...)
+}
+
+// uploadQueue bounds the blocks queued (asked for and not yet written) for
+// other peers, each counted up to uploadQueuePeer and only while it reads
+// (it was sent a block, or asked, within uploadQueueFresh), beyond which a
+// peer's request is answered "busy": a peer many fetchers ask at once (one
+// holding blocks few others have) keeps a short queue on its uplink, and
+// the fetchers it turns away ask other sources for those blocks instead of
+// waiting seconds behind each other. Where the uplink is fast, blocks are
+// written as soon as asked and the queue stays short; a lone fetcher is
+// never turned away, nor, whatever they ask, by one other peer or by peers
+// that ask and do not read.
+const (
+	uploadQueue      = 8
+	uploadQueuePeer  = uploadQueue / 2
+	uploadQueueFresh = time.Second
+)
+
+// queued is what one share key has asked for and not yet been sent.
+type queued struct {
+	n    int
+	last time.Time // the last block sent to it, or its last request
+}
+
+// queue counts n blocks asked for by key as queued, unless the queue of the
+// others is full; it reports whether they were counted.
+func (c *content) queue(key string, n int, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	others := 0
+	for k, q := range c.queued {
+		if k != key && now.Sub(q.last) < uploadQueueFresh {
+			others += min(q.n, uploadQueuePeer)
+		}
+	}
+	if others >= uploadQueue {
+		return false
+	}
+	mine := c.queued[key]
+	if c.queued == nil {
+		c.queued = make(map[string]*queued)
+	}
+	if mine == nil {
+		mine = &queued{}
+		c.queued[key] = mine
+	}
+	mine.n += n
+	mine.last = now
+	return true
+}
+
+// unqueue ends the count of n blocks of key (sent, or not to be).
+func (c *content) unqueue(key string, n int, now time.Time) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	if q := c.queued[key]; q != nil {
+		if q.n -= n; q.n > 0 {
+			q.last = now
+		} else {
+			delete(c.queued, key)
+		}
+	}
+	c.mu.Unlock()
+}
+
+// grown returns a channel closed when the store next gains a block.
+func (c *content) grown() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.grew == nil {
+		c.grew = make(chan struct{})
+	}
+	return c.grew
+}
+
+// noteGrowth tells the waiters of grown that the store gained a block.
+func (c *content) noteGrowth() {
+	c.mu.Lock()
+	if c.grew != nil {
+		close(c.grew)
+		c.grew = nil
+	}
+	c.mu.Unlock()
 }
 
 // addContent serves the store st (and the coded blocks cb, if not nil),

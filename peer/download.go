@@ -384,6 +384,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.man.TotalSize()}
 	}
 	f.mu.Unlock()
+	f.c.noteGrowth()
 	if f.fc.progress != nil {
 		prog.Bytes = heldBytes(f.c.man, held)
 		f.progMu.Lock()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // fetch is the state of one running fetch of complete blocks.
@@ -422,7 +424,13 @@ func (f *fetch) notify() {
 func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	ctx, cancel := context.WithTimeout(f.ctx, 4*f.p.cfg.streamIdle)
 	defer cancel()
-	cs, err := f.p.request(ctx, src.id, ProtoReconcile, f.c.man.ID(), f.t.coded())
+	// A long poll (one-round methods): a source with nothing new for us
+	// answers when it gains a block we lack, rather than us asking again and
+	// again. Not of a source that answered blocks it offered as missing:
+	// asked at once, it shows whether it offers them again (errPhantom).
+	root := f.c.man.ID()
+	hello := wire.Hello{Root: root[:], Coded: f.t.coded(), Wait: f.t.method() != reconcile.IBLT && !f.t.coded() && len(src.missing) == 0}
+	cs, err := f.p.requestHello(ctx, src.id, ProtoReconcile, hello)
 	if err != nil {
 		return nil, err
 	}
@@ -434,6 +442,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	}
 	cs.close()
 	if trips > 0 {
+		// A long poll's hold counts too; the smallest round trip is kept.
 		src.flow.noteRTT(time.Since(began) / time.Duration(trips))
 	}
 	o := s.Outcome()

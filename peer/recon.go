@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -131,9 +132,15 @@ type reconConn struct {
 	// trim, if set, chooses the blocks an offer names out of those the
 	// session found (superSeed.trim).
 	trim func([]uint32) []uint32
+	// hold, if set, makes Send refuse an offer for which it returns true,
+	// with errHold (a long poll's round that found nothing new).
+	hold func(idx []uint32) bool
 }
 
 func (c *reconConn) Send(m *reconcile.Message, encoded []byte) error {
+	if c.hold != nil && m.Type == reconcile.MsgOffer && c.hold(m.Indices) {
+		return errHold
+	}
 	if c.found != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
 		*c.found = appendInts((*c.found)[:0], m.Indices)
 	}
@@ -219,27 +226,40 @@ func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (hel
 		}
 		return method, nil, nil, fmt.Errorf("%w: %v", errNotServed, method)
 	}
-	held, release, err := slot()
-	if err != nil {
-		return method, nil, nil, err
+	// A long poll (Hello.Wait) of a one-round method holds an answer that
+	// finds nothing new for the peer (nothing, or only what the last answer
+	// to it found: its false offers, or blocks it gets from others), without
+	// a slot, until the store gains a block or the poll's time is up; then
+	// the session runs again on the new held set.
+	var until time.Time
+	remote := ss.s.Conn().RemotePeer()
+	// A super-seed offers a few of what it finds: it does not hold.
+	if ss.hello.Wait && !ss.hello.Coded && method != reconcile.IBLT && ss.c.super == nil {
+		until = time.Now().Add(longPoll)
+		conn.hold = func(idx []uint32) bool { return ss.c.answeredBefore(remote, idx) }
 	}
-	defer release()
-	set := heldSet(r.u.Blocks(), held)
-	filters, err := r.filtersFor(set)
-	if err != nil {
-		return method, nil, nil, err
-	}
-	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
-	if err != nil {
-		return method, nil, nil, err
-	}
-	stepErr := s.Step(m)
-	err = reconcile.Drive(p.ctx, s, conn, lim)
-	if stepErr != nil && (err == nil || errors.Is(err, stepErr)) {
-		err = stepErr
+	for {
+		grew := ss.c.grown()
+		err = p.answerOnce(ss, r, m, method, conn, slot)
+		if !errors.Is(err, errHold) {
+			break
+		}
+		t := time.NewTimer(time.Until(until))
+		select {
+		case <-grew:
+		case <-t.C:
+			conn.hold = nil // the last round answers, new or not
+		case <-p.ctx.Done():
+			t.Stop()
+			return method, nil, nil, p.ctx.Err()
+		}
+		t.Stop()
 	}
 	switch {
 	case err == nil:
+		if ss.hello.Wait && !ss.hello.Coded {
+			ss.c.noteAnswered(remote, found)
+		}
 		return method, offered, found, nil
 	case isConnError(err):
 		return method, nil, nil, err
@@ -249,6 +269,42 @@ func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (hel
 	default:
 		return method, nil, nil, fmt.Errorf("%w: %w", errRejected, err)
 	}
+}
+
+// longPoll bounds how long a long poll (Hello.Wait) holds an empty answer.
+const longPoll = 3 * time.Second
+
+// errHold ends a round of a long poll that found nothing to offer (reconConn.hold).
+var errHold = errors.New("peer: nothing to offer yet")
+
+// answerOnce runs the session that answers the first message m, with the
+// held set slot returns, over conn. It returns errHold, having sent nothing,
+// when conn holds empty offers and the session found nothing.
+func (p *Service) answerOnce(ss *serverStream, r *responder, m reconcile.Message, method reconcile.Method, conn *reconConn, slot func() ([]int, func(), error)) error {
+	held, release, err := slot()
+	if err != nil {
+		return err
+	}
+	defer release()
+	lim := p.reconcileLimits()
+	set := heldSet(r.u.Blocks(), held)
+	filters, err := r.filtersFor(set)
+	if err != nil {
+		return err
+	}
+	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
+	if err != nil {
+		return err
+	}
+	stepErr := s.Step(m)
+	err = reconcile.Drive(p.ctx, s, conn, lim)
+	if errors.Is(err, errHold) {
+		return errHold
+	}
+	if stepErr != nil && (err == nil || errors.Is(err, stepErr)) {
+		err = stepErr
+	}
+	return err
 }
 
 // isConnError reports whether err is the failure of a stream under a

@@ -282,6 +282,9 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 		if err != nil {
 			return err
 		}
+		if !c.queue(key, len(idx), time.Now()) {
+			return p.busy(ss, "the upload queue is full")
+		}
 		// A super-seed counts the blocks asked for as being sent, so that it
 		// offers them to nobody else meanwhile.
 		super := c.super
@@ -306,10 +309,12 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			} else {
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			}
+			c.unqueue(key, 1, time.Now())
 			if super != nil {
 				super.done(idx[k : k+1]) // sent (counted) or not
 			}
 			if err != nil {
+				c.unqueue(key, len(idx)-k-1, time.Now())
 				if super != nil {
 					super.done(idx[k+1:])
 				}

@@ -29,6 +29,11 @@ type clientStream struct {
 // request opens a stream of proto to id for root and sends the hello (it is
 // flushed with the first message, or by flush).
 func (p *Service) request(ctx context.Context, id lpeer.ID, proto protocol.ID, root chunker.ID, coded bool) (*clientStream, error) {
+	return p.requestHello(ctx, id, proto, wire.Hello{Root: root[:], Coded: coded})
+}
+
+// requestHello is request with the hello h.
+func (p *Service) requestHello(ctx context.Context, id lpeer.ID, proto protocol.ID, h wire.Hello) (*clientStream, error) {
 	if p.isBanned(id) {
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
 	}
@@ -43,7 +48,7 @@ func (p *Service) request(ctx context.Context, id lpeer.ID, proto protocol.ID, r
 	}
 	cs := &clientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, untrack: untrack}
 	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
-	if err := cs.send(wire.Hello{Root: root[:], Coded: coded}.Append(nil)); err != nil {
+	if err := cs.send(h.Append(nil)); err != nil {
 		cs.reset()
 		return nil, err
 	}

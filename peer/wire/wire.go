@@ -45,7 +45,7 @@ type Type = byte
 // Every stream carries frames: a uvarint length followed by that many bytes.
 // The first byte of a frame is its message type; the rest is the message:
 //
-//	Hello    0x01  root-len u8, root, flags u8            (first frame of a request)
+//	Hello    0x01  root-len u8, root, flags u8            (first frame of a request; flags: 1 coded, 2 wait)
 //	want     0x02  count uvarint, count × index uvarint   (blocks the fetcher asks for)
 //	block    0x03  index uvarint, block bytes             (one verified block)
 //	missing  0x04  index uvarint                          (the server lacks that block)
@@ -80,6 +80,9 @@ const (
 
 // helloCoded marks a request about the erasure-coded blocks of a root (Byers).
 const helloCoded byte = 1 << 0
+
+// helloWait asks a reconciliation server to hold an empty answer (Hello.Wait).
+const helloWait byte = 1 << 1
 
 // MaxRootLen bounds the root id carried in a Hello.
 const MaxRootLen = 64
@@ -223,6 +226,11 @@ type Hello struct {
 	Root []byte
 	// Coded asks about the content's erasure-coded blocks (Byers).
 	Coded bool
+	// Wait asks a reconciliation server that finds no block the requester
+	// lacks to hold its answer until it gains one, for a few seconds at most
+	// (a long poll): the requester learns of a new block a one-way delay
+	// after the server stores it, not at its next reconciliation.
+	Wait bool
 }
 
 // Append appends the hello frame.
@@ -232,6 +240,9 @@ func (h Hello) Append(b []byte) []byte {
 	var flags byte
 	if h.Coded {
 		flags |= helloCoded
+	}
+	if h.Wait {
+		flags |= helloWait
 	}
 	return append(b, flags)
 }
@@ -247,10 +258,10 @@ func DecodeHello(f []byte) (Hello, error) {
 		return Hello{}, fmt.Errorf("%w: hello of %d bytes with a %d-byte root", ErrMalformed, len(f), n)
 	}
 	flags := f[2+n]
-	if flags&^helloCoded != 0 {
+	if flags&^(helloCoded|helloWait) != 0 {
 		return Hello{}, fmt.Errorf("%w: unknown hello flags %#x", ErrMalformed, flags)
 	}
-	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0}, nil
+	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0, Wait: flags&helloWait != 0}, nil
 }
 
 // AppendWant encodes a request for the blocks idx.

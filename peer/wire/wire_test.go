@@ -158,9 +158,9 @@ func TestFrameAllocBounded(t *testing.T) {
 }
 
 func TestHello(t *testing.T) {
-	for _, h := range []Hello{{Root: []byte{1}}, {Root: bytes.Repeat([]byte{2}, 32), Coded: true}, {Root: bytes.Repeat([]byte{3}, MaxRootLen)}} {
+	for _, h := range []Hello{{Root: []byte{1}}, {Root: bytes.Repeat([]byte{2}, 32), Coded: true}, {Root: bytes.Repeat([]byte{3}, MaxRootLen), Wait: true}, {Root: []byte{4}, Coded: true, Wait: true}} {
 		got, err := DecodeHello(h.Append(nil))
-		if err != nil || !bytes.Equal(got.Root, h.Root) || got.Coded != h.Coded {
+		if err != nil || !bytes.Equal(got.Root, h.Root) || got.Coded != h.Coded || got.Wait != h.Wait {
 			t.Fatalf("%+v: got %+v, %v", h, got, err)
 		}
 	}
