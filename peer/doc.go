@@ -42,8 +42,20 @@
 // message, is dropped and put on the service's deny-list for a while: its
 // streams of these protocols are reset and refused ([WithFetchEvents] tells
 // an application of both). The host's connection to it is not
-// closed (the application's other protocols may use it). When a worker has nothing left to
-// pull it reconciles again after a pause, as the peer may have gained blocks.
+// closed (the application's other protocols may use it). When a worker has
+// nothing left to pull it reconciles again, as the peer may have gained
+// blocks: at once after a round that brought blocks, and as a long poll (one
+// of the one-round methods): a peer that finds nothing new for the fetcher
+// (nothing, or only what its last answer found) holds the answer, without a
+// reconcile slot, until it gains a block or for 3 s; otherwise after a pause
+// that grows to a second.
+//
+// In a swarm a peer that many fetchers ask at once keeps a short queue: once
+// 8 blocks are queued for other peers that read (at most 4 counted per peer),
+// a request is answered busy, and the fetcher asks other peers for those
+// blocks instead of waiting behind the others. A seed made with
+// [WithSuperSeeding] offers each fetcher only the few blocks it sent least
+// often, every block once before any twice (BitTorrent's super-seeding).
 //
 // Fetchers serve what they hold while they fetch (and after, until Close):
 // a peer that reconciles with a fetcher is added to its sources, and every
