@@ -3,6 +3,7 @@ package testnet
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
@@ -214,6 +215,10 @@ type Config struct {
 	Progress func(Progress)
 	// Logger receives the peers' logs. Default: discard.
 	Logger *slog.Logger
+	// Trace, when set, receives a line for every unit a node sends and
+	// every reconciliation it answers (see the format in trace.go's
+	// tracer), for studying a run's schedule afterwards.
+	Trace io.Writer
 }
 
 func (c Config) withDefaults() Config {

@@ -3,7 +3,6 @@ package testnet
 import (
 	"context"
 	"sync/atomic"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -11,7 +10,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/reconcile-p2p/reconcile/peer"
-	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
 // Message types of the byte counts in Result.Wire.
@@ -66,45 +64,31 @@ type holdings interface {
 }
 
 // countingHost wraps a host so that every stream of package peer's protocols
-// counts the bytes written on it and, when the run has access links, paces
-// its writes through them. It sees only bytes and protocol ids, never package
-// peer's frames: what a peer answered is audited through
-// peer.WithServeObserver instead (see audit). Only a liar's host reads the
-// frames of the block streams it serves, to lie in them (liarStream).
+// counts the bytes written on it and, over the mock network or with access
+// links, goes through the run's network model (shaper). It sees only bytes
+// and protocol ids, never package peer's frames: what a peer answered is
+// audited through peer.WithServeObserver instead (see audit). Only a liar's
+// host reads the frames of the block streams it serves, to lie in them
+// (liarStream).
 type countingHost struct {
 	host.Host
 	c *counters
-	// sendBuffer gives the block streams it opens a send buffer
-	// (sendBuffered: the mock network's streams have none).
-	sendBuffer bool
 	// liar, when set, makes the blocks served lie as lie says.
 	liar bool
 	lie  LiarKind
-	// access, when set, paces the writes of node self's streams.
-	access *access
-	self   int
+	// shape, when set, carries the writes of node self's streams.
+	shape *shaper
+	self  int
 }
 
-// access are the access links of a run and what pacing needs: the node index
-// of a peer id and the clock's origin.
-type access struct {
-	links *ts.Links
-	index map[lpeer.ID]int
-	t0    time.Time
-	// sent counts the bytes each node wrote through its uplink.
-	sent []atomic.Int64
-}
-
-// wrap returns s counting its writes into n and paced through the access
-// links from node self to the stream's remote peer.
+// wrap returns s counting its writes into n and, with a model, shaped as
+// written by node self.
 func (h *countingHost) wrap(s network.Stream, n *atomic.Int64) network.Stream {
-	cs := &countingStream{Stream: s, n: n}
-	if h.access != nil {
-		if j, ok := h.access.index[s.Conn().RemotePeer()]; ok {
-			cs.a, cs.from, cs.to = h.access, h.self, j
-		}
+	inner := s
+	if h.shape != nil {
+		inner = h.shape.stream(s, h.self)
 	}
-	return cs
+	return &countingStream{Stream: inner, n: n}
 }
 
 // NewStream counts the writes of the stream it opens.
@@ -118,9 +102,6 @@ func (h *countingHost) NewStream(ctx context.Context, p lpeer.ID, pids ...protoc
 		proto = pids[0]
 	}
 	if n := h.c.counter(proto, true); n != nil {
-		if h.sendBuffer && proto == peer.ProtoBlocks {
-			return newSendBuffered(h.wrap(s, n)), nil
-		}
 		return h.wrap(s, n), nil
 	}
 	return s, nil
@@ -144,29 +125,14 @@ func (h *countingHost) SetStreamHandler(pid protocol.ID, handler network.StreamH
 	})
 }
 
-// countingStream counts the bytes written and, with access links, paces
-// each write: it books the write's bytes on the links from node from to node
-// to and hands them to the stream when the links have delivered them, so the
-// mock network's latency (fixed when Write is called) comes on top. Only the
-// booking holds a lock; the wait is a sleep of the writing goroutine.
+// countingStream counts the bytes written on the stream below.
 type countingStream struct {
 	network.Stream
-	n        *atomic.Int64
-	a        *access
-	from, to int
+	n *atomic.Int64
 }
 
 func (s *countingStream) Write(b []byte) (int, error) {
-	if s.a != nil && len(b) > 0 {
-		end := s.a.links.Reserve(s.from, s.to, len(b), time.Since(s.a.t0).Seconds())
-		if d := time.Until(s.a.t0.Add(time.Duration(end * float64(time.Second)))); d > 0 {
-			time.Sleep(d)
-		}
-	}
 	n, err := s.Stream.Write(b)
-	if s.a != nil {
-		s.a.sent[s.from].Add(int64(n))
-	}
 	s.n.Add(int64(n))
 	return n, err
 }

@@ -131,7 +131,8 @@ func (f *mockFabric) link(_ context.Context, p pair, bandwidth float64) error {
 		return fmt.Errorf("testnet: link: %w", err)
 	}
 	// Options are copied when a link is made: set them on the link itself.
-	l.SetOptions(mocknet.LinkOptions{Latency: p.latency, Bandwidth: bandwidth})
+	// The latency is the shaper's (see shaper), not the mock network's.
+	l.SetOptions(mocknet.LinkOptions{Bandwidth: bandwidth})
 	if _, err := f.mn.ConnectPeers(a, b); err != nil {
 		return fmt.Errorf("testnet: connect: %w", err)
 	}

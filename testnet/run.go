@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
@@ -139,10 +138,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Access links: their own random stream, so that the rest of the run is
 	// the same with or without them.
-	var acc *access
+	// The network model: latency (applied here rather than by the mock
+	// network, see shaper) and the access links.
+	var shape *shaper
+	var links *ts.Links
 	up, down := cfg.accessRates(seedNode, rand.New(rand.NewPCG(cfg.Seed, 0x616363657373)))
 	if cfg.hasAccess() {
-		acc = &access{links: ts.NewLinks(up, down), index: byID, t0: time.Now(), sent: make([]atomic.Int64, cfg.Nodes)}
+		links = ts.NewLinks(up, down)
+	}
+	if links != nil || cfg.Transport == TransportMock {
+		shape = newShaper(cfg.Nodes, links, byID, ov.pairs)
+	}
+	if links != nil {
 		res.UpBps, res.DownBps, res.Classes = cfg.Up, cfg.Down, cfg.Classes
 		if seedNode >= 0 {
 			res.SeedUpBps = up[seedNode]
@@ -155,13 +162,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.TStarS = ts.FluidBound(float64(m.TotalSize()), up[seedNode], fu, fd)
 		}
 	}
+	audit := cnt.audit(holdingsOf)
+	tr := newTracer(cfg.Trace, byID)
+	defer tr.flush()
 	newService := func(i int) (*peer.Service, error) {
-		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(cnt.audit(holdingsOf))}
+		obs := audit
+		if tr != nil {
+			obs = func(ev peer.ServeEvent) {
+				audit(ev)
+				tr.served(i, ev)
+			}
+		}
+		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(obs)}
 		if cfg.Window > 0 {
 			o = append(o, peer.WithWindow(cfg.Window))
 		}
-		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt, access: acc, self: i, liar: roles[i].liar, lie: roles[i].lie,
-			sendBuffer: cfg.Transport == TransportMock}, o...)
+		s, err := peer.NewService(&countingHost{Host: fab.host(i), c: cnt, shape: shape, self: i, liar: roles[i].liar, lie: roles[i].lie}, o...)
 		if err != nil {
 			return nil, fmt.Errorf("testnet: peer: %w", err)
 		}
@@ -313,6 +329,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	lctx, lcancel := context.WithCancel(rctx)
 	defer lcancel()
 	start := time.Now()
+	tr.begin(start, cfg.Method.String(), seedNode)
 	w.ctx, w.start = rctx, start
 	var wg, liars sync.WaitGroup
 	joins := make([]chan struct{}, cfg.Nodes)
@@ -456,18 +473,18 @@ wait:
 	res.P95S = quantile(res.Completions, 0.95)
 	res.MaxS = quantile(res.Completions, 1)
 	res.MeanS = mean(res.Completions)
-	if acc != nil {
+	if links != nil {
 		var sent int64
 		capacity := 0.0
-		for i := range acc.sent {
-			sent += acc.sent[i].Load()
+		for i := range shape.sent {
+			sent += shape.sent[i].Load()
 			capacity += up[i] * res.MaxS
 			if up[i] <= 0 {
 				capacity = math.Inf(1)
 			}
 		}
 		if seedNode >= 0 {
-			res.SeedSentBytes = acc.sent[seedNode].Load()
+			res.SeedSentBytes = shape.sent[seedNode].Load()
 		}
 		if capacity > 0 && !math.IsInf(capacity, 1) {
 			res.UploadUse = float64(sent) / capacity

@@ -194,5 +194,8 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 
 func main() {
 	setLibp2pLogging(os.Stderr)
-	os.Exit(runMain(os.Args, os.Stdout, os.Stderr))
+	stop := startProfile()
+	code := runMain(os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }

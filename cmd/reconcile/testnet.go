@@ -103,6 +103,7 @@ func testnetCommand() *cli.Command {
 			&cli.DurationFlag{Name: "stuck-after", Usage: "start again (resuming) an honest fetch that stored no block for this long", Value: 30 * time.Second},
 			&cli.BoolFlag{Name: "baseline", Usage: "with --churn or --liars, also run each method without them and print what they cost"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+			&cli.StringFlag{Name: "trace", Usage: "write every block sent and reconciliation answered to `FILE`, a line each (start METHOD SEED; sent T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; T in seconds from the start, FROM and TO node numbers)"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
 		},
@@ -234,6 +235,14 @@ func runTestnet(c *cli.Context) error {
 		// The garbage collector's slack (GOGC=100 lets the heap reach twice
 		// what is live) would otherwise double the peak.
 		debug.SetMemoryLimit(limit)
+	}
+	if name := c.String("trace"); name != "" {
+		f, err := os.Create(name)
+		if err != nil {
+			return usagef("--trace %s: %v", name, err)
+		}
+		defer f.Close()
+		cfg.Trace = f
 	}
 	ctx, stop := signalContext()
 	defer stop()

@@ -1,0 +1,251 @@
+package testnet
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+)
+
+// shaper is the network model of a run: every write on a stream of package
+// peer's protocols crosses the writer's uplink and the reader's downlink
+// (the access links, when the run has them), then the latency of the pair,
+// and arrives in order, as a TCP flow with a window large enough for the
+// path does. The mock network's own streams are used with no latency: a
+// mock stream delivers one write at a time, each after the link's latency,
+// so a writer gets about two writes per latency through whatever it
+// sends (256 KiB blocks over 373 ms: 11 Mbit/s a stream), which no real
+// transport does.
+type shaper struct {
+	// links are the access links; nil for none.
+	links *ts.Links
+	// index is the node of a peer id.
+	index map[lpeer.ID]int
+	// latency is the one-way latency of a pair of nodes (smaller index
+	// first); pairs not listed have none.
+	latency map[[2]int]time.Duration
+	// window is the most bytes a stream has in flight (written, not yet
+	// read by the other side): a writer beyond it waits, as a TCP sender
+	// waits for its window to open.
+	window int
+	// t0 is the origin of the links' clock.
+	t0 time.Time
+	// sent counts the bytes each node wrote through its uplink.
+	sent []atomic.Int64
+}
+
+// defaultWindow is a stream's window: Linux's default largest receive
+// buffer (net.ipv4.tcp_rmem, 6 MiB) with its usual half for the window.
+const defaultWindow = 3 << 20
+
+// newShaper returns the model of n nodes with the given links (nil: none)
+// and pair latencies.
+func newShaper(n int, links *ts.Links, index map[lpeer.ID]int, pairs []pair) *shaper {
+	sh := &shaper{links: links, index: index, latency: make(map[[2]int]time.Duration, len(pairs)),
+		window: defaultWindow, t0: time.Now(), sent: make([]atomic.Int64, n)}
+	for _, p := range pairs {
+		if p.latency > 0 {
+			sh.latency[[2]int{p.a, p.b}] = p.latency
+		}
+	}
+	return sh
+}
+
+// stream returns s shaped as written by node from, or s itself when its
+// remote peer is not a node of the run.
+func (sh *shaper) stream(s network.Stream, from int) network.Stream {
+	to, ok := sh.index[s.Conn().RemotePeer()]
+	if !ok {
+		return s
+	}
+	ls := &linkStream{Stream: s, sh: sh, from: from, to: to,
+		latency: sh.latency[[2]int{min(from, to), max(from, to)}], dead: make(chan struct{})}
+	ls.room.L = &ls.mu
+	return ls
+}
+
+// linkStream is one direction of a stream through the model. Write books
+// the bytes on the links and returns once the writer's uplink has sent them
+// (the caller's goroutine sleeps meanwhile, as on a socket whose buffer is
+// full); they are then delivered to the stream below, in order, a latency
+// later, by a goroutine of the stream's own. Close and CloseWrite end the
+// stream after the last delivery; Reset drops what is in flight at once.
+type linkStream struct {
+	network.Stream
+	sh       *shaper
+	from, to int
+	latency  time.Duration
+
+	// wmu makes writes sequential, as on a socket.
+	wmu sync.Mutex
+
+	mu      sync.Mutex
+	room    sync.Cond // signalled when queued falls or the stream dies
+	q       []delivery
+	queued  int
+	err     error
+	closing bool // CloseWrite called: close once q is delivered
+	running bool // a drain goroutine runs
+	dead    chan struct{}
+	once    sync.Once
+}
+
+// delivery is one write in flight: its bytes and when they arrive.
+type delivery struct {
+	b  []byte
+	at time.Time
+}
+
+// Write sends p through the links and the latency; the caller may reuse p
+// once it returns.
+func (s *linkStream) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	for s.err == nil && !s.closing && s.queued > 0 && s.queued+len(p) > s.sh.window {
+		s.room.Wait()
+	}
+	if err := s.failed(); err != nil {
+		s.mu.Unlock()
+		return 0, err
+	}
+	s.mu.Unlock()
+
+	sent := time.Now()
+	if s.sh.links != nil {
+		end := s.sh.links.Reserve(s.from, s.to, len(p), time.Since(s.sh.t0).Seconds())
+		sent = s.sh.t0.Add(time.Duration(end * float64(time.Second)))
+		if !s.sleepUntil(sent) {
+			return 0, network.ErrReset
+		}
+	}
+	s.sh.sent[s.from].Add(int64(len(p)))
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.failed(); err != nil {
+		return 0, err
+	}
+	s.q = append(s.q, delivery{b: append([]byte(nil), p...), at: sent.Add(s.latency)})
+	s.queued += len(p)
+	if !s.running {
+		s.running = true
+		go s.drain()
+	}
+	return len(p), nil
+}
+
+// failed returns the error a write gets now (s.mu held).
+func (s *linkStream) failed() error {
+	if s.err != nil {
+		return s.err
+	}
+	if s.closing {
+		return network.ErrReset
+	}
+	return nil
+}
+
+// sleepUntil waits until t; false if the stream was reset meanwhile.
+func (s *linkStream) sleepUntil(t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return true
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+		return true
+	case <-s.dead:
+		return false
+	}
+}
+
+// drain delivers the queue in order, each write at its time, and ends when
+// the queue is empty (closing the stream below if CloseWrite was called).
+func (s *linkStream) drain() {
+	for {
+		s.mu.Lock()
+		if len(s.q) == 0 || s.err != nil {
+			s.running = false
+			closing := s.closing && s.err == nil
+			s.mu.Unlock()
+			if closing {
+				s.Stream.CloseWrite()
+			}
+			return
+		}
+		d := s.q[0]
+		s.q[0] = delivery{}
+		s.q = s.q[1:]
+		s.mu.Unlock()
+		if !s.sleepUntil(d.at) {
+			return
+		}
+		_, err := s.Stream.Write(d.b)
+		s.mu.Lock()
+		s.queued -= len(d.b)
+		if err != nil && s.err == nil {
+			s.err = err
+			s.q = nil
+		}
+		s.room.Broadcast()
+		s.mu.Unlock()
+	}
+}
+
+// CloseWrite closes the stream for writing once what is in flight has
+// arrived.
+func (s *linkStream) CloseWrite() error {
+	s.mu.Lock()
+	if s.closing || s.err != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	s.room.Broadcast()
+	if s.running {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.Unlock()
+	return s.Stream.CloseWrite()
+}
+
+// Close stops reading at once and closes the stream for writing once what
+// is in flight has arrived.
+func (s *linkStream) Close() error {
+	_ = s.Stream.CloseRead()
+	return s.CloseWrite()
+}
+
+// Reset drops what is in flight and resets the stream.
+func (s *linkStream) Reset() error {
+	s.kill()
+	return s.Stream.Reset()
+}
+
+// ResetWithError is Reset with an error code for the stream below.
+func (s *linkStream) ResetWithError(code network.StreamErrorCode) error {
+	s.kill()
+	return s.Stream.ResetWithError(code)
+}
+
+func (s *linkStream) kill() {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = network.ErrReset
+	}
+	s.q = nil
+	s.room.Broadcast()
+	s.mu.Unlock()
+	s.once.Do(func() { close(s.dead) })
+}

@@ -1,0 +1,76 @@
+package testnet
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/peer"
+)
+
+// tracer writes Config.Trace: a line for what each node serves, with the
+// seconds since the fetches began (negative before), so that a run's
+// schedule can be studied afterwards (who sent which block when, which
+// answers offered what):
+//
+//	start METHOD SEED                        the fetches begin; SEED is the seed's node (-1: none)
+//	sent T FROM TO UNIT                      node FROM wrote unit UNIT to node TO
+//	answered T FROM TO FOUND OFFERED         node FROM answered a reconciliation of node TO
+//
+// TO is -1 for a peer outside the run.
+type tracer struct {
+	mu    sync.Mutex
+	w     *bufio.Writer
+	index map[lpeer.ID]int
+	start time.Time
+}
+
+// newTracer returns a tracer writing to w, or nil when w is nil.
+func newTracer(w io.Writer, index map[lpeer.ID]int) *tracer {
+	if w == nil {
+		return nil
+	}
+	return &tracer{w: bufio.NewWriter(w), index: index, start: time.Now()}
+}
+
+// begin marks the start of the fetches.
+func (t *tracer) begin(at time.Time, method string, seed int) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.start = at
+	fmt.Fprintf(t.w, "start %s %d\n", method, seed)
+}
+
+// served writes what node from served.
+func (t *tracer) served(from int, ev peer.ServeEvent) {
+	to, ok := t.index[ev.Peer]
+	if !ok {
+		to = -1
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := time.Since(t.start).Seconds()
+	switch ev.Kind {
+	case peer.EventBlockSent:
+		fmt.Fprintf(t.w, "sent %.4f %d %d %d\n", s, from, to, ev.Index)
+	case peer.EventAnswered:
+		fmt.Fprintf(t.w, "answered %.4f %d %d %d %d\n", s, from, to, len(ev.Found), len(ev.Offered))
+	}
+}
+
+// flush writes out what is buffered.
+func (t *tracer) flush() error {
+	if t == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.w.Flush()
+}
