@@ -29,50 +29,13 @@ type content struct {
 	swarm      map[lpeer.ID]struct{}
 	sent       map[lpeer.ID]int64
 	fetch      *fetch
-	// grew is closed and replaced when the store gains a block (grown).
+	// grew is closed and replaced when the store gains a block (noteGain).
 	grew chan struct{}
 	// queued counts, per share key, the blocks asked for and not yet sent.
 	queued map[string]*queued
-	// answered holds, per peer, what the last long poll it sent found
-	// (increasing), up to maxSwarm peers.
-	answered map[lpeer.ID][]int
-}
-
-// answeredBefore reports whether idx (increasing) holds nothing beyond what
-// the last long poll of id found.
-func (c *content) answeredBefore(id lpeer.ID, idx []uint32) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	prev := c.answered[id]
-	if len(idx) > 0 && prev == nil {
-		return false
-	}
-	k := 0
-	for _, i := range idx {
-		for k < len(prev) && prev[k] < int(i) {
-			k++
-		}
-		if k == len(prev) || prev[k] != int(i) {
-			return false
-		}
-	}
-	return true
-}
-
-// noteAnswered records what a long poll of id found (increasing).
-func (c *content) noteAnswered(id lpeer.ID, found []int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.answered == nil {
-		c.answered = make(map[lpeer.ID][]int)
-	}
-	if _, ok := c.answered[id]; !ok && len(c.answered) >= maxSwarm {
-		for k := range c.answered { // forget one, any
-			delete(c.answered, k)
-			break
-		}
-	}
-	c.answered[id] = append(c.answered[id][:0], found...)
+	// gains lists the blocks the store gained while served, in the order
+	// gained (each once): a watch sends those past its cursor (gainsSince).
+	gains []int32
 }
 
 // uploadQueue bounds the blocks queued (asked for and not yet written) for
@@ -140,19 +103,34 @@ func (c *content) unqueue(key string, n int, now time.Time) {
 	c.mu.Unlock()
 }
 
-// grown returns a channel closed when the store next gains a block.
-func (c *content) grown() <-chan struct{} {
+// gainCursor returns the place in the log of gained blocks that a watch
+// starts from: taken before the held set its answer is made of is read, so
+// that no block gained in between goes unannounced.
+func (c *content) gainCursor() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return len(c.gains)
+}
+
+// gainsSince appends to dst the blocks gained from cursor on and returns
+// them, the cursor after them and a channel closed when the store next
+// gains a block.
+func (c *content) gainsSince(dst []int, cursor int) ([]int, int, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, i := range c.gains[min(cursor, len(c.gains)):] {
+		dst = append(dst, int(i))
+	}
 	if c.grew == nil {
 		c.grew = make(chan struct{})
 	}
-	return c.grew
+	return dst, len(c.gains), c.grew
 }
 
-// noteGrowth tells the waiters of grown that the store gained a block.
-func (c *content) noteGrowth() {
+// noteGain records that the store gained block i and wakes the watches.
+func (c *content) noteGain(i int) {
 	c.mu.Lock()
+	c.gains = append(c.gains, int32(i))
 	if c.grew != nil {
 		close(c.grew)
 		c.grew = nil

@@ -27,9 +27,9 @@ func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
 	f.notify()
 }
 
-// download fetches the offered blocks from src over one blocks stream,
-// keeping up to the window requested, until src has nothing left to give.
-func (f *fetch) download(src *source, offered []int) (err error) {
+// offer makes the blocks src offered in a reconciliation answer its offers
+// (in place of earlier ones).
+func (f *fetch) offer(src *source, offered []int) error {
 	// A source offering again blocks it answered as missing before lies in
 	// its filters (a seed whose file changed stops offering the changed
 	// blocks once it has seen the change).
@@ -45,12 +45,19 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 	// downloading) is full; see picker.offerFrom.
 	full := isBlockMethod(f.t.method()) && len(offered) > 0 && len(offered) >= f.c.man.BlockCount()-f.c.store.HeldCount()
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if len(src.refused) > 0 {
 		// Not the blocks it sent corrupt once: others are asked for them.
 		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
 	}
 	f.pick.offerFrom(&src.offers, offered, full)
-	f.mu.Unlock()
+	return nil
+}
+
+// download fetches the blocks src offered (offer, and its watch's haves)
+// over one blocks stream, keeping up to the window requested, until src has
+// nothing left to give.
+func (f *fetch) download(src *source) (err error) {
 	win := &src.flow
 	win.max, win.fixed = f.p.cfg.window, f.p.cfg.fixedWindow
 	inflight := make(map[int]struct{}, win.max)
@@ -87,7 +94,9 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 		if window >= 8 {
 			slack = window / 2
 		}
-		if len(inflight) <= window-slack {
+		// A source that answered a block it announced as missing is asked
+		// for nothing more until it has reconciled again (see recheck).
+		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
 			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
 			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= endgameWait {
@@ -158,6 +167,7 @@ func (f *fetch) download(src *source, offered []int) (err error) {
 				src.missing = make(map[int]struct{})
 			}
 			src.missing[i] = struct{}{}
+			src.recheck = true
 			continue
 		}
 		now := time.Now()
@@ -384,7 +394,12 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.man.TotalSize()}
 	}
 	f.mu.Unlock()
-	f.c.noteGrowth()
+	if !f.t.coded() {
+		// Watches of this content, and the sources this fetch watches,
+		// hear of the block (see Hello.Watch).
+		f.c.noteGain(i)
+		f.announce(i)
+	}
 	if f.fc.progress != nil {
 		prog.Bytes = heldBytes(f.c.man, held)
 		f.progMu.Lock()

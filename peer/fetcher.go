@@ -87,6 +87,9 @@ type source struct {
 	unknown  int           // "unknown root" answers in a row
 	err      error         // set by a writer when the source is dropped for bad blocks
 	cs       *clientStream // the current blocks stream, to abort it
+	// watch is its watch (Hello.Watch), nil or ended when none: then the
+	// fetch reconciles with it again to learn of its new blocks.
+	watch *watchConn
 	// corrupt counts the blocks it sent that failed verification, and
 	// refused holds them: it is not asked for them again (under fetch.mu).
 	corrupt int
@@ -96,6 +99,11 @@ type source struct {
 	// goroutine).
 	missing  map[int]struct{}
 	phantoms int
+	// recheck is set when it answered a block it announced as missing: the
+	// fetch then reconciles with it again (rather than going on with its
+	// watch), so that a peer that offers again what it does not send is
+	// found out (errPhantom).
+	recheck bool
 	// useful is the last time it was given a block to send or sent one (or
 	// it became a source), for rotation (under fetch.mu).
 	useful time.Time
@@ -265,11 +273,33 @@ func (f *fetch) work(src *source) {
 		f.mu.Unlock()
 		f.notify()
 	}()
+	defer func() {
+		if src.watch != nil {
+			src.watch.close()
+		}
+	}()
 	wait := 50 * time.Millisecond
 	for f.ctx.Err() == nil {
-		offered, err := f.reconcileWith(src)
+		var err error
+		var offered []int
+		if src.recheck && src.watch != nil {
+			src.watch.close()
+			f.mu.Lock()
+			src.watch = nil
+			f.mu.Unlock()
+		}
+		src.recheck = false
+		watched := src.watch.alive()
+		if !watched {
+			// No watch: reconcile (again) to learn what the source holds,
+			// and watch it from then on where the method allows.
+			offered, err = f.reconcileWith(src)
+			if err == nil {
+				err = f.offer(src, offered)
+			}
+		}
 		if err == nil {
-			err = f.download(src, offered)
+			err = f.download(src)
 		}
 		if f.ctx.Err() != nil {
 			return
@@ -314,8 +344,9 @@ func (f *fetch) work(src *source) {
 				return
 			}
 		}
-		// Wait for blocks released by others, or re-reconcile after a while:
-		// the source may have gained blocks meanwhile.
+		// Wait for blocks released by others or announced on the watch, or
+		// (without a watch) reconcile again after a while: the source may
+		// have gained blocks meanwhile.
 		f.mu.Lock()
 		w := f.wake
 		claimable := f.pick.claimable(&src.offers)
@@ -324,7 +355,19 @@ func (f *fetch) work(src *source) {
 			return
 		}
 		f.mu.Unlock()
-		if claimable && err == nil {
+		if (claimable || src.recheck) && err == nil {
+			continue
+		}
+		if err == nil && src.watch.alive() {
+			select {
+			case <-f.ctx.Done():
+				return
+			case <-w:
+			case <-src.watch.news:
+			case <-src.watch.done:
+			case <-time.After(rotateIdle):
+				// Looked at again, for rotation.
+			}
 			continue
 		}
 		t := time.NewTimer(wait)
@@ -420,30 +463,43 @@ func (f *fetch) notify() {
 }
 
 // reconcileWith runs one reconciliation session with src and returns the
-// offered blocks the fetcher still lacks.
+// offered blocks the fetcher still lacks. With a one-round method it asks
+// for a watch (Hello.Watch) and keeps the stream as src.watch.
 func (f *fetch) reconcileWith(src *source) ([]int, error) {
-	ctx, cancel := context.WithTimeout(f.ctx, 4*f.p.cfg.streamIdle)
-	defer cancel()
-	// A long poll (one-round methods): a source with nothing new for us
-	// answers when it gains a block we lack, rather than us asking again and
-	// again. Not of a source that answered blocks it offered as missing:
-	// asked at once, it shows whether it offers them again (errPhantom).
+	// The stream lives as long as the watch (or the session, without one);
+	// the session itself has 4 idle periods.
+	wctx, wcancel := context.WithCancel(f.ctx)
+	sctx, scancel := context.WithTimeout(wctx, 4*f.p.cfg.streamIdle)
+	defer scancel()
 	root := f.c.man.ID()
-	hello := wire.Hello{Root: root[:], Coded: f.t.coded(), Wait: f.t.method() != reconcile.IBLT && !f.t.coded() && len(src.missing) == 0}
-	cs, err := f.p.requestHello(ctx, src.id, ProtoReconcile, hello)
+	watch := f.t.method() != reconcile.IBLT && !f.t.coded()
+	hello := wire.Hello{Root: root[:], Coded: f.t.coded(), Watch: watch}
+	cs, err := f.p.requestHello(wctx, src.id, ProtoReconcile, hello)
 	if err != nil {
+		wcancel()
 		return nil, err
 	}
 	began := time.Now()
-	s, trips, err := f.p.pullSession(ctx, cs, f.t.responder(), f.t.method(), f.t.held())
+	s, trips, err := f.p.pullSession(sctx, cs, f.t.responder(), f.t.method(), f.t.held())
 	if err != nil {
 		cs.reset()
+		wcancel()
 		return nil, err
 	}
-	cs.close()
 	if trips > 0 {
-		// A long poll's hold counts too; the smallest round trip is kept.
 		src.flow.noteRTT(time.Since(began) / time.Duration(trips))
+	}
+	if watch {
+		cs.stop() // the watch ends it (close or end), or the fetch's end does
+		stop := context.AfterFunc(f.ctx, func() { cs.s.Reset() })
+		cs.stop = func() bool { wcancel(); return stop() }
+		w := f.startWatch(src, cs)
+		f.mu.Lock()
+		src.watch = w
+		f.mu.Unlock()
+	} else {
+		cs.close()
+		wcancel()
 	}
 	o := s.Outcome()
 	var lacking []int

@@ -83,11 +83,12 @@ const endgameWait = 2 * time.Second
 
 // offers are the units one source offered and has not yet been given.
 type offers struct {
-	queue    []int  // offered units not yet tried
-	deferred []int  // offered units claimed by other sources when tried
-	seen     uint64 // picker.release when deferred was last moved to queue
-	all      []int  // the units of the last offer, counted in picker.count
-	sorted   uint64 // picker.gen when queue was last sorted by rarity
+	queue    []int            // offered units not yet tried
+	deferred []int            // offered units claimed by other sources when tried
+	seen     uint64           // picker.release when deferred was last moved to queue
+	all      []int            // the units of the last offer and its haves, counted in picker.count
+	in       map[int]struct{} // the units of all, once haves were added
+	sorted   uint64           // picker.gen when queue was last sorted by rarity
 	// full says the source offered every unit the fetch lacked: a seed, or
 	// a peer done with its own download.
 	full bool
@@ -142,6 +143,37 @@ func (pk *picker) offerFrom(o *offers, units []int, full bool) {
 	o.queue, o.deferred, o.seen, o.sorted = units, nil, pk.release, 0
 }
 
+// add adds the units a source announced since its last offer (the have
+// frames of its watch) to its offers; those offered already are left out.
+func (pk *picker) add(o *offers, units []int) {
+	if len(units) == 0 {
+		return
+	}
+	if o.in == nil {
+		o.in = make(map[int]struct{}, len(o.all)+len(units))
+		for _, i := range o.all {
+			o.in[i] = struct{}{}
+		}
+	}
+	added := false
+	for _, i := range units {
+		if _, ok := o.in[i]; ok {
+			continue
+		}
+		o.in[i] = struct{}{}
+		o.all = append(o.all, i)
+		o.queue = append(o.queue, i)
+		pk.count[i]++
+		if !o.full {
+			pk.partial[i]++
+		}
+		added = true
+	}
+	if added {
+		pk.gen++
+	}
+}
+
 // forget takes a source's offers out of the rarity counts (it left the
 // fetch, or is about to offer anew).
 func (pk *picker) forget(o *offers) {
@@ -162,7 +194,7 @@ func (pk *picker) forget(o *offers) {
 	if len(o.all) > 0 || o.full {
 		pk.gen++
 	}
-	o.all, o.full = o.all[:0], false
+	o.all, o.full, o.in = o.all[:0], false, nil
 }
 
 // rarity is how many sources' current offers hold unit i.

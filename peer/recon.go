@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -130,17 +129,11 @@ type reconConn struct {
 	// before trim.
 	found *[]int
 	// trim, if set, chooses the blocks an offer names out of those the
-	// session found (superSeed.trim).
+	// session found (a super-seed's choice).
 	trim func([]uint32) []uint32
-	// hold, if set, makes Send refuse an offer for which it returns true,
-	// with errHold (a long poll's round that found nothing new).
-	hold func(idx []uint32) bool
 }
 
 func (c *reconConn) Send(m *reconcile.Message, encoded []byte) error {
-	if c.hold != nil && m.Type == reconcile.MsgOffer && c.hold(m.Indices) {
-		return errHold
-	}
 	if c.found != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
 		*c.found = appendInts((*c.found)[:0], m.Indices)
 	}
@@ -188,17 +181,14 @@ func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<
 // answerSession runs the responder side of one session on ss, with the
 // method the first message names, and returns that method, the units the
 // answer offered and those the session found the fetcher lacks (more than
-// offered when the content is super-seeded). slot's held lists the blocks
-// (or coded blocks) served. A method r does not serve is refused with a
-// reject (errNotServed); a disagreement of configurations is rejected
-// (errRejected); a peer that breaks the protocol gets an error wrapping
-// ErrMalformed, which resets the stream.
-func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error)) (method reconcile.Method, offered, found []int, err error) {
+// offered when trim, if set, chose fewer: a super-seed's choice). slot's
+// held lists the blocks (or coded blocks) served. A method r does not serve
+// is refused with a reject (errNotServed); a disagreement of configurations
+// is rejected (errRejected); a peer that breaks the protocol gets an error
+// wrapping ErrMalformed, which resets the stream.
+func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error), trim func([]uint32) []uint32) (method reconcile.Method, offered, found []int, err error) {
 	lim := p.reconcileLimits()
-	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered, found: &found}
-	if super := ss.c.super; super != nil && !ss.hello.Coded {
-		conn.trim = super.trim
-	}
+	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered, found: &found, trim: trim}
 	body, err := conn.Recv()
 	if err != nil {
 		return 0, nil, nil, err
@@ -226,40 +216,9 @@ func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (hel
 		}
 		return method, nil, nil, fmt.Errorf("%w: %v", errNotServed, method)
 	}
-	// A long poll (Hello.Wait) of a one-round method holds an answer that
-	// finds nothing new for the peer (nothing, or only what the last answer
-	// to it found: its false offers, or blocks it gets from others), without
-	// a slot, until the store gains a block or the poll's time is up; then
-	// the session runs again on the new held set.
-	var until time.Time
-	remote := ss.s.Conn().RemotePeer()
-	// A super-seed offers a few of what it finds: it does not hold.
-	if ss.hello.Wait && !ss.hello.Coded && method != reconcile.IBLT && ss.c.super == nil {
-		until = time.Now().Add(longPoll)
-		conn.hold = func(idx []uint32) bool { return ss.c.answeredBefore(remote, idx) }
-	}
-	for {
-		grew := ss.c.grown()
-		err = p.answerOnce(ss, r, m, method, conn, slot)
-		if !errors.Is(err, errHold) {
-			break
-		}
-		t := time.NewTimer(time.Until(until))
-		select {
-		case <-grew:
-		case <-t.C:
-			conn.hold = nil // the last round answers, new or not
-		case <-p.ctx.Done():
-			t.Stop()
-			return method, nil, nil, p.ctx.Err()
-		}
-		t.Stop()
-	}
+	err = p.answerOnce(ss, r, m, method, conn, slot)
 	switch {
 	case err == nil:
-		if ss.hello.Wait && !ss.hello.Coded {
-			ss.c.noteAnswered(remote, found)
-		}
 		return method, offered, found, nil
 	case isConnError(err):
 		return method, nil, nil, err
@@ -271,15 +230,8 @@ func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (hel
 	}
 }
 
-// longPoll bounds how long a long poll (Hello.Wait) holds an empty answer.
-const longPoll = 3 * time.Second
-
-// errHold ends a round of a long poll that found nothing to offer (reconConn.hold).
-var errHold = errors.New("peer: nothing to offer yet")
-
 // answerOnce runs the session that answers the first message m, with the
-// held set slot returns, over conn. It returns errHold, having sent nothing,
-// when conn holds empty offers and the session found nothing.
+// held set slot returns, over conn.
 func (p *Service) answerOnce(ss *serverStream, r *responder, m reconcile.Message, method reconcile.Method, conn *reconConn, slot func() ([]int, func(), error)) error {
 	held, release, err := slot()
 	if err != nil {
@@ -298,9 +250,6 @@ func (p *Service) answerOnce(ss *serverStream, r *responder, m reconcile.Message
 	}
 	stepErr := s.Step(m)
 	err = reconcile.Drive(p.ctx, s, conn, lim)
-	if errors.Is(err, errHold) {
-		return errHold
-	}
 	if stepErr != nil && (err == nil || errors.Is(err, stepErr)) {
 		err = stepErr
 	}

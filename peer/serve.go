@@ -15,6 +15,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
+	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // serverStream is one inbound request: the stream, its reader and writer and
@@ -217,8 +218,10 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		return nil
 	}
 	// The slot is taken once the first message has arrived and decoded (a
-	// silent or slow stream holds none); the held blocks are read then.
+	// silent or slow stream holds none); the held blocks are read then. A
+	// watch starts from the gains logged before they are read.
 	var held []int
+	cursor := 0
 	slot := func() ([]int, func(), error) {
 		release, err := p.reconcileSlot(ss)
 		if err != nil {
@@ -232,17 +235,38 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		if ss.hello.Coded {
 			held = ss.cb.held()
 		} else {
+			cursor = c.gainCursor()
 			held = c.store.Held()
 		}
 		return held, release, nil
 	}
-	method, offered, found, err := p.answerSession(ss, r, slot)
+	remote := ss.s.Conn().RemotePeer()
+	var trim func([]uint32) []uint32
+	var sw *superWatch
+	if super := c.super; super != nil && !ss.hello.Coded {
+		trim = super.trim
+		if ss.hello.Watch {
+			trim = func(found []uint32) []uint32 {
+				var first []uint32
+				if sw != nil {
+					super.unwatch(sw)
+				}
+				sw, first = super.watch(remote, found)
+				return first
+			}
+		}
+	}
+	method, offered, found, err := p.answerSession(ss, r, slot, trim)
+	watching := err == nil && ss.hello.Watch && !ss.hello.Coded && method != reconcile.IBLT
+	if sw != nil && !watching {
+		c.super.unwatch(sw)
+	}
 	if errors.Is(err, ErrBusy) {
 		// Told so; the fetcher retries later.
 		return nil
 	}
 	if err == nil && p.cfg.observer != nil {
-		p.observe(ServeEvent{Kind: EventAnswered, Peer: ss.s.Conn().RemotePeer(), Root: c.man.ID(), Coded: ss.hello.Coded,
+		p.observe(ServeEvent{Kind: EventAnswered, Peer: remote, Root: c.man.ID(), Coded: ss.hello.Coded,
 			Method: method, Held: held, Offered: offered, Found: found})
 	}
 	if errors.Is(err, errNotServed) || errors.Is(err, errRejected) {
@@ -254,8 +278,21 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	}
 	// A peer that reconciles with us fetches the same content: if we fetch it
 	// too, it may hold blocks we lack.
-	c.offerSource(ss.s.Conn().RemotePeer())
-	return nil
+	c.offerSource(remote)
+	if !watching {
+		return nil
+	}
+	// The session's memory and time limit end with it; the watch holds the
+	// stream only.
+	if recv != nil {
+		recv.release()
+		recv = nil
+	}
+	ss.until = time.Time{}
+	if sw != nil {
+		defer c.super.unwatch(sw)
+	}
+	return p.serveWatch(ss, cursor, sw)
 }
 
 // serveBlocks answers want messages with blocks until the fetcher closes.
@@ -269,6 +306,7 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 	var idx []int
 	var hdr [1 + binaryMaxVarint]byte
 	key := shareKey(ss.s.Conn())
+	remote := ss.s.Conn().RemotePeer()
 	sends := c.repeatsFor(ss.hello.Coded, limit)
 	for {
 		f, err := ss.next(wantMax)
@@ -282,17 +320,18 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 		if err != nil {
 			return err
 		}
-		if !c.queue(key, len(idx), time.Now()) {
-			return p.busy(ss, "the upload queue is full")
-		}
 		// A super-seed counts the blocks asked for as being sent, so that it
-		// offers them to nobody else meanwhile.
+		// offers them to nobody else meanwhile; it keeps its own queue (its
+		// offers), so it answers no request busy.
 		super := c.super
 		if ss.hello.Coded {
 			super = nil
 		}
+		if super == nil && !c.queue(key, len(idx), time.Now()) {
+			return p.busy(ss, "the upload queue is full")
+		}
 		if super != nil {
-			super.ask(idx)
+			super.ask(remote, idx)
 		}
 		for k, i := range idx {
 			if !sends.allow(key, i, time.Now()) {
@@ -309,14 +348,16 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			} else {
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			}
-			c.unqueue(key, 1, time.Now())
 			if super != nil {
-				super.done(idx[k : k+1]) // sent (counted) or not
+				super.done(remote, idx[k:k+1]) // sent (counted) or not
+			} else {
+				c.unqueue(key, 1, time.Now())
 			}
 			if err != nil {
-				c.unqueue(key, len(idx)-k-1, time.Now())
 				if super != nil {
-					super.done(idx[k+1:])
+					super.done(remote, idx[k+1:])
+				} else {
+					c.unqueue(key, len(idx)-k-1, time.Now())
 				}
 				return err
 			}
@@ -433,7 +474,7 @@ func (p *Service) noteSent(ss *serverStream, i, n int) {
 	remote := ss.s.Conn().RemotePeer()
 	ss.c.noteSent(remote, n)
 	if super := ss.c.super; super != nil && !ss.hello.Coded {
-		super.noteSent(i)
+		super.noteSent(remote, i)
 	}
 	if p.cfg.observer != nil {
 		p.observe(ServeEvent{Kind: EventBlockSent, Peer: remote, Root: ss.c.man.ID(), Coded: ss.hello.Coded, Index: i, Bytes: n})

@@ -84,6 +84,19 @@ func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
 	return f, err
 }
 
+// nextQuiet reads a frame of at most max bytes, waiting as long as it takes
+// (a watch is quiet while nothing happens; the fetch's end resets it).
+func (cs *clientStream) nextQuiet(max int) ([]byte, error) {
+	if err := cs.s.SetReadDeadline(time.Time{}); err != nil {
+		return nil, err
+	}
+	f, err := cs.fr.Next(max)
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return f, err
+}
+
 // nextInto reads a frame of at most max bytes within d into the memory of a
 // buffer from get (see wire.Reader.NextInto).
 func (cs *clientStream) nextInto(get func() []byte, max int, d time.Duration) ([]byte, error) {

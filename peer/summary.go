@@ -28,6 +28,9 @@ type PeerShare struct {
 	Bytes  int64 `json:"bytes"`
 	// Offered is the number of blocks its reconciliation answers offered.
 	Offered int `json:"offered"`
+	// Haves is the number of blocks it announced on its watch after the
+	// first answer (see wire.Hello.Watch), blocks this peer held left out.
+	Haves int `json:"haves"`
 	// FilterBytes is the reconciliation traffic with it (both directions).
 	FilterBytes int64 `json:"filter_bytes"`
 	// Rounds is the number of reconciliation exchanges with it.

@@ -6,32 +6,73 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // superSeed is the offer policy of a seed that spreads its upload over the
-// file (BitTorrent's super-seeding, WithSuperSeeding): each reconciliation
-// answer offers only the few blocks, among those the fetcher lacks, that this
-// peer has sent least often. Until every block has been sent once, it offers
-// only blocks that nobody has been sent, is being sent or was offered a
-// moment ago (an answer may then offer nothing); after, the least sent. While
-// a seed's upload is the swarm's scarcest resource (one seed, many
-// fetchers), it then sends every block once before any block twice, and the
-// fetchers trade the rest among themselves. A fetcher that has only this peer
-// to fetch from gets superSeedOffer blocks per reconciliation, so it is for
-// seeding to many, not to one.
+// file (BitTorrent's super-seeding, WithSuperSeeding): it offers each fetcher
+// only a few blocks at a time, those it has sent least often, so that while
+// its upload is the swarm's scarcest resource (one seed, many fetchers) it
+// sends every block once before any block twice and the fetchers trade the
+// rest among themselves.
+//
+// A fetcher that watches the seed (Hello.Watch) is a watcher: the seed deals
+// out its blocks among the watchers (pump), each holding at most superOpen
+// offers it has not asked for yet, the watchers that were sent the fewest
+// blocks first and a block offered to one watcher not offered to another,
+// and offers a watcher the next block as soon as it asks for one (so a
+// watcher asks for as many as its window to the seed allows, and the seed's
+// upload stays busy while watchers ask) or tells the seed it got one
+// elsewhere (a have frame). A watcher that neither asks for a block nor is
+// sent one for superSeedHold loses its offers to the others. So the seed sends every
+// block once before any twice, and no watcher is handed several of the
+// rarest blocks at once while others have none. A fetcher that does not
+// watch gets superSeedOffer blocks per reconciliation (trim).
 type superSeed struct {
 	mu      sync.Mutex
 	sent    []int32     // times each block was sent
 	asked   []int32     // requests of each block being served
-	offered []time.Time // when each block was last offered
+	offered []time.Time // when each block was last offered by trim
+	offers  []int32     // watchers each block is offered to now
 	unsent  int         // blocks never sent
 	rng     *rand.Rand
 	now     func() time.Time
 	scratch []superSeedRank
+
+	watchers map[lpeer.ID]*superWatch
 }
 
-// superSeedOffer is how many blocks one answer of a super-seed offers.
+// superWatch is the state of one watcher of a super-seed (under
+// superSeed.mu).
+type superWatch struct {
+	id lpeer.ID
+	// lacks holds the blocks it lacks as far as the seed knows: those its
+	// reconciliation found (no false negatives), less those it was sent or
+	// said it got.
+	lacks []bool
+	// open holds the blocks offered to it and not yet asked for, got or
+	// expired, with when they were offered.
+	open map[int]time.Time
+	// got counts the blocks sent to it; pending those it asked for that
+	// are not yet sent (or refused).
+	got, pending int
+	// asked is when it last asked for a block or was sent one it asked
+	// for (or began to watch).
+	asked time.Time
+	// out holds offers made and not yet written to its stream (take).
+	out []int
+	// wake has a value when out has offers.
+	wake chan struct{}
+}
+
+// superSeedOffer is how many blocks one answer of a super-seed offers a
+// fetcher that does not watch it.
 const superSeedOffer = 4
+
+// superOpen is how many offers a watcher of a super-seed holds that it has
+// not asked for yet.
+const superOpen = 2
 
 // superSeedHold is how long a block offered to one peer is not offered to
 // another while blocks sent as often are left: about a wide-area round trip
@@ -47,14 +88,15 @@ type superSeedRank struct {
 
 func newSuperSeed(blocks int) *superSeed {
 	return &superSeed{sent: make([]int32, blocks), asked: make([]int32, blocks), offered: make([]time.Time, blocks),
-		unsent: blocks, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now: time.Now}
+		offers: make([]int32, blocks), unsent: blocks, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now: time.Now,
+		watchers: make(map[lpeer.ID]*superWatch)}
 }
 
-// trim returns the blocks to offer out of lacking (the blocks the fetcher
-// lacks, increasing): at most superSeedOffer of them, the least loaded first
-// (sends, requests being served and a recent offer each count one), ties in
-// random order, and only unloaded ones while some block was never sent;
-// increasing, as offers are. It notes them offered.
+// trim returns the blocks to offer out of lacking (the blocks a fetcher that
+// does not watch lacks, increasing): at most superSeedOffer of them, the
+// least loaded first (sends, requests being served and offers each count
+// one), ties in random order, and only unloaded ones while some block was
+// never sent; increasing, as offers are. It notes them offered.
 func (ss *superSeed) trim(lacking []uint32) []uint32 {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -66,7 +108,7 @@ func (ss *superSeed) trim(lacking []uint32) []uint32 {
 		}
 		t := ss.offered[i]
 		recent := !t.IsZero() && now.Sub(t) < superSeedHold
-		load := ss.sent[i] + ss.asked[i]
+		load := ss.sent[i] + ss.asked[i] + ss.offers[i]
 		if recent {
 			load++
 		}
@@ -95,30 +137,212 @@ func b2i(b bool) int {
 	return 0
 }
 
-// noteSent counts block i as sent once more.
-func (ss *superSeed) noteSent(i int) {
+// watch makes id a watcher that lacks the blocks found (in place of any
+// earlier watch of id), deals out offers and returns it with the offers it
+// got (increasing), to answer its reconciliation with.
+func (ss *superSeed) watch(id lpeer.ID, found []uint32) (*superWatch, []uint32) {
 	ss.mu.Lock()
-	if i >= 0 && i < len(ss.sent) {
-		if ss.sent[i] == 0 {
-			ss.unsent--
-		}
-		ss.sent[i]++
+	defer ss.mu.Unlock()
+	if old := ss.watchers[id]; old != nil {
+		ss.unwatchLocked(old)
 	}
-	ss.mu.Unlock()
+	w := &superWatch{id: id, lacks: make([]bool, len(ss.sent)), open: make(map[int]time.Time), wake: make(chan struct{}, 1), asked: ss.now()}
+	for _, i := range found {
+		if int(i) < len(w.lacks) {
+			w.lacks[i] = true
+		}
+	}
+	ss.watchers[id] = w
+	ss.pumpLocked()
+	first := make([]uint32, 0, len(w.out))
+	for _, i := range w.out {
+		first = append(first, uint32(i))
+	}
+	w.out = w.out[:0]
+	slices.Sort(first)
+	return w, first
 }
 
-// ask counts the requests of the blocks idx as being served (until done).
-func (ss *superSeed) ask(idx []int) { ss.addAsked(idx, 1) }
-
-// done ends the requests of idx counted by ask.
-func (ss *superSeed) done(idx []int) { ss.addAsked(idx, -1) }
-
-func (ss *superSeed) addAsked(idx []int, d int32) {
+// unwatch ends w's watch: its open offers go back to the others.
+func (ss *superSeed) unwatch(w *superWatch) {
 	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.watchers[w.id] == w {
+		ss.unwatchLocked(w)
+		ss.pumpLocked()
+	}
+}
+
+func (ss *superSeed) unwatchLocked(w *superWatch) {
+	for i := range w.open {
+		ss.offers[i]--
+	}
+	clear(w.open)
+	delete(ss.watchers, w.id)
+}
+
+// take returns the offers dealt to w since the last take.
+func (ss *superSeed) take(w *superWatch) []int {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	out := slices.Clone(w.out)
+	w.out = w.out[:0]
+	return out
+}
+
+// has notes that w holds the blocks idx (its have frame).
+func (ss *superSeed) has(w *superWatch, idx []int) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	for _, i := range idx {
-		if i >= 0 && i < len(ss.asked) {
-			ss.asked[i] = max(0, ss.asked[i]+d)
+		if i >= 0 && i < len(w.lacks) {
+			w.lacks[i] = false
+			ss.closeOffer(w, i)
 		}
 	}
-	ss.mu.Unlock()
+	ss.pumpLocked()
+}
+
+// pump deals out offers (see pumpLocked), so that offers that expired
+// make room even when nothing else happens.
+func (ss *superSeed) pump() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.pumpLocked()
+}
+
+// closeOffer ends w's open offer of block i, if any.
+func (ss *superSeed) closeOffer(w *superWatch, i int) {
+	if _, ok := w.open[i]; ok {
+		delete(w.open, i)
+		ss.offers[i]--
+	}
+}
+
+// pumpLocked deals out offers (ss.mu held): every watcher holding fewer
+// than superOpen offers it has not asked for, those sent the fewest blocks
+// first, gets the least loaded block it lacks that is offered to nobody
+// (only a never sent one while some are), until no watcher can take one.
+// First the offers of watchers that asked for nothing for superSeedHold go
+// back.
+func (ss *superSeed) pumpLocked() {
+	if len(ss.watchers) == 0 {
+		return
+	}
+	now := ss.now()
+	order := make([]*superWatch, 0, len(ss.watchers))
+	for _, w := range ss.watchers {
+		if w.pending == 0 && now.Sub(w.asked) >= superSeedHold {
+			for i := range w.open {
+				ss.closeOffer(w, i)
+			}
+		}
+		if len(w.open) < superOpen {
+			order = append(order, w)
+		}
+	}
+	ss.rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+	slices.SortStableFunc(order, func(a, b *superWatch) int { return cmp.Compare(a.got, b.got) })
+	for dealt := true; dealt; {
+		dealt = false
+		for _, w := range order {
+			if len(w.open) >= superOpen {
+				continue
+			}
+			i := ss.pickFor(w)
+			if i < 0 {
+				continue
+			}
+			w.open[i] = now
+			ss.offers[i]++
+			w.out = append(w.out, i)
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
+			dealt = true
+		}
+	}
+}
+
+// pickFor returns the block to offer w next, or -1: among those it lacks and
+// is not offered, one offered to nobody, the least sent and asked for (only
+// a never sent one while some are), ties at random.
+func (ss *superSeed) pickFor(w *superWatch) int {
+	best, bestLoad, ties := -1, int32(0), 0
+	for i, lacks := range w.lacks {
+		if !lacks || ss.offers[i] > 0 {
+			continue
+		}
+		load := ss.sent[i] + ss.asked[i]
+		if ss.unsent > 0 && load > 0 {
+			continue
+		}
+		switch {
+		case best < 0 || load < bestLoad:
+			best, bestLoad, ties = i, load, 1
+		case load == bestLoad:
+			// Reservoir sampling keeps a uniform choice among the ties.
+			ties++
+			if ss.rng.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
+}
+
+// noteSent counts block i as sent to id once more.
+func (ss *superSeed) noteSent(id lpeer.ID, i int) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if i < 0 || i >= len(ss.sent) {
+		return
+	}
+	if ss.sent[i] == 0 {
+		ss.unsent--
+	}
+	ss.sent[i]++
+	if w := ss.watchers[id]; w != nil {
+		w.lacks[i] = false
+		w.got++
+	}
+}
+
+// ask counts the requests of id for the blocks idx as being served (until
+// done); they are no longer open offers to id, and count in its share until
+// done.
+func (ss *superSeed) ask(id lpeer.ID, idx []int) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	w := ss.watchers[id]
+	for _, i := range idx {
+		if i >= 0 && i < len(ss.asked) {
+			ss.asked[i]++
+			if w != nil {
+				ss.closeOffer(w, i)
+				w.pending++
+				w.asked = ss.now()
+			}
+		}
+	}
+	ss.pumpLocked()
+}
+
+// done ends the requests of id for idx counted by ask (sent or not), and
+// deals out the offers they make room for.
+func (ss *superSeed) done(id lpeer.ID, idx []int) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	w := ss.watchers[id]
+	for _, i := range idx {
+		if i >= 0 && i < len(ss.asked) {
+			ss.asked[i] = max(0, ss.asked[i]-1)
+			if w != nil {
+				w.pending = max(0, w.pending-1)
+				w.asked = ss.now()
+			}
+		}
+	}
+	ss.pumpLocked()
 }

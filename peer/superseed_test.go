@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/multiformats/go-multiaddr"
 )
 
@@ -50,26 +51,26 @@ func TestSuperSeedFirstCopies(t *testing.T) {
 	}
 	// The offers expire; block 3 is being sent, the others not asked for.
 	now = now.Add(superSeedHold)
-	ss.ask([]int{3})
+	ss.ask("p", []int{3})
 	for range 3 {
 		if got := ss.trim(allBlocks(n)); slices.Contains(got, 3) {
 			t.Fatalf("offered block 3 while it is being sent: %v", got)
 		}
 	}
-	ss.noteSent(3)
-	ss.done([]int{3})
+	ss.noteSent("p", 3)
+	ss.done("p", []int{3})
 	// Until every block was sent once, only unsent ones are offered.
 	now = now.Add(superSeedHold)
 	for i := range n - 1 {
 		if i != 3 {
-			ss.noteSent(i)
+			ss.noteSent("p", i)
 		}
 	}
 	if got := ss.trim(allBlocks(n)); !slices.Equal(got, []uint32{n - 1}) {
 		t.Fatalf("offer %v, want only the unsent block %d", got, n-1)
 	}
-	ss.noteSent(n - 1)
-	ss.noteSent(n - 1)
+	ss.noteSent("p", n-1)
+	ss.noteSent("p", n-1)
 	// Every block sent: the least sent first (block n-1, sent twice, last).
 	now = now.Add(superSeedHold)
 	got := ss.trim(allBlocks(n))
@@ -104,7 +105,7 @@ func TestSuperSeedSendsOnce(t *testing.T) {
 			for k, i := range offer {
 				asked[k] = int(i)
 			}
-			ss.ask(asked)
+			ss.ask("p", asked)
 			for _, i := range asked {
 				if ss.sent[i] > 0 && ss.unsent > 0 {
 					t.Fatalf("block %d sent twice while %d blocks were never sent", i, ss.unsent)
@@ -112,9 +113,9 @@ func TestSuperSeedSendsOnce(t *testing.T) {
 				if ss.sent[i] == 0 {
 					sent++
 				}
-				ss.noteSent(i)
+				ss.noteSent("p", i)
 			}
-			ss.done(asked)
+			ss.done("p", asked)
 		}
 		now = now.Add(100 * time.Millisecond)
 	}
@@ -177,5 +178,116 @@ func TestSuperSeedSwarm(t *testing.T) {
 	t.Logf("the seed sent %.2f copies; the fetchers sent each other %d blocks", copies, fromPeers)
 	if copies > 1.2 {
 		t.Errorf("the seed sent %.2f copies of the file to 3 fetchers that trade, want at most 1.2", copies)
+	}
+}
+
+// TestSuperSeedWatchers: a super-seed deals its blocks out over its
+// watchers: each holds at most superOpen offers it has not asked for, no
+// block is offered to two watchers or sent twice while some block was never
+// sent, a watcher that asks gets the next offer at once, one that neither
+// asks nor is sent a block for superSeedHold loses its offers, and one that
+// tells the seed it got a block elsewhere is not offered it.
+func TestSuperSeedWatchers(t *testing.T) {
+	const n, watchers = 64, 10
+	ss := newSuperSeed(n)
+	now := time.Unix(1000, 0)
+	ss.now = func() time.Time { return now }
+	ws := make([]*superWatch, watchers)
+	open := map[int]int{} // block -> watcher it is offered to
+	for k := range ws {
+		var first []uint32
+		ws[k], first = ss.watch(lpeer.ID(fmt.Sprint("w", k)), allBlocks(n))
+		if len(first) != superOpen {
+			t.Fatalf("watcher %d was first offered %v, want %d blocks", k, first, superOpen)
+		}
+		for _, i := range first {
+			if w, ok := open[int(i)]; ok {
+				t.Fatalf("block %d offered to watchers %d and %d", i, w, k)
+			}
+			open[int(i)] = k
+		}
+	}
+	sent := make([]int, n)
+	for round := 0; ; round++ {
+		if round > 1000 {
+			t.Fatal("blocks left unsent after 1000 rounds")
+		}
+		unsent := 0
+		for _, c := range sent {
+			if c == 0 {
+				unsent++
+			}
+		}
+		if unsent == 0 {
+			break
+		}
+		// Each watcher asks for one of its offers; the seed sends it.
+		for k, w := range ws {
+			var i int
+			var ok bool
+			for b, o := range open {
+				if o == k {
+					i, ok = b, true
+					break
+				}
+			}
+			if !ok {
+				continue
+			}
+			delete(open, i)
+			id := lpeer.ID(fmt.Sprint("w", k))
+			ss.ask(id, []int{i})
+			if sent[i] > 0 {
+				t.Fatalf("block %d sent twice while %d were never sent", i, unsent)
+			}
+			sent[i]++
+			ss.noteSent(id, i)
+			ss.done(id, []int{i})
+			for _, b := range ss.take(w) {
+				if o, dup := open[b]; dup {
+					t.Fatalf("block %d offered to watchers %d and %d", b, o, k)
+				}
+				open[b] = k
+			}
+			if got := len(w.open); got > superOpen {
+				t.Fatalf("watcher %d holds %d offers", k, got)
+			}
+		}
+	}
+	// A watcher idle for superSeedHold loses its offers; one that got a
+	// block elsewhere is not offered it.
+	w0 := ws[0]
+	ss.pump()
+	if len(w0.open) == 0 {
+		t.Fatal("watcher 0 holds no offer after every block was sent once")
+	}
+	now = now.Add(superSeedHold)
+	held := make([]int, 0, n)
+	for i := range n {
+		held = append(held, i)
+	}
+	ss.has(ws[1], held)
+	ss.pump()
+	for _, w := range ws {
+		for i, at := range w.open {
+			if !at.Equal(now) {
+				t.Errorf("watcher %s still holds offer %d from %v after being idle", w.id, i, at)
+			}
+		}
+	}
+	if len(ws[1].open) != 0 {
+		t.Errorf("a watcher that holds every block is offered %v", ws[1].open)
+	}
+	ss.unwatch(w0)
+	for i, c := range ss.offers {
+		want := int32(0)
+		for _, w := range ws[1:] {
+			if _, ok := w.open[i]; ok {
+				want++
+			}
+		}
+		if c != want {
+			t.Fatalf("block %d counted offered %d times, held by %d watchers", i, c, want)
+		}
 	}
 }

@@ -55,6 +55,11 @@ func newShaper(n int, links *ts.Links, index map[lpeer.ID]int, pairs []pair) *sh
 	return sh
 }
 
+// at returns the time of the links' clock reading secs.
+func (sh *shaper) at(secs float64) time.Time {
+	return sh.t0.Add(time.Duration(secs * float64(time.Second)))
+}
+
 // stream returns s shaped as written by node from, or s itself when its
 // remote peer is not a node of the run.
 func (sh *shaper) stream(s network.Stream, from int) network.Stream {
@@ -69,10 +74,11 @@ func (sh *shaper) stream(s network.Stream, from int) network.Stream {
 }
 
 // linkStream is one direction of a stream through the model. Write books
-// the bytes on the links and returns once the writer's uplink has sent them
-// (the caller's goroutine sleeps meanwhile, as on a socket whose buffer is
-// full); they are then delivered to the stream below, in order, a latency
-// later, by a goroutine of the stream's own. Close and CloseWrite end the
+// the bytes on the writer's uplink and returns once it has sent them (the
+// caller's goroutine sleeps meanwhile, as on a socket whose buffer is
+// full); a latency later they reach the reader's downlink, which delivers
+// them to the stream below in the order bytes reach it from all its
+// streams, each stream's in order, by a goroutine of the stream's own. Close and CloseWrite end the
 // stream after the last delivery; Reset drops what is in flight at once.
 type linkStream struct {
 	network.Stream
@@ -120,8 +126,8 @@ func (s *linkStream) Write(p []byte) (int, error) {
 
 	sent := time.Now()
 	if s.sh.links != nil {
-		end := s.sh.links.Reserve(s.from, s.to, len(p), time.Since(s.sh.t0).Seconds())
-		sent = s.sh.t0.Add(time.Duration(end * float64(time.Second)))
+		end := s.sh.links.Up(s.from, len(p), time.Since(s.sh.t0).Seconds())
+		sent = s.sh.at(end)
 		if !s.sleepUntil(sent) {
 			return 0, network.ErrReset
 		}
@@ -189,6 +195,14 @@ func (s *linkStream) drain() {
 		s.mu.Unlock()
 		if !s.sleepUntil(d.at) {
 			return
+		}
+		if s.sh.links != nil {
+			// The bytes have reached the reader's downlink: they go through
+			// it in the order they arrive there.
+			end := s.sh.links.Down(s.to, len(d.b), time.Since(s.sh.t0).Seconds())
+			if !s.sleepUntil(s.sh.at(end)) {
+				return
+			}
 		}
 		_, err := s.Stream.Write(d.b)
 		s.mu.Lock()

@@ -1,7 +1,7 @@
 package testnet
 
 import (
-	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"sync"
@@ -22,9 +22,14 @@ import (
 //	answered T FROM TO FOUND OFFERED         node FROM answered a reconciliation of node TO
 //
 // TO is -1 for a peer outside the run.
+//
+// The lines are kept in memory and written out when the run ends, so that
+// writing them never holds up the peers (a serving goroutine tells the
+// tracer of each block it sends).
 type tracer struct {
 	mu    sync.Mutex
-	w     *bufio.Writer
+	buf   bytes.Buffer
+	out   io.Writer
 	index map[lpeer.ID]int
 	start time.Time
 }
@@ -34,7 +39,7 @@ func newTracer(w io.Writer, index map[lpeer.ID]int) *tracer {
 	if w == nil {
 		return nil
 	}
-	return &tracer{w: bufio.NewWriter(w), index: index, start: time.Now()}
+	return &tracer{out: w, index: index, start: time.Now()}
 }
 
 // begin marks the start of the fetches.
@@ -45,7 +50,7 @@ func (t *tracer) begin(at time.Time, method string, seed int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.start = at
-	fmt.Fprintf(t.w, "start %s %d\n", method, seed)
+	fmt.Fprintf(&t.buf, "start %s %d\n", method, seed)
 }
 
 // served writes what node from served.
@@ -59,18 +64,19 @@ func (t *tracer) served(from int, ev peer.ServeEvent) {
 	s := time.Since(t.start).Seconds()
 	switch ev.Kind {
 	case peer.EventBlockSent:
-		fmt.Fprintf(t.w, "sent %.4f %d %d %d\n", s, from, to, ev.Index)
+		fmt.Fprintf(&t.buf, "sent %.4f %d %d %d\n", s, from, to, ev.Index)
 	case peer.EventAnswered:
-		fmt.Fprintf(t.w, "answered %.4f %d %d %d %d\n", s, from, to, len(ev.Found), len(ev.Offered))
+		fmt.Fprintf(&t.buf, "answered %.4f %d %d %d %d\n", s, from, to, len(ev.Found), len(ev.Offered))
 	}
 }
 
-// flush writes out what is buffered.
+// flush writes out the lines so far.
 func (t *tracer) flush() error {
 	if t == nil {
 		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.w.Flush()
+	_, err := t.buf.WriteTo(t.out)
+	return err
 }

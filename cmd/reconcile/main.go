@@ -194,8 +194,9 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 
 func main() {
 	setLibp2pLogging(os.Stderr)
-	stop := startProfile()
+	stop, stopTrace := startProfile(), startExecTrace()
 	code := runMain(os.Args, os.Stdout, os.Stderr)
+	stopTrace()
 	stop()
 	os.Exit(code)
 }

@@ -45,7 +45,7 @@ type Type = byte
 // Every stream carries frames: a uvarint length followed by that many bytes.
 // The first byte of a frame is its message type; the rest is the message:
 //
-//	Hello    0x01  root-len u8, root, flags u8            (first frame of a request; flags: 1 coded, 2 wait)
+//	Hello    0x01  root-len u8, root, flags u8            (first frame of a request; flags: 1 coded, 2 watch)
 //	want     0x02  count uvarint, count × index uvarint   (blocks the fetcher asks for)
 //	block    0x03  index uvarint, block bytes             (one verified block)
 //	missing  0x04  index uvarint                          (the server lacks that block)
@@ -53,6 +53,7 @@ type Type = byte
 //	manifest 0x06  manifest bytes (package chunker)       (answer to a manifest request)
 //	peers    0x07  count uvarint, count × peer            (other peers holding the content)
 //	payload  0x08  bytes of a package reconcile message   (reconciliation request/answer)
+//	have     0x09  count uvarint, count × index uvarint   (blocks a side gained, on a watch)
 //
 // A peer in a peers message is: id-len uvarint, id bytes, naddrs uvarint,
 // naddrs × (addr-len uvarint, multiaddr bytes).
@@ -76,13 +77,16 @@ const (
 	TypePeers Type = 0x07
 	// TypePayload carries one message of package reconcile.
 	TypePayload Type = 0x08
+	// TypeHave lists blocks a side of a watch holds (see Hello.Watch).
+	TypeHave Type = 0x09
 )
 
 // helloCoded marks a request about the erasure-coded blocks of a root (Byers).
 const helloCoded byte = 1 << 0
 
-// helloWait asks a reconciliation server to hold an empty answer (Hello.Wait).
-const helloWait byte = 1 << 1
+// helloWatch asks a reconciliation server to keep the stream as a watch
+// (Hello.Watch).
+const helloWatch byte = 1 << 1
 
 // MaxRootLen bounds the root id carried in a Hello.
 const MaxRootLen = 64
@@ -226,11 +230,13 @@ type Hello struct {
 	Root []byte
 	// Coded asks about the content's erasure-coded blocks (Byers).
 	Coded bool
-	// Wait asks a reconciliation server that finds no block the requester
-	// lacks to hold its answer until it gains one, for a few seconds at most
-	// (a long poll): the requester learns of a new block a one-way delay
-	// after the server stores it, not at its next reconciliation.
-	Wait bool
+	// Watch asks a reconciliation server to keep the stream open once it
+	// has answered (one-round methods only) and to send a have frame of
+	// every block it gains from then on, and the requester sends its own
+	// gains the same way, until it closes the stream: after one
+	// reconciliation each side learns of a new block of the other a one-way
+	// delay after it is stored, as BitTorrent's HAVE messages tell it.
+	Watch bool
 }
 
 // Append appends the hello frame.
@@ -241,8 +247,8 @@ func (h Hello) Append(b []byte) []byte {
 	if h.Coded {
 		flags |= helloCoded
 	}
-	if h.Wait {
-		flags |= helloWait
+	if h.Watch {
+		flags |= helloWatch
 	}
 	return append(b, flags)
 }
@@ -258,15 +264,39 @@ func DecodeHello(f []byte) (Hello, error) {
 		return Hello{}, fmt.Errorf("%w: hello of %d bytes with a %d-byte root", ErrMalformed, len(f), n)
 	}
 	flags := f[2+n]
-	if flags&^(helloCoded|helloWait) != 0 {
+	if flags&^(helloCoded|helloWatch) != 0 {
 		return Hello{}, fmt.Errorf("%w: unknown hello flags %#x", ErrMalformed, flags)
 	}
-	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0, Wait: flags&helloWait != 0}, nil
+	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0, Watch: flags&helloWatch != 0}, nil
 }
 
 // AppendWant encodes a request for the blocks idx.
-func AppendWant(b []byte, idx []int) []byte {
-	b = append(b, TypeWant)
+func AppendWant(b []byte, idx []int) []byte { return appendIndices(b, TypeWant, idx) }
+
+// DecodeWant decodes a want frame into dst, refusing more than max indices or
+// any index >= limit. It allocates nothing beyond dst's growth to the count
+// the frame's bytes can hold.
+func DecodeWant(dst []int, f []byte, max, limit int) ([]int, error) {
+	return decodeIndices(dst, f, TypeWant, "want", max, limit)
+}
+
+// AppendHave encodes the blocks idx as held (on a watch, Hello.Watch).
+func AppendHave(b []byte, idx []int) []byte { return appendIndices(b, TypeHave, idx) }
+
+// DecodeHave decodes a have frame into dst, refusing more than max indices
+// or any index >= limit, as DecodeWant does; an error frame is the remote's
+// error (the watch ended).
+func DecodeHave(dst []int, f []byte, max, limit int) ([]int, error) {
+	if len(f) > 0 && f[0] == TypeError {
+		return dst, DecodeError(f)
+	}
+	return decodeIndices(dst, f, TypeHave, "have", max, limit)
+}
+
+// appendIndices encodes a frame of type t listing idx: a count, then each
+// index, uvarints.
+func appendIndices(b []byte, t Type, idx []int) []byte {
+	b = append(b, t)
 	b = binary.AppendUvarint(b, uint64(len(idx)))
 	for _, i := range idx {
 		b = binary.AppendUvarint(b, uint64(i))
@@ -274,36 +304,35 @@ func AppendWant(b []byte, idx []int) []byte {
 	return b
 }
 
-// DecodeWant decodes a want frame into dst, refusing more than max indices or
-// any index >= limit. It allocates nothing beyond dst's growth to the count
-// the frame's bytes can hold.
-func DecodeWant(dst []int, f []byte, max, limit int) ([]int, error) {
-	if len(f) < 2 || f[0] != TypeWant {
-		return dst, fmt.Errorf("%w: not a want", ErrMalformed)
+// decodeIndices decodes a frame of type t (named what in errors) listing
+// at most max indices, each below limit, into dst.
+func decodeIndices(dst []int, f []byte, t Type, what string, max, limit int) ([]int, error) {
+	if len(f) < 2 || f[0] != t {
+		return dst, fmt.Errorf("%w: not a %s", ErrMalformed, what)
 	}
 	f = f[1:]
 	n, k := binary.Uvarint(f)
 	if k <= 0 {
-		return dst, fmt.Errorf("%w: want count", ErrMalformed)
+		return dst, fmt.Errorf("%w: %s count", ErrMalformed, what)
 	}
 	f = f[k:]
 	if n > uint64(max) || n > uint64(len(f)) {
-		return dst, fmt.Errorf("%w: want of %d blocks (limit %d, %d bytes)", ErrMalformed, n, max, len(f))
+		return dst, fmt.Errorf("%w: %s of %d blocks (limit %d, %d bytes)", ErrMalformed, what, n, max, len(f))
 	}
 	dst = dst[:0]
 	for range n {
 		v, k := binary.Uvarint(f)
 		if k <= 0 {
-			return dst, fmt.Errorf("%w: want index", ErrMalformed)
+			return dst, fmt.Errorf("%w: %s index", ErrMalformed, what)
 		}
 		if v >= uint64(limit) {
-			return dst, fmt.Errorf("%w: want index %d of %d blocks", ErrMalformed, v, limit)
+			return dst, fmt.Errorf("%w: %s index %d of %d blocks", ErrMalformed, what, v, limit)
 		}
 		dst = append(dst, int(v))
 		f = f[k:]
 	}
 	if len(f) != 0 {
-		return dst, fmt.Errorf("%w: %d bytes after want", ErrMalformed, len(f))
+		return dst, fmt.Errorf("%w: %d bytes after %s", ErrMalformed, len(f), what)
 	}
 	return dst, nil
 }

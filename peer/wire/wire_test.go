@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -158,9 +159,9 @@ func TestFrameAllocBounded(t *testing.T) {
 }
 
 func TestHello(t *testing.T) {
-	for _, h := range []Hello{{Root: []byte{1}}, {Root: bytes.Repeat([]byte{2}, 32), Coded: true}, {Root: bytes.Repeat([]byte{3}, MaxRootLen), Wait: true}, {Root: []byte{4}, Coded: true, Wait: true}} {
+	for _, h := range []Hello{{Root: []byte{1}}, {Root: bytes.Repeat([]byte{2}, 32), Coded: true}, {Root: bytes.Repeat([]byte{3}, MaxRootLen), Watch: true}, {Root: []byte{4}, Coded: true, Watch: true}} {
 		got, err := DecodeHello(h.Append(nil))
-		if err != nil || !bytes.Equal(got.Root, h.Root) || got.Coded != h.Coded || got.Wait != h.Wait {
+		if err != nil || !bytes.Equal(got.Root, h.Root) || got.Coded != h.Coded || got.Watch != h.Watch {
 			t.Fatalf("%+v: got %+v, %v", h, got, err)
 		}
 	}
@@ -196,6 +197,28 @@ func TestWant(t *testing.T) {
 		if _, err := DecodeWant(nil, tc.b, tc.max, tc.limit); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestHave: have frames round-trip and are bounded as wants are; an error
+// frame in their place is the remote's error.
+func TestHave(t *testing.T) {
+	idx := []int{3, 0, 1 << 20}
+	got, err := DecodeHave(nil, AppendHave(nil, idx), 16, 1<<21)
+	if err != nil || !slices.Equal(got, idx) {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := DecodeHave(nil, AppendWant(nil, idx), 16, 1<<21); !errors.Is(err, ErrMalformed) {
+		t.Errorf("a want decoded as a have: %v", err)
+	}
+	if _, err := DecodeHave(nil, AppendHave(nil, make([]int, 17)), 16, 10); !errors.Is(err, ErrMalformed) {
+		t.Errorf("17 indices, limit 16: %v", err)
+	}
+	if _, err := DecodeHave(nil, AppendHave(nil, []int{10}), 16, 10); !errors.Is(err, ErrMalformed) {
+		t.Errorf("index out of range: %v", err)
+	}
+	if _, err := DecodeHave(nil, AppendError(nil, BusyText), 16, 10); !errors.Is(err, ErrBusy) {
+		t.Errorf("error frame: %v, want ErrBusy", err)
 	}
 }
 
@@ -284,6 +307,7 @@ func FuzzFrameReader(f *testing.F) {
 func FuzzDecoders(f *testing.F) {
 	f.Add(Hello{Root: []byte{1, 2}}.Append(nil))
 	f.Add(AppendWant(nil, []int{1, 2, 3}))
+	f.Add(AppendHave(nil, []int{4, 5}))
 	f.Add(append(AppendBlockHeader(nil, 3), 1, 2))
 	f.Add(AppendMissing(nil, 9))
 	f.Add(AppendError(nil, "x"))
@@ -300,6 +324,11 @@ func FuzzDecoders(f *testing.F) {
 				if i < 0 || i >= 1000 {
 					t.Fatalf("index %d out of range", i)
 				}
+			}
+		}
+		if idx, err := DecodeHave(nil, b, 64, 1000); err == nil {
+			if len(idx) > 64 || slices.ContainsFunc(idx, func(i int) bool { return i < 0 || i >= 1000 }) {
+				t.Fatalf("have %v out of its bounds", idx)
 			}
 		}
 		if i, data, _, err := DecodeBlock(b, 1000); err == nil && (i < 0 || i >= 1000 || len(data) > len(b)) {

@@ -145,6 +145,42 @@ func NewLinks(up, down []float64) *Links {
 	return &Links{up: up, down: down, upFree: make([]float64, len(up)), dnFree: make([]float64, len(down))}
 }
 
+// Up books b bytes on the uplink of peer from, starting no earlier than now
+// (seconds on the caller's clock), and returns when the uplink has sent
+// them. With Down, called when they reach the receiver (a latency later),
+// it books a transfer link by link as it happens; Reserve books both at
+// once.
+func (l *Links) Up(from, b int, now float64) float64 {
+	if l == nil {
+		return now
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if u := l.up[from]; u > 0 {
+		s := max(now, l.upFree[from])
+		l.upFree[from] = s + float64(b)/u
+		return l.upFree[from]
+	}
+	return now
+}
+
+// Down books b bytes on the downlink of peer to, arriving at time at, and
+// returns when the downlink has delivered them: bytes are delivered in the
+// order they arrive, at the downlink's rate.
+func (l *Links) Down(to, b int, at float64) float64 {
+	if l == nil {
+		return at
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if d := l.down[to]; d > 0 {
+		s := max(at, l.dnFree[to])
+		l.dnFree[to] = s + float64(b)/d
+		return l.dnFree[to]
+	}
+	return at
+}
+
 // Reserve books a transfer of b bytes from peer from to peer to, starting no
 // earlier than now (seconds on the caller's clock), and returns when it has
 // been delivered through both access links (before latency).

@@ -1,0 +1,247 @@
+package peer
+
+import (
+	"errors"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// A watch (wire.Hello.Watch) is a reconciliation stream kept open once its
+// session is answered: the server sends a have frame of every block it
+// gains, the fetcher one of every block it stores, until the fetcher closes
+// it. One reconciliation (CBF subtraction, which finds every block the
+// fetcher lacks) starts it; from then on each side learns of the other's new
+// blocks a one-way delay after they are stored, at a few bytes a block, as
+// BitTorrent's HAVE messages tell them, rather than by reconciling again. A
+// super-seed deals its offers out over its watches (superSeed).
+
+// maxHave is the most indices one have frame carries.
+const maxHave = 4096
+
+// haveFrameMax bounds a have frame: its type, count and indices.
+const haveFrameMax = 1 + binaryMaxVarint + maxHave*binaryMaxVarint
+
+// superTick is how often a super-seed's watch deals out offers when nothing
+// else happens (offers unasked for superSeedHold expire).
+const superTick = superSeedHold / 4
+
+// serveWatch keeps the answered reconciliation stream ss as a watch: it
+// sends a have frame of the blocks the store gains from the gain log's
+// cursor on (and, for a super-seed's watcher sw, of the offers dealt to it),
+// and reads the watcher's own have frames, until the watcher closes the
+// stream (nil), the service closes or the stream fails.
+func (p *Service) serveWatch(ss *serverStream, cursor int, sw *superWatch) error {
+	c := ss.c
+	read := make(chan error, 1)
+	if !p.goroutine(func() { read <- p.readWatcher(ss, sw) }) {
+		return ErrClosed
+	}
+	var wake <-chan struct{}
+	var tick <-chan time.Time
+	if sw != nil {
+		wake = sw.wake
+		t := time.NewTicker(superTick)
+		defer t.Stop()
+		tick = t.C
+	}
+	var idx []int
+	var grew <-chan struct{}
+	for {
+		idx, cursor, grew = c.gainsSince(idx[:0], cursor)
+		if sw != nil {
+			idx = append(idx, c.super.take(sw)...)
+		}
+		for len(idx) > 0 {
+			n := min(len(idx), maxHave)
+			if err := ss.send(wire.AppendHave(nil, idx[:n])); err != nil {
+				return err
+			}
+			idx = idx[n:]
+			if len(idx) == 0 {
+				if err := ss.flush(); err != nil {
+					return err
+				}
+			}
+		}
+		select {
+		case <-grew:
+		case <-wake:
+		case <-tick:
+			c.super.pump()
+		case err := <-read:
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		case <-p.ctx.Done():
+			return p.ctx.Err()
+		}
+	}
+}
+
+// readWatcher reads the have frames of a watcher until its stream ends (a
+// clean end is io.EOF), telling a super-seed (sw, if set) what it got.
+func (p *Service) readWatcher(ss *serverStream, sw *superWatch) error {
+	limit := ss.c.man.BlockCount()
+	var idx []int
+	for {
+		// A watch is quiet while nothing happens: no read deadline.
+		if err := ss.s.SetReadDeadline(time.Time{}); err != nil {
+			return err
+		}
+		f, err := ss.fr.Next(haveFrameMax)
+		if err != nil {
+			return err
+		}
+		if idx, err = wire.DecodeHave(idx, f, maxHave, limit); err != nil {
+			return err
+		}
+		if sw != nil {
+			ss.c.super.has(sw, idx)
+		}
+	}
+}
+
+// watchConn is the fetcher's side of a watch of one source: a goroutine
+// reads the source's have frames into its offers, another sends the
+// fetch's new blocks.
+type watchConn struct {
+	cs *clientStream
+	// news has a value when haves of the source were added to its offers.
+	news chan struct{}
+	// done is closed when the watch has ended (either side).
+	done chan struct{}
+
+	mu      sync.Mutex
+	pending []int         // blocks stored and not yet sent
+	signal  chan struct{} // has a value when pending has blocks
+	err     error
+	once    sync.Once
+}
+
+// startWatch keeps cs, the stream of an answered reconciliation asked for
+// with Hello.Watch, as src's watch.
+func (f *fetch) startWatch(src *source, cs *clientStream) *watchConn {
+	w := &watchConn{cs: cs, news: make(chan struct{}, 1), done: make(chan struct{}), signal: make(chan struct{}, 1)}
+	go w.send()
+	go f.readHaves(src, w)
+	return w
+}
+
+// readHaves adds the blocks the source's have frames list to its offers
+// until the watch ends.
+func (f *fetch) readHaves(src *source, w *watchConn) {
+	limit := f.t.count()
+	var idx []int
+	for {
+		fr, err := w.cs.nextQuiet(haveFrameMax)
+		if err == nil {
+			idx, err = wire.DecodeHave(idx, fr, maxHave, limit)
+		}
+		if err != nil {
+			w.end(err)
+			return
+		}
+		f.mu.Lock()
+		idx = slices.DeleteFunc(idx, func(i int) bool {
+			_, refused := src.refused[i]
+			return refused || f.t.has(i)
+		})
+		f.pick.add(&src.offers, idx)
+		src.share.Haves += len(idx)
+		f.mu.Unlock()
+		select {
+		case w.news <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// have queues block i to be told to the source.
+func (w *watchConn) have(i int) {
+	w.mu.Lock()
+	w.pending = append(w.pending, i)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+// send writes the queued blocks as have frames until the watch ends.
+func (w *watchConn) send() {
+	for {
+		select {
+		case <-w.signal:
+		case <-w.done:
+			return
+		}
+		w.mu.Lock()
+		idx := w.pending
+		w.pending = nil
+		w.mu.Unlock()
+		for len(idx) > 0 {
+			n := min(len(idx), maxHave)
+			err := w.cs.send(wire.AppendHave(nil, idx[:n]))
+			if err == nil {
+				err = w.cs.flush()
+			}
+			if err != nil {
+				w.end(err)
+				return
+			}
+			idx = idx[n:]
+		}
+	}
+}
+
+// end ends the watch with err (the first reason kept) and resets its
+// stream.
+func (w *watchConn) end(err error) {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.err = err
+		w.mu.Unlock()
+		close(w.done)
+		w.cs.reset()
+	})
+}
+
+// close ends the watch politely: the source sees the stream end.
+func (w *watchConn) close() {
+	w.once.Do(func() {
+		w.mu.Lock()
+		w.err = io.EOF
+		w.mu.Unlock()
+		close(w.done)
+		w.cs.close()
+	})
+}
+
+// alive reports whether the watch has not ended.
+func (w *watchConn) alive() bool {
+	if w == nil {
+		return false
+	}
+	select {
+	case <-w.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// announce tells the sources this fetch watches that it stored block i.
+func (f *fetch) announce(i int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, src := range f.sources {
+		if src.watch.alive() {
+			src.watch.have(i)
+		}
+	}
+}
