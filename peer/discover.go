@@ -14,7 +14,7 @@ import (
 // downloads from the new ones too (a swarm).
 func (f *fetch) discover() {
 	defer f.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(f.p.cfg.stretch(time.Second))
 	defer t.Stop()
 	asked := make(map[lpeer.ID]time.Time)
 	f.discoverMore() // peer/find.go: DHT providers and LAN peers too
@@ -22,7 +22,7 @@ func (f *fetch) discover() {
 		f.mu.Lock()
 		var ids []lpeer.ID
 		for id := range f.sources {
-			if time.Since(asked[id]) > time.Second {
+			if time.Since(asked[id]) > f.p.cfg.stretch(time.Second) {
 				ids = append(ids, id)
 			}
 		}
@@ -37,7 +37,7 @@ func (f *fetch) discover() {
 				if ai.ID == f.p.h.ID() || f.known(ai.ID) {
 					continue
 				}
-				cctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+				cctx, cancel := context.WithTimeout(f.ctx, f.p.cfg.stretch(5*time.Second))
 				err := f.p.h.Connect(cctx, ai)
 				cancel()
 				if err == nil {

@@ -99,7 +99,7 @@ func (f *fetch) download(src *source) (err error) {
 		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
 			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= endgameWait {
+			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= f.p.cfg.stretch(endgameWait) {
 				batch = f.pick.endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
 			}
 			if len(batch) > 0 {
@@ -136,7 +136,7 @@ func (f *fetch) download(src *source) (err error) {
 		f.mu.Lock()
 		others := f.active > 1
 		f.mu.Unlock()
-		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.timeout(f.p.cfg.stallTimeout, others))
+		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.timeout(f.p.cfg.stallTimeout, f.p.cfg.stretch(stallMin), others))
 		gaps.arrived(time.Now())
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
@@ -440,11 +440,11 @@ func (c *stallClock) arrived(t time.Time) {
 }
 
 // timeout is how long to wait for the next block: max, or, once a few gaps
-// are known and others can take over, eight times the usual gap (at least
-// stallMin).
-func (c *stallClock) timeout(max time.Duration, others bool) time.Duration {
+// are known and others can take over, least (stallMin, stretched by the
+// time scale) and eight times the usual gap.
+func (c *stallClock) timeout(max, least time.Duration, others bool) time.Duration {
 	if !others || c.n < 4 {
 		return max
 	}
-	return min(max, stallMin+8*c.gap)
+	return min(max, least+8*c.gap)
 }

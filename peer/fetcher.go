@@ -160,7 +160,8 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	}
 	f.wg.Add(1)
 	go f.discover()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(f.p.cfg.stretch(100 * time.Millisecond))
+	noPeer := f.p.cfg.stretch(f.fc.noPeer)
 	defer tick.Stop()
 	var err error
 loop:
@@ -188,15 +189,15 @@ loop:
 			}
 			f.mu.Unlock()
 			missing := m.BlockCount() - f.c.store.HeldCount()
-			if idle > f.fc.noPeer {
+			if idle > noPeer {
 				err = fmt.Errorf("%w: %s", ErrNoPeers, f.missingText(missing))
 				break loop
 			}
-			if stuck > f.fc.noPeer && busy > 0 && busy == active {
+			if stuck > noPeer && busy > 0 && busy == active {
 				err = fmt.Errorf("%w: %s: all %d peers refused: busy", ErrNoPeers, f.missingText(missing), active)
 				break loop
 			}
-			if stuck > f.fc.noPeer {
+			if stuck > noPeer {
 				err = fmt.Errorf("%w: %s, and %s", ErrNoPeers, f.missingText(missing), noneHas(active))
 				break loop
 			}
@@ -278,7 +279,8 @@ func (f *fetch) work(src *source) {
 			src.watch.close()
 		}
 	}()
-	wait := 50 * time.Millisecond
+	first, most := f.p.cfg.stretch(50*time.Millisecond), f.p.cfg.stretch(time.Second)
+	wait := first
 	for f.ctx.Err() == nil {
 		var err error
 		var offered []int
@@ -309,7 +311,7 @@ func (f *fetch) work(src *source) {
 			src.failures, src.unknown = 0, 0
 			if len(offered) > 0 {
 				// It had something for us: it may have more soon.
-				wait = 50 * time.Millisecond
+				wait = first
 			}
 		case errors.Is(err, ErrBadBlock) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrManifestMismatch):
 			f.drop(src, err)
@@ -365,7 +367,7 @@ func (f *fetch) work(src *source) {
 			case <-w:
 			case <-src.watch.news:
 			case <-src.watch.done:
-			case <-time.After(rotateIdle):
+			case <-time.After(f.p.cfg.stretch(rotateIdle)):
 				// Looked at again, for rotation.
 			}
 			continue
@@ -378,7 +380,7 @@ func (f *fetch) work(src *source) {
 		case <-w:
 			t.Stop()
 		case <-t.C:
-			wait = min(2*wait, time.Second)
+			wait = min(2*wait, most)
 		}
 	}
 }
@@ -391,7 +393,7 @@ func (f *fetch) work(src *source) {
 // outside. src becomes a spare itself and may come back later, when it has
 // gained blocks and another source is idle in turn.
 func (f *fetch) rotateLocked(src *source) bool {
-	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || time.Since(src.useful) < rotateIdle {
+	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || time.Since(src.useful) < f.p.cfg.stretch(rotateIdle) {
 		return false
 	}
 	f.spare[src.id] = time.Now()

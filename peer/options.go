@@ -2,6 +2,8 @@ package peer
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"log/slog"
 	"time"
 
@@ -29,6 +31,8 @@ type config struct {
 	syncEvery    int
 	serveRate    float64
 	observer     func(ServeEvent)
+	// timeScale stretches the protocol's timers (WithTimeScale).
+	timeScale float64
 	// dialRanker orders the dials of a peer's addresses (tcpFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
@@ -99,7 +103,31 @@ func newConfig(opts []Option) (config, error) {
 			return cfg, err
 		}
 	}
+	cfg.streamIdle, cfg.stallTimeout = cfg.stretch(cfg.streamIdle), cfg.stretch(cfg.stallTimeout)
 	return cfg, nil
+}
+
+// stretch returns d stretched by the time scale (WithTimeScale).
+func (c *config) stretch(d time.Duration) time.Duration {
+	if c.timeScale == 1 || c.timeScale == 0 {
+		return d
+	}
+	return time.Duration(float64(d) * c.timeScale)
+}
+
+// WithTimeScale stretches every timer of the service's protocol by s (its
+// stream idle and stall timeouts, its pauses and retries, the holds of a
+// super-seed): for an emulation that runs the network s times slower than
+// the one it stands for, so that the peers keep the same pace against it
+// (package testnet's time scale). Default 1.
+func WithTimeScale(s float64) Option {
+	return func(c *config) error {
+		if !(s > 0) || math.IsInf(s, 0) {
+			return fmt.Errorf("peer: WithTimeScale(%g): want a positive scale", s)
+		}
+		c.timeScale = s
+		return nil
+	}
 }
 
 func defaultConfig() config {
@@ -111,6 +139,7 @@ func defaultConfig() config {
 		stallTimeout: 10 * time.Second,
 		window:       16,
 		maxSources:   32,
+		timeScale:    1,
 		syncEvery:    16,
 		dialRanker:   tcpFirst,
 	}

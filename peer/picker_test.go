@@ -147,20 +147,20 @@ func TestPickerProperty(t *testing.T) {
 func TestStallClock(t *testing.T) {
 	var c stallClock
 	t0 := time.Unix(0, 0)
-	if got := c.timeout(10*time.Second, true); got != 10*time.Second {
+	if got := c.timeout(10*time.Second, stallMin, true); got != 10*time.Second {
 		t.Fatalf("no gap known: %v", got)
 	}
 	for i := range 6 {
 		c.arrived(t0.Add(time.Duration(i) * 10 * time.Millisecond))
 	}
-	if got := c.timeout(10*time.Second, true); got != stallMin+80*time.Millisecond {
+	if got := c.timeout(10*time.Second, stallMin, true); got != stallMin+80*time.Millisecond {
 		t.Fatalf("10 ms gaps, others there: %v, want %v", got, stallMin+80*time.Millisecond)
 	}
-	if got := c.timeout(10*time.Second, false); got != 10*time.Second {
+	if got := c.timeout(10*time.Second, stallMin, false); got != 10*time.Second {
 		t.Fatalf("alone: %v, want the stall timeout", got)
 	}
 	c.arrived(t0.Add(time.Hour)) // a long gap raises the average
-	if got := c.timeout(10*time.Second, true); got != 10*time.Second {
+	if got := c.timeout(10*time.Second, stallMin, true); got != 10*time.Second {
 		t.Fatalf("after an hour's gap: %v, want the stall timeout (the cap)", got)
 	}
 }

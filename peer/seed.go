@@ -107,7 +107,7 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 		c.coded = cb
 	}
 	if sc.superSeed {
-		c.super = newSuperSeed(m.BlockCount())
+		c.super = newSuperSeed(m.BlockCount(), p.cfg.stretch(superSeedHold))
 	}
 	if err := p.add(c); err != nil {
 		s.Close()
@@ -268,6 +268,7 @@ func (p *Service) add(c *content) error {
 	if p.closed {
 		return ErrClosed
 	}
+	c.fresh = p.cfg.stretch(uploadQueueFresh)
 	id := c.man.ID()
 	if _, dup := p.contents[id]; dup {
 		return fmt.Errorf("peer: content %s is already served by this peer", id)

@@ -139,7 +139,7 @@ func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error
 	defer stop()
 	// The hello is a few dozen bytes: it arrives within helloTimeout or the
 	// stream (and the share of streams it holds) is given up.
-	ss.until = time.Now().Add(min(helloTimeout, ss.idle))
+	ss.until = time.Now().Add(min(p.cfg.stretch(helloTimeout), ss.idle))
 	f, err := ss.next(helloMax)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {

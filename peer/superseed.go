@@ -39,6 +39,8 @@ type superSeed struct {
 	rng     *rand.Rand
 	now     func() time.Time
 	scratch []superSeedRank
+	// hold is superSeedHold, stretched by the service's time scale.
+	hold time.Duration
 
 	watchers map[lpeer.ID]*superWatch
 }
@@ -86,8 +88,10 @@ type superSeedRank struct {
 	tie    uint32
 }
 
-func newSuperSeed(blocks int) *superSeed {
-	return &superSeed{sent: make([]int32, blocks), asked: make([]int32, blocks), offered: make([]time.Time, blocks),
+// newSuperSeed returns the policy of a seed of blocks blocks whose offers
+// are held for hold (superSeedHold, stretched by the time scale).
+func newSuperSeed(blocks int, hold time.Duration) *superSeed {
+	return &superSeed{hold: hold, sent: make([]int32, blocks), asked: make([]int32, blocks), offered: make([]time.Time, blocks),
 		offers: make([]int32, blocks), unsent: blocks, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now: time.Now,
 		watchers: make(map[lpeer.ID]*superWatch)}
 }
@@ -107,7 +111,7 @@ func (ss *superSeed) trim(lacking []uint32) []uint32 {
 			continue
 		}
 		t := ss.offered[i]
-		recent := !t.IsZero() && now.Sub(t) < superSeedHold
+		recent := !t.IsZero() && now.Sub(t) < ss.hold
 		load := ss.sent[i] + ss.asked[i] + ss.offers[i]
 		if recent {
 			load++
@@ -232,7 +236,7 @@ func (ss *superSeed) pumpLocked() {
 	now := ss.now()
 	order := make([]*superWatch, 0, len(ss.watchers))
 	for _, w := range ss.watchers {
-		if w.pending == 0 && now.Sub(w.asked) >= superSeedHold {
+		if w.pending == 0 && now.Sub(w.asked) >= ss.hold {
 			for i := range w.open {
 				ss.closeOffer(w, i)
 			}

@@ -25,7 +25,7 @@ func allBlocks(n int) []uint32 {
 // are out, and then the least sent.
 func TestSuperSeedFirstCopies(t *testing.T) {
 	const n = 10
-	ss := newSuperSeed(n)
+	ss := newSuperSeed(n, superSeedHold)
 	now := time.Unix(1000, 0)
 	ss.now = func() time.Time { return now }
 	seen := map[uint32]int{}
@@ -91,7 +91,7 @@ func TestSuperSeedFirstCopies(t *testing.T) {
 // they are offered: no block is sent twice before every block is sent once.
 func TestSuperSeedSendsOnce(t *testing.T) {
 	const n, fetchers = 64, 20
-	ss := newSuperSeed(n)
+	ss := newSuperSeed(n, superSeedHold)
 	now := time.Unix(1000, 0)
 	ss.now = func() time.Time { return now }
 	sent := 0
@@ -189,7 +189,7 @@ func TestSuperSeedSwarm(t *testing.T) {
 // tells the seed it got a block elsewhere is not offered it.
 func TestSuperSeedWatchers(t *testing.T) {
 	const n, watchers = 64, 10
-	ss := newSuperSeed(n)
+	ss := newSuperSeed(n, superSeedHold)
 	now := time.Unix(1000, 0)
 	ss.now = func() time.Time { return now }
 	ws := make([]*superWatch, watchers)

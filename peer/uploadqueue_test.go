@@ -6,17 +6,20 @@ import (
 )
 
 // TestUploadQueue: a lone asker is always served; others are turned away
-// once the queue of the rest is full, each of the rest counted up to
+// once uploadQueue other peers have blocks queued, each counted up to
 // uploadQueuePeer and only while it reads; the queue frees as blocks are
 // sent.
 func TestUploadQueue(t *testing.T) {
-	c := &content{}
+	if uploadQueue != 2 || uploadQueuePeer != 1 {
+		t.Fatalf("the test is written for a queue of 2 peers")
+	}
+	c := &content{fresh: uploadQueueFresh}
 	now := time.Unix(100, 0)
 	if !c.queue("a", 100, now) || !c.queue("a", 100, now) {
 		t.Fatal("a lone asker was turned away")
 	}
 	// a counts uploadQueuePeer for the others: b fits, again and again.
-	if !c.queue("b", uploadQueue, now) || !c.queue("b", 1, now) {
+	if !c.queue("b", 8, now) || !c.queue("b", 1, now) {
 		t.Fatal("b turned away behind one peer's queue")
 	}
 	// a and b together fill the queue for c.
@@ -37,7 +40,7 @@ func TestUploadQueue(t *testing.T) {
 	if c.queue("a", 1, now) {
 		t.Fatal("a queued behind b and c")
 	}
-	c.unqueue("b", uploadQueue, now)
+	c.unqueue("b", 8, now)
 	if !c.queue("a", 1, now) {
 		t.Fatal("a turned away once b's blocks were sent")
 	}

@@ -25,10 +25,6 @@ const maxHave = 4096
 // haveFrameMax bounds a have frame: its type, count and indices.
 const haveFrameMax = 1 + binaryMaxVarint + maxHave*binaryMaxVarint
 
-// superTick is how often a super-seed's watch deals out offers when nothing
-// else happens (offers unasked for superSeedHold expire).
-const superTick = superSeedHold / 4
-
 // serveWatch keeps the answered reconciliation stream ss as a watch: it
 // sends a have frame of the blocks the store gains from the gain log's
 // cursor on (and, for a super-seed's watcher sw, of the offers dealt to it),
@@ -41,10 +37,12 @@ func (p *Service) serveWatch(ss *serverStream, cursor int, sw *superWatch) error
 		return ErrClosed
 	}
 	var wake <-chan struct{}
+	// A super-seed's watch deals out offers a few times per hold when
+	// nothing else happens (the offers of idle watchers expire).
 	var tick <-chan time.Time
 	if sw != nil {
 		wake = sw.wake
-		t := time.NewTicker(superTick)
+		t := time.NewTicker(c.super.hold / 4)
 		defer t.Stop()
 		tick = t.C
 	}
