@@ -71,6 +71,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "sync-every", Usage: "the fetches' --sync-every (blocks per fsync group; 0: fetch's default)"},
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
+			&cli.StringFlag{Name: "compare", Hidden: true, Usage: "another build of reconcile: each repetition also fetches from one seed with it (its seed and fetch), right after this build's, for an A/B ratio"},
 			&cli.StringFlag{Name: "profile", Hidden: true, Usage: "write CPU profiles of the one-seed run's seed and fetch processes into this folder (seed-R.pprof, fetch-R.pprof for repetition R)"},
 			&cli.StringFlag{Name: "tcp-send", Hidden: true, Usage: "internal: send --file to this address and exit"},
 			&cli.StringFlag{Name: "file", Hidden: true, Usage: "internal: the file of --tcp-send"},
@@ -92,6 +93,7 @@ type benchReport struct {
 	TLS          *benchRun             `json:"tls_copy"`
 	OneSeed      *benchRun             `json:"one_seed"`
 	FullSeed     *benchRun             `json:"full_seeds_run,omitempty"`
+	Compare      *benchRun             `json:"compare_one_seed,omitempty"`
 	MultiSeed    *benchRun             `json:"multi_seed,omitempty"`
 	FullSeeds    int                   `json:"full_seeds"`
 	Seeds        int                   `json:"seeds"`
@@ -196,6 +198,12 @@ func runBench(c *cli.Context) error {
 		nfull = 0 // the one-seed run
 	}
 	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: stepLog(c)}
+	other := c.String("compare")
+	if other != "" {
+		if other, err = filepath.Abs(other); err != nil {
+			return err
+		}
+	}
 	for _, name := range []string{"window", "sync-every"} {
 		if v := c.Int(name); v < 0 {
 			return usagef("--%s %d: want 0 (the default) or more", name, v)
@@ -236,6 +244,9 @@ func runBench(c *cli.Context) error {
 	if nfull > 0 {
 		rep.FullSeed = &benchRun{}
 	}
+	if other != "" {
+		rep.Compare = &benchRun{}
+	}
 	var parts []string
 	if nseeds > 0 {
 		rep.MultiSeed = &benchRun{}
@@ -274,7 +285,7 @@ func runBench(c *cli.Context) error {
 		if r == nil {
 			return nil
 		}
-		sum, rss, err := bc.fetchFrom(ctx, paths, profile)
+		sum, rss, err := bc.fetchFrom(ctx, bc.self, paths, profile)
 		if err != nil {
 			return err
 		}
@@ -304,6 +315,14 @@ func runBench(c *cli.Context) error {
 		if err := fetchRun(rep.OneSeed, fulls[:1], profile); err != nil {
 			return err
 		}
+		if rep.Compare != nil {
+			logf("  fetch from one seed with %s...\n", other)
+			sum, rss, err := bc.fetchFrom(ctx, other, fulls[:1], "")
+			if err != nil {
+				return err
+			}
+			rep.Compare.add(sum.Seconds, rss)
+		}
 		if rep.FullSeed != nil {
 			logf("  fetch from %d full seeds...\n", nfull)
 			if err := fetchRun(rep.FullSeed, fulls, ""); err != nil {
@@ -317,7 +336,7 @@ func runBench(c *cli.Context) error {
 			}
 		}
 	}
-	for _, r := range []*benchRun{rep.TCP, rep.TCPUser, rep.TLS, rep.OneSeed, rep.FullSeed, rep.MultiSeed} {
+	for _, r := range []*benchRun{rep.TCP, rep.TCPUser, rep.TLS, rep.OneSeed, rep.Compare, rep.FullSeed, rep.MultiSeed} {
 		r.finish(size)
 	}
 	rep.Ratios = map[string]benchRatio{}
@@ -330,6 +349,9 @@ func runBench(c *cli.Context) error {
 	ratio("one_seed_vs_tls", rep.OneSeed, rep.TLS, &rep.OneVsTLS)
 	ratio("one_seed_vs_tcp", rep.OneSeed, rep.TCP, &rep.OneVsTCP)
 	ratio("one_seed_vs_tcp_userspace", rep.OneSeed, rep.TCPUser, &rep.OneVsTCPUser)
+	var unused float64
+	ratio("one_seed_vs_compare", rep.OneSeed, rep.Compare, &unused)
+	ratio("compare_vs_tls", rep.Compare, rep.TLS, &unused)
 	ratio("full_seeds_vs_one_seed", rep.FullSeed, rep.OneSeed, &rep.FullVsOne)
 	ratio("multi_seed_vs_one_seed", rep.MultiSeed, rep.OneSeed, &rep.MultiVsOne)
 	ratio("multi_seed_vs_tcp", rep.MultiSeed, rep.TCP, &rep.MultiVsTCP)
@@ -352,7 +374,7 @@ func printBench(w io.Writer, rep *benchReport) {
 		if r == nil {
 			return
 		}
-		fmt.Fprintf(w, "  %-33s %8.1f MiB/s  %.2f s", name, mib(rep.Bytes)/r.Seconds, r.Seconds)
+		fmt.Fprintf(w, "  %-36s %8.1f MiB/s  %.2f s", name, mib(rep.Bytes)/r.Seconds, r.Seconds)
 		if rep.Repeat > 1 {
 			fmt.Fprintf(w, " (%.2f-%.2f s)", r.MinSeconds, r.MaxSeconds)
 		}
@@ -365,6 +387,7 @@ func printBench(w io.Writer, rep *benchReport) {
 	line("plain TCP copy, read/write loop", rep.TCPUser)
 	line("TLS 1.3 copy (AES-GCM)", rep.TLS)
 	line("fetch, 1 full seed", rep.OneSeed)
+	line("fetch, 1 full seed, --compare build", rep.Compare)
 	line(fmt.Sprintf("fetch, %d full seeds", rep.FullSeeds), rep.FullSeed)
 	line(fmt.Sprintf("fetch, %d partial seeds", rep.Seeds), rep.MultiSeed)
 	fmt.Fprintln(w, "ratios of throughput, taken in each repetition (higher is faster):")
@@ -373,7 +396,7 @@ func printBench(w io.Writer, rep *benchReport) {
 		if !ok {
 			return
 		}
-		fmt.Fprintf(w, "  %-33s %6.2f x", name, r.Median)
+		fmt.Fprintf(w, "  %-36s %6.2f x", name, r.Median)
 		if rep.Repeat > 1 {
 			fmt.Fprintf(w, "  (%.2f-%.2f)", r.Min, r.Max)
 		}
@@ -382,6 +405,8 @@ func printBench(w io.Writer, rep *benchReport) {
 	ratio("1 seed / TLS copy", "one_seed_vs_tls")
 	ratio("1 seed / TCP copy (sendfile)", "one_seed_vs_tcp")
 	ratio("1 seed / TCP copy (read/write)", "one_seed_vs_tcp_userspace")
+	ratio("1 seed / 1 seed, --compare build", "one_seed_vs_compare")
+	ratio("1 seed, --compare build / TLS", "compare_vs_tls")
 	ratio(fmt.Sprintf("%d full seeds / 1 seed", rep.FullSeeds), "full_seeds_vs_one_seed")
 	ratio(fmt.Sprintf("%d partial seeds / 1 seed", rep.Seeds), "multi_seed_vs_one_seed")
 	ratio(fmt.Sprintf("%d partial seeds / TCP (sendfile)", rep.Seeds), "multi_seed_vs_tcp")
@@ -389,15 +414,16 @@ func printBench(w io.Writer, rep *benchReport) {
 
 // fetchFrom starts a seed process for each path (a file, or a store folder
 // holding part of it), fetches from all of them into a fresh folder, stops
-// the seeds and returns the fetch's summary and peak RSS in MiB. With
+// the seeds and returns the fetch's summary and peak RSS in MiB. self is
+// the reconcile binary both run (this one, or a --compare build). With
 // profile set, the first seed and the fetch write CPU profiles named after it.
-func (bc *benchConfig) fetchFrom(ctx context.Context, paths []string, profile string) (*peer.Summary, float64, error) {
+func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []string, profile string) (*peer.Summary, float64, error) {
 	var seedArgs, fetchArgs []string
 	if profile != "" {
 		seedArgs = []string{"--cpuprofile", filepath.Join(bc.profile, "seed-"+profile+".pprof")}
 		fetchArgs = []string{"--cpuprofile", filepath.Join(bc.profile, "fetch-"+profile+".pprof")}
 	}
-	tks, stopSeeds, err := benchSeedsAll(ctx, bc.self, bc.dir, paths, bc.bs, seedArgs)
+	tks, stopSeeds, err := benchSeedsAll(ctx, self, bc.dir, paths, bc.bs, seedArgs)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -412,7 +438,7 @@ func (bc *benchConfig) fetchFrom(ctx context.Context, paths []string, profile st
 	out := filepath.Join(bc.dir, "fetched")
 	os.RemoveAll(out)
 	defer os.RemoveAll(out)
-	sum, rss, err := benchFetch(ctx, bc.self, tks[0], extra, out, append(fetchArgs, bc.fetchArgs...))
+	sum, rss, err := benchFetch(ctx, self, tks[0], extra, out, append(fetchArgs, bc.fetchArgs...))
 	stopSeeds()
 	return sum, rss, err
 }
