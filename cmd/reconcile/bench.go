@@ -72,6 +72,8 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
 			&cli.StringFlag{Name: "compare", Hidden: true, Usage: "another build of reconcile: each repetition also fetches from one seed with it (its seed and fetch), right after this build's, for an A/B ratio"},
+			&cli.StringFlag{Name: "compare-fetch", Hidden: true, Usage: "more arguments of the --compare run's fetch, space-separated (without --compare: this build with other fetch arguments)"},
+			&cli.StringFlag{Name: "compare-seed", Hidden: true, Usage: "more arguments of the --compare run's seed, space-separated (e.g. \"--block-size 1MiB\")"},
 			&cli.StringFlag{Name: "profile", Hidden: true, Usage: "write CPU profiles of the one-seed run's seed and fetch processes into this folder (seed-R.pprof, fetch-R.pprof for repetition R)"},
 			&cli.StringFlag{Name: "tcp-send", Hidden: true, Usage: "internal: send --file to this address and exit"},
 			&cli.StringFlag{Name: "file", Hidden: true, Usage: "internal: the file of --tcp-send"},
@@ -204,6 +206,10 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 	}
+	otherFetch, otherSeed := strings.Fields(c.String("compare-fetch")), strings.Fields(c.String("compare-seed"))
+	if other == "" && (len(otherFetch) > 0 || len(otherSeed) > 0) {
+		other = "this build"
+	}
 	for _, name := range []string{"window", "sync-every"} {
 		if v := c.Int(name); v < 0 {
 			return usagef("--%s %d: want 0 (the default) or more", name, v)
@@ -221,6 +227,10 @@ func runBench(c *cli.Context) error {
 	}
 	if bc.self, err = os.Executable(); err != nil {
 		return err
+	}
+	otherBin := other
+	if other == "this build" {
+		otherBin = bc.self
 	}
 	dir, done, err := workFolder(c, "bench")
 	if err != nil {
@@ -285,7 +295,7 @@ func runBench(c *cli.Context) error {
 		if r == nil {
 			return nil
 		}
-		sum, rss, err := bc.fetchFrom(ctx, bc.self, paths, profile)
+		sum, rss, err := bc.fetchFrom(ctx, bc.self, paths, profile, nil, nil)
 		if err != nil {
 			return err
 		}
@@ -316,8 +326,8 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 		if rep.Compare != nil {
-			logf("  fetch from one seed with %s...\n", other)
-			sum, rss, err := bc.fetchFrom(ctx, other, fulls[:1], "")
+			logf("  fetch from one seed with %s %v %v...\n", other, otherSeed, otherFetch)
+			sum, rss, err := bc.fetchFrom(ctx, otherBin, fulls[:1], "", otherSeed, otherFetch)
 			if err != nil {
 				return err
 			}
@@ -415,13 +425,13 @@ func printBench(w io.Writer, rep *benchReport) {
 // fetchFrom starts a seed process for each path (a file, or a store folder
 // holding part of it), fetches from all of them into a fresh folder, stops
 // the seeds and returns the fetch's summary and peak RSS in MiB. self is
-// the reconcile binary both run (this one, or a --compare build). With
+// the reconcile binary both run (this one, or a --compare build), with
+// seedArgs (the first seed) and fetchArgs added. With
 // profile set, the first seed and the fetch write CPU profiles named after it.
-func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []string, profile string) (*peer.Summary, float64, error) {
-	var seedArgs, fetchArgs []string
+func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []string, profile string, seedArgs, fetchArgs []string) (*peer.Summary, float64, error) {
 	if profile != "" {
-		seedArgs = []string{"--cpuprofile", filepath.Join(bc.profile, "seed-"+profile+".pprof")}
-		fetchArgs = []string{"--cpuprofile", filepath.Join(bc.profile, "fetch-"+profile+".pprof")}
+		seedArgs = append(seedArgs, "--cpuprofile", filepath.Join(bc.profile, "seed-"+profile+".pprof"))
+		fetchArgs = append(fetchArgs, "--cpuprofile", filepath.Join(bc.profile, "fetch-"+profile+".pprof"))
 	}
 	tks, stopSeeds, err := benchSeedsAll(ctx, self, bc.dir, paths, bc.bs, seedArgs)
 	if err != nil {
@@ -563,6 +573,7 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 	for j, p := range paths {
 		tf := filepath.Join(dir, fmt.Sprintf("seed%d.ticket", j))
 		os.Remove(tf)
+		// Later flags win: args may set another --block-size.
 		cmd := exec.CommandContext(ctx, self, append([]string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf}, args...)...)
 		args = nil // the first seed's only
 		sp := &seedProc{exited: make(chan error, 1)}
