@@ -51,9 +51,13 @@ func benchCommand() *cli.Command {
 			"reconciliation, transfer, verification, fsync).\n\n" +
 			"Figures: for each run the median MiB/s over the repetitions (the JSON: mb_per_s,\n" +
 			"10^6 bytes) with its seconds, the fastest and slowest seconds, and the peak resident\n" +
-			"memory of the fetch process (the largest over the repetitions). Ratios are of\n" +
-			"throughput (higher is faster), taken within each repetition and then summarized as\n" +
-			"median, min and max: 1 seed / TLS copy (the goal: 0.9 or more), 1 seed / TCP copies,\n" +
+			"memory of the fetch process (the largest over the repetitions), and the median CPU\n" +
+			"seconds (user and system) of the receiving side (the fetch process; for a copy, the\n" +
+			"bench process) + of the sending side (the seeds while the fetch ran; the copy's\n" +
+			"sender): the work per byte, which a busy machine disturbs far less than the time.\n" +
+			"Ratios are of throughput (higher is faster), taken within each repetition and then\n" +
+			"summarized as median, min and max: 1 seed / TLS copy (the goal: 0.9 or more), the\n" +
+			"CPU seconds of 1 seed / of the TLS copy (lower is less work), 1 seed / TCP copies,\n" +
 			"N full seeds / 1 seed (above 1: several seeds are faster than one), N partial seeds\n" +
 			"/ 1 seed and / TCP copy.\n\n" +
 			"Example:\n" +
@@ -119,6 +123,15 @@ type benchRun struct {
 	Each       []float64 `json:"each_seconds"`
 	// PeakRSSMiB is the largest peak RSS of the fetch process, over the repetitions.
 	PeakRSSMiB float64 `json:"peak_rss_mib,omitempty"`
+	// RecvCPU and SendCPU are the median CPU seconds (user and system) of
+	// the receiving side (the fetch process; for a copy, this process) and
+	// of the sending side (the seeds while the fetch ran; the copy's
+	// sender) over the repetitions: a measure of the work per byte that a
+	// busy machine disturbs far less than the time.
+	RecvCPU  float64   `json:"recv_cpu_seconds"`
+	SendCPU  float64   `json:"send_cpu_seconds"`
+	recvCPUs []float64 // each repetition's
+	sendCPUs []float64
 }
 
 // benchRatio summarizes a throughput ratio taken within each repetition.
@@ -129,11 +142,16 @@ type benchRatio struct {
 	Each   []float64 `json:"each"`
 }
 
-// add records one repetition's seconds (and fetch RSS).
-func (r *benchRun) add(secs, rss float64) {
+// add records one repetition's seconds, the receiving and sending sides'
+// CPU seconds and the fetch's peak RSS.
+func (r *benchRun) add(secs float64, cpu benchCPU, rss float64) {
 	r.Each = append(r.Each, secs)
+	r.recvCPUs, r.sendCPUs = append(r.recvCPUs, cpu.recv), append(r.sendCPUs, cpu.send)
 	r.PeakRSSMiB = max(r.PeakRSSMiB, rss)
 }
+
+// benchCPU is the CPU seconds (user and system) each side of a run used.
+type benchCPU struct{ recv, send float64 }
 
 // finish sets the median and extremes of the seconds and the median MB/s.
 func (r *benchRun) finish(size int64) {
@@ -143,6 +161,7 @@ func (r *benchRun) finish(size int64) {
 	r.Seconds = median(r.Each)
 	r.MinSeconds, r.MaxSeconds = slices.Min(r.Each), slices.Max(r.Each)
 	r.MBps = float64(size) / 1e6 / r.Seconds
+	r.RecvCPU, r.SendCPU = median(r.recvCPUs), median(r.sendCPUs)
 }
 
 // speedRatio is the per-repetition throughput ratio of a to b (b's seconds
@@ -154,6 +173,25 @@ func speedRatio(a, b *benchRun) *benchRatio {
 	r := &benchRatio{}
 	for k := range a.Each {
 		r.Each = append(r.Each, b.Each[k]/a.Each[k])
+	}
+	r.Median, r.Min, r.Max = median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
+	return r
+}
+
+// cpuRatio is the per-repetition ratio of the CPU seconds (both sides) of a
+// to those of b, summarized; nil when either run is missing.
+func cpuRatio(a, b *benchRun) *benchRatio {
+	if a == nil || b == nil || len(a.recvCPUs) != len(b.recvCPUs) || len(a.recvCPUs) == 0 {
+		return nil
+	}
+	r := &benchRatio{}
+	for k := range a.recvCPUs {
+		if d := b.recvCPUs[k] + b.sendCPUs[k]; d > 0 {
+			r.Each = append(r.Each, (a.recvCPUs[k]+a.sendCPUs[k])/d)
+		}
+	}
+	if len(r.Each) == 0 {
+		return nil
 	}
 	r.Median, r.Min, r.Max = median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
 	return r
@@ -283,23 +321,23 @@ func runBench(c *cli.Context) error {
 			return nil
 		}
 		out := filepath.Join(dir, "tcp.out")
-		secs, err := benchTCP(ctx, bc.self, bc.file, out, mode)
+		secs, cpu, err := benchTCP(ctx, bc.self, bc.file, out, mode)
 		os.Remove(out)
 		if err != nil {
 			return fmt.Errorf("bench: %s: %w", what, err)
 		}
-		r.add(secs, 0)
+		r.add(secs, cpu, 0)
 		return nil
 	}
 	fetchRun := func(r *benchRun, paths []string, profile string) error {
 		if r == nil {
 			return nil
 		}
-		sum, rss, err := bc.fetchFrom(ctx, bc.self, paths, profile, nil, nil)
+		sum, cpu, rss, err := bc.fetchFrom(ctx, bc.self, paths, profile, nil, nil)
 		if err != nil {
 			return err
 		}
-		r.add(sum.Seconds, rss)
+		r.add(sum.Seconds, cpu, rss)
 		rep.Summaries = append(rep.Summaries, sum)
 		return nil
 	}
@@ -327,11 +365,11 @@ func runBench(c *cli.Context) error {
 		}
 		if rep.Compare != nil {
 			logf("  fetch from one seed with %s %v %v...\n", other, otherSeed, otherFetch)
-			sum, rss, err := bc.fetchFrom(ctx, otherBin, fulls[:1], "", otherSeed, otherFetch)
+			sum, cpu, rss, err := bc.fetchFrom(ctx, otherBin, fulls[:1], "", otherSeed, otherFetch)
 			if err != nil {
 				return err
 			}
-			rep.Compare.add(sum.Seconds, rss)
+			rep.Compare.add(sum.Seconds, cpu, rss)
 		}
 		if rep.FullSeed != nil {
 			logf("  fetch from %d full seeds...\n", nfull)
@@ -360,6 +398,12 @@ func runBench(c *cli.Context) error {
 	ratio("one_seed_vs_tcp", rep.OneSeed, rep.TCP, &rep.OneVsTCP)
 	ratio("one_seed_vs_tcp_userspace", rep.OneSeed, rep.TCPUser, &rep.OneVsTCPUser)
 	var unused float64
+	if r := cpuRatio(rep.OneSeed, rep.TLS); r != nil {
+		rep.Ratios["cpu_one_seed_vs_tls"] = *r
+	}
+	if r := cpuRatio(rep.OneSeed, rep.Compare); r != nil {
+		rep.Ratios["cpu_one_seed_vs_compare"] = *r
+	}
 	ratio("one_seed_vs_compare", rep.OneSeed, rep.Compare, &unused)
 	ratio("compare_vs_tls", rep.Compare, rep.TLS, &unused)
 	ratio("full_seeds_vs_one_seed", rep.FullSeed, rep.OneSeed, &rep.FullVsOne)
@@ -388,6 +432,7 @@ func printBench(w io.Writer, rep *benchReport) {
 		if rep.Repeat > 1 {
 			fmt.Fprintf(w, " (%.2f-%.2f s)", r.MinSeconds, r.MaxSeconds)
 		}
+		fmt.Fprintf(w, ", CPU %.2f s + %.2f s", r.RecvCPU, r.SendCPU)
 		if r.PeakRSSMiB > 0 {
 			fmt.Fprintf(w, ", peak RSS %.0f MiB", r.PeakRSSMiB)
 		}
@@ -413,9 +458,11 @@ func printBench(w io.Writer, rep *benchReport) {
 		fmt.Fprintln(w)
 	}
 	ratio("1 seed / TLS copy", "one_seed_vs_tls")
+	ratio("CPU of 1 seed / of TLS copy", "cpu_one_seed_vs_tls")
 	ratio("1 seed / TCP copy (sendfile)", "one_seed_vs_tcp")
 	ratio("1 seed / TCP copy (read/write)", "one_seed_vs_tcp_userspace")
 	ratio("1 seed / 1 seed, --compare build", "one_seed_vs_compare")
+	ratio("CPU of 1 seed / of --compare build", "cpu_one_seed_vs_compare")
 	ratio("1 seed, --compare build / TLS", "compare_vs_tls")
 	ratio(fmt.Sprintf("%d full seeds / 1 seed", rep.FullSeeds), "full_seeds_vs_one_seed")
 	ratio(fmt.Sprintf("%d partial seeds / 1 seed", rep.Seeds), "multi_seed_vs_one_seed")
@@ -428,14 +475,14 @@ func printBench(w io.Writer, rep *benchReport) {
 // the reconcile binary both run (this one, or a --compare build), with
 // seedArgs (the first seed) and fetchArgs added. With
 // profile set, the first seed and the fetch write CPU profiles named after it.
-func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []string, profile string, seedArgs, fetchArgs []string) (*peer.Summary, float64, error) {
+func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []string, profile string, seedArgs, fetchArgs []string) (*peer.Summary, benchCPU, float64, error) {
 	if profile != "" {
 		seedArgs = append(seedArgs, "--cpuprofile", filepath.Join(bc.profile, "seed-"+profile+".pprof"))
 		fetchArgs = append(fetchArgs, "--cpuprofile", filepath.Join(bc.profile, "fetch-"+profile+".pprof"))
 	}
-	tks, stopSeeds, err := benchSeedsAll(ctx, self, bc.dir, paths, bc.bs, seedArgs)
+	tks, pids, stopSeeds, err := benchSeedsAll(ctx, self, bc.dir, paths, bc.bs, seedArgs)
 	if err != nil {
-		return nil, 0, err
+		return nil, benchCPU{}, 0, err
 	}
 	var extra []string
 	for _, t := range tks[1:] {
@@ -448,9 +495,48 @@ func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []strin
 	out := filepath.Join(bc.dir, "fetched")
 	os.RemoveAll(out)
 	defer os.RemoveAll(out)
-	sum, rss, err := benchFetch(ctx, self, tks[0], extra, out, append(fetchArgs, bc.fetchArgs...))
+	seedCPU := func() (t float64) {
+		for _, pid := range pids {
+			t += procCPU(pid)
+		}
+		return t
+	}
+	before := seedCPU()
+	sum, cpu, rss, err := benchFetch(ctx, self, tks[0], extra, out, append(fetchArgs, bc.fetchArgs...))
+	cpu.send = seedCPU() - before
 	stopSeeds()
-	return sum, rss, err
+	return sum, cpu, rss, err
+}
+
+// procCPU returns the CPU seconds (user and system) process pid has used,
+// from /proc (0 where there is none).
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: utime and stime are the 12th and 13th of them.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st float64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return (ut + st) / clockTicks
+}
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTicks = 100
+
+// selfCPU returns the CPU seconds (user and system) this process has used.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // copyMode is how benchTCP copies: through the kernel's zero-copy paths,
@@ -464,17 +550,30 @@ const (
 )
 
 // benchTCP times a copy of file from a child process to this one over
-// loopback TCP (mode says how), written to out and fsynced.
-func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float64, error) {
+// loopback TCP (mode says how), written to out and fsynced, and returns the
+// CPU seconds of this process (receiving) and of the child (sending).
+func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float64, benchCPU, error) {
+	secs, child, cpu, err := benchTCPRun(ctx, self, file, out, mode)
+	if child != nil {
+		if werr := child.Wait(); werr == nil && err == nil {
+			cpu.send = (child.ProcessState.UserTime() + child.ProcessState.SystemTime()).Seconds()
+		}
+	}
+	return secs, cpu, err
+}
+
+// benchTCPRun is benchTCP but for waiting for the child it started (nil if none).
+func benchTCPRun(ctx context.Context, self, file, out string, mode copyMode) (float64, *exec.Cmd, benchCPU, error) {
+	var cpu benchCPU
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, nil, cpu, err
 	}
 	defer l.Close()
 	if mode == copyTLS {
 		cert, err := benchCert()
 		if err != nil {
-			return 0, err
+			return 0, nil, cpu, err
 		}
 		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
 	}
@@ -482,18 +581,17 @@ func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float
 	child := exec.CommandContext(ctx, self, args...)
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
-		return 0, err
+		return 0, nil, cpu, err
 	}
-	defer child.Wait()
 	conn, err := l.Accept()
 	if err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
 	defer conn.Close()
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	f, err := os.Create(out)
 	if err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
 	defer f.Close()
 	var dst io.Writer = f
@@ -502,12 +600,13 @@ func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float
 		dst, src = struct{ io.Writer }{f}, struct{ io.Reader }{conn}
 	}
 	if _, err := io.CopyBuffer(dst, src, make([]byte, 256<<10)); err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
 	if err := f.Sync(); err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
-	return time.Since(start).Seconds(), nil
+	cpu.recv = selfCPU() - cpu0
+	return time.Since(start).Seconds(), child, cpu, nil
 }
 
 // benchCert returns a fresh self-signed ECDSA P-256 certificate for the TLS
@@ -552,9 +651,10 @@ func benchTCPSend(addr, file string, mode copyMode) error {
 	return err
 }
 
-// benchSeedsAll starts one seed process per path (each given args too)
-// and returns their tickets, and a function that stops them.
-func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int64, args []string) ([]peer.Ticket, func(), error) {
+// benchSeedsAll starts one seed process per path (the first given args
+// too) and returns their tickets, their process ids and a function that
+// stops them.
+func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int64, args []string) ([]peer.Ticket, []int, func(), error) {
 	// Each seed's standard error is kept, not shown: it says "shutting down"
 	// when stopped, and is reported only if the seed fails to start.
 	type seedProc struct {
@@ -581,7 +681,7 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 		cmd.Stderr = &sp.stderr
 		if err := cmd.Start(); err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		cmds, procs = append(cmds, cmd), append(procs, sp)
 		go func() { sp.exited <- cmd.Wait() }()
@@ -592,11 +692,15 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 				err = fmt.Errorf("bench: seed: %s", strings.TrimPrefix(strings.TrimSpace(sp.stderr.String()), "reconcile: "))
 			}
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		tks = append(tks, tk)
 	}
-	return tks, stop, nil
+	pids := make([]int, len(cmds))
+	for j, c := range cmds {
+		pids[j] = c.Process.Pid
+	}
+	return tks, pids, stop, nil
 }
 
 // errSeedExited means a seed process ended before it wrote its ticket.
@@ -620,9 +724,9 @@ func waitTicket(ctx context.Context, path string, exited <-chan error) (peer.Tic
 	return peer.Ticket{}, errors.New("bench: a seed wrote no ticket")
 }
 
-// benchFetch runs a fetch process (with more args) and returns its summary
-// and peak RSS in MiB.
-func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string, more []string) (*peer.Summary, float64, error) {
+// benchFetch runs a fetch process (with more args) and returns its summary,
+// its CPU seconds (as benchCPU.recv) and its peak RSS in MiB.
+func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string, more []string) (*peer.Summary, benchCPU, float64, error) {
 	args := append([]string{"fetch", tk.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json"}, more...)
 	for _, e := range extra {
 		args = append(args, "--peer", e)
@@ -632,15 +736,16 @@ func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
 	if err != nil {
-		return nil, 0, fmt.Errorf("bench: fetch: %v: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, benchCPU{}, 0, fmt.Errorf("bench: fetch: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	var sum peer.Summary
 	if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(stdout))).Decode(&sum); err != nil {
-		return nil, 0, fmt.Errorf("bench: fetch summary: %w", err)
+		return nil, benchCPU{}, 0, fmt.Errorf("bench: fetch summary: %w", err)
 	}
 	rss := 0.0
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
 	}
-	return &sum, rss, nil
+	cpu := benchCPU{recv: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	return &sum, cpu, rss, nil
 }
