@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -330,18 +331,35 @@ func (f *fetch) failed(src *source) error {
 	return src.err
 }
 
+// getBuf returns a frame buffer of the fetch's pool (or a new one), empty.
 func (f *fetch) getBuf() []byte {
-	if b, ok := f.bufs.Get().(*[]byte); ok {
-		return *b
+	if h, ok := f.bufs.Get().(*[]byte); ok {
+		b := (*h)[:0]
+		*h = nil
+		bufHolders.Put(h)
+		return b
 	}
 	return make([]byte, 0, f.t.unitSize()+1+binaryMaxVarint)
 }
 
+// putBuf returns a frame buffer to the fetch's pool when it can hold a
+// whole frame. The slice header goes into a holder of bufHolders, so that
+// a block costs no allocation once the pools are warm.
 func (f *fetch) putBuf(b []byte) {
-	if cap(b) >= f.t.unitSize()+1+binaryMaxVarint {
-		f.bufs.Put(&b)
+	if cap(b) < f.t.unitSize()+1+binaryMaxVarint {
+		return
 	}
+	h, _ := bufHolders.Get().(*[]byte)
+	if h == nil {
+		h = new([]byte)
+	}
+	*h = b
+	f.bufs.Put(h)
 }
+
+// bufHolders holds empty slice headers for the fetches' buffer pools
+// (sync.Pool takes pointers: putting &b would allocate a header per block).
+var bufHolders sync.Pool
 
 // store verifies and stores block i received from src.
 func (f *fetch) store(src *source, i int, data []byte) error {
