@@ -1,7 +1,9 @@
 package peer
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 )
@@ -44,5 +46,46 @@ func BenchmarkFrameBufs(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		f.putBuf(f.getBuf())
+	}
+}
+
+// TestWaitForRoom: a download whose source has more to give waits while the
+// fetch holds all the blocks it may, and goes on once the writers free one;
+// with nothing more to give, or once roomWait is over, it stops.
+func TestWaitForRoom(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &fetch{ctx: ctx, pick: newPicker(func(int) bool { return false }, 2)}
+	src := &source{id: "a"}
+	f.pick.offer(&src.offers, []int{0, 1, 2, 3})
+	if got := f.pick.claim(src.id, &src.offers, 4); len(got) != 2 {
+		t.Fatalf("claimed %v, want 2 blocks (the limit)", got)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		f.mu.Lock()
+		f.pick.done(0, false)
+		f.mu.Unlock()
+	}()
+	start := time.Now()
+	if !f.waitForRoom(src) {
+		t.Fatal("waitForRoom: false, want true once a claim is done")
+	}
+	if d := time.Since(start); d < 15*time.Millisecond {
+		t.Fatalf("waitForRoom returned after %v, before the room was made", d)
+	}
+	// At the limit again, and nothing frees it: it gives up after roomWait.
+	f.pick.claim(src.id, &src.offers, 1)
+	start = time.Now()
+	if f.waitForRoom(src) {
+		t.Fatal("waitForRoom: true with no room")
+	}
+	if d := time.Since(start); d < roomWait {
+		t.Fatalf("gave up after %v, want %v", d, roomWait)
+	}
+	// Nothing more offered: no wait.
+	src.offers.queue = nil
+	if f.waitForRoom(src) {
+		t.Fatal("waitForRoom: true with nothing offered")
 	}
 }
