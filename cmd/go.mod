@@ -7,6 +7,7 @@ require (
 	github.com/multiformats/go-multiaddr v0.16.1
 	github.com/reconcile-p2p/reconcile v0.0.0
 	github.com/urfave/cli/v2 v2.27.7
+	github.com/zeebo/blake3 v0.2.4
 	golang.org/x/term v0.47.0
 	gonum.org/v1/plot v0.17.0
 	lukechampine.com/blake3 v1.4.1

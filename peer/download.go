@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -130,7 +131,10 @@ func (f *fetch) download(src *source) (err error) {
 			}
 		}
 		if len(inflight) == 0 {
-			return nil
+			if !f.waitForRoom(src) {
+				return nil
+			}
+			continue
 		}
 		// Read the frame straight into a buffer the writers will own.
 		f.mu.Lock()
@@ -185,6 +189,42 @@ func (f *fetch) download(src *source) (err error) {
 		}
 		if err := f.failed(src); err != nil {
 			return err
+		}
+	}
+}
+
+// roomPoll is how often a download whose source still has blocks for it,
+// but whose fetch holds all the blocks it may (fetchMemory, in flight or
+// with the writers), looks again for room; roomWait is how long it waits
+// so before it ends its stream as it would with nothing to ask.
+const (
+	roomPoll = 2 * time.Millisecond
+	roomWait = time.Second
+)
+
+// waitForRoom waits, when src still has offered blocks but the fetch holds
+// all the blocks it may in flight or with the writers (which wait for their
+// fsyncs), until the writers free some room, and reports whether they did
+// within roomWait (the download then asks for more on the same stream).
+// Without it the download ended its stream and reconciled again, a round
+// and a pause later: with 1 MiB blocks on a busy disk, 3 of 5 fetches of
+// 1 GiB from one seed took 3-6 rounds and 5-8 s instead of 1.4-2 s.
+func (f *fetch) waitForRoom(src *source) bool {
+	deadline := time.Now().Add(roomWait)
+	for {
+		f.mu.Lock()
+		full := len(f.pick.claimed) >= f.pick.limit
+		more := len(src.offers.queue) > 0
+		f.mu.Unlock()
+		if !full || !more || time.Now().After(deadline) {
+			return !full && more
+		}
+		t := time.NewTimer(roomPoll)
+		select {
+		case <-f.ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
 		}
 	}
 }
@@ -340,18 +380,35 @@ func (f *fetch) failed(src *source) error {
 	return src.err
 }
 
+// getBuf returns a frame buffer of the fetch's pool (or a new one), empty.
 func (f *fetch) getBuf() []byte {
-	if b, ok := f.bufs.Get().(*[]byte); ok {
-		return *b
+	if h, ok := f.bufs.Get().(*[]byte); ok {
+		b := (*h)[:0]
+		*h = nil
+		bufHolders.Put(h)
+		return b
 	}
 	return make([]byte, 0, f.t.unitSize()+1+binaryMaxVarint)
 }
 
+// putBuf returns a frame buffer to the fetch's pool when it can hold a
+// whole frame. The slice header goes into a holder of bufHolders, so that
+// a block costs no allocation once the pools are warm.
 func (f *fetch) putBuf(b []byte) {
-	if cap(b) >= f.t.unitSize()+1+binaryMaxVarint {
-		f.bufs.Put(&b)
+	if cap(b) < f.t.unitSize()+1+binaryMaxVarint {
+		return
 	}
+	h, _ := bufHolders.Get().(*[]byte)
+	if h == nil {
+		h = new([]byte)
+	}
+	*h = b
+	f.bufs.Put(h)
 }
+
+// bufHolders holds empty slice headers for the fetches' buffer pools
+// (sync.Pool takes pointers: putting &b would allocate a header per block).
+var bufHolders sync.Pool
 
 // store verifies and stores block i received from src.
 func (f *fetch) store(src *source, i int, data []byte) error {

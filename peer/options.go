@@ -3,8 +3,8 @@ package peer
 import (
 	"errors"
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"

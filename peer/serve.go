@@ -372,6 +372,14 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 // frame's length and header, so that the frame goes out in one write.
 const blockRoom = binaryMaxVarint + 1 + binaryMaxVarint
 
+// doneCtx is a context that is already done: a fairPool acquire with it
+// takes what is free now (or evicts what it may) and never waits.
+var doneCtx = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
 // sendStored reads block i of the stream's store and sends it, as one write
 // of the whole frame (on go-libp2p's mock network every write costs a
 // latency). The bytes it reads count against Limits.ServeBytes until they
@@ -379,11 +387,19 @@ const blockRoom = binaryMaxVarint + 1 + binaryMaxVarint
 func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 	c := ss.c
 	n := c.man.BlockLen(i)
-	ctx, cancel := context.WithTimeoutCause(p.ctx, ss.idle, fmt.Errorf("%w: no room to serve a block within %v", ErrBusy, ss.idle))
-	held, err := p.serveMem.acquire(ctx, shareKey(ss.s.Conn()), int64(n), func() { ss.s.Reset() })
-	cancel()
+	key, evict := shareKey(ss.s.Conn()), func() { ss.s.Reset() }
+	// Room is there most of the time: take it without a timer first.
+	held, err := p.serveMem.acquire(doneCtx, key, int64(n), evict)
 	if err != nil {
-		return err
+		ctx, cancel := context.WithTimeout(p.ctx, ss.idle)
+		held, err = p.serveMem.acquire(ctx, key, int64(n), evict)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && p.ctx.Err() == nil {
+				err = fmt.Errorf("%w: no room to serve a block within %v", ErrBusy, ss.idle)
+			}
+			return err
+		}
 	}
 	defer held.release()
 	bp, _ := p.serveBufs.Get().(*[]byte)

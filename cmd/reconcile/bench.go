@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,26 +35,50 @@ func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
 		Usage: "measure fetch speed over loopback against plain TCP and TLS copies, one seed against several",
-		Description: "Runs every party as its own process of this binary, on loopback, in one run:\n" +
+		Description: "Runs every party as its own process of this binary, on loopback. One repetition is:\n" +
 			"  1. plain TCP copies of the file between two processes, written to a file and\n" +
 			"     fsynced: with the kernel's zero-copy paths (sendfile, splice) and with a\n" +
-			"     read/write loop through user space (as nc does), and over TLS 1.3 (AES-GCM, as\n" +
-			"     a Go program copying over crypto/tls does; libp2p's TLS is the same): the baselines;\n" +
-			"  2. reconcile fetch from one full seed (reconcile seed FILE);\n" +
-			"  3. reconcile fetch from --seeds seeds that each hold 1/--seeds of the blocks.\n" +
-			"It reports MiB/s (the JSON: mb_per_s, 10^6 bytes), the ratio of each fetch to the TCP copy, the ratio of the\n" +
-			"multi-seed fetch to the one-seed fetch, and the peak resident memory of each fetch\n" +
-			"process. The timed span of a fetch is the fetch's own (connect, manifest,\n" +
-			"reconciliation, transfer, verification, fsync), not the seeds' chunking.\n\n" +
+			"     read/write loop through user space (as nc does) (--tcp=false leaves them out);\n" +
+			"  2. a TLS 1.3 copy the same way (AES-GCM, as a Go program copying over crypto/tls\n" +
+			"     does; libp2p's TLS is the same): the baseline a fetch is held to;\n" +
+			"  3. reconcile fetch from one full seed (reconcile seed FILE);\n" +
+			"  4. reconcile fetch from --full-seeds seeds that each hold the whole file (0: none);\n" +
+			"  5. reconcile fetch from --seeds seeds that each hold 1/--seeds of the blocks (0: none).\n" +
+			"--repeat N runs the repetition N times, so that the baselines and the fetches\n" +
+			"alternate (TLS copy, fetch, ..., TLS copy, fetch, ...) and a busy machine slows\n" +
+			"both alike. Seeds are started afresh for each fetch; their start (chunking) is not\n" +
+			"timed: the timed span of a fetch is the fetch's own (connect, manifest,\n" +
+			"reconciliation, transfer, verification, fsync).\n\n" +
+			"Figures: for each run the median MiB/s over the repetitions (the JSON: mb_per_s,\n" +
+			"10^6 bytes) with its seconds, the fastest and slowest seconds, and the peak resident\n" +
+			"memory of the fetch process (the largest over the repetitions), and the median CPU\n" +
+			"seconds (user and system) of the receiving side (the fetch process; for a copy, the\n" +
+			"bench process) + of the sending side (the seeds while the fetch ran; the copy's\n" +
+			"sender): the work per byte, which a busy machine disturbs far less than the time.\n" +
+			"Ratios are of throughput (higher is faster), taken within each repetition and then\n" +
+			"summarized as median, min and max: 1 seed / TLS copy (the goal: 0.9 or more), the\n" +
+			"CPU seconds of 1 seed / of the TLS copy (lower is less work), 1 seed / TCP copies,\n" +
+			"N full seeds / 1 seed (above 1: several seeds are faster than one), N partial seeds\n" +
+			"/ 1 seed and / TCP copy.\n\n" +
 			"Example:\n" +
-			"   reconcile bench --size 1GiB\n" +
+			"   reconcile bench --size 1GiB --repeat 5\n" +
+			"   reconcile bench --size 1GiB --repeat 5 --tcp=false --seeds 0 --full-seeds 0\n" +
 			"   reconcile bench --size 64MiB --seeds 4 --json",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "size", Value: "256MiB", Usage: "file size"},
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size (1KiB to 16MiB)"},
-			&cli.IntFlag{Name: "seeds", Value: 4, Usage: "seeds of the multi-seed run, each holding an equal part (1 to 16)"},
+			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "repetitions of the whole sequence, interleaved (1 to 100); figures are medians over them"},
+			&cli.IntFlag{Name: "seeds", Value: 4, Usage: "seeds of the partial-seed run, each holding an equal part (0: no such run, up to 16)"},
+			&cli.IntFlag{Name: "full-seeds", Value: 2, Usage: "seeds of the full-seed run, each holding the whole file (0 or 1: no such run, up to 16)"},
+			&cli.BoolFlag{Name: "tcp", Value: true, Usage: "run the plain TCP copies (--tcp=false: only the TLS copy as baseline)"},
+			&cli.IntFlag{Name: "window", Usage: "the fetches' --window (blocks kept requested from one peer; 0: fetch's default)"},
+			&cli.IntFlag{Name: "sync-every", Usage: "the fetches' --sync-every (blocks per fsync group; 0: fetch's default)"},
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
+			&cli.StringFlag{Name: "compare", Hidden: true, Usage: "another build of reconcile: each repetition also fetches from one seed with it (its seed and fetch), right after this build's, for an A/B ratio"},
+			&cli.StringFlag{Name: "compare-fetch", Hidden: true, Usage: "more arguments of the --compare run's fetch, space-separated (without --compare: this build with other fetch arguments)"},
+			&cli.StringFlag{Name: "compare-seed", Hidden: true, Usage: "more arguments of the --compare run's seed, space-separated (e.g. \"--block-size 1MiB\")"},
+			&cli.StringFlag{Name: "profile", Hidden: true, Usage: "write CPU profiles of the one-seed run's seed and fetch processes into this folder (seed-R.pprof, fetch-R.pprof for repetition R)"},
 			&cli.StringFlag{Name: "tcp-send", Hidden: true, Usage: "internal: send --file to this address and exit"},
 			&cli.StringFlag{Name: "file", Hidden: true, Usage: "internal: the file of --tcp-send"},
 			&cli.BoolFlag{Name: "zero-copy", Hidden: true, Usage: "internal: --tcp-send with sendfile"},
@@ -63,28 +88,122 @@ func benchCommand() *cli.Command {
 	}
 }
 
-// benchReport holds the figures of one bench run.
+// benchReport holds the figures of one bench run. The runs and the ratios
+// are medians over the repetitions; Ratios has their spread.
 type benchReport struct {
-	Bytes        int64           `json:"bytes"`
-	BlockSize    int64           `json:"block_size"`
-	TCP          benchRun        `json:"tcp_copy"`
-	TCPUser      benchRun        `json:"tcp_copy_userspace"`
-	TLS          benchRun        `json:"tls_copy"`
-	OneSeed      benchRun        `json:"one_seed"`
-	MultiSeed    benchRun        `json:"multi_seed"`
-	Seeds        int             `json:"seeds"`
-	OneVsTCP     float64         `json:"one_seed_vs_tcp"`
-	OneVsTCPUser float64         `json:"one_seed_vs_tcp_userspace"`
-	OneVsTLS     float64         `json:"one_seed_vs_tls"`
-	MultiVsOne   float64         `json:"multi_seed_vs_one_seed"`
-	MultiVsTCP   float64         `json:"multi_seed_vs_tcp"`
-	Summaries    []*peer.Summary `json:"summaries,omitempty"`
+	Bytes        int64                 `json:"bytes"`
+	BlockSize    int64                 `json:"block_size"`
+	Repeat       int                   `json:"repeat"`
+	TCP          *benchRun             `json:"tcp_copy,omitempty"`
+	TCPUser      *benchRun             `json:"tcp_copy_userspace,omitempty"`
+	TLS          *benchRun             `json:"tls_copy"`
+	OneSeed      *benchRun             `json:"one_seed"`
+	FullSeed     *benchRun             `json:"full_seeds_run,omitempty"`
+	Compare      *benchRun             `json:"compare_one_seed,omitempty"`
+	MultiSeed    *benchRun             `json:"multi_seed,omitempty"`
+	FullSeeds    int                   `json:"full_seeds"`
+	Seeds        int                   `json:"seeds"`
+	OneVsTCP     float64               `json:"one_seed_vs_tcp,omitempty"`
+	OneVsTCPUser float64               `json:"one_seed_vs_tcp_userspace,omitempty"`
+	OneVsTLS     float64               `json:"one_seed_vs_tls"`
+	FullVsOne    float64               `json:"full_seeds_vs_one_seed,omitempty"`
+	MultiVsOne   float64               `json:"multi_seed_vs_one_seed,omitempty"`
+	MultiVsTCP   float64               `json:"multi_seed_vs_tcp,omitempty"`
+	Ratios       map[string]benchRatio `json:"ratios"`
+	Summaries    []*peer.Summary       `json:"summaries,omitempty"`
 }
 
+// benchRun is one kind of run over the repetitions.
 type benchRun struct {
-	Seconds    float64 `json:"seconds"`
-	MBps       float64 `json:"mb_per_s"`
+	// Seconds and MBps are medians; MinSeconds and MaxSeconds the extremes.
+	Seconds    float64   `json:"seconds"`
+	MBps       float64   `json:"mb_per_s"`
+	MinSeconds float64   `json:"min_seconds"`
+	MaxSeconds float64   `json:"max_seconds"`
+	Each       []float64 `json:"each_seconds"`
+	// PeakRSSMiB is the largest peak RSS of the fetch process, over the repetitions.
 	PeakRSSMiB float64 `json:"peak_rss_mib,omitempty"`
+	// RecvCPU and SendCPU are the median CPU seconds (user and system) of
+	// the receiving side (the fetch process; for a copy, this process) and
+	// of the sending side (the seeds while the fetch ran; the copy's
+	// sender) over the repetitions: a measure of the work per byte that a
+	// busy machine disturbs far less than the time.
+	RecvCPU  float64   `json:"recv_cpu_seconds"`
+	SendCPU  float64   `json:"send_cpu_seconds"`
+	recvCPUs []float64 // each repetition's
+	sendCPUs []float64
+}
+
+// benchRatio summarizes a throughput ratio taken within each repetition.
+type benchRatio struct {
+	Median float64   `json:"median"`
+	Min    float64   `json:"min"`
+	Max    float64   `json:"max"`
+	Each   []float64 `json:"each"`
+}
+
+// add records one repetition's seconds, the receiving and sending sides'
+// CPU seconds and the fetch's peak RSS.
+func (r *benchRun) add(secs float64, cpu benchCPU, rss float64) {
+	r.Each = append(r.Each, secs)
+	r.recvCPUs, r.sendCPUs = append(r.recvCPUs, cpu.recv), append(r.sendCPUs, cpu.send)
+	r.PeakRSSMiB = max(r.PeakRSSMiB, rss)
+}
+
+// benchCPU is the CPU seconds (user and system) each side of a run used.
+type benchCPU struct{ recv, send float64 }
+
+// finish sets the median and extremes of the seconds and the median MB/s.
+func (r *benchRun) finish(size int64) {
+	if r == nil || len(r.Each) == 0 {
+		return
+	}
+	r.Seconds = median(r.Each)
+	r.MinSeconds, r.MaxSeconds = slices.Min(r.Each), slices.Max(r.Each)
+	r.MBps = float64(size) / 1e6 / r.Seconds
+	r.RecvCPU, r.SendCPU = median(r.recvCPUs), median(r.sendCPUs)
+}
+
+// speedRatio is the per-repetition throughput ratio of a to b (b's seconds
+// over a's), summarized; nil when either run is missing.
+func speedRatio(a, b *benchRun) *benchRatio {
+	if a == nil || b == nil || len(a.Each) != len(b.Each) || len(a.Each) == 0 {
+		return nil
+	}
+	r := &benchRatio{}
+	for k := range a.Each {
+		r.Each = append(r.Each, b.Each[k]/a.Each[k])
+	}
+	r.Median, r.Min, r.Max = median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
+	return r
+}
+
+// cpuRatio is the per-repetition ratio of the CPU seconds (both sides) of a
+// to those of b, summarized; nil when either run is missing.
+func cpuRatio(a, b *benchRun) *benchRatio {
+	if a == nil || b == nil || len(a.recvCPUs) != len(b.recvCPUs) || len(a.recvCPUs) == 0 {
+		return nil
+	}
+	r := &benchRatio{}
+	for k := range a.recvCPUs {
+		if d := b.recvCPUs[k] + b.sendCPUs[k]; d > 0 {
+			r.Each = append(r.Each, (a.recvCPUs[k]+a.sendCPUs[k])/d)
+		}
+	}
+	if len(r.Each) == 0 {
+		return nil
+	}
+	r.Median, r.Min, r.Max = median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
+	return r
+}
+
+// benchConfig is what one bench run does.
+type benchConfig struct {
+	self, dir, file string
+	bs              int64
+	fetchArgs       []string
+	profile         string
+	logf            func(format string, args ...any)
 }
 
 func runBench(c *cli.Context) error {
@@ -105,88 +224,265 @@ func runBench(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	nseeds := c.Int("seeds")
-	if nseeds < 1 || nseeds > 16 {
-		return usagef("--seeds %d: want 1 to 16", nseeds)
+	nseeds, nfull, repeat := c.Int("seeds"), c.Int("full-seeds"), c.Int("repeat")
+	if nseeds < 0 || nseeds > 16 {
+		return usagef("--seeds %d: want 0 to 16", nseeds)
 	}
-	self, err := os.Executable()
-	if err != nil {
+	if nfull < 0 || nfull > 16 {
+		return usagef("--full-seeds %d: want 0 to 16", nfull)
+	}
+	if repeat < 1 || repeat > 100 {
+		return usagef("--repeat %d: want 1 to 100", repeat)
+	}
+	if nfull == 1 {
+		nfull = 0 // the one-seed run
+	}
+	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: stepLog(c)}
+	other := c.String("compare")
+	if other != "" {
+		if other, err = filepath.Abs(other); err != nil {
+			return err
+		}
+	}
+	otherFetch, otherSeed := strings.Fields(c.String("compare-fetch")), strings.Fields(c.String("compare-seed"))
+	if other == "" && (len(otherFetch) > 0 || len(otherSeed) > 0) {
+		other = "this build"
+	}
+	for _, name := range []string{"window", "sync-every"} {
+		if v := c.Int(name); v < 0 {
+			return usagef("--%s %d: want 0 (the default) or more", name, v)
+		} else if v > 0 {
+			bc.fetchArgs = append(bc.fetchArgs, "--"+name, fmt.Sprint(v))
+		}
+	}
+	if bc.profile != "" {
+		if err := os.MkdirAll(bc.profile, 0o755); err != nil {
+			return fmt.Errorf("--profile: %w", err)
+		}
+		if bc.profile, err = filepath.Abs(bc.profile); err != nil {
+			return err
+		}
+	}
+	if bc.self, err = os.Executable(); err != nil {
 		return err
+	}
+	otherBin := other
+	if other == "this build" {
+		otherBin = bc.self
 	}
 	dir, done, err := workFolder(c, "bench")
 	if err != nil {
 		return err
 	}
 	defer done()
+	bc.dir = dir
 	ctx, stop := signalContext()
 	defer stop()
-	logf := stepLog(c)
-	file := filepath.Join(dir, "bench.bin")
+	logf := bc.logf
+	bc.file = filepath.Join(dir, "bench.bin")
 	logf("writing a %.0f MiB file...\n", mib(size))
-	if err := writeDemoFile(file, size, 42); err != nil {
+	if err := writeDemoFile(bc.file, size, 42); err != nil {
 		return err
 	}
-	rep := benchReport{Bytes: size, BlockSize: bs, Seeds: nseeds}
-	mbps := func(secs float64) float64 { return float64(size) / 1e6 / secs }
-
-	// 1. The baselines: plain TCP copies between two processes, with the
-	// kernel's zero-copy paths (sendfile, splice) and with a read/write loop
-	// through user space (what nc or a simple Go program does).
-	logf("plain TCP copies...\n")
-	secs, err := benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), copySendfile)
-	if err != nil {
-		return fmt.Errorf("bench: tcp copy: %w", err)
+	rep := benchReport{Bytes: size, BlockSize: bs, Repeat: repeat, Seeds: nseeds, FullSeeds: nfull,
+		TLS: &benchRun{}, OneSeed: &benchRun{}}
+	if c.Bool("tcp") {
+		rep.TCP, rep.TCPUser = &benchRun{}, &benchRun{}
 	}
-	rep.TCP = benchRun{Seconds: secs, MBps: mbps(secs)}
-	os.Remove(filepath.Join(dir, "tcp.out"))
-	secs, err = benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), copyUser)
-	if err != nil {
-		return fmt.Errorf("bench: tcp copy: %w", err)
+	if nfull > 0 {
+		rep.FullSeed = &benchRun{}
 	}
-	rep.TCPUser = benchRun{Seconds: secs, MBps: mbps(secs)}
-	os.Remove(filepath.Join(dir, "tcp.out"))
-	logf("TLS 1.3 copy...\n")
-	secs, err = benchTCP(ctx, self, file, filepath.Join(dir, "tcp.out"), copyTLS)
-	if err != nil {
-		return fmt.Errorf("bench: tls copy: %w", err)
-	}
-	rep.TLS = benchRun{Seconds: secs, MBps: mbps(secs)}
-	os.Remove(filepath.Join(dir, "tcp.out"))
-
-	// 2. One full seed.
-	logf("fetch from one seed...\n")
-	tk, stopSeeds, err := benchSeeds(ctx, self, dir, []string{file}, bs)
-	if err != nil {
-		return err
-	}
-	sum, rss, err := benchFetch(ctx, self, tk, nil, filepath.Join(dir, "one"))
-	stopSeeds()
-	if err != nil {
-		return err
-	}
-	rep.OneSeed = benchRun{Seconds: sum.Seconds, MBps: mbps(sum.Seconds), PeakRSSMiB: rss}
-	rep.Summaries = append(rep.Summaries, sum)
-	os.RemoveAll(filepath.Join(dir, "one"))
-
-	// 3. Several seeds holding a part each.
-	logf("preparing %d partial seeds...\n", nseeds)
-	m, err := chunker.ChunkPath(ctx, file, int(bs))
-	if err != nil {
-		return err
+	if other != "" {
+		rep.Compare = &benchRun{}
 	}
 	var parts []string
-	for j := 0; j < nseeds; j++ {
-		out := filepath.Join(dir, fmt.Sprintf("part%d", j))
-		lo, hi := j*m.BlockCount()/nseeds, (j+1)*m.BlockCount()/nseeds
-		if _, err := prefillDemo(file, m, out, lo, hi); err != nil {
+	if nseeds > 0 {
+		rep.MultiSeed = &benchRun{}
+		logf("preparing %d partial seeds...\n", nseeds)
+		m, err := chunker.ChunkPath(ctx, bc.file, int(bs))
+		if err != nil {
 			return err
 		}
-		parts = append(parts, out)
+		for j := 0; j < nseeds; j++ {
+			out := filepath.Join(dir, fmt.Sprintf("part%d", j))
+			lo, hi := j*m.BlockCount()/nseeds, (j+1)*m.BlockCount()/nseeds
+			if _, err := prefillDemo(bc.file, m, out, lo, hi); err != nil {
+				return err
+			}
+			parts = append(parts, out)
+		}
 	}
-	logf("fetch from %d partial seeds...\n", nseeds)
-	tks, stopSeeds, err := benchSeedsAll(ctx, self, dir, parts, bs)
+	fulls := make([]string, max(nfull, 1))
+	for j := range fulls {
+		fulls[j] = bc.file
+	}
+	copyRun := func(r *benchRun, mode copyMode, what string) error {
+		if r == nil {
+			return nil
+		}
+		out := filepath.Join(dir, "tcp.out")
+		secs, cpu, err := benchTCP(ctx, bc.self, bc.file, out, mode)
+		os.Remove(out)
+		if err != nil {
+			return fmt.Errorf("bench: %s: %w", what, err)
+		}
+		r.add(secs, cpu, 0)
+		return nil
+	}
+	fetchRun := func(r *benchRun, paths []string, profile string) error {
+		if r == nil {
+			return nil
+		}
+		sum, cpu, rss, err := bc.fetchFrom(ctx, bc.self, paths, profile, nil, nil)
+		if err != nil {
+			return err
+		}
+		r.add(sum.Seconds, cpu, rss)
+		rep.Summaries = append(rep.Summaries, sum)
+		return nil
+	}
+	for k := range repeat {
+		if repeat > 1 {
+			logf("repetition %d of %d\n", k+1, repeat)
+		}
+		logf("  plain TCP and TLS 1.3 copies...\n")
+		if err := copyRun(rep.TCP, copySendfile, "tcp copy"); err != nil {
+			return err
+		}
+		if err := copyRun(rep.TCPUser, copyUser, "tcp copy"); err != nil {
+			return err
+		}
+		if err := copyRun(rep.TLS, copyTLS, "tls copy"); err != nil {
+			return err
+		}
+		logf("  fetch from one seed...\n")
+		profile := ""
+		if bc.profile != "" {
+			profile = fmt.Sprint(k + 1)
+		}
+		if err := fetchRun(rep.OneSeed, fulls[:1], profile); err != nil {
+			return err
+		}
+		if rep.Compare != nil {
+			logf("  fetch from one seed with %s %v %v...\n", other, otherSeed, otherFetch)
+			sum, cpu, rss, err := bc.fetchFrom(ctx, otherBin, fulls[:1], "", otherSeed, otherFetch)
+			if err != nil {
+				return err
+			}
+			rep.Compare.add(sum.Seconds, cpu, rss)
+		}
+		if rep.FullSeed != nil {
+			logf("  fetch from %d full seeds...\n", nfull)
+			if err := fetchRun(rep.FullSeed, fulls, ""); err != nil {
+				return err
+			}
+		}
+		if rep.MultiSeed != nil {
+			logf("  fetch from %d partial seeds...\n", nseeds)
+			if err := fetchRun(rep.MultiSeed, parts, ""); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range []*benchRun{rep.TCP, rep.TCPUser, rep.TLS, rep.OneSeed, rep.Compare, rep.FullSeed, rep.MultiSeed} {
+		r.finish(size)
+	}
+	rep.Ratios = map[string]benchRatio{}
+	ratio := func(name string, a, b *benchRun, dst *float64) {
+		if r := speedRatio(a, b); r != nil {
+			rep.Ratios[name] = *r
+			*dst = r.Median
+		}
+	}
+	ratio("one_seed_vs_tls", rep.OneSeed, rep.TLS, &rep.OneVsTLS)
+	ratio("one_seed_vs_tcp", rep.OneSeed, rep.TCP, &rep.OneVsTCP)
+	ratio("one_seed_vs_tcp_userspace", rep.OneSeed, rep.TCPUser, &rep.OneVsTCPUser)
+	var unused float64
+	if r := cpuRatio(rep.OneSeed, rep.TLS); r != nil {
+		rep.Ratios["cpu_one_seed_vs_tls"] = *r
+	}
+	if r := cpuRatio(rep.OneSeed, rep.Compare); r != nil {
+		rep.Ratios["cpu_one_seed_vs_compare"] = *r
+	}
+	ratio("one_seed_vs_compare", rep.OneSeed, rep.Compare, &unused)
+	ratio("compare_vs_tls", rep.Compare, rep.TLS, &unused)
+	ratio("full_seeds_vs_one_seed", rep.FullSeed, rep.OneSeed, &rep.FullVsOne)
+	ratio("multi_seed_vs_one_seed", rep.MultiSeed, rep.OneSeed, &rep.MultiVsOne)
+	ratio("multi_seed_vs_tcp", rep.MultiSeed, rep.TCP, &rep.MultiVsTCP)
+	if c.Bool("json") {
+		return writeJSON(c.App.Writer, rep)
+	}
+	printBench(c.App.Writer, &rep)
+	return nil
+}
+
+// printBench prints the report as text; it counts in MiB/s like every other
+// command (the JSON keeps mb_per_s, 10^6 bytes).
+func printBench(w io.Writer, rep *benchReport) {
+	reps := "1 repetition"
+	if rep.Repeat > 1 {
+		reps = fmt.Sprintf("%d repetitions, medians (fastest-slowest)", rep.Repeat)
+	}
+	fmt.Fprintf(w, "%s file, %s blocks, loopback, every party its own process, %s\n", humanBytes(rep.Bytes), humanBytes(rep.BlockSize), reps)
+	line := func(name string, r *benchRun) {
+		if r == nil {
+			return
+		}
+		fmt.Fprintf(w, "  %-36s %8.1f MiB/s  %.2f s", name, mib(rep.Bytes)/r.Seconds, r.Seconds)
+		if rep.Repeat > 1 {
+			fmt.Fprintf(w, " (%.2f-%.2f s)", r.MinSeconds, r.MaxSeconds)
+		}
+		fmt.Fprintf(w, ", CPU %.2f s + %.2f s", r.RecvCPU, r.SendCPU)
+		if r.PeakRSSMiB > 0 {
+			fmt.Fprintf(w, ", peak RSS %.0f MiB", r.PeakRSSMiB)
+		}
+		fmt.Fprintln(w)
+	}
+	line("plain TCP copy, sendfile/splice", rep.TCP)
+	line("plain TCP copy, read/write loop", rep.TCPUser)
+	line("TLS 1.3 copy (AES-GCM)", rep.TLS)
+	line("fetch, 1 full seed", rep.OneSeed)
+	line("fetch, 1 full seed, --compare build", rep.Compare)
+	line(fmt.Sprintf("fetch, %d full seeds", rep.FullSeeds), rep.FullSeed)
+	line(fmt.Sprintf("fetch, %d partial seeds", rep.Seeds), rep.MultiSeed)
+	fmt.Fprintln(w, "ratios of throughput, taken in each repetition (higher is faster):")
+	ratio := func(name, key string) {
+		r, ok := rep.Ratios[key]
+		if !ok {
+			return
+		}
+		fmt.Fprintf(w, "  %-36s %6.2f x", name, r.Median)
+		if rep.Repeat > 1 {
+			fmt.Fprintf(w, "  (%.2f-%.2f)", r.Min, r.Max)
+		}
+		fmt.Fprintln(w)
+	}
+	ratio("1 seed / TLS copy", "one_seed_vs_tls")
+	ratio("CPU of 1 seed / of TLS copy", "cpu_one_seed_vs_tls")
+	ratio("1 seed / TCP copy (sendfile)", "one_seed_vs_tcp")
+	ratio("1 seed / TCP copy (read/write)", "one_seed_vs_tcp_userspace")
+	ratio("1 seed / 1 seed, --compare build", "one_seed_vs_compare")
+	ratio("CPU of 1 seed / of --compare build", "cpu_one_seed_vs_compare")
+	ratio("1 seed, --compare build / TLS", "compare_vs_tls")
+	ratio(fmt.Sprintf("%d full seeds / 1 seed", rep.FullSeeds), "full_seeds_vs_one_seed")
+	ratio(fmt.Sprintf("%d partial seeds / 1 seed", rep.Seeds), "multi_seed_vs_one_seed")
+	ratio(fmt.Sprintf("%d partial seeds / TCP (sendfile)", rep.Seeds), "multi_seed_vs_tcp")
+}
+
+// fetchFrom starts a seed process for each path (a file, or a store folder
+// holding part of it), fetches from all of them into a fresh folder, stops
+// the seeds and returns the fetch's summary and peak RSS in MiB. self is
+// the reconcile binary both run (this one, or a --compare build), with
+// seedArgs (the first seed) and fetchArgs added. With
+// profile set, the first seed and the fetch write CPU profiles named after it.
+func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []string, profile string, seedArgs, fetchArgs []string) (*peer.Summary, benchCPU, float64, error) {
+	if profile != "" {
+		seedArgs = append(seedArgs, "--cpuprofile", filepath.Join(bc.profile, "seed-"+profile+".pprof"))
+		fetchArgs = append(fetchArgs, "--cpuprofile", filepath.Join(bc.profile, "fetch-"+profile+".pprof"))
+	}
+	tks, pids, stopSeeds, err := benchSeedsAll(ctx, self, bc.dir, paths, bc.bs, seedArgs)
 	if err != nil {
-		return err
+		return nil, benchCPU{}, 0, err
 	}
 	var extra []string
 	for _, t := range tks[1:] {
@@ -196,31 +492,51 @@ func runBench(c *cli.Context) error {
 			}
 		}
 	}
-	sum, rss, err = benchFetch(ctx, self, tks[0], extra, filepath.Join(dir, "multi"))
+	out := filepath.Join(bc.dir, "fetched")
+	os.RemoveAll(out)
+	defer os.RemoveAll(out)
+	seedCPU := func() (t float64) {
+		for _, pid := range pids {
+			t += procCPU(pid)
+		}
+		return t
+	}
+	before := seedCPU()
+	sum, cpu, rss, err := benchFetch(ctx, self, tks[0], extra, out, append(fetchArgs, bc.fetchArgs...))
+	cpu.send = seedCPU() - before
 	stopSeeds()
+	return sum, cpu, rss, err
+}
+
+// procCPU returns the CPU seconds (user and system) process pid has used,
+// from /proc (0 where there is none).
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return err
+		return 0
 	}
-	rep.MultiSeed = benchRun{Seconds: sum.Seconds, MBps: mbps(sum.Seconds), PeakRSSMiB: rss}
-	rep.Summaries = append(rep.Summaries, sum)
-	rep.OneVsTCP = rep.OneSeed.MBps / rep.TCP.MBps
-	rep.OneVsTCPUser = rep.OneSeed.MBps / rep.TCPUser.MBps
-	rep.OneVsTLS = rep.OneSeed.MBps / rep.TLS.MBps
-	rep.MultiVsOne = rep.MultiSeed.MBps / rep.OneSeed.MBps
-	rep.MultiVsTCP = rep.MultiSeed.MBps / rep.TCP.MBps
-	if c.Bool("json") {
-		return writeJSON(c.App.Writer, rep)
+	// The fields after the command name, which is in parentheses and may
+	// hold spaces: utime and stime are the 12th and 13th of them.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(f) < 13 {
+		return 0
 	}
-	// The text counts in MiB/s like every other command; the JSON keeps mb_per_s (10^6 bytes).
-	mibps := func(r benchRun) float64 { return mib(size) / r.Seconds }
-	w := c.App.Writer
-	fmt.Fprintf(w, "%s file, %s blocks, loopback, every party its own process\n", humanBytes(size), humanBytes(bs))
-	fmt.Fprintf(w, "  plain TCP copy, sendfile/splice  %8.1f MiB/s  (%.2f s)\n", mibps(rep.TCP), rep.TCP.Seconds)
-	fmt.Fprintf(w, "  plain TCP copy, read/write loop  %8.1f MiB/s  (%.2f s)\n", mibps(rep.TCPUser), rep.TCPUser.Seconds)
-	fmt.Fprintf(w, "  TLS 1.3 copy (AES-GCM)           %8.1f MiB/s  (%.2f s)\n", mibps(rep.TLS), rep.TLS.Seconds)
-	fmt.Fprintf(w, "  fetch, 1 full seed               %8.1f MiB/s  (%.2f s)  %.2f x TLS copy, %.2f x TCP (sendfile), %.2f x TCP (read/write), peak RSS %.0f MiB\n", mibps(rep.OneSeed), rep.OneSeed.Seconds, rep.OneVsTLS, rep.OneVsTCP, rep.OneVsTCPUser, rep.OneSeed.PeakRSSMiB)
-	fmt.Fprintf(w, "  fetch, %d partial seeds           %8.1f MiB/s  (%.2f s)  %.2f x TCP, %.2f x one seed, peak RSS %.0f MiB\n", nseeds, mibps(rep.MultiSeed), rep.MultiSeed.Seconds, rep.MultiVsTCP, rep.MultiVsOne, rep.MultiSeed.PeakRSSMiB)
-	return nil
+	var ut, st float64
+	fmt.Sscan(f[11], &ut)
+	fmt.Sscan(f[12], &st)
+	return (ut + st) / clockTicks
+}
+
+// clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTicks = 100
+
+// selfCPU returns the CPU seconds (user and system) this process has used.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // copyMode is how benchTCP copies: through the kernel's zero-copy paths,
@@ -234,17 +550,30 @@ const (
 )
 
 // benchTCP times a copy of file from a child process to this one over
-// loopback TCP (mode says how), written to out and fsynced.
-func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float64, error) {
+// loopback TCP (mode says how), written to out and fsynced, and returns the
+// CPU seconds of this process (receiving) and of the child (sending).
+func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float64, benchCPU, error) {
+	secs, child, cpu, err := benchTCPRun(ctx, self, file, out, mode)
+	if child != nil {
+		if werr := child.Wait(); werr == nil && err == nil {
+			cpu.send = (child.ProcessState.UserTime() + child.ProcessState.SystemTime()).Seconds()
+		}
+	}
+	return secs, cpu, err
+}
+
+// benchTCPRun is benchTCP but for waiting for the child it started (nil if none).
+func benchTCPRun(ctx context.Context, self, file, out string, mode copyMode) (float64, *exec.Cmd, benchCPU, error) {
+	var cpu benchCPU
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, nil, cpu, err
 	}
 	defer l.Close()
 	if mode == copyTLS {
 		cert, err := benchCert()
 		if err != nil {
-			return 0, err
+			return 0, nil, cpu, err
 		}
 		l = tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
 	}
@@ -252,18 +581,17 @@ func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float
 	child := exec.CommandContext(ctx, self, args...)
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
-		return 0, err
+		return 0, nil, cpu, err
 	}
-	defer child.Wait()
 	conn, err := l.Accept()
 	if err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
 	defer conn.Close()
-	start := time.Now()
+	start, cpu0 := time.Now(), selfCPU()
 	f, err := os.Create(out)
 	if err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
 	defer f.Close()
 	var dst io.Writer = f
@@ -272,12 +600,13 @@ func benchTCP(ctx context.Context, self, file, out string, mode copyMode) (float
 		dst, src = struct{ io.Writer }{f}, struct{ io.Reader }{conn}
 	}
 	if _, err := io.CopyBuffer(dst, src, make([]byte, 256<<10)); err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
 	if err := f.Sync(); err != nil {
-		return 0, err
+		return 0, child, cpu, err
 	}
-	return time.Since(start).Seconds(), nil
+	cpu.recv = selfCPU() - cpu0
+	return time.Since(start).Seconds(), child, cpu, nil
 }
 
 // benchCert returns a fresh self-signed ECDSA P-256 certificate for the TLS
@@ -322,16 +651,10 @@ func benchTCPSend(addr, file string, mode copyMode) error {
 	return err
 }
 
-// benchSeeds starts one seed process per path and returns the first ticket.
-func benchSeeds(ctx context.Context, self, dir string, paths []string, bs int64) (peer.Ticket, func(), error) {
-	tks, stop, err := benchSeedsAll(ctx, self, dir, paths, bs)
-	if err != nil {
-		return peer.Ticket{}, nil, err
-	}
-	return tks[0], stop, nil
-}
-
-func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int64) ([]peer.Ticket, func(), error) {
+// benchSeedsAll starts one seed process per path (the first given args
+// too) and returns their tickets, their process ids and a function that
+// stops them.
+func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int64, args []string) ([]peer.Ticket, []int, func(), error) {
 	// Each seed's standard error is kept, not shown: it says "shutting down"
 	// when stopped, and is reported only if the seed fails to start.
 	type seedProc struct {
@@ -350,13 +673,15 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 	for j, p := range paths {
 		tf := filepath.Join(dir, fmt.Sprintf("seed%d.ticket", j))
 		os.Remove(tf)
-		cmd := exec.CommandContext(ctx, self, "seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf)
+		// Later flags win: args may set another --block-size.
+		cmd := exec.CommandContext(ctx, self, append([]string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf}, args...)...)
+		args = nil // the first seed's only
 		sp := &seedProc{exited: make(chan error, 1)}
 		cmd.Stdout = io.Discard
 		cmd.Stderr = &sp.stderr
 		if err := cmd.Start(); err != nil {
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		cmds, procs = append(cmds, cmd), append(procs, sp)
 		go func() { sp.exited <- cmd.Wait() }()
@@ -367,11 +692,15 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 				err = fmt.Errorf("bench: seed: %s", strings.TrimPrefix(strings.TrimSpace(sp.stderr.String()), "reconcile: "))
 			}
 			stop()
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		tks = append(tks, tk)
 	}
-	return tks, stop, nil
+	pids := make([]int, len(cmds))
+	for j, c := range cmds {
+		pids[j] = c.Process.Pid
+	}
+	return tks, pids, stop, nil
 }
 
 // errSeedExited means a seed process ended before it wrote its ticket.
@@ -395,9 +724,10 @@ func waitTicket(ctx context.Context, path string, exited <-chan error) (peer.Tic
 	return peer.Ticket{}, errors.New("bench: a seed wrote no ticket")
 }
 
-// benchFetch runs a fetch process and returns its summary and peak RSS in MiB.
-func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string) (*peer.Summary, float64, error) {
-	args := []string{"fetch", tk.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json"}
+// benchFetch runs a fetch process (with more args) and returns its summary,
+// its CPU seconds (as benchCPU.recv) and its peak RSS in MiB.
+func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string, more []string) (*peer.Summary, benchCPU, float64, error) {
+	args := append([]string{"fetch", tk.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json"}, more...)
 	for _, e := range extra {
 		args = append(args, "--peer", e)
 	}
@@ -406,15 +736,16 @@ func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
 	if err != nil {
-		return nil, 0, fmt.Errorf("bench: fetch: %v: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, benchCPU{}, 0, fmt.Errorf("bench: fetch: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
 	var sum peer.Summary
 	if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(stdout))).Decode(&sum); err != nil {
-		return nil, 0, fmt.Errorf("bench: fetch summary: %w", err)
+		return nil, benchCPU{}, 0, fmt.Errorf("bench: fetch summary: %w", err)
 	}
 	rss := 0.0
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
 	}
-	return &sum, rss, nil
+	cpu := benchCPU{recv: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
+	return &sum, cpu, rss, nil
 }

@@ -194,9 +194,8 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 
 func main() {
 	setLibp2pLogging(os.Stderr)
-	stop, stopTrace := startProfile(), startExecTrace()
+	stop := startEnvProfiles() // profile.go
 	code := runMain(os.Args, os.Stdout, os.Stderr)
-	stopTrace()
 	stop()
 	os.Exit(code)
 }

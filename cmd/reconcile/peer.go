@@ -28,6 +28,7 @@ func peerFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default: every interface, TCP and QUIC, random ports)"},
 		&cli.StringFlag{Name: "key", Usage: "identity key file, created (mode 0600) on first use; default: a fresh identity"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
+		cpuProfileFlag(), // profile.go
 	}, netFlags()...) // reach.go
 }
 
@@ -64,6 +65,13 @@ func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 			return nil, err
 		}
 		opts = append(opts, peer.WithSyncEvery(n))
+	}
+	if findFlag(c.Command.Flags, "window") != nil && c.IsSet("window") {
+		n, err := flagAtLeast(c, "window", 1)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, peer.WithWindow(n))
 	}
 	if findFlag(c.Command.Flags, "stall-timeout") != nil {
 		d := c.Duration("stall-timeout")

@@ -2,63 +2,85 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"runtime/pprof"
 	"runtime/trace"
+
+	"github.com/urfave/cli/v2"
 )
 
-// profileEnv names the environment variable that, when set to a file name,
-// has any command write a CPU profile of its run there (read it with go
-// tool pprof); for measuring the hot paths of a seed, a fetch or a testnet.
-const profileEnv = "RECONCILE_CPUPROFILE"
+// Environment variables that have any command profile its own run, for
+// measuring the hot paths of a seed, a fetch or a testnet:
+//
+//	RECONCILE_CPUPROFILE=FILE   a CPU profile (go tool pprof)
+//	RECONCILE_EXECTRACE=FILE    a Go execution trace (go tool trace)
+const (
+	profileEnv   = "RECONCILE_CPUPROFILE"
+	execTraceEnv = "RECONCILE_EXECTRACE"
+)
 
-// startProfile starts the CPU profile asked for by profileEnv, if any, and
-// returns the function that ends it.
-func startProfile() func() {
-	path := os.Getenv(profileEnv)
+// cpuProfileFlag is the hidden flag of seed and fetch that writes a CPU
+// profile of the process (reconcile bench --profile passes it).
+func cpuProfileFlag() cli.Flag {
+	return &cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the whole run to this file (go tool pprof)"}
+}
+
+// startCPUProfile starts the CPU profile --cpuprofile asks for, if any; stop
+// ends it and closes the file. stop is never nil.
+func startCPUProfile(c *cli.Context) (stop func(), err error) {
+	path := c.String("cpuprofile")
 	if path == "" {
-		return func() {}
+		return func() {}, nil
 	}
-	f, err := os.Create(path)
+	stop, err = startFileProfile(path, pprof.StartCPUProfile, pprof.StopCPUProfile)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "reconcile: %s: %v\n", profileEnv, err)
-		return func() {}
+		return func() {}, fmt.Errorf("--cpuprofile: %w", err)
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		fmt.Fprintf(os.Stderr, "reconcile: %s: %v\n", profileEnv, err)
-		f.Close()
-		return func() {}
+	return stop, nil
+}
+
+// startEnvProfiles starts the profiles the environment asks for (profileEnv,
+// execTraceEnv) and returns the function that ends them; a profile that
+// cannot start is reported on stderr and skipped.
+func startEnvProfiles() func() {
+	var stops []func()
+	for _, p := range []struct {
+		env   string
+		start func(w io.Writer) error
+		stop  func()
+	}{{profileEnv, pprof.StartCPUProfile, pprof.StopCPUProfile}, {execTraceEnv, trace.Start, trace.Stop}} {
+		path := os.Getenv(p.env)
+		if path == "" {
+			continue
+		}
+		stop, err := startFileProfile(path, p.start, p.stop)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "reconcile: %s: %v\n", p.env, err)
+			continue
+		}
+		stops = append(stops, stop)
 	}
 	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
+		for _, stop := range stops {
+			stop()
+		}
 	}
 }
 
-// execTraceEnv names the environment variable that, when set to a file
-// name, has any command write a Go execution trace of its run there (read it
-// with go tool trace).
-const execTraceEnv = "RECONCILE_EXECTRACE"
-
-// startExecTrace starts the execution trace asked for by execTraceEnv, if
-// any, and returns the function that ends it.
-func startExecTrace() func() {
-	path := os.Getenv(execTraceEnv)
-	if path == "" {
-		return func() {}
-	}
+// startFileProfile creates path and starts a profile writing to it; the
+// returned function stops the profile and closes the file.
+func startFileProfile(path string, start func(io.Writer) error, stop func()) (func(), error) {
 	f, err := os.Create(path)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "reconcile: %s: %v\n", execTraceEnv, err)
-		return func() {}
+		return nil, err
 	}
-	if err := trace.Start(f); err != nil {
-		fmt.Fprintf(os.Stderr, "reconcile: %s: %v\n", execTraceEnv, err)
+	if err := start(f); err != nil {
 		f.Close()
-		return func() {}
+		return nil, err
 	}
 	return func() {
-		trace.Stop()
+		stop()
 		f.Close()
-	}
+	}, nil
 }

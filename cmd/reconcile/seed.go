@@ -74,6 +74,11 @@ func runSeed(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	stopProfile, err := startCPUProfile(c) // profile.go
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
 	ctx, stop := signalContext()
 	defer stop()
 	p, err := newCLIPeer(ctx, c, opts)

@@ -1,0 +1,91 @@
+package peer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// TestFrameBufsAllocs checks that a block's frame buffer, once the pools are
+// warm, is taken and given back without an allocation, and that a buffer
+// too small for a frame is not pooled.
+func TestFrameBufsAllocs(t *testing.T) {
+	bs := chunker.DefaultBlockSize
+	m, err := chunker.NewManifest([]chunker.File{{Path: "f", Size: int64(4 * bs), Mode: 0o644}}, bs, make([][chunker.HashSize]byte, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fetch{t: blockTarget{c: &content{man: m}}}
+	b := f.getBuf()
+	if len(b) != 0 || cap(b) < bs+1+binaryMaxVarint {
+		t.Fatalf("getBuf: len %d cap %d, want 0 and at least a frame", len(b), cap(b))
+	}
+	f.putBuf(b[:100])
+	if a := testing.AllocsPerRun(100, func() { f.putBuf(f.getBuf()) }); a != 0 {
+		t.Errorf("getBuf and putBuf: %v allocations, want 0", a)
+	}
+	f.putBuf(make([]byte, 10))
+	for range 4 {
+		if b := f.getBuf(); cap(b) < bs {
+			t.Fatalf("getBuf gave a buffer of %d bytes, want at least %d", cap(b), bs)
+		}
+	}
+}
+
+// BenchmarkFrameBufs measures taking and returning one frame buffer, as the
+// fetch does for every block received.
+func BenchmarkFrameBufs(b *testing.B) {
+	bs := chunker.DefaultBlockSize
+	m, err := chunker.NewManifest([]chunker.File{{Path: "f", Size: int64(4 * bs), Mode: 0o644}}, bs, make([][chunker.HashSize]byte, 4))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := &fetch{t: blockTarget{c: &content{man: m}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		f.putBuf(f.getBuf())
+	}
+}
+
+// TestWaitForRoom: a download whose source has more to give waits while the
+// fetch holds all the blocks it may, and goes on once the writers free one;
+// with nothing more to give, or once roomWait is over, it stops.
+func TestWaitForRoom(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	f := &fetch{ctx: ctx, pick: newPicker(func(int) bool { return false }, 2)}
+	src := &source{id: "a"}
+	f.pick.offer(&src.offers, []int{0, 1, 2, 3})
+	if got := f.pick.claim(src.id, &src.offers, 4); len(got) != 2 {
+		t.Fatalf("claimed %v, want 2 blocks (the limit)", got)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		f.mu.Lock()
+		f.pick.done(0, false)
+		f.mu.Unlock()
+	}()
+	start := time.Now()
+	if !f.waitForRoom(src) {
+		t.Fatal("waitForRoom: false, want true once a claim is done")
+	}
+	if d := time.Since(start); d < 15*time.Millisecond {
+		t.Fatalf("waitForRoom returned after %v, before the room was made", d)
+	}
+	// At the limit again, and nothing frees it: it gives up after roomWait.
+	f.pick.claim(src.id, &src.offers, 1)
+	start = time.Now()
+	if f.waitForRoom(src) {
+		t.Fatal("waitForRoom: true with no room")
+	}
+	if d := time.Since(start); d < roomWait {
+		t.Fatalf("gave up after %v, want %v", d, roomWait)
+	}
+	// Nothing more offered: no wait.
+	src.offers.queue = nil
+	if f.waitForRoom(src) {
+		t.Fatal("waitForRoom: true with nothing offered")
+	}
+}
