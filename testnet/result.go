@@ -3,6 +3,7 @@ package testnet
 import (
 	"runtime/metrics"
 	"sync"
+	"syscall"
 	"time"
 
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
@@ -55,6 +56,14 @@ type Result struct {
 	// completion (0 if any uplink is uncapped).
 	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
 	UploadUse     float64 `json:"upload_use,omitempty"`
+	// TimeScale is the time scale the run used (Config.TimeScale, or the
+	// one AutoTimeScale picked): completion times are in the described
+	// network's seconds, RunSeconds in this machine's. CPUUse is the
+	// process's CPU time during the fetches over what the machine's cores
+	// could give in that time: near 1, the run measured the machine more
+	// than the protocol (raise the time scale).
+	TimeScale float64 `json:"time_scale"`
+	CPUUse    float64 `json:"cpu_use"`
 	// Fetchers is the number of honest peers that had to end with the whole
 	// file: those that started without it or joined late, less the peers
 	// that left for good (without churn and liars, every peer but the
@@ -179,4 +188,13 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// cpuTime returns the CPU time (user and system) the process has used.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

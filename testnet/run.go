@@ -138,18 +138,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Access links: their own random stream, so that the rest of the run is
 	// the same with or without them.
-	// The network model: latency (applied here rather than by the mock
-	// network, see shaper) and the access links.
-	var shape *shaper
-	var links *ts.Links
 	up, down := cfg.accessRates(seedNode, rand.New(rand.NewPCG(cfg.Seed, 0x616363657373)))
 	if cfg.hasAccess() {
-		links = ts.NewLinks(up, down)
-	}
-	if links != nil || cfg.Transport == TransportMock {
-		shape = newShaper(cfg.Nodes, links, byID, ov.pairs)
-	}
-	if links != nil {
 		res.UpBps, res.DownBps, res.Classes = cfg.Up, cfg.Down, cfg.Classes
 		if seedNode >= 0 {
 			res.SeedUpBps = up[seedNode]
@@ -162,6 +152,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.TStarS = ts.FluidBound(float64(m.TotalSize()), up[seedNode], fu, fd)
 		}
 	}
+	// The time scale: the network runs scale times slower than described,
+	// the peers' timers and the run's own stretched to match.
+	scale := cfg.TimeScale
+	if scale == 0 {
+		scale = AutoTimeScale(int64(cfg.Nodes-1)*m.TotalSize(), res.TStarS, runtime.NumCPU())
+	}
+	res.TimeScale = scale
+	cfg.Bandwidth /= scale
+	cfg.Timeout = time.Duration(float64(cfg.Timeout) * scale)
+	cfg.StuckAfter = time.Duration(float64(cfg.StuckAfter) * scale)
+	// The network model: latency (applied here rather than by the mock
+	// network, see shaper) and the access links.
+	var shape *shaper
+	var links *ts.Links
+	if cfg.hasAccess() {
+		su, sd := make([]float64, len(up)), make([]float64, len(down))
+		for i := range up {
+			su[i], sd[i] = up[i]/scale, down[i]/scale
+		}
+		links = ts.NewLinks(su, sd)
+	}
+	if links != nil || cfg.Transport == TransportMock {
+		shape = newShaper(cfg.Nodes, links, byID, ov.pairs, scale)
+	}
 	audit := cnt.audit(holdingsOf)
 	tr := newTracer(cfg.Trace, byID)
 	defer tr.flush()
@@ -173,7 +187,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				tr.served(i, ev)
 			}
 		}
-		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(obs)}
+		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(obs), peer.WithTimeScale(scale)}
 		if cfg.Window > 0 {
 			o = append(o, peer.WithWindow(cfg.Window))
 		}
@@ -329,6 +343,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	lctx, lcancel := context.WithCancel(rctx)
 	defer lcancel()
 	start := time.Now()
+	cpu0 := cpuTime()
 	tr.begin(start, cfg.Method.String(), seedNode)
 	w.ctx, w.start = rctx, start
 	var wg, liars sync.WaitGroup
@@ -404,6 +419,9 @@ wait:
 	}
 	tick.Stop()
 	res.RunSeconds = time.Since(start).Seconds()
+	if res.RunSeconds > 0 {
+		res.CPUUse = (cpuTime() - cpu0).Seconds() / (res.RunSeconds * float64(runtime.NumCPU()))
+	}
 	lcancel()
 	liars.Wait()
 	stopSampling()
@@ -452,7 +470,7 @@ wait:
 		}
 		if nodes[i].store.Complete() {
 			res.Completed++
-			res.Completions = append(res.Completions, o.at.Seconds())
+			res.Completions = append(res.Completions, o.at.Seconds()/scale)
 		}
 	}
 	for _, r := range roles {

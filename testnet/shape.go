@@ -43,13 +43,13 @@ type shaper struct {
 const defaultWindow = 3 << 20
 
 // newShaper returns the model of n nodes with the given links (nil: none)
-// and pair latencies.
-func newShaper(n int, links *ts.Links, index map[lpeer.ID]int, pairs []pair) *shaper {
+// and pair latencies, these times scale (the time scale).
+func newShaper(n int, links *ts.Links, index map[lpeer.ID]int, pairs []pair, scale float64) *shaper {
 	sh := &shaper{links: links, index: index, latency: make(map[[2]int]time.Duration, len(pairs)),
 		window: defaultWindow, t0: time.Now(), sent: make([]atomic.Int64, n)}
 	for _, p := range pairs {
 		if p.latency > 0 {
-			sh.latency[[2]int{p.a, p.b}] = p.latency
+			sh.latency[[2]int{p.a, p.b}] = time.Duration(float64(p.latency) * scale)
 		}
 	}
 	return sh

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -103,6 +105,7 @@ func testnetCommand() *cli.Command {
 			&cli.DurationFlag{Name: "stuck-after", Usage: "start again (resuming) an honest fetch that stored no block for this long", Value: 30 * time.Second},
 			&cli.BoolFlag{Name: "baseline", Usage: "with --churn or --liars, also run each method without them and print what they cost"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes to move, T* and the cores; 1: real time"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent and reconciliation answered to `FILE`, a line each (start METHOD SEED; sent T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; T in seconds from the start, FROM and TO node numbers)"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
@@ -179,6 +182,13 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		return fail("--timeout must be positive")
 	}
 	cfg.Seed, cfg.SkipVerify = c.Uint64("seed"), c.Bool("no-verify")
+	if s := c.String("time-scale"); s != "auto" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || !(v >= 1) || math.IsInf(v, 0) {
+			return fail("--time-scale %q: want auto or a number of at least 1", s)
+		}
+		cfg.TimeScale = v
+	}
 	if cfg.Churn, err = testnet.ParseChurn(c.String("churn")); err != nil {
 		return fail("--churn %q: want a share such as 0.1, or LEAVE,REJOIN,LATE with rejoin <= leave and leave + late <= 1", c.String("churn"))
 	}
@@ -358,6 +368,15 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		fmt.Fprintf(out, "access links: %s; seed up %s\n", accessLine(r0.UpBps, r0.DownBps, r0.Classes), testnet.FormatRate(r0.SeedUpBps))
 	}
 	for _, r := range rep.Runs {
+		if r.TimeScale != 1 {
+			fmt.Fprintf(out, "testnet %s: time scale %g (the network ran %g times slower than described; times are the described network's)", r.Method, r.TimeScale, r.TimeScale)
+		} else {
+			fmt.Fprintf(out, "testnet %s: real time", r.Method)
+		}
+		fmt.Fprintf(out, "; CPU %.0f%% busy during the fetches\n", 100*r.CPUUse)
+		if r.CPUUse > 0.8 {
+			fmt.Fprintf(out, "testnet %s: the machine was near its limit: the times measure it as much as the protocol (raise --time-scale)\n", r.Method)
+		}
 		printTStar(out, "testnet", r.Method, r.TStarS, r.MedianS, r.P95S, r.MaxS)
 		printUploads(out, "testnet", r.Method, r.SeedSentBytes, r.Bytes, r.UploadUse)
 	}
