@@ -210,14 +210,20 @@ const (
 // and a pause later: with 1 MiB blocks on a busy disk, 3 of 5 fetches of
 // 1 GiB from one seed took 3-6 rounds and 5-8 s instead of 1.4-2 s.
 func (f *fetch) waitForRoom(src *source) bool {
-	deadline := time.Now().Add(roomWait)
-	for {
+	deadline := time.Now().Add(f.p.cfg.stretch(roomWait))
+	for waited := false; ; waited = true {
 		f.mu.Lock()
 		full := len(f.pick.claimed) >= f.pick.limit
-		more := len(src.offers.queue) > 0
+		more := len(src.offers.queue) > 0 && !src.recheck
 		f.mu.Unlock()
-		if !full || !more || time.Now().After(deadline) {
-			return !full && more
+		// Only a download that found the fetch full waits, and only while
+		// it stays full: with room and nothing claimed, the source has
+		// nothing to give now (its offers held or claimed by others).
+		if !more || !full {
+			return more && waited
+		}
+		if time.Now().After(deadline) {
+			return false
 		}
 		t := time.NewTimer(roomPoll)
 		select {

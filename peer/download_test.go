@@ -55,9 +55,16 @@ func BenchmarkFrameBufs(b *testing.B) {
 func TestWaitForRoom(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := &fetch{ctx: ctx, pick: newPicker(func(int) bool { return false }, 2)}
+	f := &fetch{p: &Service{cfg: defaultConfig()}, ctx: ctx, pick: newPicker(func(int) bool { return false }, 2)}
 	src := &source{id: "a"}
 	f.pick.offer(&src.offers, []int{0, 1, 2, 3})
+	// Room, and offers nothing can be claimed of now (a source to be
+	// reconciled with again): no wait, and no spin either.
+	src.recheck = true
+	if f.waitForRoom(src) {
+		t.Fatal("waitForRoom: true for a source asked for nothing")
+	}
+	src.recheck = false
 	if got := f.pick.claim(src.id, &src.offers, 4); len(got) != 2 {
 		t.Fatalf("claimed %v, want 2 blocks (the limit)", got)
 	}
@@ -82,6 +89,13 @@ func TestWaitForRoom(t *testing.T) {
 	}
 	if d := time.Since(start); d < roomWait {
 		t.Fatalf("gave up after %v, want %v", d, roomWait)
+	}
+	// Room from the start: no wait (the download found nothing to claim
+	// for other reasons).
+	f.pick.done(1, false)
+	start = time.Now()
+	if f.waitForRoom(src) || time.Since(start) > roomPoll*5 {
+		t.Fatalf("waitForRoom with room: true or slow (%v)", time.Since(start))
 	}
 	// Nothing more offered: no wait.
 	src.offers.queue = nil
