@@ -23,6 +23,8 @@ type content struct {
 	recon *responder   // answers reconciliation requests
 	sends *repeats     // blocks sent per peer, to bound repeats (peer/repeat.go)
 	super *superSeed   // the offer policy of WithSuperSeeding, nil when off
+	// tally sums the filters of the content's watchers (BlockRarestFilters).
+	tally *neighbourTally
 	// fresh is uploadQueueFresh, stretched by the service's time scale.
 	fresh time.Duration
 
@@ -161,7 +163,8 @@ func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &content{man: m, store: s, recon: r, sends: newRepeats(m.BlockCount()), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh}, nil
+	return &content{man: m, store: s, recon: r, sends: newRepeats(m.BlockCount()), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh,
+		tally: newNeighbourTally(r.u)}, nil
 }
 
 func (c *content) noteSwarm(id lpeer.ID) {

@@ -42,20 +42,41 @@
 // message, is dropped and put on the service's deny-list for a while: its
 // streams of these protocols are reset and refused ([WithFetchEvents] tells
 // an application of both). The host's connection to it is not
-// closed (the application's other protocols may use it). When a worker has
-// nothing left to pull it reconciles again, as the peer may have gained
-// blocks: at once after a round that brought blocks, and as a long poll (one
-// of the one-round methods): a peer that finds nothing new for the fetcher
-// (nothing, or only what its last answer found) holds the answer, without a
-// reconcile slot, until it gains a block or for 3 s; otherwise after a pause
-// that grows to a second.
+// closed (the application's other protocols may use it).
 //
-// In a swarm a peer that many fetchers ask at once keeps a short queue: once
-// 8 blocks are queued for other peers that read (at most 4 counted per peer),
-// a request is answered busy, and the fetcher asks other peers for those
-// blocks instead of waiting behind the others. A seed made with
-// [WithSuperSeeding] offers each fetcher only the few blocks it sent least
-// often, every block once before any twice (BitTorrent's super-seeding).
+// # Watches
+//
+// With a one-round method (complete, ccbf, bitfield) the reconciliation
+// stream stays open as a watch (wire.Hello.Watch): after answering, the
+// peer sends a have frame of every block it stores, and the fetcher one of
+// every block it stores, until the fetcher closes it. So one
+// reconciliation finds every block the fetcher lacks, and from then on
+// each side hears of the other's new blocks a one-way delay after they are
+// stored, at a few bytes a block (as BitTorrent's HAVE messages), rather
+// than by reconciling again; a fetch watches every source (WithMaxSources,
+// 32 by default) and asks for a block as soon as one announces it. Without
+// a watch (IBLT, the Byers baseline, a watch that ended), a worker with
+// nothing left to pull reconciles again after a pause that grows to a
+// second. A source that answers "missing" for a block it announced is
+// reconciled with again before it is asked for more, so a peer that offers
+// what it does not send is found out and left.
+//
+// Fetches choose which offered block to ask for first ([WithBlockChoice]):
+// rarest first, counted exactly from their sources' offers and haves (the
+// default), rarest first estimated from the sum of the counting Bloom
+// filters their own watchers sent them (the algebra's T8: the minimum of a
+// block's counters in the sum is never below the number of neighbours
+// holding it), or at random.
+//
+// In a swarm a peer serves the requests of a few peers at once, as
+// BitTorrent's unchoked peers: a request from a peer with nothing queued
+// is answered busy while two other peers that read have blocks queued, and
+// the fetcher asks other peers for those blocks instead of waiting behind
+// the others. A seed made with [WithSuperSeeding] deals its blocks out
+// over its watchers instead: each is offered at most two blocks it has not
+// asked for yet, those sent the fewest blocks first, a block offered to
+// one watcher at a time, and no block twice while one was never sent
+// (BitTorrent's super-seeding); it answers nobody busy.
 //
 // Fetchers serve what they hold while they fetch (and after, until Close):
 // a peer that reconciles with a fetcher is added to its sources, and every
@@ -115,6 +136,12 @@
 //     waits at most the stream idle time for room;
 //   - repeats: a block is sent to one peer at most 4 times a minute (then
 //     answered as missing);
+//   - watches: a watch holds one of the peer's streams of the reconcile
+//     protocol (within l.StreamsPerPeer and l.Streams) and no reconcile
+//     slot; the have frames it reads are at most 4096 indices each; the
+//     watchers' filters kept for the tally of neighbours' filters hold at
+//     most 32 MiB per content, summed in at most 8 parameter sets of at
+//     most 2^20 counters (4 MiB each);
 //   - stream churn: a peer may open 64 streams a second (128 at once); a
 //     stream beyond that is reset at once and earns abuse points, so a peer
 //     that opens the next stream as soon as the last was reset (thousands a
@@ -122,9 +149,10 @@
 //     a second.
 //
 // So what peers can make a server hold is bounded by about l.ReconcileBytes
-// + l.ServeBytes + 64 MiB of filter caches per content + the stream buffers
+// + l.ServeBytes + 64 MiB of filter caches and 64 MiB of the watchers'
+// filters and their sums per content + the stream buffers
 // (4 KiB each, plus the muxer's windows, bounded by [ResourceLimits]),
-// whatever they send: 256 MiB with the defaults. Measured with `reconcile
+// whatever they send: 320 MiB with the defaults. Measured with `reconcile
 // flood` (200 identities x 16 streams of every attack above on one 64 MiB
 // seed), see the command's help.
 //

@@ -129,6 +129,9 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 		wake:    make(chan struct{}),
 	}
 	f.pick.setChoice(fc.choice, nil)
+	if fc.choice == BlockRarestFilters {
+		f.pick.rarityOf = c.tally.count
+	}
 	return f
 }
 
@@ -482,7 +485,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 		return nil, err
 	}
 	began := time.Now()
-	s, trips, err := f.p.pullSession(sctx, cs, f.t.responder(), f.t.method(), f.t.held())
+	s, trips, err := f.p.pullSession(sctx, cs, f.t.responder(), f.t.method(), f.t.held(), watch)
 	if err != nil {
 		cs.reset()
 		wcancel()

@@ -94,7 +94,7 @@ func WithMethod(m reconcile.Method) FetchOption {
 // blocks to ask it for first. Default BlockRarest.
 func WithBlockChoice(c BlockChoice) FetchOption {
 	return func(fc *fetchConfig) error {
-		if c != BlockRarest && c != BlockInOrder {
+		if c != BlockRarest && c != BlockInOrder && c != BlockRandom && c != BlockRarestFilters {
 			return fmt.Errorf("peer: WithBlockChoice: unknown choice %d", int(c))
 		}
 		fc.choice = c

@@ -23,6 +23,15 @@ const (
 	// BlockInOrder asks for the offered blocks in index order from a random
 	// starting place (the choice before BlockRarest, kept for comparison).
 	BlockInOrder
+	// BlockRandom asks for the offered blocks in random order (for
+	// comparison with the rarest-first choices).
+	BlockRandom
+	// BlockRarestFilters asks first for the blocks the fewest neighbours
+	// hold by the sum of the counting Bloom filters this peer's watchers
+	// sent it (the algebra's T8; see cbfalgebra.Tally), kept up to date
+	// with their have frames: rarity from the filters alone, never below
+	// the true count, equal to it unless the filters are loaded.
+	BlockRarestFilters
 )
 
 // String names the choice.
@@ -32,9 +41,16 @@ func (c BlockChoice) String() string {
 		return "rarest"
 	case BlockInOrder:
 		return "in-order"
+	case BlockRandom:
+		return "random"
+	case BlockRarestFilters:
+		return "rarest-filters"
 	}
 	return "unknown"
 }
+
+// rarest reports whether c orders blocks by rarity.
+func (c BlockChoice) rarest() bool { return c == BlockRarest || c == BlockRarestFilters }
 
 // picker decides which source fetches which unit (block, or coded block) of
 // a fetch: a unit is claimed by one source at a time, so no two peers are
@@ -55,8 +71,11 @@ type picker struct {
 	// other sources held their claims looks at them again once it moves.
 	release uint64
 
-	// choice orders each source's queue (see BlockChoice).
-	choice BlockChoice
+	// choice orders each source's queue (see BlockChoice); rarityOf, when
+	// set, is the rarity of BlockRarestFilters (the count of is used
+	// otherwise).
+	choice   BlockChoice
+	rarityOf func(i int) int
 	// count holds, per unit, how many sources' current offers hold it;
 	// gen changes whenever count does.
 	count map[int]int32
@@ -135,7 +154,7 @@ func (pk *picker) offerFrom(o *offers, units []int, full bool) {
 		}
 	}
 	pk.gen++
-	if pk.choice == BlockRarest {
+	if pk.choice != BlockInOrder {
 		// Shuffled first, so that a stable sort by rarity leaves ties in
 		// random order.
 		pk.rng.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
@@ -209,8 +228,19 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 		o.seen = pk.release
 		o.sorted = 0
 	}
-	if pk.choice == BlockRarest && o.sorted != pk.gen && len(o.queue) > 1 {
-		slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
+	if o.sorted != pk.gen && len(o.queue) > 1 {
+		switch {
+		case pk.choice == BlockRandom:
+			pk.rng.Shuffle(len(o.queue), func(a, b int) { o.queue[a], o.queue[b] = o.queue[b], o.queue[a] })
+		case pk.choice == BlockRarestFilters && pk.rarityOf != nil:
+			rank := make(map[int]int, len(o.queue))
+			for _, i := range o.queue {
+				rank[i] = pk.rarityOf(i)
+			}
+			slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(rank[a], rank[b]) })
+		case pk.choice.rarest():
+			slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
+		}
 		o.sorted = pk.gen
 	}
 	spare := pk.spares(o)
@@ -322,7 +352,7 @@ func (pk *picker) done(i int, retry bool) {
 
 // spares reports whether o's source is spared (see offerFrom).
 func (pk *picker) spares(o *offers) bool {
-	return pk.choice == BlockRarest && o.full && pk.full == 1
+	return pk.choice.rarest() && o.full && pk.full == 1
 }
 
 // claimable reports whether o holds deferred units that are now free.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -181,24 +182,25 @@ func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<
 // answerSession runs the responder side of one session on ss, with the
 // method the first message names, and returns that method, the units the
 // answer offered and those the session found the fetcher lacks (more than
-// offered when trim, if set, chose fewer: a super-seed's choice). slot's
-// held lists the blocks (or coded blocks) served. A method r does not serve
+// offered when trim, if set, chose fewer: a super-seed's choice), and, when
+// keep is set, the CBF the fetcher sent (Complete and CCBF; nil
+// otherwise). slot's held lists the blocks (or coded blocks) served. A method r does not serve
 // is refused with a reject (errNotServed); a disagreement of configurations
 // is rejected (errRejected); a peer that breaks the protocol gets an error
 // wrapping ErrMalformed, which resets the stream.
-func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error), trim func([]uint32) []uint32) (method reconcile.Method, offered, found []int, err error) {
+func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error), trim func([]uint32) []uint32, keep bool) (method reconcile.Method, offered, found []int, theirs *cbfalgebra.CBF, err error) {
 	lim := p.reconcileLimits()
 	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered, found: &found, trim: trim}
 	body, err := conn.Recv()
 	if err != nil {
-		return 0, nil, nil, err
+		return 0, nil, nil, nil, err
 	}
 	m, err := reconcile.Decode(body, lim)
 	if err != nil {
-		return 0, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return 0, nil, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	if m.Type != reconcile.MsgFilter {
-		return 0, nil, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
+		return 0, nil, nil, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
 	}
 	method = m.Filter.Method
 	if !r.serves(method) {
@@ -206,54 +208,55 @@ func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (hel
 		rej := reconcile.Message{Type: reconcile.MsgReject, Session: m.Session, Reason: reason}
 		out, err := rej.AppendBinary(nil)
 		if err != nil {
-			return method, nil, nil, err
+			return method, nil, nil, nil, err
 		}
 		if err := conn.Send(&rej, out); err != nil {
-			return method, nil, nil, err
+			return method, nil, nil, nil, err
 		}
 		if err := conn.Flush(); err != nil {
-			return method, nil, nil, err
+			return method, nil, nil, nil, err
 		}
-		return method, nil, nil, fmt.Errorf("%w: %v", errNotServed, method)
+		return method, nil, nil, nil, fmt.Errorf("%w: %v", errNotServed, method)
 	}
-	err = p.answerOnce(ss, r, m, method, conn, slot)
+	theirs, err = p.answerOnce(ss, r, m, method, conn, slot, keep)
 	switch {
 	case err == nil:
-		return method, offered, found, nil
+		return method, offered, found, theirs, nil
 	case isConnError(err):
-		return method, nil, nil, err
+		return method, nil, nil, nil, err
 	case reconcile.IsViolation(err):
 		// The reject is sent; the stream is reset.
-		return method, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return method, nil, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
 	default:
-		return method, nil, nil, fmt.Errorf("%w: %w", errRejected, err)
+		return method, nil, nil, nil, fmt.Errorf("%w: %w", errRejected, err)
 	}
 }
 
 // answerOnce runs the session that answers the first message m, with the
-// held set slot returns, over conn.
-func (p *Service) answerOnce(ss *serverStream, r *responder, m reconcile.Message, method reconcile.Method, conn *reconConn, slot func() ([]int, func(), error)) error {
+// held set slot returns, over conn, and returns the fetcher's CBF if keep
+// is set (see answerSession).
+func (p *Service) answerOnce(ss *serverStream, r *responder, m reconcile.Message, method reconcile.Method, conn *reconConn, slot func() ([]int, func(), error), keep bool) (*cbfalgebra.CBF, error) {
 	held, release, err := slot()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer release()
 	lim := p.reconcileLimits()
 	set := heldSet(r.u.Blocks(), held)
 	filters, err := r.filtersFor(set)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters}, r.u, set, nil)
+	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters, KeepPeerFilter: keep}, r.u, set, nil)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	stepErr := s.Step(m)
 	err = reconcile.Drive(p.ctx, s, conn, lim)
 	if stepErr != nil && (err == nil || errors.Is(err, stepErr)) {
 		err = stepErr
 	}
-	return err
+	return s.PeerFilter(), err
 }
 
 // isConnError reports whether err is the failure of a stream under a
@@ -270,15 +273,21 @@ var errRejected = errors.New("peer: session rejected")
 // pullSession runs the initiator side of a one-way session of method over
 // cs: it sends the filter of held (the first cells, for IBLT, and more as the
 // server asks) and returns the session, whose Wanted lists the offered blocks
-// this side lacks, and the number of round trips it took.
-func (p *Service) pullSession(ctx context.Context, cs *clientStream, r *responder, method reconcile.Method, held []int) (s *reconcile.Session, trips int, err error) {
+// this side lacks, and the number of round trips it took. With whole set,
+// a CBF is sized for the whole universe rather than for held (see
+// watchParams).
+func (p *Service) pullSession(ctx context.Context, cs *clientStream, r *responder, method reconcile.Method, held []int, whole bool) (s *reconcile.Session, trips int, err error) {
 	lim := p.reconcileLimits()
 	set := heldSet(r.u.Blocks(), held)
 	filters, err := r.filtersFor(set)
 	if err != nil {
 		return nil, 0, err
 	}
-	s, err = reconcile.NewSession(rand.Uint64(), reconcile.Config{Method: method, OneWay: true, Limits: lim, Filters: filters}, r.u, set, nil)
+	cfg := reconcile.Config{Method: method, OneWay: true, Limits: lim, Filters: filters}
+	if whole {
+		cfg.M, cfg.K = watchParams(method, r.u.Blocks())
+	}
+	s, err = reconcile.NewSession(rand.Uint64(), cfg, r.u, set, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -296,4 +305,28 @@ func (p *Service) pullSession(ctx context.Context, cs *clientStream, r *responde
 		err = fmt.Errorf("%w: %w", ErrRemote, err)
 	}
 	return s, trips, err
+}
+
+// watchFilterMax bounds the CBF of a watch's reconciliation (see
+// watchParams).
+const watchFilterMax = 1 << 20
+
+// watchParams returns the counters and hash count of the CBF that starts a
+// watch of content of u blocks: sized for all u blocks, not for the ones
+// held, when that CBF is at most watchFilterMax bytes (0, 0 otherwise: sized
+// for the set). Every watcher then sends filters of the same parameters,
+// at their optimal load once they hold the file, so the server's tally of
+// its watchers' filters sums them in one group and counts holders closely
+// (BlockRarestFilters); and CBF(U) is not saturated, so the answer offers
+// few blocks the watcher holds. It costs about 5 bytes a block of the
+// content once per watch.
+func watchParams(method reconcile.Method, u int) (m, k int) {
+	if method != reconcile.Complete && method != reconcile.CCBF {
+		return 0, 0
+	}
+	p, err := reconcile.Config{Method: method}.Params(u)
+	if err != nil || p.M*p.R/8 > watchFilterMax {
+		return 0, 0
+	}
+	return p.M, p.K
 }

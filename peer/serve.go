@@ -256,7 +256,9 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 			}
 		}
 	}
-	method, offered, found, err := p.answerSession(ss, r, slot, trim)
+	// A watch's filter goes into the content's tally of its watchers'
+	// filters (the rarity of BlockRarestFilters).
+	method, offered, found, theirs, err := p.answerSession(ss, r, slot, trim, ss.hello.Watch && !ss.hello.Coded)
 	watching := err == nil && ss.hello.Watch && !ss.hello.Coded && method != reconcile.IBLT
 	if sw != nil && !watching {
 		c.super.unwatch(sw)
@@ -291,6 +293,10 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	ss.until = time.Time{}
 	if sw != nil {
 		defer c.super.unwatch(sw)
+	}
+	if theirs != nil {
+		c.tally.set(remote, theirs)
+		defer c.tally.drop(remote, theirs)
 	}
 	return p.serveWatch(ss, cursor, sw)
 }

@@ -101,6 +101,7 @@ func (p *Service) readWatcher(ss *serverStream, sw *superWatch) error {
 		if sw != nil {
 			ss.c.super.has(sw, idx)
 		}
+		ss.c.tally.have(ss.s.Conn().RemotePeer(), idx)
 	}
 }
 

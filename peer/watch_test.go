@@ -47,7 +47,7 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cs.reset()
-	s, _, err := b.pullSession(ctx, cs, cb.recon, reconcile.Complete, cb.store.Held())
+	s, _, err := b.pullSession(ctx, cs, cb.recon, reconcile.Complete, cb.store.Held(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

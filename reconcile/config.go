@@ -54,6 +54,12 @@ type Config struct {
 	// sends in its first batch; 0 means DefaultIBLTCells. The responder asks for
 	// more (MsgMore) until it decodes, sizing each request from what it has seen.
 	IBLTCells int
+	// KeepPeerFilter makes a session keep a copy of the CBF the peer sent
+	// (Complete and CCBF), for [Session.PeerFilter]: a peer that sums its
+	// neighbours' filters (cbfalgebra.Tally) learns from it how many of them
+	// hold each block. Default off (the session computes over the peer's
+	// filter in place).
+	KeepPeerFilter bool
 	// Now is the session's clock: with it, the session times its compute
 	// (Outcome.Compute, Build and DecodeTime); nil means no timing, so the
 	// engine never reads the wall clock on its own. Pass time.Now to measure

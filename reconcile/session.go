@@ -63,6 +63,9 @@ type Session struct {
 	coded     *erasure.Collector
 	decodable bool
 
+	// peerCBF is a copy of the peer's CBF (Config.KeepPeerFilter).
+	peerCBF *cbfalgebra.CBF
+
 	out     []Message
 	outcome Outcome
 	wanted  []int
@@ -245,6 +248,11 @@ func (s *Session) Outcome() Outcome { return s.outcome }
 // received). The caller must not modify it.
 func (s *Session) Held() *Set { return s.held }
 
+// PeerFilter returns the CBF the peer sent (a copy, which the caller may
+// keep and change), for a session made with Config.KeepPeerFilter that has
+// received one (Complete or CCBF); nil otherwise.
+func (s *Session) PeerFilter() *cbfalgebra.CBF { return s.peerCBF }
+
 // Wanted returns the indices of the blocks the peer sent or offered that this side
 // lacked, in order of arrival. Without a Blocks store these are the blocks the caller
 // should now fetch from the peer.
@@ -396,6 +404,9 @@ func (s *Session) onFilter(f *FilterMsg) error {
 		}
 		if theirs.Params() != f.Params {
 			return s.fail(fmt.Errorf("%w: filter bytes say %v, message %v", cbfalgebra.ErrNotHomologous, theirs.Params(), f.Params))
+		}
+		if s.cfg.KeepPeerFilter {
+			s.peerCBF = theirs.Clone()
 		}
 		full, err := s.u.Filter(f.Params)
 		if err != nil {

@@ -601,3 +601,56 @@ func TestPeerKCap(t *testing.T) {
 		t.Errorf("k=%d with K pinned to it: %v", MaxPeerK+1, err)
 	}
 }
+
+// TestPeerFilter: a responder made with KeepPeerFilter keeps a copy of the
+// CBF the initiator sent, holding every block of the initiator's set (it
+// survives the subtraction done over the received filter); without the
+// option it keeps none.
+func TestPeerFilter(t *testing.T) {
+	u, err := NewUniverse(200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := NewSet(200), NewSet(200)
+	for i := range 100 {
+		a.Add(i)
+		b.Add(i + 50)
+	}
+	for _, keep := range []bool{true, false} {
+		init, err := NewSession(1, Config{OneWay: true}, u, a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := NewSession(1, Config{OneWay: true, KeepPeerFilter: keep}, u, b, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := init.Start(); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range init.Ready() {
+			if err := resp.Step(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pf := resp.PeerFilter()
+		if !keep {
+			if pf != nil {
+				t.Fatal("a peer filter kept without KeepPeerFilter")
+			}
+			continue
+		}
+		if pf == nil {
+			t.Fatal("no peer filter kept")
+		}
+		var key []byte
+		for _, i := range a.Indices() {
+			if !pf.Contains(BlockKey(key[:0], i)) {
+				t.Fatalf("the kept filter lacks block %d of the initiator's set", i)
+			}
+		}
+		if pf.Len() != a.Len() {
+			t.Errorf("the kept filter holds %d elements, the initiator %d", pf.Len(), a.Len())
+		}
+	}
+}

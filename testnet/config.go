@@ -189,6 +189,11 @@ type Config struct {
 	// fetch then watches all its Chord neighbours (24 on average with 200
 	// peers), as it must to hear of every block near it.
 	MaxSources int
+	// Choice is how the fetches choose which offered block to ask for first
+	// (package peer's WithBlockChoice): rarest-first from their sources'
+	// exact offers (the default), rarest-first from the sum of their
+	// neighbours' filters, or random.
+	Choice peer.BlockChoice
 	// SuperSeed makes the one seed (Hold 0) super-seed (package peer's
 	// WithSuperSeeding): each answer offers the few blocks it sent least
 	// often, so it sends every block once before any twice. Default off.

@@ -249,3 +249,25 @@ func TestAccessRates(t *testing.T) {
 		t.Errorf("%d nodes in the 0.3 class, want 3", n)
 	}
 }
+
+// TestAutoTimeScale: the scale grows with the bytes to move and shrinks with
+// the time the network needs for them and with the cores; 1 without a
+// bound (no access links) or when the machine keeps pace anyway.
+func TestAutoTimeScale(t *testing.T) {
+	for _, tc := range []struct {
+		bytes int64
+		tstar float64
+		cores int
+		want  float64
+	}{
+		{199 * 16 << 20, 6.71, 2, 4},  // the 200-peer goal run
+		{199 * 16 << 20, 6.71, 16, 1}, // a machine with the cores
+		{19 * 1 << 20, 0.5, 2, 1},     // a small run
+		{199 * 16 << 20, 0, 2, 1},     // no bound: nothing to keep pace with
+		{199 * 16 << 20, 6.71, 0, 1},
+	} {
+		if got := AutoTimeScale(tc.bytes, tc.tstar, tc.cores); got != tc.want {
+			t.Errorf("AutoTimeScale(%d, %g, %d) = %g, want %g", tc.bytes, tc.tstar, tc.cores, got, tc.want)
+		}
+	}
+}

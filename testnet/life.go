@@ -178,7 +178,7 @@ func (w *swarm) fetch(ctx context.Context, i int, p *peer.Service, onBlock func(
 			}
 		}()
 		sum, err := p.FetchServed(fctx, w.root, peer.WithSources(w.sources(i)...), peer.WithMethod(w.cfg.Method),
-			peer.WithNoPeerTimeout(w.cfg.Timeout), peer.WithFetchEvents(w.events),
+			peer.WithNoPeerTimeout(w.cfg.Timeout), peer.WithFetchEvents(w.events), peer.WithBlockChoice(w.cfg.Choice),
 			peer.WithProgress(func(pr peer.Progress) {
 				last.Store(time.Now().UnixNano())
 				w.blocks.Add(1)

@@ -11,7 +11,11 @@ import (
 
 // Result is the outcome of one run.
 type Result struct {
-	Method     string  `json:"method"`
+	Method string `json:"method"`
+	// Choice is the fetches' block choice (Config.Choice).
+	Choice string `json:"choice"`
+	// Dir is the folder of the run's stores (under Config.Dir).
+	Dir        string  `json:"dir"`
 	Transport  string  `json:"transport"`
 	Latency    string  `json:"latency"`
 	Neighbours string  `json:"neighbours"`

@@ -66,11 +66,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("testnet: chunk: %w", err)
 	}
-	runDir := filepath.Join(cfg.Dir, cfg.Method.String())
-	res := &Result{Method: cfg.Method.String(), Transport: cfg.Transport.String(), Latency: cfg.Latency.String(),
+	// One folder per method (and block choice, when not the default), so
+	// that runs of several share Dir.
+	name := cfg.Method.String()
+	if cfg.Choice != peer.BlockRarest {
+		name += "-" + cfg.Choice.String()
+	}
+	runDir := filepath.Join(cfg.Dir, name)
+	res := &Result{Method: cfg.Method.String(), Choice: cfg.Choice.String(), Transport: cfg.Transport.String(), Latency: cfg.Latency.String(),
 		Neighbours: cfg.Neighbours.String(), Nodes: cfg.Nodes, Hold: cfg.Hold, Seed: cfg.Seed, Root: m.ID().String(),
 		Blocks: m.BlockCount(), BlockSize: m.BlockSize(), Bytes: m.TotalSize(), Links: len(ov.pairs),
-		BandwidthBps: cfg.Bandwidth, Identical: -1, Churn: cfg.Churn}
+		BandwidthBps: cfg.Bandwidth, Identical: -1, Churn: cfg.Churn, Dir: runDir}
 	for _, p := range ov.pairs {
 		res.MeanLatencyMS += float64(p.latency) / float64(time.Millisecond) / float64(len(ov.pairs))
 	}

@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
@@ -105,6 +106,7 @@ func testnetCommand() *cli.Command {
 			&cli.DurationFlag{Name: "stuck-after", Usage: "start again (resuming) an honest fetch that stored no block for this long", Value: 30 * time.Second},
 			&cli.BoolFlag{Name: "baseline", Usage: "with --churn or --liars, also run each method without them and print what they cost"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
+			&cli.StringFlag{Name: "rarity", Value: "exact", Usage: "how fetches choose which offered block to ask for first, a comma list run side by side: exact (rarest first, counted from the sources' offers and haves, as bitfields would), filters (rarest first, estimated from the sum of the neighbours' counting Bloom filters, T8), random"},
 			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes to move, T* and the cores; 1: real time"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent and reconciliation answered to `FILE`, a line each (start METHOD SEED; sent T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; T in seconds from the start, FROM and TO node numbers)"},
 			progressFlag(),
@@ -230,6 +232,10 @@ func runTestnet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	choices, err := rarityChoices(c.String("rarity"))
+	if err != nil {
+		return err
+	}
 	plotFile, err := checkPlotPath(c)
 	if err != nil {
 		return err
@@ -265,7 +271,8 @@ func runTestnet(c *cli.Context) error {
 	rep := testnetReport{CPUs: runtime.NumCPU()}
 	var runErr error
 	baseline := c.Bool("baseline") && (cfg.Liars > 0 || cfg.Churn != testnet.Churn{})
-	for _, m := range methods {
+	for _, mc := range methodChoices(methods, choices) {
+		m := mc.method
 		runs := []testnet.Config{cfg}
 		if baseline {
 			b := cfg
@@ -273,9 +280,9 @@ func runTestnet(c *cli.Context) error {
 			runs = append(runs, b)
 		}
 		for k, rc := range runs {
-			rc.Method = m
+			rc.Method, rc.Choice = m, mc.choice
 			rc.Dir = dir
-			what := m.String()
+			what := runName(m.String(), mc.choice.String())
 			if k == 1 {
 				rc.Dir, what = filepath.Join(dir, "baseline"), what+" baseline"
 			}
@@ -299,9 +306,9 @@ func runTestnet(c *cli.Context) error {
 				}
 				runErr = fmt.Errorf("testnet: %v: %w", what, oneLine(err))
 			}
-			if c.String("dir") == "" {
+			if c.String("dir") == "" && res != nil {
 				// Free the disk between runs.
-				os.RemoveAll(filepath.Join(rc.Dir, m.String()))
+				os.RemoveAll(res.Dir)
 			}
 		}
 	}
@@ -359,7 +366,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 			ratio = fmt.Sprintf("%.2f%%", 100*float64(r.FilterBytes)/float64(r.BlockBytes))
 		}
 		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
-			r.Method, r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
+			runName(r.Method, r.Choice), r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
 			mib(r.FilterBytes), mib(r.BlockBytes), mib(r.Wire[testnet.WireWant]), mib(r.Wire[testnet.WirePeers]),
 			ratio, r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
 	}
@@ -369,29 +376,29 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	for _, r := range rep.Runs {
 		if r.TimeScale != 1 {
-			fmt.Fprintf(out, "testnet %s: time scale %g (the network ran %g times slower than described; times are the described network's)", r.Method, r.TimeScale, r.TimeScale)
+			fmt.Fprintf(out, "testnet %s: time scale %g (the network ran %g times slower than described; times are the described network's)", runName(r.Method, r.Choice), r.TimeScale, r.TimeScale)
 		} else {
-			fmt.Fprintf(out, "testnet %s: real time", r.Method)
+			fmt.Fprintf(out, "testnet %s: real time", runName(r.Method, r.Choice))
 		}
 		fmt.Fprintf(out, "; CPU %.0f%% busy during the fetches\n", 100*r.CPUUse)
 		if r.CPUUse > 0.8 {
-			fmt.Fprintf(out, "testnet %s: the machine was near its limit: the times measure it as much as the protocol (raise --time-scale)\n", r.Method)
+			fmt.Fprintf(out, "testnet %s: the machine was near its limit: the times measure it as much as the protocol (raise --time-scale)\n", runName(r.Method, r.Choice))
 		}
-		printTStar(out, "testnet", r.Method, r.TStarS, r.MedianS, r.P95S, r.MaxS)
-		printUploads(out, "testnet", r.Method, r.SeedSentBytes, r.Bytes, r.UploadUse)
+		printTStar(out, "testnet", runName(r.Method, r.Choice), r.TStarS, r.MedianS, r.P95S, r.MaxS)
+		printUploads(out, "testnet", runName(r.Method, r.Choice), r.SeedSentBytes, r.Bytes, r.UploadUse)
 	}
 	for k, r := range rep.Runs {
 		printChurnLiars(out, r)
 		if k < len(rep.Baselines) {
 			b := rep.Baselines[k]
 			fmt.Fprintf(out, "testnet %s without churn and liars: median %.2f s, p95 %.2f s, max %.2f s; with them %+.0f%% median, %+.0f%% max\n",
-				r.Method, b.MedianS, b.P95S, b.MaxS, 100*(r.MedianS/b.MedianS-1), 100*(r.MaxS/b.MaxS-1))
+				runName(r.Method, r.Choice), b.MedianS, b.P95S, b.MaxS, 100*(r.MedianS/b.MedianS-1), 100*(r.MaxS/b.MaxS-1))
 			printTStar(out, "testnet baseline", b.Method, b.TStarS, b.MedianS, b.P95S, b.MaxS)
 		}
 	}
 	for _, r := range rep.Runs {
 		for _, e := range r.Errors {
-			fmt.Fprintf(out, "%s: %s\n", r.Method, e)
+			fmt.Fprintf(out, "%s: %s\n", runName(r.Method, r.Choice), e)
 		}
 	}
 	fmt.Fprintf(out, "total %.1f s, max RSS %.0f MiB, %d CPUs\n", rep.WallSeconds, rep.MaxRSSMiB, rep.CPUs)
@@ -401,15 +408,15 @@ func printTestnet(out io.Writer, rep testnetReport) {
 // cost, nothing when it had neither.
 func printChurnLiars(out io.Writer, r *testnet.Result) {
 	if r.Restarts > 0 {
-		fmt.Fprintf(out, "testnet %s: %d fetches stored no block for a while and were started again (resuming)\n", r.Method, r.Restarts)
+		fmt.Fprintf(out, "testnet %s: %d fetches stored no block for a while and were started again (resuming)\n", runName(r.Method, r.Choice), r.Restarts)
 	}
 	if r.Churn != (testnet.Churn{}) {
 		fmt.Fprintf(out, "testnet %s churn %s: %d peers left mid-fetch, %d came back (%d blocks resumed from their stores), %d joined late; %d/%d honest peers that stayed or came back completed\n",
-			r.Method, r.Churn, r.Left, r.Rejoined, r.ResumedBlocks, r.LateJoined, r.Completed, r.Fetchers)
+			runName(r.Method, r.Choice), r.Churn, r.Left, r.Rejoined, r.ResumedBlocks, r.LateJoined, r.Completed, r.Fetchers)
 	}
 	if r.Liars > 0 {
 		fmt.Fprintf(out, "testnet %s liars: %d (%d corrupt, %d phantom) sent %d corrupt blocks and answered %d offered blocks missing; honest peers received %d corrupt blocks, made %d bans (%d of honest peers)\n",
-			r.Method, r.Liars, r.CorruptLiars, r.PhantomLiars, r.LiedCorrupt, r.LiedMissing, r.CorruptReceived, r.Bans, r.HonestBans)
+			runName(r.Method, r.Choice), r.Liars, r.CorruptLiars, r.PhantomLiars, r.LiedCorrupt, r.LiedMissing, r.CorruptReceived, r.Bans, r.HonestBans)
 	}
 }
 
@@ -474,7 +481,7 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 		s.Shape = methodShape(r.Method)
 		s.Radius = 2
 		p.Add(l, s)
-		p.Legend.Add(fmt.Sprintf("%s (median %.1f s, p95 %.1f s)", r.Method, r.MedianS, r.P95S), l, s)
+		p.Legend.Add(fmt.Sprintf("%s (median %.1f s, p95 %.1f s)", runName(r.Method, r.Choice), r.MedianS, r.P95S), l, s)
 	}
 	// Top left: the curves rise from the bottom left to the top right.
 	p.Legend.Top, p.Legend.Left = true, true
@@ -482,4 +489,55 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
 	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
+}
+
+// methodChoice is one run's method and block choice.
+type methodChoice struct {
+	method reconcile.Method
+	choice peer.BlockChoice
+}
+
+// methodChoices pairs every method with every block choice, methods first.
+func methodChoices(methods []reconcile.Method, choices []peer.BlockChoice) []methodChoice {
+	var out []methodChoice
+	for _, m := range methods {
+		for _, c := range choices {
+			out = append(out, methodChoice{m, c})
+		}
+	}
+	return out
+}
+
+// rarityChoices parses --rarity: a comma list of exact, filters and random.
+func rarityChoices(s string) ([]peer.BlockChoice, error) {
+	var out []peer.BlockChoice
+	for _, name := range strings.Split(strings.ToLower(s), ",") {
+		var c peer.BlockChoice
+		switch strings.TrimSpace(name) {
+		case "exact":
+			c = peer.BlockRarest
+		case "filters":
+			c = peer.BlockRarestFilters
+		case "random":
+			c = peer.BlockRandom
+		default:
+			return nil, usagef("--rarity %q: want exact, filters, random or a comma list of them", s)
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// runName names a run in the output: its method, and its block choice when
+// it is not the default rarest-first from exact counts.
+func runName(method, choice string) string {
+	switch choice {
+	case peer.BlockRarest.String(), "":
+		return method
+	case peer.BlockRarestFilters.String():
+		return method + "/filters"
+	}
+	return method + "/" + choice
 }

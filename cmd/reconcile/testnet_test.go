@@ -78,6 +78,27 @@ func TestTestnetCommand(t *testing.T) {
 		t.Fatalf("churn and liars output %q, %v", out, err)
 	}
 
+	// Block choices side by side, and a time scale: a run per choice, times
+	// at the described rates.
+	out, err = run(t, "", "testnet", "--peers", "6", "--size", "512KiB", "--block-size", "64KiB", "--preset", "small", "--latency", "none",
+		"--method", "complete", "--up", "64Mbit", "--down", "128Mbit", "--rarity", "random,exact,filters", "--time-scale", "2", "--json")
+	if err != nil {
+		t.Fatalf("rarity: %v: %s", err, out)
+	}
+	rep = testnetReport{}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v in %q", err, out)
+	}
+	if len(rep.Runs) != 3 {
+		t.Fatalf("%d runs of three block choices", len(rep.Runs))
+	}
+	for k, want := range []string{"random", "rarest", "rarest-filters"} {
+		r := rep.Runs[k]
+		if r.Choice != want || r.TimeScale != 2 || r.Identical != 6 || r.TStarS <= 0 || r.MedianS < r.TStarS {
+			t.Errorf("run %d: choice %s (want %s), time scale %g, %d identical, median %g s, T* %g s", k, r.Choice, want, r.TimeScale, r.Identical, r.MedianS, r.TStarS)
+		}
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -104,6 +125,9 @@ func TestTestnetCommand(t *testing.T) {
 		{[]string{"testnet", "--preset", "huge"}, "--preset"},
 		{[]string{"testnet", "--plot", "x.pdf"}, ".png or .svg"},
 		{[]string{"testnet", "--max-sources", "0"}, "--max-sources"},
+		{[]string{"testnet", "--rarity", "exact,popular"}, "--rarity"},
+		{[]string{"testnet", "--time-scale", "0.5"}, "--time-scale"},
+		{[]string{"testnet", "--time-scale", "fast"}, "--time-scale"},
 		{[]string{"testnet", "--mem-limit", "much", "--nodes", "2"}, "--mem-limit"},
 		{[]string{"testnet", "extra"}, "unexpected argument"},
 		{[]string{"testnet", "--nodes", "4", "--neighbours", "random", "--degree", "4", "--preset", "small"}, "random neighbours"},

@@ -119,3 +119,38 @@ func TestLinks(t *testing.T) {
 		t.Errorf("100 B through 10 B/s ended at %g", last)
 	}
 }
+
+// TestLinksUpDown: Up books a sender's uplink in the order transfers are
+// sent, Down a receiver's downlink in the order bytes reach it, so a small
+// transfer that reaches a downlink first is not held behind a larger one
+// that was sent earlier but arrives later.
+func TestLinksUpDown(t *testing.T) {
+	l := NewLinks([]float64{100, 100, 0}, []float64{0, 0, 10})
+	// Peer 0 sends 100 bytes at 0 (its uplink: done at 1), peer 1 sends 10
+	// at 0 (done at 0.1); both to peer 2, whose downlink carries 10 B/s.
+	if got := l.Up(0, 100, 0); got != 1 {
+		t.Fatalf("uplink 0 done at %g, want 1", got)
+	}
+	if got := l.Up(0, 100, 0.5); got != 2 {
+		t.Fatalf("a second transfer on uplink 0 done at %g, want 2 (after the first)", got)
+	}
+	if got := l.Up(1, 10, 0); got != 0.1 {
+		t.Fatalf("uplink 1 done at %g, want 0.1", got)
+	}
+	// The small one reaches peer 2 first (at 0.1 + latency) and is not held
+	// behind the large one, which reaches it at 1.
+	if got := l.Down(2, 10, 0.2); got != 1.2 {
+		t.Fatalf("downlink 2 delivered the small transfer at %g, want 1.2", got)
+	}
+	if got := l.Down(2, 100, 1.1); got != 11.2 {
+		t.Fatalf("downlink 2 delivered the large transfer at %g, want 11.2 (after the small one)", got)
+	}
+	// Uncapped links pass bytes on at once; a nil Links caps nothing.
+	if got := l.Down(0, 1000, 3); got != 3 {
+		t.Fatalf("uncapped downlink: %g", got)
+	}
+	var none *Links
+	if none.Up(0, 10, 4) != 4 || none.Down(0, 10, 4) != 4 {
+		t.Fatal("a nil Links delayed a transfer")
+	}
+}

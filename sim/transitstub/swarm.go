@@ -162,15 +162,23 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		}
 		links = NewLinks(up, down)
 	}
-	// transfer is when b bytes sent from peer x to peer y at ms now arrive.
-	transfer := func(x, y int, route Route, b int, now float64) float64 {
+	var sim Sim
+	// transfer sends b bytes from peer x to peer y at ms now and calls
+	// arrived once they have arrived: with access links, x's uplink sends
+	// them (booked now, in the order sent), they cross the route's delay,
+	// then y's downlink delivers them (booked when they reach it, in the
+	// order they arrive), as package testnet's links do.
+	transfer := func(x, y int, route Route, b int, now float64, arrived func()) {
 		if links == nil {
-			return now + route.TransferMS(b)
+			sim.At(now+route.TransferMS(b), arrived)
+			return
 		}
 		sentBy[x] += int64(b)
-		return 1000*links.Reserve(x, y, b, now/1000) + float64(route.DelayMS)
+		at := 1000*links.Up(x, b, now/1000) + float64(route.DelayMS)
+		sim.At(at, func() {
+			sim.At(1000*links.Down(y, b, sim.Now()/1000), arrived)
+		})
 	}
-	var sim Sim
 	var pairs [][2]int
 	for i := range peers {
 		p := &peers[i]
@@ -270,7 +278,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			fb = filterBytes(cfg.Method, pr.p, u, p.set.Len(), filterData[:cbfSize])
 		}
 		res.Bytes[reconcile.MsgFilter.String()] += int64(fb)
-		sim.At(transfer(a, b, route, fb, sim.Now()), func() { // B has A's filter
+		transfer(a, b, route, fb, sim.Now(), func() { // B has A's filter
 			q := &peers[b]
 			idxScratch = q.set.AppendIndices(idxScratch[:0])
 			pr.idx = pr.idx[:0]
@@ -390,7 +398,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			bb := pr.blocksBytes(sent)
 			res.Bytes[reconcile.MsgBlocks.String()] += int64(bb)
 			res.BlocksSent += int64(len(sent))
-			sim.At(transfer(b, a, route, bb, sim.Now()+comp), func() { // A has B's blocks
+			transfer(b, a, route, bb, sim.Now()+comp, func() { // A has B's blocks
 				for _, i := range sent {
 					if windowed {
 						p.pending[i] = false

@@ -1,0 +1,152 @@
+package peer
+
+import (
+	"sync"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// neighbourTally sums the counting Bloom filters this peer's watchers sent
+// it (the CBF of their held blocks, in the reconciliation that started each
+// watch), kept up to date with the blocks their have frames announce: by the
+// algebra's T8, the sum of CBF(S_1), ..., CBF(S_n) is the CBF of their
+// multiset union, so the minimum of a block's counters is never below the
+// number of watchers that hold it, and equals it unless its counters are
+// shared with other blocks. A fetch with BlockRarestFilters orders its
+// requests by it: rarity from the filters alone, where BlockRarest counts
+// its sources' offers exactly.
+//
+// Filters are summed per parameter set (a peer sizes its filter for its own
+// set, so neighbours' filters need not be homologous); a block's count is
+// the sum of its counts in each group, still never below the number of
+// watchers holding it. Safe for concurrent use.
+type neighbourTally struct {
+	u *reconcile.Universe
+
+	mu      sync.Mutex
+	groups  map[cbfalgebra.Params]*cbfalgebra.Tally
+	filters map[lpeer.ID]*cbfalgebra.CBF
+	bytes   int // encoded size of the filters kept
+	locs    []uint32
+}
+
+// Bounds of what a tally holds, whatever its watchers send: beyond them a
+// filter is left out (the estimate then counts fewer neighbours, and a
+// fetch choosing by it falls back towards random order among them).
+const (
+	// maxTallied bounds the watchers whose filters are summed.
+	maxTallied = 1024
+	// maxTallyBytes bounds the encoded bytes of the filters kept.
+	maxTallyBytes = 32 << 20
+	// maxTallyGroups bounds the parameter sets summed apart, and
+	// maxTallyCounters the counters of each (4 bytes each in the sum).
+	maxTallyGroups   = 8
+	maxTallyCounters = 1 << 20
+)
+
+func newNeighbourTally(u *reconcile.Universe) *neighbourTally {
+	return &neighbourTally{u: u, groups: make(map[cbfalgebra.Params]*cbfalgebra.Tally), filters: make(map[lpeer.ID]*cbfalgebra.CBF)}
+}
+
+// set makes c (which the tally keeps and changes) the filter of watcher id,
+// in place of its earlier one.
+func (t *neighbourTally) set(id lpeer.ID, c *cbfalgebra.CBF) {
+	if c == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.dropLocked(id)
+	size := c.EncodedSize()
+	if len(t.filters) >= maxTallied || t.bytes+size > maxTallyBytes || c.Params().M > maxTallyCounters {
+		return
+	}
+	g := t.groups[c.Params()]
+	if g == nil {
+		if len(t.groups) >= maxTallyGroups {
+			return
+		}
+		var err error
+		if g, err = cbfalgebra.NewTally(c.Params()); err != nil {
+			return
+		}
+		t.groups[c.Params()] = g
+	}
+	if g.Add(c) == nil {
+		t.filters[id] = c
+		t.bytes += size
+	}
+}
+
+// have inserts the blocks idx, which watcher id announced, into its filter
+// and the sum.
+func (t *neighbourTally) have(id lpeer.ID, idx []int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c := t.filters[id]
+	if c == nil {
+		return
+	}
+	g := t.groups[c.Params()]
+	for _, i := range idx {
+		locs, err := t.u.Locations(c.Params(), t.locs[:0], i)
+		if err != nil {
+			continue
+		}
+		t.locs = locs
+		if c.ContainsLocations(locs) {
+			// Held already, or a false positive: either way every counter
+			// of the block is at least 1 in the watcher's filter, so the
+			// sum still counts the watcher.
+			continue
+		}
+		c.InsertLocations(locs)
+		g.InsertLocations(locs)
+	}
+}
+
+// drop takes watcher id's filter c out of the sum, unless a later watch of
+// id set another.
+func (t *neighbourTally) drop(id lpeer.ID, c *cbfalgebra.CBF) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.filters[id] == c {
+		t.dropLocked(id)
+	}
+}
+
+func (t *neighbourTally) dropLocked(id lpeer.ID) {
+	c := t.filters[id]
+	if c == nil {
+		return
+	}
+	delete(t.filters, id)
+	t.bytes -= c.EncodedSize()
+	g := t.groups[c.Params()]
+	if g == nil {
+		return
+	}
+	_ = g.Remove(c)
+	if g.Filters() == 0 {
+		delete(t.groups, c.Params())
+	}
+}
+
+// count estimates how many watchers hold block i: never fewer than do.
+func (t *neighbourTally) count(i int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for p, g := range t.groups {
+		locs, err := t.u.Locations(p, t.locs[:0], i)
+		if err != nil {
+			continue
+		}
+		t.locs = locs
+		n += g.CountLocations(locs)
+	}
+	return n
+}

@@ -1,0 +1,110 @@
+package peer
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// TestNeighbourTally: the tally of the watchers' filters never counts fewer
+// watchers holding a block than do (filters of different parameters, and
+// blocks announced after the filter), counts exactly with roomy filters,
+// and forgets a watcher's filter when its watch ends (not when an older
+// watch of the same peer ends).
+func TestNeighbourTally(t *testing.T) {
+	const n, watchers = 256, 12
+	u, err := reconcile.NewUniverse(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, tc := range []struct {
+		name  string
+		m     int // counters of the filters (0: each sized for its set)
+		exact bool
+	}{{"roomy", 1 << 14, true}, {"sized for their sets", 0, false}, {"loaded", 64, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tally := newNeighbourTally(u)
+			holders := make([]int, n)
+			sets := make([][]bool, watchers)
+			filters := make([]*cbfalgebra.CBF, watchers)
+			for w := range watchers {
+				set := reconcile.NewSet(n)
+				sets[w] = make([]bool, n)
+				for i := range n {
+					if rng.IntN(3) == 0 {
+						set.Add(i)
+					}
+				}
+				cfg := reconcile.Config{M: tc.m}
+				if tc.m > 0 {
+					cfg.K = 3
+				}
+				p, err := cfg.Params(max(1, set.Len()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				c, err := cbfalgebra.NewFromParams(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, i := range set.Indices() {
+					locs, _ := u.Locations(p, nil, i)
+					c.InsertLocations(locs)
+					sets[w][i] = true
+					holders[i]++
+				}
+				filters[w] = c
+				tally.set(lpeer.ID(fmt.Sprint("w", w)), c)
+			}
+			// Blocks announced later, some of them held already.
+			for w := range watchers {
+				var idx []int
+				for range 20 {
+					i := rng.IntN(n)
+					idx = append(idx, i)
+					if !sets[w][i] {
+						sets[w][i] = true
+						holders[i]++
+					}
+				}
+				tally.have(lpeer.ID(fmt.Sprint("w", w)), idx)
+			}
+			off := 0
+			for i := range n {
+				got := tally.count(i)
+				if got < holders[i] {
+					t.Fatalf("block %d: counted %d holders, %d hold it", i, got, holders[i])
+				}
+				if got != holders[i] {
+					off++
+				}
+			}
+			if tc.exact && off > 0 {
+				t.Errorf("%d of %d blocks counted above their holders with roomy filters", off, n)
+			}
+			t.Logf("%d of %d blocks counted above their holders", off, n)
+			// An older watch of w0 ending leaves the newer filter; its own
+			// end takes it out.
+			w0 := lpeer.ID("w0")
+			tally.drop(w0, filters[1])
+			if tally.count(0) < holders[0] {
+				t.Fatal("dropping another filter took w0's out")
+			}
+			before := tally.count(5)
+			tally.drop(w0, filters[0])
+			want := holders[5]
+			if sets[0][5] {
+				want--
+			}
+			if got := tally.count(5); got < want || got > before {
+				t.Fatalf("after w0 left, block 5 counted %d (before %d, holders now %d)", got, before, want)
+			}
+		})
+	}
+}
