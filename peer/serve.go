@@ -109,7 +109,9 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 			err := p.serve(ss, serve)
 			remote := s.Conn().RemotePeer()
 			switch {
-			case err == nil:
+			case err == nil, errors.Is(err, ErrBusy):
+				// Answered (a "busy" answer too: the fetcher must read it,
+				// and a reset could overtake it and read as a failure).
 				s.Close()
 			case errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge):
 				p.log.Warn("reset stream of misbehaving peer", "peer", remote, "protocol", s.Protocol(), "err", err)
