@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,6 +40,9 @@ type fetch struct {
 	wake     chan struct{} // closed and replaced on release or new blocks
 	active   int           // sources with a running worker
 	lastLive time.Time
+	// started is set once the fetch runs (its context and writers are
+	// there): sources are started only from then on.
+	started bool
 	// lastProgress is the last time a block was stored or in flight.
 	lastProgress time.Time
 	// lastStored is the last time a block was stored (or the fetch began).
@@ -145,7 +149,10 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 		return f.summary(), nil
 	}
 	var cancel context.CancelCauseFunc
-	f.ctx, cancel = context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(ctx)
+	f.mu.Lock()
+	f.ctx = fctx
+	f.mu.Unlock()
 	f.cancel = cancel
 	stop := context.AfterFunc(f.p.ctx, func() { cancel(ErrClosed) })
 	defer stop()
@@ -158,9 +165,23 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 		f.writersWG.Add(1)
 		go f.writer()
 	}
+	// Open to sources now: those given, then the peers that reconciled
+	// with this one while the fetch was being set up (kept as spares).
+	f.mu.Lock()
+	f.started = true
+	f.mu.Unlock()
+	// In random order: fetches given the same peers (a ticket's, or a
+	// swarm's neighbour lists that name the same popular peers first) do
+	// not all take the same first few as sources while the others wait as
+	// spares, watched by nobody.
+	srcs = slices.Clone(srcs)
+	rand.Shuffle(len(srcs), func(a, b int) { srcs[a], srcs[b] = srcs[b], srcs[a] })
 	for _, id := range srcs {
 		f.addSource(id)
 	}
+	f.mu.Lock()
+	f.fillLocked()
+	f.mu.Unlock()
 	f.wg.Add(1)
 	go f.discover()
 	tick := time.NewTicker(f.p.cfg.stretch(100 * time.Millisecond))
@@ -224,10 +245,19 @@ func (f *fetch) addSource(id lpeer.ID) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.ctx == nil || f.ctx.Err() != nil {
+	if f.ctx != nil && f.ctx.Err() != nil {
 		return
 	}
 	if _, ok := f.sources[id]; ok {
+		return
+	}
+	if !f.started {
+		// A peer that reconciled with this one before the fetch was set
+		// up (the whole swarm starts at once): a watch answers it only
+		// once, so it is kept for when the fetch starts.
+		if _, ok := f.spare[id]; !ok && !f.p.isBanned(id) {
+			f.spare[id] = time.Time{}
+		}
 		return
 	}
 	if _, ok := f.banned[id]; ok {

@@ -93,7 +93,7 @@ func testnetCommand() *cli.Command {
 			&cli.IntFlag{Name: "successors", Usage: "Chord successor-list length", Value: 8},
 			&cli.StringFlag{Name: "preset", Usage: "topology preset: paper (5050 routers), large (50100), small (110)", Value: "paper"},
 			&cli.IntFlag{Name: "window", Usage: "blocks requested at a time from one peer (0: package peer's default)"},
-			&cli.IntFlag{Name: "max-sources", Usage: "peers one fetch downloads from at once (memory grows with it)", Value: 8},
+			&cli.IntFlag{Name: "max-sources", Usage: "peers one fetch watches and downloads from at once (memory and contention grow with it)", Value: 8},
 			&cli.BoolFlag{Name: "super-seed", Usage: "the seed offers each peer only the few blocks it sent least often (super-seeding), so it sends every block once before any twice; --super-seed=false to offer everything", Value: true},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up on fetches after this long", Value: 10 * time.Minute},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay, the file and the holdings", Value: 1},
