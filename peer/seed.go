@@ -62,12 +62,14 @@ func WithByers(bp ByersParams) SeedOption {
 	}
 }
 
-// WithSuperSeeding makes Seed answer each reconciliation with only the few
-// blocks it has sent least often, rather than every block the fetcher lacks
+// WithSuperSeeding makes Seed offer each fetcher only a few blocks at a time,
+// those it has sent least often, rather than every block the fetcher lacks
 // (BitTorrent's super-seeding): a seed with many fetchers then sends each
-// block once before any twice, and the fetchers trade the rest. A lone
-// fetcher gets a few blocks per reconciliation from it, so use it to seed a
-// swarm, not to serve one peer. Default: off.
+// block once before any twice, and the fetchers trade the rest. A fetcher
+// that watches the seed (the default for one-round methods) is offered two
+// blocks it has not asked for at a time, the next as soon as it asks, so a
+// lone fetcher is served at its window's pace; one that does not watch gets
+// four per reconciliation. Default: off.
 func WithSuperSeeding() SeedOption {
 	return func(c *seedConfig) error {
 		c.superSeed = true

@@ -8,43 +8,51 @@
 // sim/transitstub) and attaches every peer to its router. Peers may connect only
 // to their neighbours: their Chord fingers and successors, or random peers
 // (Config.Neighbours, Config.Degree). On the mock network (TransportMock) each
-// neighbour pair gets a link whose latency is the underlay's shortest-path delay
-// between the two routers (LatencyTransitStub) or zero (LatencyNone), and an
-// optional bandwidth cap (Config.Bandwidth, bytes per second per link, shared
-// by both directions). TransportTCP runs the same peers over real loopback TCP
-// with Noise/TLS and yamux, a connection gater keeping the overlay, and no added
+// neighbour pair's latency is the underlay's shortest-path delay between the
+// two routers (LatencyTransitStub) or zero (LatencyNone), with an optional
+// bandwidth cap (Config.Bandwidth, bytes per second per link, shared by both
+// directions). TransportTCP runs the same peers over real loopback TCP with
+// Noise/TLS and yamux, a connection gater keeping the overlay, and no added
 // latency: it shows the results hold on real sockets, for fewer peers.
 //
-// Traits of go-libp2p's mock network (p2p/net/mock) that shape the figures:
-// latency is applied to every Write (the arrival time is fixed when Write is
-// called, and a stream delivers its writes one after the other), so a stream
-// moves what its writer writes back to back about once per one-way latency.
-// Package peer writes each block frame (length, header and bytes) in one
-// write: measured, 2 peers, 16 blocks of 256 KiB at 370 ms one-way latency
-// take 4.46 s from the start of the fetch, against 7.42 s when a block took
-// two writes (a buffer's worth, then the rest). Like a TCP connection with a
-// window of about one block per one-way delay, the mock network is
-// latency-bound unless Config.Bandwidth is small. Its
-// stream deadlines do nothing, so package peer's stall and idle timeouts do
-// not fire there (a stalled stream is ended by the fetch's context); it has
-// no security or muxer layer, so the byte counts are the streams' payload.
+// The latency is not the mock network's own: a go-libp2p mock stream
+// delivers one write at a time, each a latency after the last was taken, so
+// it let about two writes per latency through whatever the writer sent (11
+// Mbit/s for 256 KiB blocks at 373 ms), which no real transport does. The
+// mock links have no latency; the host wrapper that counts bytes carries
+// every write of package peer's streams through the run's network model
+// (shaper, linkStream): the writer's uplink (see Access links), then the
+// pair's latency, then the reader's downlink, delivered in order with up to
+// 3 MiB in flight a stream, as a TCP flow with a window large enough for
+// the path. The mock network's stream deadlines do nothing, so package
+// peer's stall and idle timeouts do not fire there (a stalled stream is
+// ended by the fetch's context); it has no security or muxer layer, so the
+// byte counts are the streams' payload.
 //
 // # Access links
 //
 // Config.Up and Config.Down (or Config.Classes, heterogeneous, and
 // Config.SeedUp) give every peer an upload and a download capacity shared by
-// all its connections, on top of the links' latency, on either transport.
-// The host wrapper that counts bytes also paces every write of package peer's
-// streams through sim/transitstub's Links model, the one the simulator's swarm
-// uses: a write of b bytes from peer i to peer j is booked for b/Up_i on i's
-// uplink and b/Down_j on j's downlink, each link in booking order, and is
-// handed to the stream when both have carried it; the mock network then adds
-// the latency. Booking takes a lock for a few arithmetic steps; the wait is a
-// sleep of the writing goroutine, so 200 peers pace independently. The byte
-// counts are payload (no muxer or security overhead on the mock network).
-// With one seed, the run reports the fluid lower bound T*
-// (transitstub.FluidBound) and the completion times over it; no peer can
-// finish before T*, since no link ever carries more than its capacity.
+// all its connections, on top of the links' latency, on either transport, in
+// sim/transitstub's Links model, the one the simulator's swarm uses: a write
+// of b bytes from peer i to peer j takes b/Up_i of i's uplink, booked in the
+// order written (the writing goroutine sleeps until it has been sent, as on a
+// socket whose buffer is full), and, once it has crossed the latency, b/Down_j
+// of j's downlink, booked in the order bytes reach it. With one seed, the run
+// reports the fluid lower bound T* (transitstub.FluidBound) and the
+// completion times over it; no peer can finish before T*, since no link ever
+// carries more than its capacity.
+//
+// # Time scale
+//
+// A run moves every peer's copy of the file through one process: 200 peers of
+// 16 MiB is 3.2 GiB hashed and stored, some 25 CPU-seconds on a 2-core
+// machine, where a 20 Mbit/s swarm needs 6.7 s for it. Config.TimeScale runs
+// the network that many times slower (rates divided, latencies and the
+// peers' timers multiplied, package peer's WithTimeScale) and reports the
+// completion times in the described network's seconds; 0 picks the scale
+// from the bytes, T* and the cores (AutoTimeScale). Result.CPUUse says how
+// busy the machine was during the fetches.
 //
 // # Methods
 //

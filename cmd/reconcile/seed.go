@@ -36,7 +36,7 @@ func seedCommand() *cli.Command {
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
-			&cli.BoolFlag{Name: "super-seed", Usage: "offer each fetcher only the few blocks sent least often, every block once before any twice (for seeding a swarm whose peers trade; slow for a lone fetcher)"},
+			&cli.BoolFlag{Name: "super-seed", Usage: "offer each fetcher a few blocks at a time, those sent least often, every block once before any twice (for seeding a swarm whose peers trade)"},
 			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},

@@ -57,6 +57,12 @@ func testnetCommand() *cli.Command {
 			"is shared by all its connections, on top of the link latencies, and the run prints the\n" +
 			"fluid lower bound T* = max(F/u_s, F/min d_i, N·F/(u_s + Σ u_i)) (Kumar and Ross 2006)\n" +
 			"and each method's completion time over T* (one seed only). Rates are printed in Mbit/s.\n" +
+			"A write crosses the writer's uplink, the latency and the reader's downlink, in order,\n" +
+			"as on a TCP flow. The network runs --time-scale times slower than described (auto: as\n" +
+			"much as this machine needs to keep pace with the bytes to hash and store; the peers'\n" +
+			"timers stretched alike) and times are reported at the described rates, with the CPU\n" +
+			"share used. --rarity random,exact,filters runs each block choice side by side: rarest\n" +
+			"first from exact counts (the default), from the sum of the neighbours' CBFs, or random.\n" +
 			"Peer stores live in a temporary folder (--dir to keep them); a soft memory limit\n" +
 			"(--mem-limit) keeps the garbage collector's slack from doubling the peak.\n" +
 			"--churn LEAVE makes that share of the fetching peers leave mid-fetch (service closed,\n" +
@@ -70,6 +76,7 @@ func testnetCommand() *cli.Command {
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --block-size 64KiB --up 20Mbit --down 100Mbit --rarity random,exact,filters\n" +
 			"   reconcile testnet --peers 100 --classes 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit --seed-up 20Mbit\n" +
 			"   reconcile testnet --nodes 100 --hold 0.3 --method byers --json\n" +
 			"   reconcile testnet --nodes 100 --method all\n" +
