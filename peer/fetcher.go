@@ -148,7 +148,6 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	if f.c.store.Complete() {
 		return f.summary(), nil
 	}
-	var cancel context.CancelCauseFunc
 	fctx, cancel := context.WithCancelCause(ctx)
 	f.mu.Lock()
 	f.ctx = fctx
