@@ -124,15 +124,12 @@ func FluidBound(fileBytes, seedUp float64, up, down []float64) float64 {
 
 // Links are the access links of n peers, in the model testnet and RunSwarm
 // share: a transfer of b bytes from peer i to peer j occupies b/Up_i of i's
-// uplink and b/Down_j of j's downlink. Each link accounts its busy time in
-// the order transfers are reserved: the uplink's share starts when the uplink
-// is free (not before now), the downlink's when the downlink is free (not
-// before the uplink's starts), and the transfer is delivered when both shares
-// have ended. So a peer's uplink or downlink never carries more than its
-// capacity over any interval starting at 0, and FluidBound holds for any
-// schedule; concurrent transfers to one peer from slower uplinks overlap on its
-// downlink, as flows sharing a link do. Latency is added by the caller. Links
-// is safe for concurrent use; a nil *Links caps nothing.
+// uplink (Up), booked when it is sent, in the order sent, and, once it has
+// crossed the route's latency (the caller's), b/Down_j of j's downlink
+// (Down), booked when it reaches it, in the order bytes arrive. So a peer's
+// uplink or downlink never carries more than its capacity over any interval
+// starting at 0, and FluidBound holds for any schedule. Links is safe for
+// concurrent use; a nil *Links caps nothing.
 type Links struct {
 	mu             sync.Mutex
 	up, down       []float64
@@ -154,14 +151,7 @@ func (l *Links) Up(from, b int, now float64) float64 {
 	if l == nil {
 		return now
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if u := l.up[from]; u > 0 {
-		s := max(now, l.upFree[from])
-		l.upFree[from] = s + float64(b)/u
-		return l.upFree[from]
-	}
-	return now
+	return l.book(l.upFree, l.up, from, b, now)
 }
 
 // Down books b bytes on the downlink of peer to, arriving at time at, and
@@ -171,37 +161,18 @@ func (l *Links) Down(to, b int, at float64) float64 {
 	if l == nil {
 		return at
 	}
+	return l.book(l.dnFree, l.down, to, b, at)
+}
+
+// book books b bytes on link i of capacity rate[i] (0: no cap), free from
+// free[i], starting no earlier than at, and returns when they are through.
+func (l *Links) book(free, rate []float64, i, b int, at float64) float64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if d := l.down[to]; d > 0 {
-		s := max(at, l.dnFree[to])
-		l.dnFree[to] = s + float64(b)/d
-		return l.dnFree[to]
+	if r := rate[i]; r > 0 {
+		free[i] = max(at, free[i]) + float64(b)/r
+		return free[i]
 	}
 	return at
 }
 
-// Reserve books a transfer of b bytes from peer from to peer to, starting no
-// earlier than now (seconds on the caller's clock), and returns when it has
-// been delivered through both access links (before latency).
-func (l *Links) Reserve(from, to int, b int, now float64) float64 {
-	if l == nil {
-		return now
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	sUp, eUp := now, now
-	if u := l.up[from]; u > 0 {
-		sUp = max(now, l.upFree[from])
-		eUp = sUp + float64(b)/u
-		l.upFree[from] = eUp
-	}
-	end := eUp
-	if d := l.down[to]; d > 0 {
-		sDn := max(sUp, l.dnFree[to])
-		eDn := sDn + float64(b)/d
-		l.dnFree[to] = eDn
-		end = max(end, eDn)
-	}
-	return end
-}

@@ -74,30 +74,29 @@ func TestAssignClasses(t *testing.T) {
 	}
 }
 
-// TestLinks checks the reservation model by hand: a shared uplink
-// serializes, a faster downlink overlaps concurrent uploads, and a slow
-// downlink serializes what it receives.
+// TestLinks: each link carries at most its capacity: an uplink serializes
+// what it sends, a downlink what reaches it (so concurrent uploads to one
+// peer share its downlink), an uncapped link delays nothing, and concurrent
+// bookings add up.
 func TestLinks(t *testing.T) {
 	// Peers 0 and 1 upload at 10 B/s; peer 2 downloads at 20 B/s, peer 3 at 5 B/s.
 	l := NewLinks([]float64{10, 10, 0, 0}, []float64{0, 0, 20, 5})
 	for _, tc := range []struct {
-		from, to, b int
-		now, want   float64
+		from, to, b    int
+		now, sent, got float64
 	}{
-		{0, 2, 10, 0, 1},  // up 0..1, down 0..0.5: delivered at 1
-		{1, 2, 10, 0, 1},  // up of 1: 0..1, down 0.5..1: at 1 (the two overlap on 2's downlink)
-		{0, 2, 10, 0, 2},  // 0's uplink is busy until 1: 1..2
-		{0, 3, 5, 5, 6},   // idle until 5: up 5..5.5, down 5..6
-		{1, 3, 5, 5, 7},   // 3's downlink busy until 6: 6..7
-		{2, 0, 100, 9, 9}, // nothing capped on this path
+		{0, 2, 10, 0, 1, 1.5},  // up 0..1, down 1..1.5
+		{1, 2, 10, 0, 1, 2},    // up 0..1, 2's downlink busy until 1.5: 1.5..2
+		{0, 2, 10, 0, 2, 2.5},  // 0's uplink busy until 1: 1..2, down 2..2.5
+		{0, 3, 5, 5, 5.5, 6.5}, // idle until 5: up 5..5.5, down 5.5..6.5
+		{1, 3, 5, 5, 5.5, 7.5}, // 3's downlink busy until 6.5: 6.5..7.5
+		{2, 0, 100, 9, 9, 9},   // nothing capped on this path
 	} {
-		if got := l.Reserve(tc.from, tc.to, tc.b, tc.now); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("Reserve(%d→%d, %d B, now %g) = %g, want %g", tc.from, tc.to, tc.b, tc.now, got, tc.want)
+		sent := l.Up(tc.from, tc.b, tc.now)
+		got := l.Down(tc.to, tc.b, sent)
+		if math.Abs(sent-tc.sent) > 1e-12 || math.Abs(got-tc.got) > 1e-12 {
+			t.Errorf("%d→%d, %d B at %g: sent at %g (want %g), delivered at %g (want %g)", tc.from, tc.to, tc.b, tc.now, sent, tc.sent, got, tc.got)
 		}
-	}
-	var nl *Links
-	if got := nl.Reserve(0, 1, 1<<20, 3); got != 3 {
-		t.Errorf("nil Links: %g", got)
 	}
 	// Concurrent use: 100 transfers of 1 B through a 10 B/s uplink end at 10 s.
 	l = NewLinks([]float64{10, 0}, []float64{0, 0})
@@ -108,7 +107,7 @@ func TestLinks(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			e := l.Reserve(0, 1, 1, 0)
+			e := l.Up(0, 1, 0)
 			mu.Lock()
 			last = max(last, e)
 			mu.Unlock()
