@@ -145,8 +145,7 @@ func NewLinks(up, down []float64) *Links {
 // Up books b bytes on the uplink of peer from, starting no earlier than now
 // (seconds on the caller's clock), and returns when the uplink has sent
 // them. With Down, called when they reach the receiver (a latency later),
-// it books a transfer link by link as it happens; Reserve books both at
-// once.
+// it books a transfer link by link as it happens.
 func (l *Links) Up(from, b int, now float64) float64 {
 	if l == nil {
 		return now
