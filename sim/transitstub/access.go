@@ -174,4 +174,3 @@ func (l *Links) book(free, rate []float64, i, b int, at float64) float64 {
 	}
 	return at
 }
-
