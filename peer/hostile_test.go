@@ -42,11 +42,18 @@ func TestSilentReconcileStreams(t *testing.T) {
 
 // TestReconcileSharePerPeer: a peer holds at most Limits.ReconcilesPerPeer
 // reconcile slots; a further session of it is told "busy" (ErrBusy) at once,
-// while another peer still gets a slot.
+// and the observer hears of it (EventBusy), while another peer still gets a
+// slot.
 func TestReconcileSharePerPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	seed, tk, _ := seedFile(t, t.TempDir(), 256<<10, 1<<10, WithLimits(Limits{ReconcilesPerPeer: 2}))
+	busy := make(chan ServeEvent, 8)
+	seed, tk, _ := seedFile(t, t.TempDir(), 256<<10, 1<<10, WithLimits(Limits{ReconcilesPerPeer: 2}),
+		WithServeObserver(func(ev ServeEvent) {
+			if ev.Kind == EventBusy {
+				busy <- ev
+			}
+		}))
 	n := seed.lookup(tk.Root[:]).man.BlockCount()
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
@@ -75,6 +82,14 @@ func TestReconcileSharePerPeer(t *testing.T) {
 	}
 	if _, err := open(evil); !errors.Is(err, ErrBusy) {
 		t.Fatalf("third session of one peer: %v, want ErrBusy", err)
+	}
+	select {
+	case ev := <-busy:
+		if ev.Peer != evil.ID() || ev.Root != tk.Root || ev.Kind.String() != "busy" {
+			t.Fatalf("busy event %+v, want one for %s, root %s", ev, evil.ID(), tk.Root)
+		}
+	default:
+		t.Fatal("no EventBusy for the session turned away")
 	}
 	other := newTestPeer(t)
 	if err := other.Host().Connect(ctx, seed.AddrInfo()); err != nil {

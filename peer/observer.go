@@ -15,6 +15,9 @@ const (
 	EventAnswered EventKind = iota + 1
 	// EventBlockSent: the service sent a block (or a coded block).
 	EventBlockSent
+	// EventBusy: the service turned a request away "busy" (a full upload
+	// queue, or the peer's share of reconciliation used up).
+	EventBusy
 )
 
 // String names the kind.
@@ -24,6 +27,8 @@ func (k EventKind) String() string {
 		return "answered"
 	case EventBlockSent:
 		return "block-sent"
+	case EventBusy:
+		return "busy"
 	}
 	return "unknown"
 }

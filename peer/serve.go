@@ -487,6 +487,13 @@ func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
 // busy tells the stream's peer "busy" and returns an error wrapping ErrBusy
 // that says why.
 func (p *Service) busy(ss *serverStream, why string) error {
+	if p.cfg.observer != nil {
+		ev := ServeEvent{Kind: EventBusy, Peer: ss.s.Conn().RemotePeer(), Coded: ss.hello.Coded}
+		if ss.c != nil {
+			ev.Root = ss.c.man.ID()
+		}
+		p.observe(ev)
+	}
 	if err := ss.send(wire.AppendError(nil, wire.BusyText)); err == nil {
 		ss.flush()
 	}

@@ -20,6 +20,7 @@ import (
 //	start METHOD SEED                        the fetches begin; SEED is the seed's node (-1: none)
 //	sent T FROM TO UNIT                      node FROM wrote unit UNIT to node TO
 //	answered T FROM TO FOUND OFFERED         node FROM answered a reconciliation of node TO
+//	busy T FROM TO                           node FROM turned a request of node TO away "busy"
 //
 // TO is -1 for a peer outside the run.
 //
@@ -67,6 +68,8 @@ func (t *tracer) served(from int, ev peer.ServeEvent) {
 		fmt.Fprintf(&t.buf, "sent %.4f %d %d %d\n", s, from, to, ev.Index)
 	case peer.EventAnswered:
 		fmt.Fprintf(&t.buf, "answered %.4f %d %d %d %d\n", s, from, to, len(ev.Found), len(ev.Offered))
+	case peer.EventBusy:
+		fmt.Fprintf(&t.buf, "busy %.4f %d %d\n", s, from, to)
 	}
 }
 
