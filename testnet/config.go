@@ -185,11 +185,12 @@ type Config struct {
 	// peer's (16).
 	Window int
 	// MaxSources bounds the peers one fetch downloads from and watches at
-	// once (package peer's WithMaxSources). Default 8, not package peer's
-	// 32: with every Chord neighbour a source (24 on average with 200
-	// peers) each uplink has two dozen fetchers asking and turning each
-	// other away, and the 200-peer run took 2.26x T* against 1.5x with 8
-	// (latency none, 64 KiB blocks).
+	// once (package peer's WithMaxSources). Default 16, not package peer's
+	// 32, which would make nearly every Chord neighbour a source (24 on
+	// average with 200 peers) for the machine's CPU to carry. In the
+	// 200-peer run (20/100 Mbit/s, transit-stub latency) 16 took 2.16x T*,
+	// 8 2.37x and 24 2.16x: a peer that few fetches watch has few to upload
+	// to, and idles.
 	MaxSources int
 	// Choice is how the fetches choose which offered block to ask for first
 	// (package peer's WithBlockChoice): rarest-first from their sources'
@@ -230,8 +231,9 @@ type Config struct {
 	// run's bytes as fast as the described network would (200 peers of 16
 	// MiB at 20 Mbit/s: 3.2 GiB hashed and stored in about 7 s, some 25
 	// CPU-seconds here) would otherwise measure its own CPU, not the
-	// protocol. 0 picks one from the bytes to move, the time the network
-	// needs for them (T*) and the machine's cores (AutoTimeScale); 1 runs
+	// protocol. 0 picks one from the bytes and blocks to move, the sources
+	// of a fetch, the time the network needs for them (T*) and the
+	// machine's cores (AutoTimeScale); 1 runs
 	// in real time.
 	TimeScale float64
 	// Trace, when set, receives a line for every unit a node sends and
@@ -269,7 +271,7 @@ func (c Config) withDefaults() Config {
 		c.Timeout = 10 * time.Minute
 	}
 	if c.MaxSources == 0 {
-		c.MaxSources = 8
+		c.MaxSources = 16
 	}
 	if c.StuckAfter == 0 {
 		c.StuckAfter = 30 * time.Second
@@ -587,26 +589,37 @@ var (
 	siByteUnits = map[string]struct{}{"kb": {}, "mb": {}, "gb": {}, "tb": {}}
 )
 
-// cpuBytesPerSecond is about how many bytes of the file one CPU-second of
-// this machine moves through a testnet (sent, received, hashed and stored,
-// with the peers' protocol around them): 200 peers fetching 16 MiB each
-// took about 25 CPU-seconds here.
-const cpuBytesPerSecond = 130e6
+// The CPU a run costs here, measured on this 2-core machine with 200 peers
+// of 16 MiB (8 and 16 sources, 256 KiB and 64 KiB blocks, with and without
+// latency): about one CPU-second per cpuBytesPerSecond bytes of the file
+// moved (sent, received, hashed and stored), and cpuPerBlockSource per block
+// moved and source a fetch keeps (every block stored is announced to each
+// watcher, whose fetch weighs it: 8 more sources cost about 17 CPU-seconds
+// with 12,736 blocks moved). The second cost is taken to grow with the
+// swarm (the heap the collector scans, the goroutines the scheduler runs):
+// it is counted in full at cpuSwarm peers and in proportion below.
+const (
+	cpuBytesPerSecond = 150e6
+	cpuPerBlockSource = 150e-6
+	cpuSwarm          = 200
+)
 
 // cpuShare is the share of the machine's cores a run is sized to use (the
 // rest is slack, for the bursts of a swarm and for other work).
-const cpuShare = 0.4
+const cpuShare = 0.5
 
-// AutoTimeScale returns the time scale for a run that moves bytes of the
-// file to the peers over a network that needs tstar seconds for it at best
-// (the fluid bound), on a machine with cores cores: the smallest whole
-// scale at which the run, taking 1.5 tstar of the described network, keeps
-// the machine's cores cpuShare busy (cpuBytesPerSecond a core); 1 when
-// tstar is 0 (rates uncapped: nothing to keep pace with).
-func AutoTimeScale(bytes int64, tstar float64, cores int) float64 {
+// AutoTimeScale returns the time scale for a run of nodes peers that moves
+// bytes of the file in blocks blocks to fetches of sources sources each (on
+// average), over a network that needs tstar seconds for it at best (the
+// fluid bound), on a machine with cores cores: the smallest whole scale at
+// which the run, taking 1.5 tstar of the described network, keeps the
+// machine's cores cpuShare busy; 1 when tstar is 0 (rates uncapped:
+// nothing to keep pace with).
+func AutoTimeScale(nodes int, bytes, blocks int64, sources, tstar float64, cores int) float64 {
 	if tstar <= 0 || cores < 1 {
 		return 1
 	}
-	need := float64(bytes) / cpuBytesPerSecond
+	swarm := min(1, float64(nodes)/cpuSwarm)
+	need := float64(bytes)/cpuBytesPerSecond + float64(blocks)*max(sources, 1)*cpuPerBlockSource*swarm
 	return max(1, math.Ceil(need/(float64(cores)*cpuShare*1.5*tstar)))
 }

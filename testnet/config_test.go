@@ -250,24 +250,30 @@ func TestAccessRates(t *testing.T) {
 	}
 }
 
-// TestAutoTimeScale: the scale grows with the bytes to move and shrinks with
-// the time the network needs for them and with the cores; 1 without a
-// bound (no access links) or when the machine keeps pace anyway.
+// TestAutoTimeScale: the scale grows with the bytes and blocks to move and
+// the sources of a fetch, and shrinks with the time the network needs for
+// them and with the cores; 1 without a bound (no access links) or when the
+// machine keeps pace anyway.
 func TestAutoTimeScale(t *testing.T) {
+	const goal = 199 * 16 << 20 // the 200-peer goal run's bytes
 	for _, tc := range []struct {
-		bytes int64
-		tstar float64
-		cores int
-		want  float64
+		nodes         int
+		bytes, blocks int64
+		sources       float64
+		tstar         float64
+		cores         int
+		want          float64
 	}{
-		{199 * 16 << 20, 6.71, 2, 4},  // the 200-peer goal run
-		{199 * 16 << 20, 6.71, 16, 1}, // a machine with the cores
-		{19 * 1 << 20, 0.5, 2, 1},     // a small run
-		{199 * 16 << 20, 0, 2, 1},     // no bound: nothing to keep pace with
-		{199 * 16 << 20, 6.71, 0, 1},
+		{200, goal, 199 * 64, 8, 6.71, 2, 4},    // 256 KiB blocks, 8 sources
+		{200, goal, 199 * 64, 16, 6.71, 2, 6},   // the default 16 sources
+		{200, goal, 199 * 256, 16, 6.71, 2, 15}, // 64 KiB blocks
+		{200, goal, 199 * 64, 16, 6.71, 16, 1},  // a machine with the cores
+		{20, 19 << 20, 19 * 16, 8, 0.13, 2, 1},  // a small run (the churn tests')
+		{200, goal, 199 * 64, 16, 0, 2, 1},      // no bound: nothing to keep pace with
+		{200, goal, 199 * 64, 16, 6.71, 0, 1},
 	} {
-		if got := AutoTimeScale(tc.bytes, tc.tstar, tc.cores); got != tc.want {
-			t.Errorf("AutoTimeScale(%d, %g, %d) = %g, want %g", tc.bytes, tc.tstar, tc.cores, got, tc.want)
+		if got := AutoTimeScale(tc.nodes, tc.bytes, tc.blocks, tc.sources, tc.tstar, tc.cores); got != tc.want {
+			t.Errorf("AutoTimeScale(%d, %d, %d, %g, %g, %d) = %g, want %g", tc.nodes, tc.bytes, tc.blocks, tc.sources, tc.tstar, tc.cores, got, tc.want)
 		}
 	}
 }

@@ -51,7 +51,8 @@
 // the network that many times slower (rates divided, latencies and the
 // peers' timers multiplied, package peer's WithTimeScale) and reports the
 // completion times in the described network's seconds; 0 picks the scale
-// from the bytes, T* and the cores (AutoTimeScale). Result.CPUUse says how
+// from the bytes and blocks to move, the sources of a fetch, T* and the
+// cores (AutoTimeScale). Result.CPUUse says how
 // busy the machine was during the fetches.
 //
 // # Methods

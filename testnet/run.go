@@ -162,7 +162,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// the peers' timers and the run's own stretched to match.
 	scale := cfg.TimeScale
 	if scale == 0 {
-		scale = AutoTimeScale(int64(cfg.Nodes-1)*m.TotalSize(), res.TStarS, runtime.NumCPU())
+		// A fetch's sources are its neighbours, up to MaxSources.
+		sources := min(float64(cfg.MaxSources), res.MeanDegree)
+		scale = AutoTimeScale(cfg.Nodes, int64(cfg.Nodes-1)*m.TotalSize(), int64(cfg.Nodes-1)*int64(m.BlockCount()), sources, res.TStarS, runtime.NumCPU())
 	}
 	res.TimeScale = scale
 	cfg.Bandwidth /= scale
