@@ -233,8 +233,7 @@ type Config struct {
 	// CPU-seconds here) would otherwise measure its own CPU, not the
 	// protocol. 0 picks one from the bytes and blocks to move, the sources
 	// of a fetch, the time the network needs for them (T*) and the
-	// machine's cores (AutoTimeScale); 1 runs
-	// in real time.
+	// machine's cores (AutoTimeScale); 1 runs in real time.
 	TimeScale float64
 	// Trace, when set, receives a line for every unit a node sends and
 	// every reconciliation it answers (see the format in trace.go's
