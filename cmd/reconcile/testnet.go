@@ -114,7 +114,7 @@ func testnetCommand() *cli.Command {
 			&cli.BoolFlag{Name: "baseline", Usage: "with --churn or --liars, also run each method without them and print what they cost"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			&cli.StringFlag{Name: "rarity", Value: "exact", Usage: "how fetches choose which offered block to ask for first, a comma list run side by side: exact (rarest first, counted from the sources' offers and haves, as bitfields would), filters (rarest first, estimated from the sum of the neighbours' counting Bloom filters, T8), random"},
-			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes to move, T* and the cores; 1: real time"},
+			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes and blocks to move, the sources of a fetch, T* and the cores; 1: real time"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent, reconciliation answered and request turned away busy to `FILE`, a line each (start METHOD SEED; sent T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; busy T FROM TO; T in seconds from the start, FROM and TO node numbers)"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
