@@ -51,7 +51,10 @@ func TestReconcileSharePerPeer(t *testing.T) {
 	seed, tk, _ := seedFile(t, t.TempDir(), 256<<10, 1<<10, WithLimits(Limits{ReconcilesPerPeer: 2}),
 		WithServeObserver(func(ev ServeEvent) {
 			if ev.Kind == EventBusy {
-				busy <- ev
+				select {
+				case busy <- ev:
+				default: // never hold up the serving goroutine
+				}
 			}
 		}))
 	n := seed.lookup(tk.Root[:]).man.BlockCount()

@@ -52,8 +52,8 @@
 // peers' timers multiplied, package peer's WithTimeScale) and reports the
 // completion times in the described network's seconds; 0 picks the scale
 // from the bytes and blocks to move, the sources of a fetch, T* and the
-// cores (AutoTimeScale). Result.CPUUse says how
-// busy the machine was during the fetches.
+// cores (AutoTimeScale). Result.CPUUse says how busy the machine was during
+// the fetches.
 //
 // # Methods
 //

@@ -98,6 +98,10 @@ func TestLinks(t *testing.T) {
 			t.Errorf("%d→%d, %d B at %g: sent at %g (want %g), delivered at %g (want %g)", tc.from, tc.to, tc.b, tc.now, sent, tc.sent, got, tc.got)
 		}
 	}
+	var nl *Links
+	if sent, got := nl.Up(0, 1<<20, 3), nl.Down(1, 1<<20, 3); sent != 3 || got != 3 {
+		t.Errorf("nil Links: sent at %g, delivered at %g, want 3 and 3", sent, got)
+	}
 	// Concurrent use: 100 transfers of 1 B through a 10 B/s uplink end at 10 s.
 	l = NewLinks([]float64{10, 0}, []float64{0, 0})
 	var wg sync.WaitGroup
