@@ -427,7 +427,10 @@ func simSwarmCommand() *cli.Command {
 			"whole file, the others start empty) and reconciles with its Chord neighbours (successor\n" +
 			"list, then fingers) until it holds the file, --parallel neighbours at a time, taking at\n" +
 			"most --window blocks per exchange; prints completion time per peer (median, p95, max)\n" +
-			"and bytes by message type for each method.\n" +
+			"and bytes by message type for each method. With --watch, peers behave as package\n" +
+			"peer's fetches do (as in reconcile testnet): one reconciliation per source keeps a\n" +
+			"watch, new blocks are announced by have messages and asked for in windows sized to each\n" +
+			"source's rate, a seed super-seeds and idle sources give way to spare peers.\n" +
 			"With access links (--up, --down, --classes; the model testnet uses: every peer's upload\n" +
 			"and download shared by its transfers, plus the route's delay) and one seed, it prints\n" +
 			"the fluid lower bound T* and the completion times over T*, in the same lines as\n" +
@@ -436,7 +439,9 @@ func simSwarmCommand() *cli.Command {
 			"   reconcile sim swarm --preset paper --nodes 200 --method both --plot swarm.png\n" +
 			"   reconcile sim swarm --preset large --nodes 10000 --method complete\n" +
 			"   reconcile sim swarm --nodes 200 --blocks 64 --block-size 256KiB --share 0 --up 20Mbit --down 100Mbit \\\n" +
-			"       --parallel 8 --window 16 --method complete,bitfield",
+			"       --parallel 8 --window 16 --method complete,bitfield\n" +
+			"   reconcile sim swarm --nodes 200 --blocks 64 --block-size 256KiB --share 0 --up 20Mbit --down 100Mbit \\\n" +
+			"       --watch --method complete   # the model of reconcile testnet --peers 200 --size 16MiB ...",
 		Flags: append(append(simNetFlags(), simFilterFlags()...),
 			&cli.IntFlag{Name: "blocks", Usage: "source blocks of the file (kk)", Value: 5000},
 			&cli.Float64Flag{Name: "share", Usage: "fraction of the blocks each peer starts with; 0: one seed, the others empty", Value: 0.25},
@@ -449,6 +454,9 @@ func simSwarmCommand() *cli.Command {
 			&cli.BoolFlag{Name: "rarest-first", Usage: "with --window: take the blocks the fewest neighbours hold (exact counts), not random ones"},
 			&cli.StringFlag{Name: "rarity", Usage: "with --window, block choices to run side by side: random, exact (rarest-first, exact counts), filters (rarest-first, counts from the sum of the neighbours' CBFs), or a comma list (default: as --rarest-first)"},
 			&cli.IntFlag{Name: "upload-slots", Usage: "exchanges a peer sends blocks to at once; others get nothing and move on (0: no limit)"},
+			&cli.BoolFlag{Name: "watch", Usage: "model the peers as package peer's fetches are: one reconciliation per source keeps a watch, new blocks are announced by have messages and asked for with a window, a seed super-seeds (--parallel: sources, default 16; --window: default 16; rarest-first by default); without it, peers reconcile again and again in rounds"},
+			&cli.StringFlag{Name: "latency", Usage: "with --watch: transitstub (the routes' delays) or none (only the access links take time, as testnet's --latency none)", Value: "transitstub"},
+			&cli.BoolFlag{Name: "free-control", Usage: "with --watch: haves, requests and answers cross in no time, blocks still over the routes' delays (the best any way of announcing blocks could do with this schedule)"},
 			&cli.BoolFlag{Name: "least-served", Usage: "with --window: the sender offers the blocks it has sent least often first (super-seeding)"},
 			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
 		),
@@ -465,8 +473,10 @@ func simSwarmCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if strings.EqualFold(c.String("method"), "all") { // the swarm model runs no iblt
-				methods = slices.DeleteFunc(slices.Clone(methods), func(m reconcile.Method) bool { return m == reconcile.IBLT })
+			if strings.EqualFold(c.String("method"), "all") { // the swarm model runs no iblt, the watch model no byers
+				methods = slices.DeleteFunc(slices.Clone(methods), func(m reconcile.Method) bool {
+					return m == reconcile.IBLT || (m == reconcile.Byers && c.Bool("watch"))
+				})
 			}
 			net, err := simNetwork(c)
 			if err != nil {
@@ -523,8 +533,18 @@ func simSwarmCommand() *cli.Command {
 			if rep.Share == 0 {
 				scen = "one seed, the others empty"
 			}
-			fmt.Fprintf(c.App.Writer, "%d peers on %d routers, file of %.1f MiB in %d blocks, %s; %d exchanges at a time per peer, window %d.\n",
-				net.Overlay.Len(), net.Topology.Routers(), float64(kk)*float64(f.BlockBytes)/(1<<20), kk, scen, acc.Parallel, acc.MaxBlocks)
+			how := fmt.Sprintf("%d exchanges at a time per peer, window %d", acc.Parallel, acc.MaxBlocks)
+			if acc.Watch {
+				how = fmt.Sprintf("watches of %d sources per peer, windows up to %d", acc.Parallel, acc.MaxBlocks)
+				if acc.NoDelay {
+					how += ", no route delays"
+				}
+				if acc.FreeControl {
+					how += ", free control messages"
+				}
+			}
+			fmt.Fprintf(c.App.Writer, "%d peers on %d routers, file of %.1f MiB in %d blocks, %s; %s.\n",
+				net.Overlay.Len(), net.Topology.Routers(), float64(kk)*float64(f.BlockBytes)/(1<<20), kk, scen, how)
 			w := tabwriter.NewWriter(c.App.Writer, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MiB\tblocks MiB\tredundant\tmissed\twall s\t\n")
 			for _, r := range rep.Runs {

@@ -29,7 +29,30 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 		return sc, usagef("--classes replaces --up and --down: give one or the other")
 	}
 	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
-	sc.UploadSlots = c.Int("upload-slots")
+	sc.UploadSlots, sc.Watch = c.Int("upload-slots"), c.Bool("watch")
+	sc.FreeControl = c.Bool("free-control")
+	switch l := c.String("latency"); l {
+	case "transitstub":
+	case "none":
+		sc.NoDelay = true
+	default:
+		return sc, usagef("--latency %q: want transitstub or none", l)
+	}
+	if !sc.Watch && (sc.NoDelay || sc.FreeControl) {
+		return sc, usagef("--latency none and --free-control need --watch")
+	}
+	if sc.Watch {
+		// As the testnet's fetches: 16 sources, a window of 16 blocks.
+		if !c.IsSet("parallel") {
+			sc.Parallel = 16
+		}
+		if !c.IsSet("window") {
+			sc.MaxBlocks = 16
+		}
+		if !c.IsSet("rarest-first") && !c.IsSet("rarity") {
+			sc.RarestFirst = true
+		}
+	}
 	if sc.UploadSlots < 0 {
 		return sc, usagef("--upload-slots must not be negative")
 	}
@@ -49,7 +72,7 @@ func swarmChoices(c *cli.Context) ([]func(*ts.SwarmConfig), error) {
 	if c.IsSet("rarest-first") {
 		return nil, usagef("--rarity replaces --rarest-first: give one or the other")
 	}
-	if c.Int("window") == 0 {
+	if c.Int("window") == 0 && !c.Bool("watch") {
 		return nil, usagef("--rarity needs --window: without it an exchange takes every block offered")
 	}
 	var out []func(*ts.SwarmConfig)

@@ -111,39 +111,49 @@ func TestSwarmVersusTestnet(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &tn); err != nil || len(tn.Runs) != 1 {
 		t.Fatalf("testnet JSON %v: %s", err, out)
 	}
-	out, err = run(t, "", append([]string{"sim", "swarm", "--nodes", "12", "--blocks", "8", "--block-size", "256KiB",
-		"--share", "0", "--parallel", "8", "--window", "16", "--m", "1024", "--method", "complete", "--reps", "1"}, common...)...)
-	if err != nil {
-		t.Fatalf("sim swarm: %v: %s", err, out)
+	r := tn.Runs[0]
+	t.Logf("T* %.2f s; over T*: testnet median %.2fx p95 %.2fx max %.2fx", r.TStarS, r.MedianTStar, r.P95TStar, r.MaxTStar)
+	if r.Completed != 11 || r.MedianTStar < 1 || r.MaxTStar < r.MedianTStar {
+		t.Errorf("testnet: %d of 11 completed, over T* median %g, max %g", r.Completed, r.MedianTStar, r.MaxTStar)
 	}
-	var sw struct {
-		Runs []struct {
-			Completed, Fetchers int
-			TStarMS             float64 `json:"tstar_ms"`
-			Median              float64 `json:"median_over_tstar"`
-			P95                 float64 `json:"p95_over_tstar"`
-			Max                 float64 `json:"max_over_tstar"`
-		} `json:"runs"`
-	}
-	if err := json.Unmarshal([]byte(out), &sw); err != nil || len(sw.Runs) != 1 {
-		t.Fatalf("sim JSON %v: %s", err, out)
-	}
-	r, s := tn.Runs[0], sw.Runs[0]
-	t.Logf("T* %.2f s; over T*: testnet median %.2fx p95 %.2fx max %.2fx; sim median %.2fx p95 %.2fx max %.2fx",
-		r.TStarS, r.MedianTStar, r.P95TStar, r.MaxTStar, s.Median, s.P95, s.Max)
-	if r.Completed != 11 || s.Completed != 11 || s.Fetchers != 11 {
-		t.Errorf("completed: testnet %d, sim %d of %d", r.Completed, s.Completed, s.Fetchers)
-	}
-	if math.Abs(r.TStarS-s.TStarMS/1000) > 1e-9 || r.TStarS <= 0 {
-		t.Errorf("T*: testnet %g s, sim %g ms", r.TStarS, s.TStarMS)
-	}
-	if r.MedianTStar < 1 || s.Median < 1 || r.MaxTStar < r.MedianTStar || s.Max < s.Median {
-		t.Errorf("ratios below 1 or out of order: testnet %g/%g, sim %g/%g", r.MedianTStar, r.MaxTStar, s.Median, s.Max)
+	// The rounds model and the watch model (the testnet's own protocol).
+	for _, model := range [][]string{{"--parallel", "8", "--window", "16"}, {"--watch"}} {
+		out, err = run(t, "", append(append([]string{"sim", "swarm", "--nodes", "12", "--blocks", "8", "--block-size", "256KiB",
+			"--share", "0", "--m", "1024", "--method", "complete", "--reps", "1"}, model...), common...)...)
+		if err != nil {
+			t.Fatalf("sim swarm %v: %v: %s", model, err, out)
+		}
+		var sw struct {
+			Runs []struct {
+				Completed, Fetchers int
+				TStarMS             float64 `json:"tstar_ms"`
+				Median              float64 `json:"median_over_tstar"`
+				P95                 float64 `json:"p95_over_tstar"`
+				Max                 float64 `json:"max_over_tstar"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(out), &sw); err != nil || len(sw.Runs) != 1 {
+			t.Fatalf("sim JSON %v: %s", err, out)
+		}
+		s := sw.Runs[0]
+		t.Logf("sim %v: median %.2fx p95 %.2fx max %.2fx", model, s.Median, s.P95, s.Max)
+		if s.Completed != 11 || s.Fetchers != 11 {
+			t.Errorf("sim %v: completed %d of %d", model, s.Completed, s.Fetchers)
+		}
+		if math.Abs(r.TStarS-s.TStarMS/1000) > 1e-9 || r.TStarS <= 0 {
+			t.Errorf("T*: testnet %g s, sim %v %g ms", r.TStarS, model, s.TStarMS)
+		}
+		if s.Median < 1 || s.Max < s.Median {
+			t.Errorf("sim %v: ratios below 1 or out of order: %g/%g", model, s.Median, s.Max)
+		}
 	}
 	for _, args := range [][]string{
 		{"sim", "swarm", "--preset", "small", "--up", "5"},
 		{"sim", "swarm", "--preset", "small", "--classes", "0.3:1Mbit/1Mbit"},
 		{"sim", "swarm", "--preset", "small", "--parallel", "0"},
+		{"sim", "swarm", "--preset", "small", "--free-control"},
+		{"sim", "swarm", "--preset", "small", "--watch", "--latency", "bogus"},
+		{"sim", "swarm", "--preset", "small", "--watch", "--method", "byers"},
 	} {
 		if _, err := run(t, "", args...); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v", args, err)

@@ -67,6 +67,16 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			cfg.Parallel, cfg.MaxBlocks, cfg.Up, cfg.Down, cfg.SeedUp)
 	case cfg.RarityFromFilters && (byers || !cfg.RarestFirst):
 		return nil, fmt.Errorf("%w: rarity from filters needs rarest-first and a method with CBFs, not %v", ErrParams, cfg.Method)
+	case !cfg.Watch && (cfg.NoDelay || cfg.FreeControl):
+		return nil, fmt.Errorf("%w: no delay and free control are options of the watch model", ErrParams)
+	case cfg.Watch && byers:
+		return nil, fmt.Errorf("%w: the watch model runs complete, bitfield and ccbf, not byers (fetches of coded blocks keep no watch)", ErrParams)
+	case cfg.Watch && cfg.MaxBlocks < 1:
+		return nil, fmt.Errorf("%w: the watch model needs a window (MaxBlocks), not %d", ErrParams, cfg.MaxBlocks)
+	case cfg.Watch && cfg.RarityFromFilters:
+		return nil, fmt.Errorf("%w: the watch model takes blocks rarest first by exact counts or at random, not by filters", ErrParams)
+	case cfg.Watch && cfg.LeastServed:
+		return nil, fmt.Errorf("%w: in the watch model the seed super-seeds; least-served is of the rounds", ErrParams)
 	case byers && cfg.Blocks > f.NN:
 		return nil, fmt.Errorf("%w: %d blocks exceed the code's nn = %d", ErrParams, cfg.Blocks, f.NN)
 	}
@@ -231,6 +241,23 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	var rarity []int
 	var runErr error
 
+	// filterOf is the size of peer a's filter message, by method.
+	filterOf := func(a int) (int, error) {
+		p := &peers[a]
+		switch cfg.Method {
+		case reconcile.Byers:
+			return filterBytes(cfg.Method, p.bloom.Params(), u, p.set.Len(), filterData[:bloomSize]), nil
+		case reconcile.Bitfield:
+			return filterBytes(cfg.Method, cbfalgebra.Params{}, u, p.set.Len(), filterData[:(u+7)/8]), nil
+		case reconcile.CCBF: // the real compressed size of A's filter
+			raw, err := p.cbf.MarshalBinary()
+			if err != nil {
+				return 0, err
+			}
+			return filterBytes(cfg.Method, pr.p, u, p.set.Len(), reconcile.CompressFilter(nil, raw)), nil
+		}
+		return filterBytes(cfg.Method, pr.p, u, p.set.Len(), filterData[:cbfSize]), nil
+	}
 	var startRound func(a int)
 	complete := func(a int) {
 		p := &peers[a]
@@ -261,21 +288,10 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		b := int(p.nbrs[slot])
 		p.next = (slot + 1) % len(p.nbrs)
 		route := o.Route(a, b)
-		var fb int
-		switch cfg.Method {
-		case reconcile.Byers:
-			fb = filterBytes(cfg.Method, p.bloom.Params(), u, p.set.Len(), filterData[:bloomSize])
-		case reconcile.Bitfield:
-			fb = filterBytes(cfg.Method, cbfalgebra.Params{}, u, p.set.Len(), filterData[:(u+7)/8])
-		case reconcile.CCBF: // the real compressed size of A's filter
-			raw, err := p.cbf.MarshalBinary()
-			if err != nil {
-				runErr = err
-				return
-			}
-			fb = filterBytes(cfg.Method, pr.p, u, p.set.Len(), reconcile.CompressFilter(nil, raw))
-		default:
-			fb = filterBytes(cfg.Method, pr.p, u, p.set.Len(), filterData[:cbfSize])
+		fb, err := filterOf(a)
+		if err != nil {
+			runErr = err
+			return
 		}
 		res.Bytes[reconcile.MsgFilter.String()] += int64(fb)
 		transfer(a, b, route, fb, sim.Now(), func() { // B has A's filter
@@ -460,13 +476,35 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			}
 			continue
 		}
-		for range cfg.Parallel {
-			sim.At(rng.Float64()*cfg.StartJitterMS, func() { startRound(i) })
+		if !cfg.Watch {
+			for range cfg.Parallel {
+				sim.At(rng.Float64()*cfg.StartJitterMS, func() { startRound(i) })
+			}
 		}
+	}
+	var wm *watchModel
+	if cfg.Watch {
+		slots := cfg.UploadSlots
+		if slots == 0 {
+			slots = watchUploadQueue
+		}
+		answerMS := func(setB, newBlocks int) float64 {
+			if cfg.Method == reconcile.Bitfield {
+				return 0 // a bitmap difference costs microseconds
+			}
+			return costs.completeMS(setB, newBlocks)
+		}
+		wm = &watchModel{sim: &sim, peers: peers, u: u, window: cfg.MaxBlocks, slots: slots, rarest: cfg.RarestFirst, rng: rng,
+			blockLen: pr.blocksBytes([]uint32{0}), links: links, sources: cfg.Parallel, res: res, sentBy: sentBy,
+			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, filterBytes: filterOf, answerMS: answerMS, complete: complete, route: o.Route}
+		wm.start(cfg.StartJitterMS)
 	}
 	sim.Run(inf)
 	if runErr != nil {
 		return nil, runErr
+	}
+	if wm != nil && wm.err != nil {
+		return nil, wm.err
 	}
 	res.Events = sim.Events()
 	res.Completions = make([]float64, 0, n)

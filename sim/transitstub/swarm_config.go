@@ -64,6 +64,25 @@ type SwarmConfig struct {
 	// to at once (BitTorrent's unchoke slots): a peer asked while all are
 	// taken sends nothing, and the fetcher moves on to its next neighbour.
 	UploadSlots int
+	// Watch models package peer's fetches as they are (see watch.go): one
+	// reconciliation with each of Parallel sources keeps a watch, over
+	// which each side hears of the other's new blocks a one-way delay after
+	// they are stored; the fetcher asks each source for up to MaxBlocks
+	// blocks (its window; required), rarest first with RarestFirst; a
+	// source serves UploadSlots fetchers at once (0: package peer's 2) and
+	// answers others busy; a seed (OneSeed) super-seeds. Without it, peers
+	// reconcile again and again in rounds, as they did before watches.
+	// Complete, bitfield and ccbf only.
+	Watch bool
+	// NoDelay makes the watch model's routes cross in no time, as the
+	// testnet's --latency none: only the access links take time.
+	NoDelay bool
+	// FreeControl makes the watch model's messages other than filters and
+	// blocks (haves, requests, answers, offers, busy replies) cross in no
+	// time while blocks still take the route's delay: the best any scheme
+	// of announcing blocks (pushing them, promising them before they are
+	// in) could do with the same schedule.
+	FreeControl bool
 }
 
 // choice names the block choice of windowed exchanges (SwarmResult.Choice).

@@ -79,6 +79,12 @@ func TestRunSwarmErrors(t *testing.T) {
 		{"bad method", func(c *SwarmConfig) { c.Method = 7 }, ErrParams},
 		{"blocks above nn", func(c *SwarmConfig) { c.Method = reconcile.Byers; c.Blocks = 5000 }, ErrParams},
 		{"no budget", func(c *SwarmConfig) { c.MaxReconciliations = 1 }, nil},
+		{"watch byers", func(c *SwarmConfig) { c.Watch, c.MaxBlocks, c.Method = true, 4, reconcile.Byers }, ErrParams},
+		{"watch without window", func(c *SwarmConfig) { c.Watch = true }, ErrParams},
+		{"watch rarity from filters", func(c *SwarmConfig) { c.Watch, c.MaxBlocks, c.RarestFirst, c.RarityFromFilters = true, 4, true, true }, ErrParams},
+		{"watch least served", func(c *SwarmConfig) { c.Watch, c.MaxBlocks, c.LeastServed = true, 4, true }, ErrParams},
+		{"no delay without watch", func(c *SwarmConfig) { c.NoDelay = true }, ErrParams},
+		{"free control without watch", func(c *SwarmConfig) { c.FreeControl = true }, ErrParams},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallSwarm(reconcile.Complete)

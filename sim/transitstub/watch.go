@@ -1,0 +1,602 @@
+package transitstub
+
+import (
+	"cmp"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// The watch model (SwarmConfig.Watch) times the exchanges of package peer's
+// fetches as they are now, where RunSwarm's rounds model the repeated
+// reconciliations they made before watches:
+//
+//   - a fetcher reconciles once with each of its sources (up to Parallel of
+//     its neighbours, taken in random order): its filter crosses to the
+//     source, the source answers with the blocks the fetcher lacks, and the
+//     stream stays open as a watch;
+//   - from then on the source tells the fetcher of each block it stores by a
+//     have message, a one-way delay later, and the fetcher tells its own
+//     watchers of each block it stores;
+//   - the fetcher asks each source for up to MaxBlocks blocks at a time
+//     (its window), topped up once half have arrived, choosing among those
+//     the source offered and no other source is asked for (rarest first by
+//     the exact count of its sources offering each, ties at random, or at
+//     random);
+//   - a source sends the blocks asked in the order asked, each booked on its
+//     uplink as the request arrives; a fetcher with nothing queued is
+//     answered busy while UploadSlots other fetchers have blocks on the
+//     uplink, and asks that source again after a pause that doubles from
+//     watchBusyMS to a second;
+//   - the seed super-seeds: it offers each watcher at most watchSuperOpen
+//     blocks it has not asked for yet, those it sent least often and offered
+//     to nobody else first, deals a new one when a watcher asks for one or
+//     says it got one, and takes back an offer not asked for within
+//     watchSuperHoldMS.
+//
+//   - a source that had nothing to give for watchRotateMS leaves its place
+//     to a spare peer: a neighbour not watched yet, or a peer that watches
+//     the fetcher.
+//
+// Not modelled: CPU (the testnet's time scale takes it out of its figures),
+// the endgame, and the link time of messages other than filters and blocks
+// (haves, wants and answers cross in a one-way delay and take no link
+// time). With the testnet's parameters the model lands within about 10 % of
+// its median completion (README, "The watch model").
+
+// Constants of the watch model, package peer's values.
+const (
+	// watchBusyMS is the first pause after a busy answer.
+	watchBusyMS = 250
+	// watchBusyMaxMS is the longest pause after busy answers.
+	watchBusyMaxMS = 1000
+	// watchSuperOpen is superOpen: offers a seed's watcher holds unasked.
+	watchSuperOpen = 2
+	// watchSuperHoldMS is superSeedHold.
+	watchSuperHoldMS = 2000
+	// watchUploadQueue is uploadQueue: the default of UploadSlots.
+	watchUploadQueue = 2
+)
+
+// watchLink is a fetcher's watch of one source.
+type watchLink struct {
+	fetcher, src int
+	delayMS      float64
+	offered      []bool  // blocks the source offered or announced
+	queue        []int32 // offered blocks not yet asked for
+	inflight     int
+	retryAt      float64 // when the source may be asked again after busy
+	backoff      float64
+	retrying     bool    // a retry is scheduled
+	watching     bool    // the answer arrived: offers and haves come in
+	closed       bool    // rotated out: haves and offers go unheard
+	useful       float64 // when it was last asked for blocks or sent one
+	// The window's state, as package peer's flowWindow: the moving average
+	// of the gaps between blocks, the last arrival (or request into an
+	// empty pipe) and the gaps seen.
+	gap, last float64
+	gaps      int
+	super     *superWatcher
+}
+
+// window is the blocks to keep asked of l's source, as package peer's
+// flowWindow sizes it: two round trips' worth at the rate the source
+// delivers, plus one, at most max; 2 until a gap is known.
+func (l *watchLink) window(max int) int {
+	if l.gaps == 0 || l.gap <= 0 {
+		return min(max, 2)
+	}
+	rtt := 2 * l.delayMS
+	return min(max, 1+int(math.Ceil(2*rtt/l.gap)))
+}
+
+// arrivedAt notes a block's arrival at t in the window's gaps.
+func (l *watchLink) arrivedAt(t float64) {
+	l.useful = t
+	g := t - l.last
+	l.last = t
+	if l.gaps == 0 {
+		l.gap = g
+	} else {
+		l.gap = (3*l.gap + g) / 4
+	}
+	l.gaps++
+}
+
+// superWatcher is a seed's state of one watcher.
+type superWatcher struct {
+	link  *watchLink
+	lacks []bool
+	open  map[int32]float64 // offered and not yet asked for, with when
+}
+
+// watchNode is the watch model's state of one peer.
+type watchNode struct {
+	links []*watchLink // its watches of its sources
+	// spare holds peers that may take an idle source's place: neighbours
+	// not watched, and peers that watch it, with when each was rotated out
+	// (0: never tried).
+	spare    map[int]float64
+	claimed  []bool       // blocks asked of a source and not yet in
+	count    []int32      // sources offering each block
+	watchers []*watchLink // watches of it, the fetchers' links
+	queued   map[int]float64
+	// seed only: sends, requests and current offers of each block, and the
+	// watchers.
+	sent, offers []int32
+	supers       []*superWatcher
+}
+
+// watchModel runs the watch model on RunSwarm's peers, links and clock.
+type watchModel struct {
+	sim      *Sim
+	peers    []swarmPeer
+	nodes    []watchNode
+	u        int
+	window   int
+	slots    int
+	rarest   bool
+	rng      *rand.Rand
+	blockLen int
+	links    *Links
+	sources  int
+	// noDelay and freeControl are SwarmConfig's NoDelay and FreeControl.
+	noDelay, freeControl bool
+	res                  *SwarmResult
+	sentBy               []int64
+	// filterBytes is the size of a peer's filter message (by method).
+	filterBytes func(a int) (int, error)
+	// answerMS is the source's compute for an answer over its set.
+	answerMS func(setB, newBlocks int) float64
+	complete func(a int)
+	route    func(a, b int) Route
+	err      error
+}
+
+// start sets up every fetcher's sources and schedules its first
+// reconciliations within jitterMS.
+func (m *watchModel) start(jitterMS float64) {
+	m.nodes = make([]watchNode, len(m.peers))
+	for i := range m.nodes {
+		m.nodes[i].queued = make(map[int]float64)
+		if m.peers[i].seed {
+			m.nodes[i].sent, m.nodes[i].offers = make([]int32, m.u), make([]int32, m.u)
+		}
+	}
+	for a := range m.peers {
+		p := &m.peers[a]
+		if p.done {
+			continue
+		}
+		nd := &m.nodes[a]
+		nd.claimed, nd.count = make([]bool, m.u), make([]int32, m.u)
+		nbrs := slices.Clone(p.nbrs)
+		m.rng.Shuffle(len(nbrs), func(x, y int) { nbrs[x], nbrs[y] = nbrs[y], nbrs[x] })
+		nd.spare = make(map[int]float64)
+		for _, s := range nbrs[min(len(nbrs), m.sources):] {
+			nd.spare[int(s)] = 0
+		}
+		nbrs = nbrs[:min(len(nbrs), m.sources)]
+		for _, s := range nbrs {
+			l := &watchLink{fetcher: a, src: int(s), delayMS: m.delay(a, int(s)), offered: make([]bool, m.u), backoff: watchBusyMS}
+			nd.links = append(nd.links, l)
+		}
+		at := m.rng.Float64() * jitterMS
+		for _, l := range nd.links {
+			m.sim.At(at, func() { m.reconcile(l) })
+		}
+		m.sim.At(at+watchRotateMS, func() { m.rotate(a) })
+	}
+}
+
+// watchRotateMS is rotateIdle: how long a source may have nothing to give
+// before it leaves its place to a spare peer.
+const watchRotateMS = 2000
+
+// rotate replaces, while fetcher a is not done, each source that had
+// nothing to give it for watchRotateMS by a spare peer (those never tried
+// first, then those rotated out longest ago), as package peer's fetches
+// do, and looks again every quarter of that.
+func (m *watchModel) rotate(a int) {
+	if m.peers[a].done || m.err != nil {
+		return
+	}
+	nd := &m.nodes[a]
+	now := m.sim.Now()
+	for k, l := range nd.links {
+		if len(nd.spare) == 0 {
+			break
+		}
+		if !l.watching || now-l.useful < watchRotateMS || l.inflight > 0 || m.claimable(l) {
+			continue
+		}
+		m.close(l)
+		nd.spare[l.src] = now
+		next, first := -1, 0.0
+		for p, t := range nd.spare {
+			if next < 0 || t < first || (t == first && p < next) {
+				next, first = p, t
+			}
+		}
+		delete(nd.spare, next)
+		nl := &watchLink{fetcher: a, src: next, delayMS: m.delay(a, next), offered: make([]bool, m.u), backoff: watchBusyMS, useful: now}
+		nd.links[k] = nl
+		m.reconcile(nl)
+	}
+	m.sim.After(watchRotateMS/4, func() { m.rotate(a) })
+}
+
+// claimable reports whether l's source offered a block its fetcher lacks
+// and asks nobody for.
+func (m *watchModel) claimable(l *watchLink) bool {
+	a := &m.peers[l.fetcher]
+	nd := &m.nodes[l.fetcher]
+	for _, i := range l.queue {
+		if !a.set.Has(int(i)) && !nd.claimed[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// close ends watch l: its offers leave the rarity counts, a seed takes back
+// what it offered on it.
+func (m *watchModel) close(l *watchLink) {
+	l.closed = true
+	nd := &m.nodes[l.fetcher]
+	for i, ok := range l.offered {
+		if ok {
+			nd.count[i]--
+		}
+	}
+	l.queue = nil
+	if w := l.super; w != nil {
+		sn := &m.nodes[l.src]
+		for i := range w.open {
+			sn.offers[i]--
+		}
+		w.open = nil
+		sn.supers = slices.DeleteFunc(sn.supers, func(x *superWatcher) bool { return x == w })
+	}
+	sn := &m.nodes[l.src]
+	sn.watchers = slices.DeleteFunc(sn.watchers, func(x *watchLink) bool { return x == l })
+}
+
+// ctl is how long a message other than a filter or blocks takes over a
+// one-way delay of d ms: d, or nothing with FreeControl.
+func (m *watchModel) ctl(d float64) float64 {
+	if m.freeControl {
+		return 0
+	}
+	return d
+}
+
+// delay is the one-way delay between peers a and b in ms.
+func (m *watchModel) delay(a, b int) float64 {
+	if m.noDelay {
+		return 0
+	}
+	return float64(m.route(a, b).DelayMS)
+}
+
+// send moves b bytes from x to y starting now and calls arrived when they
+// are in; it returns when x's uplink has sent them.
+func (m *watchModel) send(x, y int, delayMS float64, b int, arrived func()) float64 {
+	now := m.sim.Now()
+	if m.links == nil {
+		r := m.route(x, y)
+		m.sim.At(now+r.TransferMS(b), arrived)
+		return now
+	}
+	if m.sentBy != nil {
+		m.sentBy[x] += int64(b)
+	}
+	upDone := 1000 * m.links.Up(x, b, now/1000)
+	m.sim.At(upDone+delayMS, func() {
+		m.sim.At(1000*m.links.Down(y, b, m.sim.Now()/1000), arrived)
+	})
+	return upDone
+}
+
+// reconcile runs the first reconciliation of l's fetcher with its source:
+// the filter crosses, the source answers and keeps the watch.
+func (m *watchModel) reconcile(l *watchLink) {
+	fb, err := m.filterBytes(l.fetcher)
+	if err != nil {
+		m.err = err
+		return
+	}
+	m.res.Bytes[reconcile.MsgFilter.String()] += int64(fb)
+	m.res.Reconciliations++
+	m.peers[l.fetcher].rounds++
+	m.send(l.fetcher, l.src, l.delayMS, fb, func() {
+		s, a := &m.peers[l.src], &m.peers[l.fetcher]
+		var offer []int32
+		for _, i := range s.set.Indices() {
+			if !a.set.Has(i) {
+				offer = append(offer, int32(i))
+			}
+		}
+		comp := m.answerMS(s.set.Len(), len(offer))
+		sn := &m.nodes[l.src]
+		if s.seed {
+			w := &superWatcher{link: l, lacks: make([]bool, m.u), open: make(map[int32]float64)}
+			for _, i := range offer {
+				w.lacks[i] = true
+			}
+			sn.supers = append(sn.supers, w)
+			l.super = w
+			offer = nil // dealt out by pump, below
+		}
+		sn.watchers = append(sn.watchers, l)
+		if !s.done && !s.seed && sn.spare != nil && !m.watches(l.src, l.fetcher) {
+			if _, ok := sn.spare[l.fetcher]; !ok {
+				sn.spare[l.fetcher] = 0
+			}
+		}
+		m.sim.After(comp+m.ctl(l.delayMS), func() {
+			if l.closed {
+				return
+			}
+			l.useful = m.sim.Now()
+			l.watching = true
+			m.have(l, offer)
+			if s.seed {
+				m.pump(l.src)
+			}
+		})
+	})
+}
+
+// watches reports whether fetcher a watches peer s.
+func (m *watchModel) watches(a, s int) bool {
+	return slices.ContainsFunc(m.nodes[a].links, func(l *watchLink) bool { return l.src == s })
+}
+
+// have tells l's fetcher, now, that its source holds the blocks idx.
+func (m *watchModel) have(l *watchLink, idx []int32) {
+	a := &m.peers[l.fetcher]
+	nd := &m.nodes[l.fetcher]
+	if a.done || l.closed {
+		return
+	}
+	for _, i := range idx {
+		if a.set.Has(int(i)) || l.offered[i] {
+			continue
+		}
+		l.offered[i] = true
+		l.queue = append(l.queue, i)
+		nd.count[i]++
+	}
+	m.ask(l)
+}
+
+// ask sends l's source a request for the blocks it offered that nobody is
+// asked for, up to the window, once half the window has come in.
+func (m *watchModel) ask(l *watchLink) {
+	a := &m.peers[l.fetcher]
+	nd := &m.nodes[l.fetcher]
+	now := m.sim.Now()
+	window := l.window(m.window)
+	slack := (window + 3) / 4
+	if window >= 8 {
+		slack = window / 2
+	}
+	if a.done || l.closed || !l.watching || l.inflight > window-slack || m.err != nil {
+		return
+	}
+	if now < l.retryAt {
+		if !l.retrying {
+			l.retrying = true
+			m.sim.At(l.retryAt, func() { l.retrying = false; m.ask(l) })
+		}
+		return
+	}
+	l.queue = slices.DeleteFunc(l.queue, func(i int32) bool { return a.set.Has(int(i)) })
+	if len(l.queue) == 0 {
+		return
+	}
+	m.rng.Shuffle(len(l.queue), func(x, y int) { l.queue[x], l.queue[y] = l.queue[y], l.queue[x] })
+	if m.rarest {
+		slices.SortStableFunc(l.queue, func(x, y int32) int { return cmp.Compare(nd.count[x], nd.count[y]) })
+	}
+	var batch []int32
+	keep := l.queue[:0]
+	for _, i := range l.queue {
+		if len(batch) < window-l.inflight && !nd.claimed[i] {
+			nd.claimed[i] = true
+			batch = append(batch, i)
+		} else {
+			keep = append(keep, i)
+		}
+	}
+	l.queue = keep
+	if len(batch) == 0 {
+		return
+	}
+	if l.inflight == 0 {
+		l.last = now
+	}
+	l.inflight += len(batch)
+	l.useful = now
+	m.sim.After(m.ctl(l.delayMS), func() { m.serve(l, batch) })
+}
+
+// serve answers, at the source, l's request for the blocks batch.
+func (m *watchModel) serve(l *watchLink, batch []int32) {
+	s := &m.peers[l.src]
+	sn := &m.nodes[l.src]
+	now := m.sim.Now()
+	if !s.seed && sn.queued[l.fetcher] <= now {
+		others := 0
+		for f, until := range sn.queued {
+			if until > now && f != l.fetcher {
+				others++
+			}
+		}
+		if others >= m.slots {
+			m.sim.After(m.ctl(l.delayMS), func() { m.busy(l, batch) })
+			return
+		}
+	}
+	for _, i := range batch {
+		if s.seed {
+			sn.sent[i]++
+			if w := l.super; w != nil {
+				if _, ok := w.open[i]; ok {
+					delete(w.open, i)
+					sn.offers[i]--
+				}
+				w.lacks[i] = false
+			}
+		}
+		m.res.BlocksSent++
+		m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
+		sn.queued[l.fetcher] = m.send(l.src, l.fetcher, l.delayMS, m.blockLen, func() { m.arrived(l, i) })
+	}
+	if s.seed {
+		m.pump(l.src)
+	}
+}
+
+// busy takes back, at the fetcher, the claims of a request answered busy.
+func (m *watchModel) busy(l *watchLink, batch []int32) {
+	nd := &m.nodes[l.fetcher]
+	l.inflight -= len(batch)
+	for _, i := range batch {
+		nd.claimed[i] = false
+		l.queue = append(l.queue, i)
+	}
+	l.retryAt = m.sim.Now() + l.backoff
+	l.backoff = min(2*l.backoff, watchBusyMaxMS)
+	m.askAll(l.fetcher)
+}
+
+// arrived stores block i at l's fetcher.
+func (m *watchModel) arrived(l *watchLink, i int32) {
+	a := &m.peers[l.fetcher]
+	nd := &m.nodes[l.fetcher]
+	l.inflight--
+	l.backoff = watchBusyMS
+	l.arrivedAt(m.sim.Now())
+	nd.claimed[i] = false
+	if !a.set.Add(int(i)) {
+		m.res.RedundantBlocks++
+		m.ask(l)
+		return
+	}
+	for _, w := range nd.watchers {
+		m.sim.After(m.ctl(w.delayMS), func() { m.have(w, []int32{i}) })
+	}
+	for _, src := range nd.links {
+		if m.peers[src.src].seed && src.super != nil {
+			m.sim.After(m.ctl(src.delayMS), func() { m.gotElsewhere(src.src, src.super, i) })
+		}
+	}
+	if a.set.Len() == m.u {
+		m.complete(l.fetcher)
+		return
+	}
+	m.askAll(l.fetcher)
+}
+
+// askAll asks every source of fetcher a for what it may.
+func (m *watchModel) askAll(a int) {
+	for _, l := range m.nodes[a].links {
+		m.ask(l)
+	}
+}
+
+// gotElsewhere tells seed s that its watcher w holds block i.
+func (m *watchModel) gotElsewhere(s int, w *superWatcher, i int32) {
+	sn := &m.nodes[s]
+	w.lacks[i] = false
+	if _, ok := w.open[i]; ok {
+		delete(w.open, i)
+		sn.offers[i]--
+	}
+	m.pump(s)
+}
+
+// pump deals seed s's offers out to its watchers with room, the blocks it
+// sent least often and offered to nobody first, and takes back offers not
+// asked for within watchSuperHoldMS.
+func (m *watchModel) pump(s int) {
+	sn := &m.nodes[s]
+	now := m.sim.Now()
+	for _, w := range sn.supers {
+		for i, at := range w.open {
+			if now-at >= watchSuperHoldMS {
+				delete(w.open, i)
+				sn.offers[i]--
+			}
+		}
+	}
+	order := slices.Clone(sn.supers)
+	m.rng.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
+	for _, w := range order {
+		if m.peers[w.link.fetcher].done || !w.link.watching {
+			continue
+		}
+		var deal []int32
+		for len(w.open) < watchSuperOpen {
+			best, bestLoad := int32(-1), int32(0)
+			start := m.rng.IntN(m.u)
+			for k := range m.u {
+				i := int32((start + k) % m.u)
+				if !w.lacks[i] {
+					continue
+				}
+				if _, ok := w.open[i]; ok {
+					continue
+				}
+				load := 2*sn.sent[i] + sn.offers[i]
+				if best < 0 || load < bestLoad {
+					best, bestLoad = i, load
+				}
+			}
+			if best < 0 {
+				break
+			}
+			w.open[best] = now
+			sn.offers[best]++
+			deal = append(deal, best)
+		}
+		if len(deal) > 0 {
+			l := w.link
+			m.sim.After(m.ctl(l.delayMS), func() { m.have(l, deal) })
+		}
+	}
+	// Offers not asked for expire: look again then.
+	m.sim.After(watchSuperHoldMS, func() {
+		if !m.allDone() {
+			m.expire(s)
+		}
+	})
+}
+
+// expire takes back seed s's stale offers and deals again, if any expired.
+func (m *watchModel) expire(s int) {
+	sn := &m.nodes[s]
+	now := m.sim.Now()
+	for _, w := range sn.supers {
+		for _, at := range w.open {
+			if now-at >= watchSuperHoldMS {
+				m.pump(s)
+				return
+			}
+		}
+	}
+}
+
+// allDone reports whether every peer holds the file.
+func (m *watchModel) allDone() bool {
+	for i := range m.peers {
+		if !m.peers[i].done {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,129 @@
+package transitstub
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// watchSwarm is a one-seed swarm of 32 blocks of 64 KiB over access links
+// of 1 MB/s up and 5 MB/s down, in the watch model.
+func watchSwarm(m reconcile.Method) SwarmConfig {
+	f := PaperFilter()
+	f.M, f.BlockBytes = 1024, 64<<10
+	return SwarmConfig{Filter: f, Blocks: 32, OneSeed: true, Method: m, Seed: 4, Up: 1e6, Down: 5e6,
+		Watch: true, Parallel: 4, MaxBlocks: 8, RarestFirst: true}
+}
+
+// TestWatchSwarm: in the watch model every fetcher completes, no block
+// reaches a peer twice (one source is asked for each block at a time), no
+// peer beats T*, each fetcher reconciles once per source at least, and a
+// run is deterministic.
+func TestWatchSwarm(t *testing.T) {
+	net := smallNet(t, 30, ChordConfig{})
+	for _, m := range []reconcile.Method{reconcile.Complete, reconcile.Bitfield, reconcile.CCBF} {
+		for _, edit := range []func(*SwarmConfig){
+			func(*SwarmConfig) {},
+			func(c *SwarmConfig) { c.RarestFirst = false },
+			func(c *SwarmConfig) { c.Parallel, c.MaxBlocks, c.UploadSlots = 1, 1, 1 },
+			func(c *SwarmConfig) {
+				c.Classes = []AccessClass{{Share: 0.5, Down: 2e6, Up: 1e6}, {Share: 0.5, Down: 1e6, Up: 0.5e6}}
+			},
+		} {
+			cfg := watchSwarm(m)
+			edit(&cfg)
+			r, err := RunSwarm(net, cfg, fixedCosts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2, err := RunSwarm(net, cfg, fixedCosts())
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.WallSeconds, r2.WallSeconds = 0, 0
+			if !reflect.DeepEqual(r, r2) {
+				t.Fatalf("%v %+v: same seed, different results", m, cfg)
+			}
+			t.Logf("%v sources %d window %d rarest %v: T* %.0f ms, median %.2fx p95 %.2fx max %.2fx, seed sent %d B, %d reconciliations",
+				m, cfg.Parallel, cfg.MaxBlocks, cfg.RarestFirst, r.TStarMS, r.MedianTStar, r.P95TStar, r.MaxTStar, r.SeedSentBytes, r.Reconciliations)
+			if r.Fetchers != 29 || r.Completed != 29 {
+				t.Fatalf("%v: %d of %d fetchers completed", m, r.Completed, r.Fetchers)
+			}
+			if r.RedundantBlocks != 0 || r.BlocksSent != 29*32 {
+				t.Fatalf("%v: %d blocks sent, %d redundant; want %d, none", m, r.BlocksSent, r.RedundantBlocks, 29*32)
+			}
+			if r.Completions[0] < r.TStarMS-1e-6 {
+				t.Fatalf("%v: completion %.1f ms before T* %.1f ms", m, r.Completions[0], r.TStarMS)
+			}
+			if r.Reconciliations < 29*cfg.Parallel || r.Bytes[reconcile.MsgFilter.String()] <= 0 {
+				t.Fatalf("%v: %d reconciliations, %d filter bytes", m, r.Reconciliations, r.Bytes[reconcile.MsgFilter.String()])
+			}
+			if r.SeedSentBytes < r.FileBytes {
+				t.Fatalf("%v: the seed sent %d bytes of a %d-byte file", m, r.SeedSentBytes, r.FileBytes)
+			}
+		}
+	}
+}
+
+// TestWatchSwarmDelays: the route delays cost time, and control messages
+// that cross in no time (FreeControl) win back part of it, not all.
+func TestWatchSwarmDelays(t *testing.T) {
+	net := smallNet(t, 30, ChordConfig{})
+	median := map[string]float64{}
+	for name, edit := range map[string]func(*SwarmConfig){
+		"delays":         func(*SwarmConfig) {},
+		"free control":   func(c *SwarmConfig) { c.FreeControl = true },
+		"no delay":       func(c *SwarmConfig) { c.NoDelay = true },
+		"no delay, free": func(c *SwarmConfig) { c.NoDelay, c.FreeControl = true, true },
+	} {
+		cfg := watchSwarm(reconcile.Complete)
+		edit(&cfg)
+		r, err := RunSwarm(net, cfg, fixedCosts())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Completed != r.Fetchers {
+			t.Fatalf("%s: %d of %d completed", name, r.Completed, r.Fetchers)
+		}
+		median[name] = r.MedianMS
+	}
+	t.Logf("median completion, ms: %v", median)
+	if !(median["no delay"] < median["free control"] && median["free control"] < median["delays"]) {
+		t.Fatalf("medians %v: want no delay < free control < delays", median)
+	}
+	if median["no delay, free"] != median["no delay"] {
+		t.Fatalf("without delays, free control changed the run: %v", median)
+	}
+}
+
+// TestWatchSwarmRotation: fetchers that watch one source each, out of
+// about a dozen neighbours, still all complete: a source with nothing to
+// give leaves its place to a spare peer.
+func TestWatchSwarmRotation(t *testing.T) {
+	net := smallNet(t, 30, ChordConfig{})
+	cfg := watchSwarm(reconcile.Complete)
+	cfg.Parallel = 1
+	r, err := RunSwarm(net, cfg, fixedCosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Completed != r.Fetchers || r.Reconciliations <= r.Fetchers {
+		t.Fatalf("%d of %d completed after %d reconciliations (want some rotations)", r.Completed, r.Fetchers, r.Reconciliations)
+	}
+}
+
+// TestWatchSwarmShares: peers that start with a share each and no seed
+// trade the rest.
+func TestWatchSwarmShares(t *testing.T) {
+	net := smallNet(t, 20, ChordConfig{})
+	cfg := watchSwarm(reconcile.Complete)
+	cfg.OneSeed, cfg.Share = false, 0.25
+	r, err := RunSwarm(net, cfg, fixedCosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Completed != r.Fetchers || r.SeedSentBytes != 0 {
+		t.Fatalf("%d of %d completed; seed sent %d", r.Completed, r.Fetchers, r.SeedSentBytes)
+	}
+}
