@@ -457,6 +457,7 @@ func simSwarmCommand() *cli.Command {
 			&cli.BoolFlag{Name: "watch", Usage: "model the peers as package peer's fetches are: one reconciliation per source keeps a watch, new blocks are announced by have messages and asked for with a window, a seed super-seeds (--parallel: sources, default 16; --window: default 16; rarest-first by default); without it, peers reconcile again and again in rounds"},
 			&cli.StringFlag{Name: "latency", Usage: "with --watch: transitstub (the routes' delays) or none (only the access links take time, as testnet's --latency none)", Value: "transitstub"},
 			&cli.BoolFlag{Name: "free-control", Usage: "with --watch: haves, requests and answers cross in no time, blocks still over the routes' delays (the best any way of announcing blocks could do with this schedule)"},
+			&cli.BoolFlag{Name: "upload-rarest", Usage: "with --watch: each peer sends the blocks asked of it one at a time, the one fewest of its watchers hold first, not in the order asked (a what-if)"},
 			&cli.BoolFlag{Name: "least-served", Usage: "with --window: the sender offers the blocks it has sent least often first (super-seeding)"},
 			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
 		),
@@ -541,6 +542,9 @@ func simSwarmCommand() *cli.Command {
 				}
 				if acc.FreeControl {
 					how += ", free control messages"
+				}
+				if acc.UploadRarest {
+					how += ", rarest blocks uploaded first"
 				}
 			}
 			fmt.Fprintf(c.App.Writer, "%d peers on %d routers, file of %.1f MiB in %d blocks, %s; %s.\n",

@@ -30,7 +30,7 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 	}
 	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
 	sc.UploadSlots, sc.Watch = c.Int("upload-slots"), c.Bool("watch")
-	sc.FreeControl = c.Bool("free-control")
+	sc.FreeControl, sc.UploadRarest = c.Bool("free-control"), c.Bool("upload-rarest")
 	switch l := c.String("latency"); l {
 	case "transitstub":
 	case "none":
@@ -38,8 +38,8 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 	default:
 		return sc, usagef("--latency %q: want transitstub or none", l)
 	}
-	if !sc.Watch && (sc.NoDelay || sc.FreeControl) {
-		return sc, usagef("--latency none and --free-control need --watch")
+	if !sc.Watch && (sc.NoDelay || sc.FreeControl || sc.UploadRarest) {
+		return sc, usagef("--latency none, --free-control and --upload-rarest need --watch")
 	}
 	if sc.Watch {
 		// As the testnet's fetches: 16 sources, a window of 16 blocks.

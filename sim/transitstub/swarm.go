@@ -67,8 +67,8 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			cfg.Parallel, cfg.MaxBlocks, cfg.Up, cfg.Down, cfg.SeedUp)
 	case cfg.RarityFromFilters && (byers || !cfg.RarestFirst):
 		return nil, fmt.Errorf("%w: rarity from filters needs rarest-first and a method with CBFs, not %v", ErrParams, cfg.Method)
-	case !cfg.Watch && (cfg.NoDelay || cfg.FreeControl):
-		return nil, fmt.Errorf("%w: no delay and free control are options of the watch model", ErrParams)
+	case !cfg.Watch && (cfg.NoDelay || cfg.FreeControl || cfg.UploadRarest):
+		return nil, fmt.Errorf("%w: no delay, free control and rarest uploads are options of the watch model", ErrParams)
 	case cfg.Watch && byers:
 		return nil, fmt.Errorf("%w: the watch model runs complete, bitfield and ccbf, not byers (fetches of coded blocks keep no watch)", ErrParams)
 	case cfg.Watch && cfg.MaxBlocks < 1:
@@ -496,7 +496,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		}
 		wm = &watchModel{sim: &sim, peers: peers, u: u, window: cfg.MaxBlocks, slots: slots, rarest: cfg.RarestFirst, rng: rng,
 			blockLen: pr.blocksBytes([]uint32{0}), links: links, sources: cfg.Parallel, res: res, sentBy: sentBy,
-			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, filterBytes: filterOf, answerMS: answerMS, complete: complete, route: o.Route}
+			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, rarestUp: cfg.UploadRarest, filterBytes: filterOf, answerMS: answerMS, complete: complete, route: o.Route}
 		wm.start(cfg.StartJitterMS)
 	}
 	sim.Run(inf)

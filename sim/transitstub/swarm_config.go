@@ -83,6 +83,12 @@ type SwarmConfig struct {
 	// of announcing blocks (pushing them, promising them before they are
 	// in) could do with the same schedule.
 	FreeControl bool
+	// UploadRarest makes each source of the watch model send the blocks
+	// asked of it one at a time, the one fewest of its watchers hold first
+	// (known at once, the best case), instead of in the order asked: a
+	// what-if of an upload scheduler across a peer's streams (package peer
+	// sends each stream's blocks in the order asked).
+	UploadRarest bool
 }
 
 // choice names the block choice of windowed exchanges (SwarmResult.Choice).

@@ -85,6 +85,7 @@ func TestRunSwarmErrors(t *testing.T) {
 		{"watch least served", func(c *SwarmConfig) { c.Watch, c.MaxBlocks, c.LeastServed = true, 4, true }, ErrParams},
 		{"no delay without watch", func(c *SwarmConfig) { c.NoDelay = true }, ErrParams},
 		{"free control without watch", func(c *SwarmConfig) { c.FreeControl = true }, ErrParams},
+		{"rarest uploads without watch", func(c *SwarmConfig) { c.UploadRarest = true }, ErrParams},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallSwarm(reconcile.Complete)

@@ -118,11 +118,14 @@ type watchNode struct {
 	// spare holds peers that may take an idle source's place: neighbours
 	// not watched, and peers that watch it, with when each was rotated out
 	// (0: never tried).
-	spare    map[int]float64
-	claimed  []bool       // blocks asked of a source and not yet in
-	count    []int32      // sources offering each block
-	watchers []*watchLink // watches of it, the fetchers' links
-	queued   map[int]float64
+	spare     map[int]float64
+	claimed   []bool       // blocks asked of a source and not yet in
+	count     []int32      // sources offering each block
+	watchers  []*watchLink // watches of it, the fetchers' links
+	queued    map[int]float64
+	pending   []upReq
+	pendingBy map[int]int
+	upBusy    bool
 	// seed only: sends, requests and current offers of each block, and the
 	// watchers.
 	sent, offers []int32
@@ -142,10 +145,11 @@ type watchModel struct {
 	blockLen int
 	links    *Links
 	sources  int
-	// noDelay and freeControl are SwarmConfig's NoDelay and FreeControl.
-	noDelay, freeControl bool
-	res                  *SwarmResult
-	sentBy               []int64
+	// noDelay, freeControl and rarestUp are SwarmConfig's NoDelay,
+	// FreeControl and UploadRarest.
+	noDelay, freeControl, rarestUp bool
+	res                            *SwarmResult
+	sentBy                         []int64
 	// filterBytes is the size of a peer's filter message (by method).
 	filterBytes func(a int) (int, error)
 	// answerMS is the source's compute for an answer over its set.
@@ -161,6 +165,7 @@ func (m *watchModel) start(jitterMS float64) {
 	m.nodes = make([]watchNode, len(m.peers))
 	for i := range m.nodes {
 		m.nodes[i].queued = make(map[int]float64)
+		m.nodes[i].pendingBy = make(map[int]int)
 		if m.peers[i].seed {
 			m.nodes[i].sent, m.nodes[i].offers = make([]int32, m.u), make([]int32, m.u)
 		}
@@ -429,10 +434,15 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 	s := &m.peers[l.src]
 	sn := &m.nodes[l.src]
 	now := m.sim.Now()
-	if !s.seed && sn.queued[l.fetcher] <= now {
+	if !s.seed && sn.queued[l.fetcher] <= now && sn.pendingBy[l.fetcher] == 0 {
 		others := 0
 		for f, until := range sn.queued {
-			if until > now && f != l.fetcher {
+			if (until > now || sn.pendingBy[f] > 0) && f != l.fetcher {
+				others++
+			}
+		}
+		for f, n := range sn.pendingBy {
+			if n > 0 && sn.queued[f] <= now && f != l.fetcher {
 				others++
 			}
 		}
@@ -440,6 +450,14 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 			m.sim.After(m.ctl(l.delayMS), func() { m.busy(l, batch) })
 			return
 		}
+	}
+	if m.rarestUp {
+		for _, i := range batch {
+			sn.pending = append(sn.pending, upReq{l, i})
+			sn.pendingBy[l.fetcher]++
+		}
+		m.kick(l.src)
+		return
 	}
 	for _, i := range batch {
 		if s.seed {
@@ -458,6 +476,61 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 	}
 	if s.seed {
 		m.pump(l.src)
+	}
+}
+
+// upReq is a block asked for and not yet sent (UploadRarest).
+type upReq struct {
+	l *watchLink
+	i int32
+}
+
+// kick sends, with UploadRarest, the next block of source src's uplink
+// queue once the uplink is free: of the blocks asked for, the one fewest of
+// its watchers hold (the first asked among those).
+func (m *watchModel) kick(src int) {
+	sn := &m.nodes[src]
+	s := &m.peers[src]
+	if sn.upBusy || len(sn.pending) == 0 {
+		return
+	}
+	best, bestN := 0, -1
+	for k, r := range sn.pending {
+		n := 0
+		for _, w := range sn.watchers {
+			if m.peers[w.fetcher].set.Has(int(r.i)) {
+				n++
+			}
+		}
+		if bestN < 0 || n < bestN {
+			best, bestN = k, n
+		}
+	}
+	r := sn.pending[best]
+	sn.pending = slices.Delete(sn.pending, best, best+1)
+	sn.pendingBy[r.l.fetcher]--
+	l, i := r.l, r.i
+	if s.seed {
+		sn.sent[i]++
+		if w := l.super; w != nil {
+			if _, ok := w.open[i]; ok {
+				delete(w.open, i)
+				sn.offers[i]--
+			}
+			w.lacks[i] = false
+		}
+	}
+	m.res.BlocksSent++
+	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
+	done := m.send(src, l.fetcher, l.delayMS, m.blockLen, func() { m.arrived(l, i) })
+	sn.queued[l.fetcher] = done
+	sn.upBusy = true
+	m.sim.At(done, func() {
+		sn.upBusy = false
+		m.kick(src)
+	})
+	if s.seed {
+		m.pump(src)
 	}
 }
 

@@ -45,8 +45,8 @@ func TestWatchSwarm(t *testing.T) {
 			if !reflect.DeepEqual(r, r2) {
 				t.Fatalf("%v %+v: same seed, different results", m, cfg)
 			}
-			t.Logf("%v sources %d window %d rarest %v: T* %.0f ms, median %.2fx p95 %.2fx max %.2fx, seed sent %d B, %d reconciliations",
-				m, cfg.Parallel, cfg.MaxBlocks, cfg.RarestFirst, r.TStarMS, r.MedianTStar, r.P95TStar, r.MaxTStar, r.SeedSentBytes, r.Reconciliations)
+			t.Logf("%v sources %d window %d rarest %v upload-rarest %v: T* %.0f ms, median %.2fx p95 %.2fx max %.2fx, seed sent %d B, %d reconciliations",
+				m, cfg.Parallel, cfg.MaxBlocks, cfg.RarestFirst, cfg.UploadRarest, r.TStarMS, r.MedianTStar, r.P95TStar, r.MaxTStar, r.SeedSentBytes, r.Reconciliations)
 			if r.Fetchers != 29 || r.Completed != 29 {
 				t.Fatalf("%v: %d of %d fetchers completed", m, r.Completed, r.Fetchers)
 			}
@@ -125,5 +125,21 @@ func TestWatchSwarmShares(t *testing.T) {
 	}
 	if r.Completed != r.Fetchers || r.SeedSentBytes != 0 {
 		t.Fatalf("%d of %d completed; seed sent %d", r.Completed, r.Fetchers, r.SeedSentBytes)
+	}
+}
+
+// TestWatchUploadRarest: a source that sends the rarest block asked first
+// still sends every block asked once, one at a time on its uplink, and the
+// busy answers of the upload queue count what waits there.
+func TestWatchUploadRarest(t *testing.T) {
+	net := smallNet(t, 30, ChordConfig{})
+	cfg := watchSwarm(reconcile.Complete)
+	cfg.UploadRarest, cfg.UploadSlots = true, 1
+	r, err := RunSwarm(net, cfg, fixedCosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Completed != r.Fetchers || r.RedundantBlocks != 0 || r.BlocksSent != int64(r.Fetchers*cfg.Blocks) {
+		t.Fatalf("%d of %d completed, %d blocks sent (%d redundant)", r.Completed, r.Fetchers, r.BlocksSent, r.RedundantBlocks)
 	}
 }
