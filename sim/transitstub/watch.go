@@ -26,7 +26,8 @@ import (
 //     the exact count of its sources offering each, ties at random, or at
 //     random);
 //   - a source sends the blocks asked in the order asked, each booked on its
-//     uplink as the request arrives; a fetcher with nothing queued is
+//     uplink as the request arrives (with UploadRarest, one at a time, the
+//     one fewest of its watchers hold first); a fetcher with nothing queued is
 //     answered busy while UploadSlots other fetchers have blocks on the
 //     uplink, and asks that source again after a pause that doubles from
 //     watchBusyMS to a second;
@@ -34,8 +35,7 @@ import (
 //     blocks it has not asked for yet, those it sent least often and offered
 //     to nobody else first, deals a new one when a watcher asks for one or
 //     says it got one, and takes back an offer not asked for within
-//     watchSuperHoldMS.
-//
+//     watchSuperHoldMS;
 //   - a source that had nothing to give for watchRotateMS leaves its place
 //     to a spare peer: a neighbour not watched yet, or a peer that watches
 //     the fetcher.
@@ -118,16 +118,20 @@ type watchNode struct {
 	// spare holds peers that may take an idle source's place: neighbours
 	// not watched, and peers that watch it, with when each was rotated out
 	// (0: never tried).
-	spare     map[int]float64
-	claimed   []bool       // blocks asked of a source and not yet in
-	count     []int32      // sources offering each block
-	watchers  []*watchLink // watches of it, the fetchers' links
-	queued    map[int]float64
+	spare    map[int]float64
+	claimed  []bool       // blocks asked of a source and not yet in
+	count    []int32      // sources offering each block
+	watchers []*watchLink // watches of it, the fetchers' links
+	// queued holds, per fetcher, when its last block asked leaves the
+	// uplink (the upload queue's count).
+	queued map[int]float64
+	// With UploadRarest: the blocks asked and not yet sent, how many per
+	// fetcher, and whether the uplink is sending one.
 	pending   []upReq
 	pendingBy map[int]int
 	upBusy    bool
-	// seed only: sends, requests and current offers of each block, and the
-	// watchers.
+	// Seed only: the sends and current offers of each block, and its
+	// watchers' states.
 	sent, offers []int32
 	supers       []*superWatcher
 }
@@ -460,23 +464,30 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 		return
 	}
 	for _, i := range batch {
-		if s.seed {
-			sn.sent[i]++
-			if w := l.super; w != nil {
-				if _, ok := w.open[i]; ok {
-					delete(w.open, i)
-					sn.offers[i]--
-				}
-				w.lacks[i] = false
-			}
-		}
-		m.res.BlocksSent++
-		m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
-		sn.queued[l.fetcher] = m.send(l.src, l.fetcher, l.delayMS, m.blockLen, func() { m.arrived(l, i) })
+		sn.queued[l.fetcher] = m.sendBlock(l, i)
 	}
 	if s.seed {
 		m.pump(l.src)
 	}
+}
+
+// sendBlock sends block i from l's source to its fetcher, now, and returns
+// when the source's uplink has sent it; a seed counts the send.
+func (m *watchModel) sendBlock(l *watchLink, i int32) float64 {
+	sn := &m.nodes[l.src]
+	if m.peers[l.src].seed {
+		sn.sent[i]++
+		if w := l.super; w != nil {
+			if _, ok := w.open[i]; ok {
+				delete(w.open, i)
+				sn.offers[i]--
+			}
+			w.lacks[i] = false
+		}
+	}
+	m.res.BlocksSent++
+	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
+	return m.send(l.src, l.fetcher, l.delayMS, m.blockLen, func() { m.arrived(l, i) })
 }
 
 // upReq is a block asked for and not yet sent (UploadRarest).
@@ -509,21 +520,8 @@ func (m *watchModel) kick(src int) {
 	r := sn.pending[best]
 	sn.pending = slices.Delete(sn.pending, best, best+1)
 	sn.pendingBy[r.l.fetcher]--
-	l, i := r.l, r.i
-	if s.seed {
-		sn.sent[i]++
-		if w := l.super; w != nil {
-			if _, ok := w.open[i]; ok {
-				delete(w.open, i)
-				sn.offers[i]--
-			}
-			w.lacks[i] = false
-		}
-	}
-	m.res.BlocksSent++
-	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
-	done := m.send(src, l.fetcher, l.delayMS, m.blockLen, func() { m.arrived(l, i) })
-	sn.queued[l.fetcher] = done
+	done := m.sendBlock(r.l, r.i)
+	sn.queued[r.l.fetcher] = done
 	sn.upBusy = true
 	m.sim.At(done, func() {
 		sn.upBusy = false
