@@ -68,6 +68,12 @@ type Result struct {
 	// than the protocol (raise the time scale).
 	TimeScale float64 `json:"time_scale"`
 	CPUUse    float64 `json:"cpu_use"`
+	// SchedP99S is the 99th percentile of the time the process's
+	// goroutines waited, runnable, for a CPU during the fetches, in this
+	// machine's seconds (over TimeScale: the delay it added to messages in
+	// the described network, whose one-way delays are hundreds of
+	// milliseconds). Other work on the machine shows here first.
+	SchedP99S float64 `json:"sched_p99_s"`
 	// Fetchers is the number of honest peers that had to end with the whole
 	// file: those that started without it or joined late, less the peers
 	// that left for good (without churn and liars, every peer but the

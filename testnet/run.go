@@ -351,7 +351,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	lctx, lcancel := context.WithCancel(rctx)
 	defer lcancel()
 	start := time.Now()
-	cpu0 := cpuTime()
+	cpu0, sched0 := cpuTime(), schedSample()
 	tr.begin(start, cfg.Method.String(), seedNode)
 	w.ctx, w.start = rctx, start
 	var wg, liars sync.WaitGroup
@@ -430,6 +430,7 @@ wait:
 	if res.RunSeconds > 0 {
 		res.CPUUse = (cpuTime() - cpu0).Seconds() / (res.RunSeconds * float64(runtime.NumCPU()))
 	}
+	res.SchedP99S = schedWait(sched0, schedSample(), 0.99)
 	lcancel()
 	liars.Wait()
 	stopSampling()

@@ -116,6 +116,9 @@ func TestSwarmVersusTestnet(t *testing.T) {
 	if r.Completed != 11 || r.MedianTStar < 1 || r.MaxTStar < r.MedianTStar {
 		t.Errorf("testnet: %d of 11 completed, over T* median %g, max %g", r.Completed, r.MedianTStar, r.MaxTStar)
 	}
+	if r.SchedP99S <= 0 || r.SchedP99S > r.RunSeconds {
+		t.Errorf("testnet: goroutines waited %g s for a CPU (p99) in a %g s run", r.SchedP99S, r.RunSeconds)
+	}
 	// The rounds model and the watch model (the testnet's own protocol).
 	for _, model := range [][]string{{"--parallel", "8", "--window", "16"}, {"--watch"}} {
 		out, err = run(t, "", append(append([]string{"sim", "swarm", "--nodes", "12", "--blocks", "8", "--block-size", "256KiB",

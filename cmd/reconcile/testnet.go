@@ -387,7 +387,8 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		} else {
 			fmt.Fprintf(out, "testnet %s: real time", runName(r.Method, r.Choice))
 		}
-		fmt.Fprintf(out, "; CPU %.0f%% busy during the fetches\n", 100*r.CPUUse)
+		fmt.Fprintf(out, "; CPU %.0f%% busy during the fetches; goroutines waited for a CPU up to %s (p99; %s at the described rates)\n",
+			100*r.CPUUse, fmtMS(r.SchedP99S), fmtMS(r.SchedP99S/max(r.TimeScale, 1)))
 		if r.CPUUse > 0.8 {
 			fmt.Fprintf(out, "testnet %s: the machine was near its limit: the times measure it as much as the protocol (raise --time-scale)\n", runName(r.Method, r.Choice))
 		}
@@ -547,4 +548,13 @@ func runName(method, choice string) string {
 		return method + "/filters"
 	}
 	return method + "/" + choice
+}
+
+// fmtMS words s seconds in milliseconds: "0.8 ms", "12 ms".
+func fmtMS(s float64) string {
+	ms := s * 1000
+	if ms < 10 {
+		return fmt.Sprintf("%.1f ms", ms)
+	}
+	return fmt.Sprintf("%.0f ms", ms)
 }
