@@ -438,15 +438,18 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 	s := &m.peers[l.src]
 	sn := &m.nodes[l.src]
 	now := m.sim.Now()
-	if !s.seed && sn.queued[l.fetcher] <= now && sn.pendingBy[l.fetcher] == 0 {
+	// A fetcher has blocks queued while its last block asked has not left
+	// the uplink, or (UploadRarest) some wait to be sent.
+	queued := func(f int) bool { return sn.queued[f] > now || sn.pendingBy[f] > 0 }
+	if !s.seed && !queued(l.fetcher) {
 		others := 0
-		for f, until := range sn.queued {
-			if (until > now || sn.pendingBy[f] > 0) && f != l.fetcher {
+		for f := range sn.queued {
+			if f != l.fetcher && queued(f) {
 				others++
 			}
 		}
 		for f, n := range sn.pendingBy {
-			if n > 0 && sn.queued[f] <= now && f != l.fetcher {
+			if _, counted := sn.queued[f]; !counted && f != l.fetcher && n > 0 {
 				others++
 			}
 		}
