@@ -495,7 +495,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			return costs.completeMS(setB, newBlocks)
 		}
 		wm = &watchModel{sim: &sim, peers: peers, u: u, window: cfg.MaxBlocks, slots: slots, rarest: cfg.RarestFirst, rng: rng,
-			blockLen: pr.blocksBytes([]uint32{0}), links: links, sources: cfg.Parallel, res: res, sentBy: sentBy,
+			blockLen: pr.blocksBytes([]uint32{0}), links: links, sources: cfg.Parallel, maxRecon: cfg.MaxReconciliations, res: res, sentBy: sentBy,
 			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, rarestUp: cfg.UploadRarest, filterBytes: filterOf, answerMS: answerMS, complete: complete, route: o.Route}
 		wm.start(cfg.StartJitterMS)
 	}

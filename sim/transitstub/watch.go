@@ -2,6 +2,7 @@ package transitstub
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -119,6 +120,7 @@ type watchNode struct {
 	// not watched, and peers that watch it, with when each was rotated out
 	// (0: never tried).
 	spare    map[int]float64
+	rotating bool         // a rotate event is scheduled
 	claimed  []bool       // blocks asked of a source and not yet in
 	count    []int32      // sources offering each block
 	watchers []*watchLink // watches of it, the fetchers' links
@@ -149,6 +151,7 @@ type watchModel struct {
 	blockLen int
 	links    *Links
 	sources  int
+	maxRecon int // SwarmConfig.MaxReconciliations
 	// noDelay, freeControl and rarestUp are SwarmConfig's NoDelay,
 	// FreeControl and UploadRarest.
 	noDelay, freeControl, rarestUp bool
@@ -196,6 +199,7 @@ func (m *watchModel) start(jitterMS float64) {
 		for _, l := range nd.links {
 			m.sim.At(at, func() { m.reconcile(l) })
 		}
+		nd.rotating = true
 		m.sim.At(at+watchRotateMS, func() { m.rotate(a) })
 	}
 }
@@ -209,10 +213,14 @@ const watchRotateMS = 2000
 // first, then those rotated out longest ago), as package peer's fetches
 // do, and looks again every quarter of that.
 func (m *watchModel) rotate(a int) {
-	if m.peers[a].done || m.err != nil {
+	nd := &m.nodes[a]
+	if m.peers[a].done || m.err != nil || len(nd.spare) == 0 {
+		// Nothing to rotate to: reconcile starts it again when a spare
+		// comes.
+		nd.rotating = false
 		return
 	}
-	nd := &m.nodes[a]
+	nd.rotating = true
 	now := m.sim.Now()
 	for k, l := range nd.links {
 		if len(nd.spare) == 0 {
@@ -312,6 +320,10 @@ func (m *watchModel) send(x, y int, delayMS float64, b int, arrived func()) floa
 // reconcile runs the first reconciliation of l's fetcher with its source:
 // the filter crosses, the source answers and keeps the watch.
 func (m *watchModel) reconcile(l *watchLink) {
+	if m.res.Reconciliations >= m.maxRecon {
+		m.err = fmt.Errorf("transitstub: swarm did not converge within %d reconciliations", m.maxRecon)
+		return
+	}
 	fb, err := m.filterBytes(l.fetcher)
 	if err != nil {
 		m.err = err
@@ -343,6 +355,10 @@ func (m *watchModel) reconcile(l *watchLink) {
 		if !s.done && !s.seed && sn.spare != nil && !m.watches(l.src, l.fetcher) {
 			if _, ok := sn.spare[l.fetcher]; !ok {
 				sn.spare[l.fetcher] = 0
+			}
+			if !sn.rotating {
+				sn.rotating = true
+				m.sim.After(watchRotateMS/4, func() { m.rotate(l.src) })
 			}
 		}
 		m.sim.After(comp+m.ctl(l.delayMS), func() {

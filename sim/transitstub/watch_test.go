@@ -143,3 +143,14 @@ func TestWatchUploadRarest(t *testing.T) {
 		t.Fatalf("%d of %d completed, %d blocks sent (%d redundant)", r.Completed, r.Fetchers, r.BlocksSent, r.RedundantBlocks)
 	}
 }
+
+// TestWatchSwarmBudget: a watch model that runs out of reconciliations
+// says so instead of running on.
+func TestWatchSwarmBudget(t *testing.T) {
+	net := smallNet(t, 30, ChordConfig{})
+	cfg := watchSwarm(reconcile.Complete)
+	cfg.MaxReconciliations = 10
+	if _, err := RunSwarm(net, cfg, fixedCosts()); err == nil {
+		t.Fatal("a run of 29 fetchers with 4 sources each within 10 reconciliations did not fail")
+	}
+}
