@@ -143,7 +143,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			peers[rng.IntN(n)].set.Add(b)
 		}
 	}
-	res := &SwarmResult{Method: cfg.Method, Choice: cfg.choice(), Peers: n, Blocks: kk, Bytes: map[string]int64{},
+	res := &SwarmResult{Method: cfg.Method, Choice: cfg.choice(), Model: cfg.model(), Peers: n, Blocks: kk, Bytes: map[string]int64{},
 		FileBytes: int64(kk) * int64(f.BlockBytes)}
 	// Access links, drawn from their own random stream.
 	var links *Links

@@ -91,6 +91,23 @@ type SwarmConfig struct {
 	UploadRarest bool
 }
 
+// model names what RunSwarm times (SwarmResult.Model).
+func (c *SwarmConfig) model() string {
+	if !c.Watch {
+		return "rounds"
+	}
+	m := "watch"
+	for _, o := range []struct {
+		on   bool
+		name string
+	}{{c.NoDelay, "+no-delay"}, {c.FreeControl, "+free-control"}, {c.UploadRarest, "+upload-rarest"}} {
+		if o.on {
+			m += o.name
+		}
+	}
+	return m
+}
+
 // choice names the block choice of windowed exchanges (SwarmResult.Choice).
 func (c *SwarmConfig) choice() string {
 	switch {
@@ -139,6 +156,10 @@ type SwarmResult struct {
 	// Choice is how a windowed fetcher chose its blocks: "random",
 	// "rarest-exact" or "rarest-filters" (RarestFirst, RarityFromFilters).
 	Choice string `json:"choice"`
+	// Model is what was timed: "rounds" (repeated reconciliations) or
+	// "watch" (SwarmConfig.Watch), followed by "+no-delay",
+	// "+free-control" and "+upload-rarest" for those options.
+	Model  string `json:"model"`
 	Peers  int    `json:"peers"`
 	Blocks int    `json:"blocks"`
 	// Completed is the number of peers that ended holding the whole file (with

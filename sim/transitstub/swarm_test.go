@@ -31,6 +31,9 @@ func TestRunSwarm(t *testing.T) {
 			if !reflect.DeepEqual(r, r2) {
 				t.Fatal("same seed, different swarm results")
 			}
+			if r.Model != "rounds" {
+				t.Fatalf("model %q, want rounds", r.Model)
+			}
 			if r.Completed != 40 || len(r.Completions) != 40 {
 				t.Fatalf("%d of 40 peers completed", r.Completed)
 			}

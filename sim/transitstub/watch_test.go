@@ -87,6 +87,10 @@ func TestWatchSwarmDelays(t *testing.T) {
 			t.Fatalf("%s: %d of %d completed", name, r.Completed, r.Fetchers)
 		}
 		median[name] = r.MedianMS
+		want := map[string]string{"delays": "watch", "free control": "watch+free-control", "no delay": "watch+no-delay", "no delay, free": "watch+no-delay+free-control"}[name]
+		if r.Model != want {
+			t.Errorf("%s: model %q, want %q", name, r.Model, want)
+		}
 	}
 	t.Logf("median completion, ms: %v", median)
 	if !(median["no delay"] < median["free control"] && median["free control"] < median["delays"]) {
