@@ -349,7 +349,9 @@ func (m *watchModel) reconcile(l *watchLink) {
 			}
 			sn.supers = append(sn.supers, w)
 			l.super = w
-			offer = nil // dealt out by pump, below
+			// The answer carries the first offers (package peer's
+			// superSeed.watch); the others are dealt out by pump.
+			offer = m.deal(l.src, w)
 		}
 		sn.watchers = append(sn.watchers, l)
 		if !s.done && !s.seed && sn.spare != nil && !m.watches(l.src, l.fetcher) {
@@ -368,9 +370,6 @@ func (m *watchModel) reconcile(l *watchLink) {
 			l.useful = m.sim.Now()
 			l.watching = true
 			m.have(l, offer)
-			if s.seed {
-				m.pump(l.src)
-			}
 		})
 	})
 }
@@ -627,34 +626,10 @@ func (m *watchModel) pump(s int) {
 	order := slices.Clone(sn.supers)
 	m.rng.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
 	for _, w := range order {
-		if m.peers[w.link.fetcher].done || !w.link.watching {
+		if m.peers[w.link.fetcher].done {
 			continue
 		}
-		var deal []int32
-		for len(w.open) < watchSuperOpen {
-			best, bestLoad := int32(-1), int32(0)
-			start := m.rng.IntN(m.u)
-			for k := range m.u {
-				i := int32((start + k) % m.u)
-				if !w.lacks[i] {
-					continue
-				}
-				if _, ok := w.open[i]; ok {
-					continue
-				}
-				load := 2*sn.sent[i] + sn.offers[i]
-				if best < 0 || load < bestLoad {
-					best, bestLoad = i, load
-				}
-			}
-			if best < 0 {
-				break
-			}
-			w.open[best] = now
-			sn.offers[best]++
-			deal = append(deal, best)
-		}
-		if len(deal) > 0 {
+		if deal := m.deal(s, w); len(deal) > 0 {
 			l := w.link
 			m.sim.After(m.ctl(l.delayMS), func() { m.have(l, deal) })
 		}
@@ -665,6 +640,38 @@ func (m *watchModel) pump(s int) {
 			m.expire(s)
 		}
 	})
+}
+
+// deal offers watcher w of seed s blocks until it holds watchSuperOpen
+// unasked, those the seed sent least often and offered to the fewest first
+// (ties at random), and returns them.
+func (m *watchModel) deal(s int, w *superWatcher) []int32 {
+	sn := &m.nodes[s]
+	var deal []int32
+	for len(w.open) < watchSuperOpen {
+		best, bestLoad := int32(-1), int32(0)
+		start := m.rng.IntN(m.u)
+		for k := range m.u {
+			i := int32((start + k) % m.u)
+			if !w.lacks[i] {
+				continue
+			}
+			if _, ok := w.open[i]; ok {
+				continue
+			}
+			load := 2*sn.sent[i] + sn.offers[i]
+			if best < 0 || load < bestLoad {
+				best, bestLoad = i, load
+			}
+		}
+		if best < 0 {
+			break
+		}
+		w.open[best] = m.sim.Now()
+		sn.offers[best]++
+		deal = append(deal, best)
+	}
+	return deal
 }
 
 // expire takes back seed s's stale offers and deals again, if any expired.
