@@ -122,18 +122,33 @@ func simNetwork(c *cli.Context) (*ts.Network, error) {
 
 // simMethods parses --method.
 func simMethods(c *cli.Context) ([]reconcile.Method, error) {
-	s := strings.ToLower(c.String("method"))
-	switch s {
-	case "both":
-		return reconcile.Methods, nil
-	case "all":
-		return reconcile.AllMethods, nil
+	methods, ok := parseMethods(c.String("method"))
+	if !ok {
+		return nil, fmt.Errorf("sim: --method %q: want complete, byers, bitfield, iblt, ccbf, both (complete and byers), all, or a comma list", c.String("method"))
 	}
-	m, err := reconcile.ParseMethod(s)
-	if err != nil {
-		return nil, fmt.Errorf("sim: --method %q: want complete, byers, bitfield, iblt, ccbf, both (complete and byers) or all", c.String("method"))
+	return methods, nil
+}
+
+// parseMethods reads a --method value: a method's name, both (complete and
+// byers), all, or a comma list of those. The methods come sorted, each
+// once; ok is false if a name is unknown.
+func parseMethods(list string) (methods []reconcile.Method, ok bool) {
+	for _, s := range strings.Split(strings.ToLower(list), ",") {
+		switch s = strings.TrimSpace(s); s {
+		case "both":
+			methods = append(methods, reconcile.Methods...)
+		case "all":
+			methods = append(methods, reconcile.AllMethods...)
+		default:
+			m, err := reconcile.ParseMethod(s)
+			if err != nil {
+				return nil, false
+			}
+			methods = append(methods, m)
+		}
 	}
-	return []reconcile.Method{m}, nil
+	slices.Sort(methods)
+	return slices.Compact(methods), true
 }
 
 // simFilter returns the filter parameters from the flags.
@@ -474,7 +489,8 @@ func simSwarmCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if strings.EqualFold(c.String("method"), "all") { // the swarm model runs no iblt, the watch model no byers
+			if slices.Contains(strings.Split(strings.ReplaceAll(strings.ToLower(c.String("method")), " ", ""), ","), "all") {
+				// The swarm model runs no iblt, the watch model no byers.
 				methods = slices.DeleteFunc(slices.Clone(methods), func(m reconcile.Method) bool {
 					return m == reconcile.IBLT || (m == reconcile.Byers && c.Bool("watch"))
 				})

@@ -131,6 +131,10 @@ func plotSwarm(runs []*ts.SwarmResult, file string) error {
 	p.Title.Text = "Swarm: share of peers holding the whole file"
 	p.X.Label.Text = "simulated time (s)"
 	p.Y.Label.Text = "share of peers complete"
+	choices := map[string]bool{}
+	for _, r := range runs {
+		choices[r.Choice] = true
+	}
 	for _, r := range runs {
 		xs := slices.Clone(r.Completions)
 		slices.Sort(xs)
@@ -147,8 +151,24 @@ func plotSwarm(runs []*ts.SwarmResult, file string) error {
 		l.Color = methodColor(name)
 		l.Width = vg.Points(2)
 		l.StepStyle = plotter.PostStep
+		if len(choices) > 1 {
+			// The same method's block choices: solid, dashed, dotted.
+			l.Dashes = map[string][]vg.Length{"rarest-exact": {vg.Points(6), vg.Points(3)}, "rarest-filters": {vg.Points(2), vg.Points(2)}}[r.Choice]
+		}
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s (median %.1f s)", name, r.MedianMS/1000), l)
+		p.Legend.Add(fmt.Sprintf("%s (median %.1f s)", swarmLabel(r, len(choices)), r.MedianMS/1000), l)
+	}
+	// The fluid lower bound, where one seed and access links give one.
+	if len(runs) > 0 && runs[0].TStarMS > 0 {
+		t := runs[0].TStarMS / 1000
+		l, err := plotter.NewLine(plotter.XYs{{X: t, Y: 0}, {X: t, Y: 1.05}})
+		if err != nil {
+			return fmt.Errorf("plot %s: %w", file, err)
+		}
+		l.Color = color.Gray{Y: 96}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("T* = %.2f s (fluid lower bound)", t), l)
 	}
 	p.Legend.Top = true
 	p.Legend.Left = true

@@ -5,8 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // TestSimCommands: sim topology, table4 and swarm on the small preset write their
@@ -160,6 +163,29 @@ func TestSwarmVersusTestnet(t *testing.T) {
 	} {
 		if _, err := run(t, "", args...); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// TestParseMethods: --method takes a name, both, all or a comma list, in
+// any case and spacing, and gives each method once, sorted.
+func TestParseMethods(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []reconcile.Method
+		ok   bool
+	}{
+		{"complete", []reconcile.Method{reconcile.Complete}, true},
+		{"both", []reconcile.Method{reconcile.Complete, reconcile.Byers}, true},
+		{"all", reconcile.AllMethods, true},
+		{"bitfield, Complete", []reconcile.Method{reconcile.Complete, reconcile.Bitfield}, true},
+		{"complete,both,complete", []reconcile.Method{reconcile.Complete, reconcile.Byers}, true},
+		{"complete,nope", nil, false},
+		{"", nil, false},
+	} {
+		got, ok := parseMethods(tc.in)
+		if ok != tc.ok || !slices.Equal(got, tc.want) {
+			t.Errorf("parseMethods(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }

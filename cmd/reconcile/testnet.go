@@ -211,23 +211,10 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	if cfg.LiarKind, err = testnet.ParseLiarKind(c.String("liar-kind")); err != nil {
 		return fail("--liar-kind %q: want mixed, corrupt or phantom", c.String("liar-kind"))
 	}
-	var methods []reconcile.Method
-	for _, s := range strings.Split(strings.ToLower(c.String("method")), ",") {
-		switch s = strings.TrimSpace(s); s {
-		case "both":
-			methods = append(methods, reconcile.Complete, reconcile.Byers)
-		case "all":
-			methods = append(methods, reconcile.AllMethods...)
-		default:
-			m, err := reconcile.ParseMethod(s)
-			if err != nil {
-				return fail("--method %q: want complete, byers, both, ccbf, bitfield, iblt, all or a comma list", c.String("method"))
-			}
-			methods = append(methods, m)
-		}
+	methods, ok := parseMethods(c.String("method"))
+	if !ok {
+		return fail("--method %q: want complete, byers, both, ccbf, bitfield, iblt, all or a comma list", c.String("method"))
 	}
-	slices.Sort(methods)
-	methods = slices.Compact(methods)
 	if (cfg.Liars > 0 || cfg.Churn != testnet.Churn{}) && slices.Contains(methods, reconcile.Byers) {
 		return fail("--churn and --liars need block methods (complete, ccbf, bitfield, iblt), not byers")
 	}
