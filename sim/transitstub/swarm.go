@@ -177,17 +177,19 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	// arrived once they have arrived: with access links, x's uplink sends
 	// them (booked now, in the order sent), they cross the route's delay,
 	// then y's downlink delivers them (booked when they reach it, in the
-	// order they arrive), as package testnet's links do.
-	transfer := func(x, y int, route Route, b int, now float64, arrived func()) {
+	// order they arrive), as package testnet's links do. It returns when
+	// x's uplink has sent them (now without access links).
+	transfer := func(x, y int, route Route, b int, now float64, arrived func()) float64 {
 		if links == nil {
 			sim.At(now+route.TransferMS(b), arrived)
-			return
+			return now
 		}
 		sentBy[x] += int64(b)
-		at := 1000*links.Up(x, b, now/1000) + float64(route.DelayMS)
-		sim.At(at, func() {
+		upDone := 1000 * links.Up(x, b, now/1000)
+		sim.At(upDone+float64(route.DelayMS), func() {
 			sim.At(1000*links.Down(y, b, sim.Now()/1000), arrived)
 		})
+		return upDone
 	}
 	var pairs [][2]int
 	for i := range peers {
@@ -495,8 +497,9 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			return costs.completeMS(setB, newBlocks)
 		}
 		wm = &watchModel{sim: &sim, peers: peers, u: u, window: cfg.MaxBlocks, slots: slots, rarest: cfg.RarestFirst, rng: rng,
-			blockLen: pr.blocksBytes([]uint32{0}), links: links, sources: cfg.Parallel, maxRecon: cfg.MaxReconciliations, res: res, sentBy: sentBy,
-			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, rarestUp: cfg.UploadRarest, filterBytes: filterOf, answerMS: answerMS, complete: complete, route: o.Route}
+			blockLen: pr.blocksBytes([]uint32{0}), sources: cfg.Parallel, maxRecon: cfg.MaxReconciliations, res: res,
+			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, rarestUp: cfg.UploadRarest, filterBytes: filterOf, answerMS: answerMS, complete: complete,
+			route: o.Route, transfer: transfer}
 		wm.start(cfg.StartJitterMS)
 	}
 	sim.Run(inf)

@@ -64,7 +64,7 @@ const (
 // watchLink is a fetcher's watch of one source.
 type watchLink struct {
 	fetcher, src int
-	delayMS      float64
+	route        Route   // between them (no delay with NoDelay)
 	offered      []bool  // blocks the source offered or announced
 	queue        []int32 // offered blocks not yet asked for
 	inflight     int
@@ -89,9 +89,12 @@ func (l *watchLink) window(max int) int {
 	if l.gaps == 0 || l.gap <= 0 {
 		return min(max, 2)
 	}
-	rtt := 2 * l.delayMS
+	rtt := 2 * l.delay()
 	return min(max, 1+int(math.Ceil(2*rtt/l.gap)))
 }
+
+// delay is the one-way delay between l's fetcher and source, in ms.
+func (l *watchLink) delay() float64 { return float64(l.route.DelayMS) }
 
 // arrivedAt notes a block's arrival at t in the window's gaps.
 func (l *watchLink) arrivedAt(t float64) {
@@ -149,20 +152,21 @@ type watchModel struct {
 	rarest   bool
 	rng      *rand.Rand
 	blockLen int
-	links    *Links
 	sources  int
 	maxRecon int // SwarmConfig.MaxReconciliations
 	// noDelay, freeControl and rarestUp are SwarmConfig's NoDelay,
 	// FreeControl and UploadRarest.
 	noDelay, freeControl, rarestUp bool
 	res                            *SwarmResult
-	sentBy                         []int64
 	// filterBytes is the size of a peer's filter message (by method).
 	filterBytes func(a int) (int, error)
 	// answerMS is the source's compute for an answer over its set.
 	answerMS func(setB, newBlocks int) float64
 	complete func(a int)
 	route    func(a, b int) Route
+	// transfer is RunSwarm's: it moves bytes over the access links and a
+	// route, and returns when the sender's uplink has sent them.
+	transfer func(x, y int, route Route, b int, now float64, arrived func()) float64
 	err      error
 }
 
@@ -192,7 +196,7 @@ func (m *watchModel) start(jitterMS float64) {
 		}
 		nbrs = nbrs[:min(len(nbrs), m.sources)]
 		for _, s := range nbrs {
-			l := &watchLink{fetcher: a, src: int(s), delayMS: m.delay(a, int(s)), offered: make([]bool, m.u), backoff: watchBusyMS}
+			l := &watchLink{fetcher: a, src: int(s), route: m.linkRoute(a, int(s)), offered: make([]bool, m.u), backoff: watchBusyMS}
 			nd.links = append(nd.links, l)
 		}
 		at := m.rng.Float64() * jitterMS
@@ -238,7 +242,7 @@ func (m *watchModel) rotate(a int) {
 			}
 		}
 		delete(nd.spare, next)
-		nl := &watchLink{fetcher: a, src: next, delayMS: m.delay(a, next), offered: make([]bool, m.u), backoff: watchBusyMS, useful: now}
+		nl := &watchLink{fetcher: a, src: next, route: m.linkRoute(a, next), offered: make([]bool, m.u), backoff: watchBusyMS, useful: now}
 		nd.links[k] = nl
 		m.reconcile(nl)
 	}
@@ -290,31 +294,14 @@ func (m *watchModel) ctl(d float64) float64 {
 	return d
 }
 
-// delay is the one-way delay between peers a and b in ms.
-func (m *watchModel) delay(a, b int) float64 {
+// linkRoute is the route between peers a and b, without its delay with
+// NoDelay.
+func (m *watchModel) linkRoute(a, b int) Route {
+	r := m.route(a, b)
 	if m.noDelay {
-		return 0
+		r.DelayMS = 0
 	}
-	return float64(m.route(a, b).DelayMS)
-}
-
-// send moves b bytes from x to y starting now and calls arrived when they
-// are in; it returns when x's uplink has sent them.
-func (m *watchModel) send(x, y int, delayMS float64, b int, arrived func()) float64 {
-	now := m.sim.Now()
-	if m.links == nil {
-		r := m.route(x, y)
-		m.sim.At(now+r.TransferMS(b), arrived)
-		return now
-	}
-	if m.sentBy != nil {
-		m.sentBy[x] += int64(b)
-	}
-	upDone := 1000 * m.links.Up(x, b, now/1000)
-	m.sim.At(upDone+delayMS, func() {
-		m.sim.At(1000*m.links.Down(y, b, m.sim.Now()/1000), arrived)
-	})
-	return upDone
+	return r
 }
 
 // reconcile runs the first reconciliation of l's fetcher with its source:
@@ -332,7 +319,7 @@ func (m *watchModel) reconcile(l *watchLink) {
 	m.res.Bytes[reconcile.MsgFilter.String()] += int64(fb)
 	m.res.Reconciliations++
 	m.peers[l.fetcher].rounds++
-	m.send(l.fetcher, l.src, l.delayMS, fb, func() {
+	m.transfer(l.fetcher, l.src, l.route, fb, m.sim.Now(), func() {
 		s, a := &m.peers[l.src], &m.peers[l.fetcher]
 		var offer []int32
 		for _, i := range s.set.Indices() {
@@ -363,7 +350,7 @@ func (m *watchModel) reconcile(l *watchLink) {
 				m.sim.After(watchRotateMS/4, func() { m.rotate(l.src) })
 			}
 		}
-		m.sim.After(comp+m.ctl(l.delayMS), func() {
+		m.sim.After(comp+m.ctl(l.delay()), func() {
 			if l.closed {
 				return
 			}
@@ -445,7 +432,7 @@ func (m *watchModel) ask(l *watchLink) {
 	}
 	l.inflight += len(batch)
 	l.useful = now
-	m.sim.After(m.ctl(l.delayMS), func() { m.serve(l, batch) })
+	m.sim.After(m.ctl(l.delay()), func() { m.serve(l, batch) })
 }
 
 // serve answers, at the source, l's request for the blocks batch.
@@ -469,7 +456,7 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 			}
 		}
 		if others >= m.slots {
-			m.sim.After(m.ctl(l.delayMS), func() { m.busy(l, batch) })
+			m.sim.After(m.ctl(l.delay()), func() { m.busy(l, batch) })
 			return
 		}
 	}
@@ -505,7 +492,7 @@ func (m *watchModel) sendBlock(l *watchLink, i int32) float64 {
 	}
 	m.res.BlocksSent++
 	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
-	return m.send(l.src, l.fetcher, l.delayMS, m.blockLen, func() { m.arrived(l, i) })
+	return m.transfer(l.src, l.fetcher, l.route, m.blockLen, m.sim.Now(), func() { m.arrived(l, i) })
 }
 
 // upReq is a block asked for and not yet sent (UploadRarest).
@@ -577,11 +564,11 @@ func (m *watchModel) arrived(l *watchLink, i int32) {
 		return
 	}
 	for _, w := range nd.watchers {
-		m.sim.After(m.ctl(w.delayMS), func() { m.have(w, []int32{i}) })
+		m.sim.After(m.ctl(w.delay()), func() { m.have(w, []int32{i}) })
 	}
 	for _, src := range nd.links {
 		if m.peers[src.src].seed && src.super != nil {
-			m.sim.After(m.ctl(src.delayMS), func() { m.gotElsewhere(src.src, src.super, i) })
+			m.sim.After(m.ctl(src.delay()), func() { m.gotElsewhere(src.src, src.super, i) })
 		}
 	}
 	if a.set.Len() == m.u {
@@ -631,7 +618,7 @@ func (m *watchModel) pump(s int) {
 		}
 		if deal := m.deal(s, w); len(deal) > 0 {
 			l := w.link
-			m.sim.After(m.ctl(l.delayMS), func() { m.have(l, deal) })
+			m.sim.After(m.ctl(l.delay()), func() { m.have(l, deal) })
 		}
 	}
 	// Offers not asked for expire: look again then.
