@@ -483,11 +483,7 @@ func (m *watchModel) sendBlock(l *watchLink, i int32) float64 {
 	if m.peers[l.src].seed {
 		sn.sent[i]++
 		if w := l.super; w != nil {
-			if _, ok := w.open[i]; ok {
-				delete(w.open, i)
-				sn.offers[i]--
-			}
-			w.lacks[i] = false
+			sn.holds(w, i)
 		}
 	}
 	m.res.BlocksSent++
@@ -587,12 +583,7 @@ func (m *watchModel) askAll(a int) {
 
 // gotElsewhere tells seed s that its watcher w holds block i.
 func (m *watchModel) gotElsewhere(s int, w *superWatcher, i int32) {
-	sn := &m.nodes[s]
-	w.lacks[i] = false
-	if _, ok := w.open[i]; ok {
-		delete(w.open, i)
-		sn.offers[i]--
-	}
+	m.nodes[s].holds(w, i)
 	m.pump(s)
 }
 
@@ -601,15 +592,7 @@ func (m *watchModel) gotElsewhere(s int, w *superWatcher, i int32) {
 // asked for within watchSuperHoldMS.
 func (m *watchModel) pump(s int) {
 	sn := &m.nodes[s]
-	now := m.sim.Now()
-	for _, w := range sn.supers {
-		for i, at := range w.open {
-			if now-at >= watchSuperHoldMS {
-				delete(w.open, i)
-				sn.offers[i]--
-			}
-		}
-	}
+	sn.dropStale(m.sim.Now())
 	order := slices.Clone(sn.supers)
 	m.rng.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
 	for _, w := range order {
@@ -663,16 +646,35 @@ func (m *watchModel) deal(s int, w *superWatcher) []int32 {
 
 // expire takes back seed s's stale offers and deals again, if any expired.
 func (m *watchModel) expire(s int) {
-	sn := &m.nodes[s]
-	now := m.sim.Now()
+	if m.nodes[s].dropStale(m.sim.Now()) {
+		m.pump(s)
+	}
+}
+
+// holds notes that the seed's watcher w holds block i (sent it, or got it
+// elsewhere): it lacks it no more, and an offer of it is taken back.
+func (sn *watchNode) holds(w *superWatcher, i int32) {
+	w.lacks[i] = false
+	if _, ok := w.open[i]; ok {
+		delete(w.open, i)
+		sn.offers[i]--
+	}
+}
+
+// dropStale takes back the seed's offers not asked for within
+// watchSuperHoldMS of now and reports whether there were any.
+func (sn *watchNode) dropStale(now float64) bool {
+	dropped := false
 	for _, w := range sn.supers {
-		for _, at := range w.open {
+		for i, at := range w.open {
 			if now-at >= watchSuperHoldMS {
-				m.pump(s)
-				return
+				delete(w.open, i)
+				sn.offers[i]--
+				dropped = true
 			}
 		}
 	}
+	return dropped
 }
 
 // allDone reports whether every peer holds the file.
