@@ -300,9 +300,9 @@ func WithServeRate(bytesPerSecond float64) Option {
 // WithServeObserver sets a function told of what the service serves: every
 // reconciliation it answers (what it held, what it offered), every block it
 // sends and every request it turns away "busy". Calls come from the serving
-// goroutines, concurrently; keep fn quick. Default: none. A testnet audits answers with it (a missed block is one held
-// but not offered to a fetcher that lacks it); an application may log or
-// meter with it.
+// goroutines, concurrently; keep fn quick. Default: none. A testnet audits
+// answers with it (a missed block is one held but not offered to a fetcher
+// that lacks it); an application may log or meter with it.
 func WithServeObserver(fn func(ServeEvent)) Option {
 	return func(c *config) error { c.observer = fn; return nil }
 }
