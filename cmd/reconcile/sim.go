@@ -473,6 +473,13 @@ func simSwarmCommand() *cli.Command {
 			&cli.StringFlag{Name: "latency", Usage: "with --watch: transitstub (the routes' delays) or none (only the access links take time, as testnet's --latency none)", Value: "transitstub"},
 			&cli.BoolFlag{Name: "free-control", Usage: "with --watch: haves, requests and answers cross in no time, blocks still over the routes' delays (the best any way of announcing blocks could do with this schedule)"},
 			&cli.BoolFlag{Name: "upload-rarest", Usage: "with --watch: each peer sends the blocks asked of it one at a time, the one fewest of its watchers hold first, not in the order asked (a what-if)"},
+			&cli.BoolFlag{Name: "central", Usage: "time the central schedule instead of a protocol: a scheduler that knows every peer's blocks and costs nothing keeps every uplink sending the rarest block it holds to the neediest peer lacking it (any peer); a real schedule, so an upper bound on the best one, to set beside T*; needs --share 0 and access links (--latency none applies)"},
+			&cli.IntFlag{Name: "trees", Usage: "time pushes down this many stripe trees instead of the pulls of reconcile testnet (SplitStream-like: every fetcher an inner node of one tree, a leaf of the others; no knowledge of what other peers hold needed); needs --share 0 and access links"},
+			&cli.BoolFlag{Name: "trees-by-delay", Usage: "with --trees: place each fetcher under the parent it would hear from first, not breadth first in random order"},
+			&cli.BoolFlag{Name: "central-lag", Usage: "with --central: decisions see other peers' blocks as a push protocol's announcements would, a delay late (pushes a peer turns out to hold already are wasted)"},
+			&cli.BoolFlag{Name: "central-neighbours", Usage: "with --central: peers send only to their overlay neighbours and to the peers that have them as one"},
+			&cli.StringFlag{Name: "central-receiver", Usage: "with --central: who gets a block among the peers lacking it: neediest (fewest blocks), random or nearest", Value: "neediest"},
+			&cli.StringFlag{Name: "central-block", Usage: "with --central: which block a sender sends: rarest, or random (the seed then sends some blocks twice before others once)", Value: "rarest"},
 			&cli.BoolFlag{Name: "least-served", Usage: "with --window: the sender offers the blocks it has sent least often first (super-seeding)"},
 			&cli.IntFlag{Name: "reps", Usage: "timed runs per cost measurement (median)", Value: 5},
 		),
@@ -551,6 +558,32 @@ func simSwarmCommand() *cli.Command {
 				scen = "one seed, the others empty"
 			}
 			how := fmt.Sprintf("%d exchanges at a time per peer, window %d", acc.Parallel, acc.MaxBlocks)
+			if acc.Trees > 0 {
+				how = fmt.Sprintf("pushes down %d stripe trees", acc.Trees)
+				if acc.TreesByDelay {
+					how += " placed by delay"
+				}
+				if acc.NoDelay {
+					how += ", no route delays"
+				}
+			}
+			if cs := acc.Central; cs != nil {
+				how = "the central schedule (free decisions, knowledge "
+				if cs.Lag {
+					how += "a delay late"
+				} else {
+					how += "at once"
+				}
+				how += fmt.Sprintf(", %s blocks to the %s receiver", c.String("central-block"), cs.Receiver)
+				if cs.Neighbours {
+					how += " among neighbours)"
+				} else {
+					how += " among all peers)"
+				}
+				if acc.NoDelay {
+					how += ", no route delays"
+				}
+			}
 			if acc.Watch {
 				how = fmt.Sprintf("watches of %d sources per peer, windows up to %d", acc.Parallel, acc.MaxBlocks)
 				if acc.NoDelay {
@@ -573,7 +606,7 @@ func simSwarmCommand() *cli.Command {
 					r.RedundantBlocks, r.MissedBlocks, r.WallSeconds)
 			}
 			w.Flush()
-			if acc.Up > 0 || acc.Down > 0 || len(acc.Classes) > 0 || acc.SeedUp > 0 {
+			if acc.HasAccessLinks() {
 				seedUp := testnet.FormatRate(cmp.Or(acc.SeedUp, acc.Up))
 				if acc.SeedUp == 0 && len(acc.Classes) > 0 {
 					seedUp = "as its class"
@@ -583,6 +616,10 @@ func simSwarmCommand() *cli.Command {
 			for _, r := range rep.Runs {
 				printTStar(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
 				printUploads(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedSentBytes, r.FileBytes, r.UploadUse)
+				if r.SeedOutMS > 0 && r.TStarMS > 0 {
+					fmt.Fprintf(c.App.Writer, "sim %s: every block had left the seed at %.2f s (%.2fx T*)\n",
+						swarmLabel(r, len(choices)), r.SeedOutMS/1000, r.SeedOutMS/r.TStarMS)
+				}
 			}
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return plotSwarm(rep.Runs, plotFile)

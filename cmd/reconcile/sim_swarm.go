@@ -31,6 +31,18 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
 	sc.UploadSlots, sc.Watch = c.Int("upload-slots"), c.Bool("watch")
 	sc.FreeControl, sc.UploadRarest = c.Bool("free-control"), c.Bool("upload-rarest")
+	if c.Bool("central") {
+		sc.Central = &ts.CentralSchedule{Lag: c.Bool("central-lag"), Neighbours: c.Bool("central-neighbours"),
+			Receiver: c.String("central-receiver"), RandomBlocks: c.String("central-block") == "random"}
+		if r := sc.Central.Receiver; r != "neediest" && r != "random" && r != "nearest" {
+			return sc, usagef("--central-receiver %q: want neediest, random or nearest", r)
+		}
+		if b := c.String("central-block"); b != "rarest" && b != "random" {
+			return sc, usagef("--central-block %q: want rarest or random", b)
+		}
+	} else if c.IsSet("central-lag") || c.IsSet("central-neighbours") || c.IsSet("central-receiver") || c.IsSet("central-block") {
+		return sc, usagef("--central-lag, --central-neighbours, --central-receiver and --central-block need --central")
+	}
 	switch l := c.String("latency"); l {
 	case "transitstub":
 	case "none":
@@ -38,7 +50,27 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 	default:
 		return sc, usagef("--latency %q: want transitstub or none", l)
 	}
-	if !sc.Watch && (sc.NoDelay || sc.FreeControl || sc.UploadRarest) {
+	sc.Trees, sc.TreesByDelay = c.Int("trees"), c.Bool("trees-by-delay")
+	if sc.Trees < 0 {
+		return sc, usagef("--trees must not be negative")
+	}
+	if sc.TreesByDelay && sc.Trees == 0 {
+		return sc, usagef("--trees-by-delay needs --trees")
+	}
+	if sc.Trees > 0 && (sc.Central != nil || sc.Watch || sc.FreeControl || sc.UploadRarest) {
+		return sc, usagef("--trees replaces the peers' protocol: it takes no --central, --watch, --free-control or --upload-rarest")
+	}
+	if sc.Trees > 0 && (c.Float64("share") != 0 || !sc.HasAccessLinks()) {
+		return sc, usagef("--trees needs one seed (--share 0) and access links (--up, --down or --classes)")
+	}
+	if sc.Central != nil {
+		switch {
+		case sc.Watch || sc.FreeControl || sc.UploadRarest:
+			return sc, usagef("--central replaces the peers' protocol: it takes no --watch, --free-control or --upload-rarest")
+		case c.Float64("share") != 0 || !sc.HasAccessLinks():
+			return sc, usagef("--central needs one seed (--share 0) and access links (--up, --down or --classes)")
+		}
+	} else if !sc.Watch && sc.Trees == 0 && (sc.NoDelay || sc.FreeControl || sc.UploadRarest) {
 		return sc, usagef("--latency none, --free-control and --upload-rarest need --watch")
 	}
 	if sc.Watch {

@@ -98,11 +98,12 @@ func TestExperimentTable3(t *testing.T) {
 	}
 }
 
-// TestSwarmVersusTestnet runs reconcile testnet and reconcile sim swarm on
-// the same small parameters (12 peers on the small preset's topology and
-// Chord overlay, one seed, 2 MiB in 8 blocks of 256 KiB, access links of
-// 32 Mbit/s up and 160 Mbit/s down) and reports both completion times over
-// T*, which must be the same bound and at least 1 for both.
+// TestSwarmVersusTestnet runs reconcile testnet and reconcile sim swarm (its
+// models, the central schedule and the stripe trees) on the same small
+// parameters (12 peers on the small preset's topology and Chord overlay,
+// one seed, 2 MiB in 8 blocks of 256 KiB, access links of 32 Mbit/s up and
+// 160 Mbit/s down) and reports their completion times over T*, which must
+// be the same bound and at least 1 for all.
 func TestSwarmVersusTestnet(t *testing.T) {
 	common := []string{"--preset", "small", "--seed", "3", "--up", "32Mbit", "--down", "160Mbit", "--json"}
 	out, err := run(t, "", append([]string{"testnet", "--peers", "12", "--size", "2MiB", "--block-size", "256KiB",
@@ -122,8 +123,10 @@ func TestSwarmVersusTestnet(t *testing.T) {
 	if r.SchedP99S <= 0 || r.SchedP99S > r.RunSeconds {
 		t.Errorf("testnet: goroutines waited %g s for a CPU (p99) in a %g s run", r.SchedP99S, r.RunSeconds)
 	}
-	// The rounds model and the watch model (the testnet's own protocol).
-	for _, model := range [][]string{{"--parallel", "8", "--window", "16"}, {"--watch"}} {
+	// The rounds model, the watch model (the testnet's own protocol), the
+	// central schedule and the stripe trees.
+	for _, model := range [][]string{{"--parallel", "8", "--window", "16"}, {"--watch"},
+		{"--central", "--central-lag", "--central-receiver", "random"}, {"--trees", "3", "--trees-by-delay"}} {
 		out, err = run(t, "", append(append([]string{"sim", "swarm", "--nodes", "12", "--blocks", "8", "--block-size", "256KiB",
 			"--share", "0", "--m", "1024", "--method", "complete", "--reps", "1"}, model...), common...)...)
 		if err != nil {
@@ -160,6 +163,15 @@ func TestSwarmVersusTestnet(t *testing.T) {
 		{"sim", "swarm", "--preset", "small", "--free-control"},
 		{"sim", "swarm", "--preset", "small", "--watch", "--latency", "bogus"},
 		{"sim", "swarm", "--preset", "small", "--watch", "--method", "byers"},
+		{"sim", "swarm", "--preset", "small", "--central"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--central", "--central-receiver", "last"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--central", "--central-block", "first"},
+		{"sim", "swarm", "--preset", "small", "--central-lag"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--central", "--watch"},
+		{"sim", "swarm", "--preset", "small", "--trees", "4"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--trees", "-1"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--trees-by-delay"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--trees", "2", "--central"},
 	} {
 		if _, err := run(t, "", args...); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v", args, err)

@@ -67,8 +67,14 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			cfg.Parallel, cfg.MaxBlocks, cfg.Up, cfg.Down, cfg.SeedUp)
 	case cfg.RarityFromFilters && (byers || !cfg.RarestFirst):
 		return nil, fmt.Errorf("%w: rarity from filters needs rarest-first and a method with CBFs, not %v", ErrParams, cfg.Method)
-	case !cfg.Watch && (cfg.NoDelay || cfg.FreeControl || cfg.UploadRarest):
-		return nil, fmt.Errorf("%w: no delay, free control and rarest uploads are options of the watch model", ErrParams)
+	case cfg.Central != nil && (cfg.Watch || !cfg.OneSeed || !cfg.HasAccessLinks() || byers || cfg.FreeControl || cfg.UploadRarest):
+		return nil, fmt.Errorf("%w: the central schedule replaces the watch model, needs one seed and access links, and moves source blocks (not byers)", ErrParams)
+	case cfg.Trees < 0 || (cfg.Trees == 0 && cfg.TreesByDelay) || (cfg.Trees > 0 && (cfg.Watch || cfg.Central != nil || !cfg.OneSeed || !cfg.HasAccessLinks() || byers || cfg.FreeControl || cfg.UploadRarest)):
+		return nil, fmt.Errorf("%w: stripe trees (%d) replace the watch model and the central schedule, need one seed and access links, and move source blocks (not byers)", ErrParams, cfg.Trees)
+	case !cfg.Watch && cfg.Central == nil && cfg.Trees == 0 && cfg.NoDelay:
+		return nil, fmt.Errorf("%w: no delay is an option of the watch model and the central schedule", ErrParams)
+	case !cfg.Watch && (cfg.FreeControl || cfg.UploadRarest):
+		return nil, fmt.Errorf("%w: free control and rarest uploads are options of the watch model", ErrParams)
 	case cfg.Watch && byers:
 		return nil, fmt.Errorf("%w: the watch model runs complete, bitfield and ccbf, not byers (fetches of coded blocks keep no watch)", ErrParams)
 	case cfg.Watch && cfg.MaxBlocks < 1:
@@ -98,6 +104,11 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	}
 	if err := ValidateClasses(cfg.Classes); err != nil {
 		return nil, err
+	}
+	if cfg.Central != nil {
+		if err := cfg.Central.validate(); err != nil {
+			return nil, err
+		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x737761726d)) // "swarm"
 	windowed := cfg.Parallel > 1 || cfg.MaxBlocks > 0
@@ -149,7 +160,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	var links *Links
 	var sentBy []int64
 	up, down := make([]float64, n), make([]float64, n)
-	if cfg.hasAccess() {
+	if cfg.HasAccessLinks() {
 		sentBy = make([]int64, n)
 		class := AssignClasses(cfg.Classes, n, rand.New(rand.NewPCG(cfg.Seed, 0x616363657373)))
 		for i := range up {
@@ -478,12 +489,13 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 			}
 			continue
 		}
-		if !cfg.Watch {
+		if !cfg.Watch && cfg.Central == nil && cfg.Trees == 0 {
 			for range cfg.Parallel {
 				sim.At(rng.Float64()*cfg.StartJitterMS, func() { startRound(i) })
 			}
 		}
 	}
+	out := &seedOut{left: u, at: &res.SeedOutMS}
 	var wm *watchModel
 	if cfg.Watch {
 		slots := cfg.UploadSlots
@@ -499,8 +511,25 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		wm = &watchModel{sim: &sim, peers: peers, u: u, window: cfg.MaxBlocks, slots: slots, rarest: cfg.RarestFirst, rng: rng,
 			blockLen: pr.blocksBytes([]uint32{0}), sources: cfg.Parallel, maxRecon: cfg.MaxReconciliations, res: res,
 			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, rarestUp: cfg.UploadRarest, filterBytes: filterOf, answerMS: answerMS, complete: complete,
-			route: o.Route, transfer: transfer}
+			route: o.Route, transfer: transfer, seedOut: out}
 		wm.start(cfg.StartJitterMS)
+	}
+	if cfg.Central != nil {
+		cm := &centralModel{CentralSchedule: *cfg.Central, sim: &sim, peers: peers, u: u, rng: rng, blockLen: pr.blocksBytes([]uint32{0}), noDelay: cfg.NoDelay,
+			res: res, route: o.Route, transfer: transfer, complete: complete, seedOut: out}
+		cm.start()
+	}
+	if cfg.Trees > 0 {
+		tm := &treeModel{sim: &sim, peers: peers, u: u, k: cfg.Trees, blockLen: pr.blocksBytes([]uint32{0}), noDelay: cfg.NoDelay,
+			res: res, route: o.Route, transfer: transfer, complete: complete, seedOut: out, seed: seedPeer, byDelay: cfg.TreesByDelay, blockMS: 1000 * float64(pr.blocksBytes([]uint32{0})) / up[seedPeer]}
+		var order []int
+		for _, a := range rng.Perm(n) {
+			if a != seedPeer {
+				order = append(order, a)
+			}
+		}
+		tm.build(order)
+		tm.start()
 	}
 	sim.Run(inf)
 	if runErr != nil {

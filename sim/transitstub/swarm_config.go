@@ -1,6 +1,8 @@
 package transitstub
 
 import (
+	"fmt"
+
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -89,10 +91,43 @@ type SwarmConfig struct {
 	// what-if of an upload scheduler across a peer's streams (package peer
 	// sends each stream's blocks in the order asked).
 	UploadRarest bool
+	// Central, when set, replaces the peers' protocol by the central
+	// schedule (see central.go): a scheduler that knows every peer's blocks
+	// and every block on its way, whose decisions cost nothing, keeps every
+	// uplink sending the rarest block it holds to the neediest peer lacking
+	// it. Not a protocol but a schedule on the same links and latencies:
+	// what the best protocol could come close to. Needs OneSeed and access
+	// links; NoDelay applies.
+	Central *CentralSchedule
+	// Trees, when positive, replaces the peers' protocol by pushes down
+	// that many stripe trees (see trees.go): a protocol that needs no
+	// knowledge of which blocks other peers hold, each fetcher an inner
+	// node of one tree and a leaf of the others; TreesByDelay places each
+	// fetcher under the parent it would hear from first, where the trees
+	// are otherwise breadth first in random order. Needs OneSeed and access
+	// links; NoDelay applies.
+	Trees        int
+	TreesByDelay bool
 }
 
 // model names what RunSwarm times (SwarmResult.Model).
 func (c *SwarmConfig) model() string {
+	if c.Trees > 0 {
+		m := fmt.Sprintf("trees-%d", c.Trees)
+		if c.TreesByDelay {
+			m += "+by-delay"
+		}
+		if c.NoDelay {
+			m += "+no-delay"
+		}
+		return m
+	}
+	if c.Central != nil {
+		if c.NoDelay {
+			return c.Central.name() + "+no-delay"
+		}
+		return c.Central.name()
+	}
 	if !c.Watch {
 		return "rounds"
 	}
@@ -119,7 +154,9 @@ func (c *SwarmConfig) choice() string {
 	return "random"
 }
 
-func (c *SwarmConfig) hasAccess() bool {
+// HasAccessLinks reports whether c caps the peers' access links (Up, Down,
+// Classes or SeedUp), as T* and the central schedule need.
+func (c *SwarmConfig) HasAccessLinks() bool {
 	return c.Up > 0 || c.Down > 0 || len(c.Classes) > 0 || c.SeedUp > 0
 }
 
@@ -156,9 +193,10 @@ type SwarmResult struct {
 	// Choice is how a windowed fetcher chose its blocks: "random",
 	// "rarest-exact" or "rarest-filters" (RarestFirst, RarityFromFilters).
 	Choice string `json:"choice"`
-	// Model is what was timed: "rounds" (repeated reconciliations) or
+	// Model is what was timed: "rounds" (repeated reconciliations),
 	// "watch" (SwarmConfig.Watch), followed by "+no-delay",
-	// "+free-control" and "+upload-rarest" for those options.
+	// "+free-control" and "+upload-rarest" for those options, or "central"
+	// (SwarmConfig.Central, "+no-delay" without route delays).
 	Model  string `json:"model"`
 	Peers  int    `json:"peers"`
 	Blocks int    `json:"blocks"`
@@ -180,8 +218,12 @@ type SwarmResult struct {
 	// SeedSentBytes is what the seed sent (OneSeed, access links); UploadUse
 	// the bytes all peers sent over what their capped uplinks could have
 	// carried until the last completion (0 if any is uncapped); as testnet's.
-	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
-	UploadUse     float64 `json:"upload_use,omitempty"`
+	SeedSentBytes int64 `json:"seed_sent_bytes,omitempty"`
+	// SeedOutMS is when the seed's uplink had sent every block at least once
+	// (OneSeed, watch model and central schedule): no peer can complete
+	// before it plus a delay, and T* assumes it is F over the seed's upload.
+	SeedOutMS float64 `json:"seed_out_ms,omitempty"`
+	UploadUse float64 `json:"upload_use,omitempty"`
 	// Completion time per peer, ms from the start.
 	MedianMS float64 `json:"median_ms"`
 	P95MS    float64 `json:"p95_ms"`

@@ -89,6 +89,19 @@ func TestRunSwarmErrors(t *testing.T) {
 		{"no delay without watch", func(c *SwarmConfig) { c.NoDelay = true }, ErrParams},
 		{"free control without watch", func(c *SwarmConfig) { c.FreeControl = true }, ErrParams},
 		{"rarest uploads without watch", func(c *SwarmConfig) { c.UploadRarest = true }, ErrParams},
+		{"central without one seed", func(c *SwarmConfig) { c.Central, c.Up = &CentralSchedule{}, 1e6 }, ErrParams},
+		{"central without access links", func(c *SwarmConfig) { c.Central, c.OneSeed = &CentralSchedule{}, true }, ErrParams},
+		{"central and watch", func(c *SwarmConfig) {
+			c.Central, c.OneSeed, c.Up, c.Watch, c.MaxBlocks = &CentralSchedule{}, true, 1e6, true, 4
+		}, ErrParams},
+		{"central receiver", func(c *SwarmConfig) { c.Central, c.OneSeed, c.Up = &CentralSchedule{Receiver: "last"}, true, 1e6 }, ErrParams},
+		{"central byers", func(c *SwarmConfig) {
+			c.Central, c.OneSeed, c.Up, c.Method = &CentralSchedule{}, true, 1e6, reconcile.Byers
+		}, ErrParams},
+		{"negative trees", func(c *SwarmConfig) { c.Trees, c.OneSeed, c.Up = -1, true, 1e6 }, ErrParams},
+		{"trees by delay without trees", func(c *SwarmConfig) { c.TreesByDelay, c.OneSeed, c.Up = true, true, 1e6 }, ErrParams},
+		{"trees and central", func(c *SwarmConfig) { c.Trees, c.Central, c.OneSeed, c.Up = 2, &CentralSchedule{}, true, 1e6 }, ErrParams},
+		{"trees without access links", func(c *SwarmConfig) { c.Trees, c.OneSeed = 2, true }, ErrParams},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := smallSwarm(reconcile.Complete)

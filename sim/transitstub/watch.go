@@ -167,6 +167,7 @@ type watchModel struct {
 	// transfer is RunSwarm's: it moves bytes over the access links and a
 	// route, and returns when the sender's uplink has sent them.
 	transfer func(x, y int, route Route, b int, now float64, arrived func()) float64
+	seedOut  *seedOut
 	err      error
 }
 
@@ -480,7 +481,9 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 // when the source's uplink has sent it; a seed counts the send.
 func (m *watchModel) sendBlock(l *watchLink, i int32) float64 {
 	sn := &m.nodes[l.src]
+	first := false
 	if m.peers[l.src].seed {
+		first = sn.sent[i] == 0
 		sn.sent[i]++
 		if w := l.super; w != nil {
 			sn.holds(w, i)
@@ -488,7 +491,11 @@ func (m *watchModel) sendBlock(l *watchLink, i int32) float64 {
 	}
 	m.res.BlocksSent++
 	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
-	return m.transfer(l.src, l.fetcher, l.route, m.blockLen, m.sim.Now(), func() { m.arrived(l, i) })
+	done := m.transfer(l.src, l.fetcher, l.route, m.blockLen, m.sim.Now(), func() { m.arrived(l, i) })
+	if first {
+		m.seedOut.sent(done)
+	}
+	return done
 }
 
 // upReq is a block asked for and not yet sent (UploadRarest).

@@ -1,0 +1,156 @@
+package transitstub
+
+import (
+	"github.com/reconcile-p2p/reconcile/reconcile"
+)
+
+// The stripe trees (SwarmConfig.Trees) are a push protocol that needs no
+// knowledge of which blocks other peers hold, after SplitStream (Castro et
+// al., 2003): the file's blocks are dealt into k stripes (block b to
+// stripe b mod k), each with its own tree over the fetchers. Every fetcher
+// has k child places in all; taken in a random order of the fetchers, the
+// first places go to stripe 0's tree, the next to stripe 1's, and so on.
+// A fetcher whose places a stripe takes is an inner node of that stripe's
+// tree (of two stripes, where its places straddle them) and a leaf of the
+// others, so every fetcher uploads at most about one copy of the file, as
+// T* needs. In each tree the inner nodes are placed first, then the
+// leaves, each under a parent with a free place: in breadth-first order,
+// or with TreesByDelay under the parent it would hear from first (the
+// parent's own arrival over the tree so far, the one-way delay between
+// them, and a block time per child placed before it).
+//
+// The seed sends each block once, in order, to its stripe's root; every
+// node passes each block it gets on to its children, as soon as it is
+// in, in the order they were placed. No block is sent twice; a block
+// reaches the deepest leaf after about log_k(N) hops, each a one-way delay
+// plus up to k block times on the sender's uplink.
+//
+// Who is where must be known to all (a membership list, here drawn at the
+// start), and nothing repairs a tree: with churn or liars the pushes would
+// have to be followed by reconciliations, which this model does not time.
+
+// treeModel runs the stripe trees on RunSwarm's peers and clock.
+type treeModel struct {
+	sim      *Sim
+	peers    []swarmPeer
+	u, k     int
+	blockLen int
+	noDelay  bool
+	byDelay  bool
+	blockMS  float64 // a block's time on the seed's uplink
+	res      *SwarmResult
+	route    func(a, b int) Route
+	transfer func(x, y int, route Route, b int, now float64, arrived func()) float64
+	complete func(a int)
+	seedOut  *seedOut
+	seed     int
+	// roots is each stripe's root; kids, per stripe, each peer's children
+	// in the order they get its blocks.
+	roots []int
+	kids  [][][]int32
+}
+
+// build deals the fetchers, listed in order, into k stripe trees.
+func (m *treeModel) build(order []int) {
+	n := len(order)
+	m.roots = make([]int, m.k)
+	m.kids = make([][][]int32, m.k)
+	for s := range m.k {
+		kids := make([][]int32, len(m.peers))
+		m.kids[s] = kids
+		// Stripe s takes places lo to hi (every fetcher but the root needs
+		// one); order[g/k] owns place g.
+		lo, hi := s*(n-1), (s+1)*(n-1)
+		root := order[min(lo/m.k, n-1)]
+		m.roots[s] = root
+		room := map[int]int{root: 0}
+		inner := []int{root}
+		for g := lo; g < hi; g++ {
+			a := order[g/m.k]
+			if _, ok := room[a]; !ok {
+				inner = append(inner, a)
+			}
+			room[a]++
+		}
+		line := inner[1:]
+		for _, a := range order {
+			if _, ok := room[a]; !ok {
+				line = append(line, a)
+			}
+		}
+		if !m.byDelay {
+			for j, c := range line {
+				parent := order[(lo+j)/m.k]
+				kids[parent] = append(kids[parent], int32(c))
+			}
+			continue
+		}
+		heard := map[int]float64{root: float64(m.delay(m.seed, root))}
+		placed := []int{root} // inner nodes in the tree so far
+		for _, c := range line {
+			best, bestAt := -1, 0.0
+			for _, p := range placed {
+				if room[p] == 0 {
+					continue
+				}
+				at := heard[p] + float64(m.delay(p, c)) + float64(len(kids[p])+1)*m.blockMS
+				if best < 0 || at < bestAt {
+					best, bestAt = p, at
+				}
+			}
+			// The inner nodes come first and own every place, so one
+			// placed before c has room.
+			room[best]--
+			kids[best] = append(kids[best], int32(c))
+			if _, ok := room[c]; ok {
+				heard[c] = bestAt
+				placed = append(placed, c)
+			}
+		}
+	}
+}
+
+// delay is the one-way delay from a to b in ms (0 with NoDelay).
+func (m *treeModel) delay(a, b int) int32 {
+	if m.noDelay {
+		return 0
+	}
+	return m.route(a, b).DelayMS
+}
+
+// start sends every block from the seed to its stripe's root, in order.
+func (m *treeModel) start() {
+	for b := range m.u {
+		m.push(m.seed, m.roots[b%m.k], b)
+	}
+}
+
+// push sends block b from a to y.
+func (m *treeModel) push(a, y, b int) {
+	r := m.route(a, y)
+	if m.noDelay {
+		r.DelayMS = 0
+	}
+	m.res.BlocksSent++
+	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
+	done := m.transfer(a, y, r, m.blockLen, m.sim.Now(), func() { m.arrived(y, b) })
+	if a == m.seed {
+		m.seedOut.sent(done)
+	}
+}
+
+// arrived stores block b at y and passes it on to y's children in b's
+// stripe.
+func (m *treeModel) arrived(y, b int) {
+	q := &m.peers[y]
+	if !q.set.Add(b) {
+		m.res.RedundantBlocks++
+		return
+	}
+	if q.set.Len() == m.u {
+		m.complete(y)
+	}
+	for _, c := range m.kids[b%m.k][y] {
+		m.push(y, int(c), b)
+	}
+}
