@@ -3,6 +3,7 @@ package transitstub
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -88,9 +89,10 @@ func TestCentralSchedule(t *testing.T) {
 }
 
 // TestTreesBuild: in every stripe's tree each fetcher has one parent and
-// hears from the seed through it (no cycle), and no fetcher has more than
-// k children over all stripes (one copy of the file), for swarm sizes
-// around and below the stripe count.
+// hears from the seed through it (no cycle), and no fetcher has more
+// children over all stripes than its places (k, or in proportion to its
+// upload capacity: about one copy of the file), for swarm sizes around and
+// below the stripe count.
 func TestTreesBuild(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7, 30, 201} {
 		for _, k := range []int{1, 2, 4, 8, 16} {
@@ -99,7 +101,14 @@ func TestTreesBuild(t *testing.T) {
 				m := &treeModel{peers: peers, k: k, seed: n, byDelay: byDelay, blockMS: 1,
 					route: func(a, b int) Route { return Route{DelayMS: int32((a*7 + b*13) % 50)} }}
 				order := rand.New(rand.NewPCG(uint64(n), uint64(k))).Perm(n)
-				m.build(order)
+				var up []float64
+				if n%2 == 1 {
+					up = make([]float64, n+1)
+					for i := range up {
+						up[i] = float64(1 + i%3)
+					}
+				}
+				m.build(order, up)
 				load := make([]int, n+1)
 				for s := range k {
 					parent := make([]int, n+1)
@@ -125,9 +134,14 @@ func TestTreesBuild(t *testing.T) {
 						}
 					}
 				}
+				want := treePlaces(order, up, k)
 				for a, l := range load {
-					if l > k {
-						t.Fatalf("n %d k %d: fetcher %d has %d children", n, k, a, l)
+					places := k
+					if j := slices.Index(order, a); want != nil && j >= 0 {
+						places = want[j]
+					}
+					if l > places {
+						t.Fatalf("n %d k %d: fetcher %d has %d children, %d places", n, k, a, l, places)
 					}
 				}
 			}
@@ -137,13 +151,16 @@ func TestTreesBuild(t *testing.T) {
 
 // TestTrees: pushed down the stripe trees every block reaches every fetcher
 // once, the seed sends one copy, no peer beats T*, and a run is
-// deterministic.
+// deterministic, with access links alike and in two classes.
 func TestTrees(t *testing.T) {
 	net := smallNet(t, 30, ChordConfig{})
 	for _, k := range []int{1, 4, 40} {
 		for _, byDelay := range []bool{false, true} {
 			cfg := pushSwarm()
 			cfg.Trees, cfg.TreesByDelay = k, byDelay
+			if k == 4 && byDelay {
+				cfg.Classes = []AccessClass{{Share: 0.5, Down: 2e6, Up: 1e6}, {Share: 0.5, Down: 1e6, Up: 0.25e6}}
+			}
 			r := runTwice(t, net, cfg)
 			t.Logf("%s: median %.2fx p95 %.2fx max %.2fx", r.Model, r.MedianTStar, r.P95TStar, r.MaxTStar)
 			if r.Completed != 29 || r.BlocksSent != 29*32 || r.RedundantBlocks != 0 {

@@ -528,7 +528,11 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 				order = append(order, a)
 			}
 		}
-		tm.build(order)
+		var caps []float64
+		if len(cfg.Classes) > 0 {
+			caps = up
+		}
+		tm.build(order, caps)
 		tm.start()
 	}
 	sim.Run(inf)

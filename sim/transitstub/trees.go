@@ -1,6 +1,10 @@
 package transitstub
 
 import (
+	"cmp"
+	"math"
+	"slices"
+
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -8,7 +12,8 @@ import (
 // knowledge of which blocks other peers hold, after SplitStream (Castro et
 // al., 2003): the file's blocks are dealt into k stripes (block b to
 // stripe b mod k), each with its own tree over the fetchers. Every fetcher
-// has k child places in all; taken in a random order of the fetchers, the
+// has k child places in all (in proportion to its upload capacity where
+// the capacities differ); taken in a random order of the fetchers, the
 // first places go to stripe 0's tree, the next to stripe 1's, and so on.
 // A fetcher whose places a stripe takes is an inner node of that stripe's
 // tree (of two stripes, where its places straddle them) and a leaf of the
@@ -50,23 +55,44 @@ type treeModel struct {
 	kids  [][][]int32
 }
 
-// build deals the fetchers, listed in order, into k stripe trees.
-func (m *treeModel) build(order []int) {
+// build deals the fetchers, listed in order, into k stripe trees. With
+// up (the peers' upload capacities; nil: all alike) the k·(n-1) child
+// places are shared in proportion to the fetchers' capacities (largest
+// remainders), instead of k to each in order.
+func (m *treeModel) build(order []int, up []float64) {
 	n := len(order)
 	m.roots = make([]int, m.k)
 	m.kids = make([][][]int32, m.k)
+	// owner[g] is the fetcher that owns place g; every fetcher but a
+	// stripe's root needs one in each stripe.
+	var owner []int
+	if places := treePlaces(order, up, m.k); places == nil {
+		for _, a := range order {
+			for range m.k {
+				owner = append(owner, a)
+			}
+		}
+	} else {
+		for j, a := range order {
+			for range places[j] {
+				owner = append(owner, a)
+			}
+		}
+	}
 	for s := range m.k {
 		kids := make([][]int32, len(m.peers))
 		m.kids[s] = kids
-		// Stripe s takes places lo to hi (every fetcher but the root needs
-		// one); order[g/k] owns place g.
+		// Stripe s takes places lo to hi.
 		lo, hi := s*(n-1), (s+1)*(n-1)
-		root := order[min(lo/m.k, n-1)]
+		root := order[0]
+		if lo < len(owner) {
+			root = owner[lo]
+		}
 		m.roots[s] = root
 		room := map[int]int{root: 0}
 		inner := []int{root}
 		for g := lo; g < hi; g++ {
-			a := order[g/m.k]
+			a := owner[g]
 			if _, ok := room[a]; !ok {
 				inner = append(inner, a)
 			}
@@ -80,8 +106,7 @@ func (m *treeModel) build(order []int) {
 		}
 		if !m.byDelay {
 			for j, c := range line {
-				parent := order[(lo+j)/m.k]
-				kids[parent] = append(kids[parent], int32(c))
+				kids[owner[lo+j]] = append(kids[owner[lo+j]], int32(c))
 			}
 			continue
 		}
@@ -153,4 +178,37 @@ func (m *treeModel) arrived(y, b int) {
 	for _, c := range m.kids[b%m.k][y] {
 		m.push(y, int(c), b)
 	}
+}
+
+// treePlaces shares k·(n-1) child places among the n fetchers listed in
+// order in proportion to their upload capacities up (largest remainders,
+// ties to the first listed), or returns nil where up is nil or all zero.
+func treePlaces(order []int, up []float64, k int) []int {
+	sum := 0.0
+	for _, a := range order {
+		if up != nil {
+			sum += up[a]
+		}
+	}
+	if sum <= 0 {
+		return nil
+	}
+	n := len(order)
+	total := k * (n - 1)
+	places := make([]int, n)
+	rest := make([]int, n)
+	frac := make([]float64, n)
+	given := 0
+	for j, a := range order {
+		q := float64(total) * up[a] / sum
+		places[j] = int(math.Floor(q))
+		frac[j] = q - float64(places[j])
+		given += places[j]
+		rest[j] = j
+	}
+	slices.SortStableFunc(rest, func(x, y int) int { return cmp.Compare(frac[y], frac[x]) })
+	for _, j := range rest[:min(n, max(0, total-given))] {
+		places[j]++
+	}
+	return places
 }
