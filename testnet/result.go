@@ -60,6 +60,11 @@ type Result struct {
 	// completion (0 if any uplink is uncapped).
 	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
 	UploadUse     float64 `json:"upload_use,omitempty"`
+	// SeedOutS is when the seed had sent every block at least once, in
+	// seconds from the start of the fetches (one seed; not byers, whose
+	// seed sends coded blocks): no fetcher can complete before it plus a
+	// latency, and T* takes it to be the file over the seed's upload.
+	SeedOutS float64 `json:"seed_out_s,omitempty"`
 	// TimeScale is the time scale the run used (Config.TimeScale, or the
 	// one AutoTimeScale picked): completion times are in the described
 	// network's seconds, RunSeconds in this machine's. CPUUse is the

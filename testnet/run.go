@@ -187,12 +187,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	audit := cnt.audit(holdingsOf)
 	tr := newTracer(cfg.Trace, byID)
 	defer tr.flush()
+	out := &seedOut{left: m.BlockCount(), sent: make([]bool, m.BlockCount())}
 	newService := func(i int) (*peer.Service, error) {
 		obs := audit
 		if tr != nil {
 			obs = func(ev peer.ServeEvent) {
 				audit(ev)
 				tr.served(i, ev)
+			}
+		}
+		if i == seedNode {
+			inner := obs
+			obs = func(ev peer.ServeEvent) {
+				inner(ev)
+				out.observe(ev)
 			}
 		}
 		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(obs), peer.WithTimeScale(scale)}
@@ -512,6 +520,9 @@ wait:
 		}
 		if seedNode >= 0 {
 			res.SeedSentBytes = shape.sent[seedNode].Load()
+		}
+		if at := out.done(); !at.IsZero() {
+			res.SeedOutS = at.Sub(start).Seconds() / scale
 		}
 		if capacity > 0 && !math.IsInf(capacity, 1) {
 			res.UploadUse = float64(sent) / capacity

@@ -446,6 +446,9 @@ func simSwarmCommand() *cli.Command {
 			"peer's fetches do (as in reconcile testnet): one reconciliation per source keeps a\n" +
 			"watch, new blocks are announced by have messages and asked for in windows sized to each\n" +
 			"source's rate, a seed super-seeds and idle sources give way to spare peers.\n" +
+			"With --central or --trees it times a push schedule instead of a protocol of pulls:\n" +
+			"the central schedule (free decisions from instant knowledge of every peer's blocks)\n" +
+			"or pushes down stripe trees; they say how close to T* a schedule can come.\n" +
 			"With access links (--up, --down, --classes; the model testnet uses: every peer's upload\n" +
 			"and download shared by its transfers, plus the route's delay) and one seed, it prints\n" +
 			"the fluid lower bound T* and the completion times over T*, in the same lines as\n" +
@@ -456,7 +459,9 @@ func simSwarmCommand() *cli.Command {
 			"   reconcile sim swarm --nodes 200 --blocks 64 --block-size 256KiB --share 0 --up 20Mbit --down 100Mbit \\\n" +
 			"       --parallel 8 --window 16 --method complete,bitfield\n" +
 			"   reconcile sim swarm --nodes 200 --blocks 64 --block-size 256KiB --share 0 --up 20Mbit --down 100Mbit \\\n" +
-			"       --watch --method complete   # the model of reconcile testnet --peers 200 --size 16MiB ...",
+			"       --watch --method complete   # the model of reconcile testnet --peers 200 --size 16MiB ...\n" +
+			"   reconcile sim swarm --nodes 200 --blocks 256 --block-size 64KiB --share 0 --up 20Mbit --down 100Mbit \\\n" +
+			"       --trees 8 --trees-by-delay --method complete",
 		Flags: append(append(simNetFlags(), simFilterFlags()...),
 			&cli.IntFlag{Name: "blocks", Usage: "source blocks of the file (kk)", Value: 5000},
 			&cli.Float64Flag{Name: "share", Usage: "fraction of the blocks each peer starts with; 0: one seed, the others empty", Value: 0.25},
@@ -470,7 +475,7 @@ func simSwarmCommand() *cli.Command {
 			&cli.StringFlag{Name: "rarity", Usage: "with --window, block choices to run side by side: random, exact (rarest-first, exact counts), filters (rarest-first, counts from the sum of the neighbours' CBFs), or a comma list (default: as --rarest-first)"},
 			&cli.IntFlag{Name: "upload-slots", Usage: "exchanges a peer sends blocks to at once; others get nothing and move on (0: no limit)"},
 			&cli.BoolFlag{Name: "watch", Usage: "model the peers as package peer's fetches are: one reconciliation per source keeps a watch, new blocks are announced by have messages and asked for with a window, a seed super-seeds (--parallel: sources, default 16; --window: default 16; rarest-first by default); without it, peers reconcile again and again in rounds"},
-			&cli.StringFlag{Name: "latency", Usage: "with --watch: transitstub (the routes' delays) or none (only the access links take time, as testnet's --latency none)", Value: "transitstub"},
+			&cli.StringFlag{Name: "latency", Usage: "with --watch, --central or --trees: transitstub (the routes' delays) or none (only the access links take time, as testnet's --latency none)", Value: "transitstub"},
 			&cli.BoolFlag{Name: "free-control", Usage: "with --watch: haves, requests and answers cross in no time, blocks still over the routes' delays (the best any way of announcing blocks could do with this schedule)"},
 			&cli.BoolFlag{Name: "upload-rarest", Usage: "with --watch: each peer sends the blocks asked of it one at a time, the one fewest of its watchers hold first, not in the order asked (a what-if)"},
 			&cli.BoolFlag{Name: "central", Usage: "time the central schedule instead of a protocol: a scheduler that knows every peer's blocks and costs nothing keeps every uplink sending the rarest block it holds to the neediest peer lacking it (any peer); a real schedule, so an upper bound on the best one, to set beside T*; needs --share 0 and access links (--latency none applies)"},
@@ -616,10 +621,7 @@ func simSwarmCommand() *cli.Command {
 			for _, r := range rep.Runs {
 				printTStar(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
 				printUploads(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedSentBytes, r.FileBytes, r.UploadUse)
-				if r.SeedOutMS > 0 && r.TStarMS > 0 {
-					fmt.Fprintf(c.App.Writer, "sim %s: every block had left the seed at %.2f s (%.2fx T*)\n",
-						swarmLabel(r, len(choices)), r.SeedOutMS/1000, r.SeedOutMS/r.TStarMS)
-				}
+				printSeedOut(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedOutMS/1000, r.TStarMS/1000)
 			}
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return plotSwarm(rep.Runs, plotFile)

@@ -71,7 +71,7 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 			return sc, usagef("--central needs one seed (--share 0) and access links (--up, --down or --classes)")
 		}
 	} else if !sc.Watch && sc.Trees == 0 && (sc.NoDelay || sc.FreeControl || sc.UploadRarest) {
-		return sc, usagef("--latency none, --free-control and --upload-rarest need --watch")
+		return sc, usagef("--free-control and --upload-rarest need --watch; --latency none needs --watch, --central or --trees")
 	}
 	if sc.Watch {
 		// As the testnet's fetches: 16 sources, a window of 16 blocks.

@@ -120,6 +120,9 @@ func TestSwarmVersusTestnet(t *testing.T) {
 	if r.Completed != 11 || r.MedianTStar < 1 || r.MaxTStar < r.MedianTStar {
 		t.Errorf("testnet: %d of 11 completed, over T* median %g, max %g", r.Completed, r.MedianTStar, r.MaxTStar)
 	}
+	if r.SeedOutS < r.TStarS-1e-6 || r.SeedOutS > r.MaxS {
+		t.Errorf("testnet: every block out of the seed at %g s, T* %g s, last completion %g s", r.SeedOutS, r.TStarS, r.MaxS)
+	}
 	if r.SchedP99S <= 0 || r.SchedP99S > r.RunSeconds {
 		t.Errorf("testnet: goroutines waited %g s for a CPU (p99) in a %g s run", r.SchedP99S, r.RunSeconds)
 	}

@@ -381,6 +381,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		}
 		printTStar(out, "testnet", runName(r.Method, r.Choice), r.TStarS, r.MedianS, r.P95S, r.MaxS)
 		printUploads(out, "testnet", runName(r.Method, r.Choice), r.SeedSentBytes, r.Bytes, r.UploadUse)
+		printSeedOut(out, "testnet", runName(r.Method, r.Choice), r.SeedOutS, r.TStarS)
 	}
 	for k, r := range rep.Runs {
 		printChurnLiars(out, r)
@@ -446,6 +447,15 @@ func printUploads(out io.Writer, what, method string, seedSent, file int64, use 
 	}
 	fmt.Fprintf(out, "%s %s: the seed uploaded %.1f copies of the file; uplinks %.0f%% busy until the last completion\n",
 		what, method, float64(seedSent)/float64(max(1, file)), 100*use)
+}
+
+// printSeedOut prints when every block had left the seed, in seconds and
+// over T* (nothing when either is unknown).
+func printSeedOut(out io.Writer, what, method string, seedOutS, tstarS float64) {
+	if seedOutS <= 0 || tstarS <= 0 {
+		return
+	}
+	fmt.Fprintf(out, "%s %s: every block had left the seed at %.2f s (%.2fx T*)\n", what, method, seedOutS, seedOutS/tstarS)
 }
 
 // plotTestnet draws, for each run, the share of fetchers holding the whole

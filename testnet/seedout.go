@@ -1,0 +1,39 @@
+package testnet
+
+import (
+	"sync"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/peer"
+)
+
+// seedOut notes, from the seed's serve events, when it had sent every
+// block at least once.
+type seedOut struct {
+	mu   sync.Mutex
+	sent []bool
+	left int
+	at   time.Time
+}
+
+// observe counts a block the seed sent (coded blocks are not the file's).
+func (o *seedOut) observe(ev peer.ServeEvent) {
+	if ev.Kind != peer.EventBlockSent || ev.Coded {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ev.Index >= 0 && ev.Index < len(o.sent) && !o.sent[ev.Index] {
+		o.sent[ev.Index] = true
+		if o.left--; o.left == 0 {
+			o.at = time.Now()
+		}
+	}
+}
+
+// done returns when every block had been sent once (zero: not all were).
+func (o *seedOut) done() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.at
+}
