@@ -112,6 +112,8 @@ type centralModel struct {
 	inflight []int
 	told     [][]float64
 	from     [][]int32
+	// again marks the redundant sends (Lag): their senders know of them.
+	again map[int64]bool
 	// sending counts, per peer, the uplinks sending it a block; idle marks
 	// peers whose uplink is free with nothing to send.
 	sending []int
@@ -131,7 +133,7 @@ func (m *centralModel) start() {
 	m.count = make([]int32, m.u)
 	m.awaits, m.told, m.from = make([][]bool, n), make([][]float64, n), make([][]int32, n)
 	m.inflight, m.sending, m.idle = make([]int, n), make([]int, n), make([]bool, n)
-	m.rarity, m.known = make([]int32, m.u), make([]int, n)
+	m.rarity, m.known, m.again = make([]int32, m.u), make([]int, n), map[int64]bool{}
 	for a := range m.peers {
 		m.awaits[a], m.told[a], m.from[a] = make([]bool, m.u), make([]float64, m.u), make([]int32, m.u)
 		for b := range m.u {
@@ -173,7 +175,12 @@ func (m *centralModel) knows(a, y, b int) bool {
 	if !m.Lag {
 		return m.awaits[y][b] || m.peers[y].set.Has(b)
 	}
-	return int(m.from[y][b]) == a || m.told[y][b]+float64(m.delay(y, a)) <= m.sim.Now()
+	return int(m.from[y][b]) == a || m.told[y][b]+float64(m.delay(y, a)) <= m.sim.Now() || m.again[m.key(a, y, b)]
+}
+
+// key names sender a's send of block b to peer y in again.
+func (m *centralModel) key(a, y, b int) int64 {
+	return (int64(a)*int64(len(m.peers))+int64(y))*int64(m.u) + int64(b)
 }
 
 // have is how many blocks a knows peer y to hold or await.
@@ -185,8 +192,8 @@ func (m *centralModel) have(a, y int) int {
 }
 
 // survey fills, for a decision of sender a, the rarity of each block (the
-// peers holding or awaiting it, as far as a knows, among those a reaches
-// and itself) and, with Lag, the blocks a knows each peer to hold or await.
+// peers holding or awaiting it, as far as a knows, among those a reaches)
+// and, with Lag, the blocks a knows each peer to hold or await.
 func (m *centralModel) survey(a int) {
 	if !m.Lag {
 		copy(m.rarity, m.count)
@@ -198,7 +205,7 @@ func (m *centralModel) survey(a int) {
 		k, d := 0, float64(m.delay(int(y), a))
 		from, told := m.from[y], m.told[y]
 		for b := range m.u {
-			if int(from[b]) == a || told[b]+d <= now { // knows(a, y, b)
+			if int(from[b]) == a || told[b]+d <= now || (len(m.again) > 0 && m.again[m.key(a, int(y), b)]) { // knows(a, y, b)
 				m.rarity[b]++
 				k++
 			}
@@ -268,6 +275,9 @@ func (m *centralModel) send(a, y, b int) {
 	}
 	m.idle[a] = false
 	first := !m.awaits[y][b] && !m.peers[y].set.Has(b)
+	if !first {
+		m.again[m.key(a, y, b)] = true
+	}
 	if first {
 		m.count[b]++
 		m.awaits[y][b] = true

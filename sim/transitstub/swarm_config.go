@@ -195,8 +195,11 @@ type SwarmResult struct {
 	Choice string `json:"choice"`
 	// Model is what was timed: "rounds" (repeated reconciliations),
 	// "watch" (SwarmConfig.Watch), followed by "+no-delay",
-	// "+free-control" and "+upload-rarest" for those options, or "central"
-	// (SwarmConfig.Central, "+no-delay" without route delays).
+	// "+free-control" and "+upload-rarest" for those options; "central"
+	// (SwarmConfig.Central) followed by "+lag", "+neighbours",
+	// "+random-receiver" or "+nearest-receiver", "+random-blocks" and
+	// "+no-delay"; or "trees-K" (SwarmConfig.Trees) followed by "+by-delay"
+	// and "+no-delay".
 	Model  string `json:"model"`
 	Peers  int    `json:"peers"`
 	Blocks int    `json:"blocks"`
@@ -218,12 +221,13 @@ type SwarmResult struct {
 	// SeedSentBytes is what the seed sent (OneSeed, access links); UploadUse
 	// the bytes all peers sent over what their capped uplinks could have
 	// carried until the last completion (0 if any is uncapped); as testnet's.
-	SeedSentBytes int64 `json:"seed_sent_bytes,omitempty"`
+	SeedSentBytes int64   `json:"seed_sent_bytes,omitempty"`
+	UploadUse     float64 `json:"upload_use,omitempty"`
 	// SeedOutMS is when the seed's uplink had sent every block at least once
-	// (OneSeed, watch model and central schedule): no peer can complete
-	// before it plus a delay, and T* assumes it is F over the seed's upload.
+	// (OneSeed; the watch model, the central schedule and the trees): no
+	// peer can complete before it plus a delay, and T* takes it to be the
+	// file over the seed's upload.
 	SeedOutMS float64 `json:"seed_out_ms,omitempty"`
-	UploadUse float64 `json:"upload_use,omitempty"`
 	// Completion time per peer, ms from the start.
 	MedianMS float64 `json:"median_ms"`
 	P95MS    float64 `json:"p95_ms"`
