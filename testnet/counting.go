@@ -54,6 +54,8 @@ func (c *counters) counter(proto protocol.ID, outbound bool) *atomic.Int64 {
 		return &c.manifest
 	case peer.ProtoPeers:
 		return &c.peers
+	case ProtoPush:
+		return &c.blocks
 	}
 	return nil
 }

@@ -72,8 +72,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Choice != peer.BlockRarest {
 		name += "-" + cfg.Choice.String()
 	}
+	if cfg.Trees > 0 {
+		name = fmt.Sprintf("trees-%d", cfg.Trees)
+	}
 	runDir := filepath.Join(cfg.Dir, name)
-	res := &Result{Method: cfg.Method.String(), Choice: cfg.Choice.String(), Transport: cfg.Transport.String(), Latency: cfg.Latency.String(),
+	res := &Result{Method: name, Choice: cfg.Choice.String(), Transport: cfg.Transport.String(), Latency: cfg.Latency.String(),
 		Neighbours: cfg.Neighbours.String(), Nodes: cfg.Nodes, Hold: cfg.Hold, Seed: cfg.Seed, Root: m.ID().String(),
 		Blocks: m.BlockCount(), BlockSize: m.BlockSize(), Bytes: m.TotalSize(), Links: len(ov.pairs),
 		BandwidthBps: cfg.Bandwidth, Identical: -1, Churn: cfg.Churn, Dir: runDir}
@@ -157,6 +160,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 			res.TStarS = ts.FluidBound(float64(m.TotalSize()), up[seedNode], fu, fd)
 		}
+	}
+	// Stripe trees: their parent-child pairs join the overlay's, with their
+	// latencies.
+	var trees *ts.StripeTrees
+	if cfg.Trees > 0 {
+		trees = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), rand.New(rand.NewPCG(cfg.Seed, 0x7472656573)))
 	}
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.
@@ -340,7 +349,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			n.units = n.store
 		}
 	}
-	data = nil
+	if trees == nil {
+		data = nil // the pushes read the blocks from it
+	}
 	w := &swarm{cfg: cfg, fab: fab, ov: ov, roles: roles, root: m.ID(), cnt: cnt, nodes: nodes, nodesMu: &nodesMu,
 		newService: newService, isLiar: isLiar}
 	w.init()
@@ -358,6 +369,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer cancel()
 	lctx, lcancel := context.WithCancel(rctx)
 	defer lcancel()
+	var tp *treePush
+	if trees != nil {
+		hosts, stores := make([]*countingHost, cfg.Nodes), make([]*chunker.Store, cfg.Nodes)
+		for i, n := range nodes {
+			hosts[i] = &countingHost{Host: fab.host(i), c: cnt, shape: shape, self: i}
+			if n.fetch {
+				stores[i] = n.store
+			}
+		}
+		tp = newTreePush(lctx, trees, cfg.Trees, m, seedNode, hosts, stores, func(int) {
+			w.blocks.Add(1)
+			w.honest.Add(1)
+		})
+	}
 	start := time.Now()
 	cpu0, sched0 := cpuTime(), schedSample()
 	tr.begin(start, cfg.Method.String(), seedNode)
@@ -389,10 +414,24 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			w.running.Add(1) // before it starts, so that late joins wait for it
 		}
 		wg.Add(1)
+		if tp != nil {
+			go func() {
+				defer wg.Done()
+				err := tp.wait(i)
+				w.outs[i].at, w.outs[i].err = time.Since(start), err
+				w.running.Add(-1)
+				w.done.Add(1)
+			}()
+			continue
+		}
 		go func() {
 			defer wg.Done()
 			w.life(i, joins[i])
 		}()
+	}
+	if tp != nil {
+		tp.start(data)
+		data = nil
 	}
 	// What the honest fetchers that start with the run need, for the late
 	// joins.
@@ -441,6 +480,9 @@ wait:
 	res.SchedP99S = schedWait(sched0, schedSample(), 0.99)
 	lcancel()
 	liars.Wait()
+	if tp != nil {
+		tp.close()
+	}
 	stopSampling()
 	progress()
 
@@ -521,7 +563,11 @@ wait:
 		if seedNode >= 0 {
 			res.SeedSentBytes = shape.sent[seedNode].Load()
 		}
-		if at := out.done(); !at.IsZero() {
+		at := out.done()
+		if tp != nil {
+			at = tp.seedOut()
+		}
+		if !at.IsZero() {
 			res.SeedOutS = at.Sub(start).Seconds() / scale
 		}
 		if capacity > 0 && !math.IsInf(capacity, 1) {

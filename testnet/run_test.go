@@ -110,6 +110,10 @@ func TestRunConfigErrors(t *testing.T) {
 		{Nodes: 4, Classes: []ts.AccessClass{{Share: 0.5, Up: 1, Down: 1}}, Dir: dir},
 		{Nodes: 4, Neighbours: NeighboursRandom, Degree: 4, Dir: dir},
 		{Nodes: 4},
+		{Nodes: 4, Trees: -1, Dir: dir},
+		{Nodes: 4, Trees: 2, Hold: 0.5, Dir: dir},
+		{Nodes: 4, Trees: 2, Liars: 0.2, Dir: dir},
+		{Nodes: 4, Trees: 2, Method: reconcile.Byers, Dir: dir},
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: got %v, want ErrConfig", cfg, err)

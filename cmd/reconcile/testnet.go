@@ -72,7 +72,8 @@ func testnetCommand() *cli.Command {
 			"flip bytes in every block they send, phantom ones claim the whole file in their filters and\n" +
 			"offers and answer every block as missing. Every honest peer that stays or comes back must\n" +
 			"end byte-identical; liars and peers that leave for good are not checked. --baseline also\n" +
-			"runs each method without churn and liars, for what they cost.\n\n" +
+			"runs each method without churn and liars, for what they cost. --trees K replaces the\n" +
+			"fetches by pushes down K stripe trees from the seed (an experiment of the harness, no repair).\n\n" +
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete\n" +
@@ -81,7 +82,8 @@ func testnetCommand() *cli.Command {
 			"   reconcile testnet --nodes 100 --hold 0.3 --method byers --json\n" +
 			"   reconcile testnet --nodes 100 --method all\n" +
 			"   reconcile testnet --nodes 20 --transport tcp\n" +
-			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete --churn 0.1 --liars 0.1 --baseline",
+			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete --churn 0.1 --liars 0.1 --baseline\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --block-size 64KiB --up 20Mbit --down 100Mbit --trees 8",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"peers"}, Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
@@ -115,6 +117,7 @@ func testnetCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			&cli.StringFlag{Name: "rarity", Value: "exact", Usage: "how fetches choose which offered block to ask for first, a comma list run side by side: exact (rarest first, counted from the sources' offers and haves, as bitfields would), filters (rarest first, estimated from the sum of the neighbours' counting Bloom filters, T8), random"},
 			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes and blocks to move, the sources of a fetch, T* and the cores; 1: real time"},
+			&cli.IntFlag{Name: "trees", Usage: "instead of fetching, push the file down this many stripe trees from the seed (an experiment: sim swarm --trees --trees-by-delay on the testnet's network; every fetcher an inner node of one tree, a leaf of the others, placed by latency; one seed, no churn or liars)"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent, reconciliation answered and request turned away busy to `FILE`, a line each (start METHOD SEED; sent T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; busy T FROM TO; T in seconds from the start, FROM and TO node numbers)"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
@@ -215,6 +218,15 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	if !ok {
 		return fail("--method %q: want complete, byers, both, ccbf, bitfield, iblt, all or a comma list", c.String("method"))
 	}
+	if cfg.Trees = c.Int("trees"); cfg.Trees < 0 {
+		return fail("--trees must not be negative, got %d", cfg.Trees)
+	}
+	if cfg.Trees > 0 {
+		if c.IsSet("method") || c.IsSet("rarity") || cfg.Liars > 0 || cfg.Churn != (testnet.Churn{}) || cfg.Hold != 0 {
+			return fail("--trees replaces the fetches by pushes from one seed: it takes no --method, --rarity, --churn, --liars or --hold")
+		}
+		methods = []reconcile.Method{reconcile.Complete}
+	}
 	if (cfg.Liars > 0 || cfg.Churn != testnet.Churn{}) && slices.Contains(methods, reconcile.Byers) {
 		return fail("--churn and --liars need block methods (complete, ccbf, bitfield, iblt), not byers")
 	}
@@ -277,6 +289,9 @@ func runTestnet(c *cli.Context) error {
 			rc.Method, rc.Choice = m, mc.choice
 			rc.Dir = dir
 			what := runName(m.String(), mc.choice.String())
+			if rc.Trees > 0 {
+				what = fmt.Sprintf("trees-%d", rc.Trees)
+			}
 			if k == 1 {
 				rc.Dir, what = filepath.Join(dir, "baseline"), what+" baseline"
 			}

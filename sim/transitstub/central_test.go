@@ -88,18 +88,19 @@ func TestCentralSchedule(t *testing.T) {
 	}
 }
 
-// TestTreesBuild: in every stripe's tree each fetcher has one parent and
+// TestStripeTrees: in every stripe's tree each fetcher has one parent and
 // hears from the seed through it (no cycle), and no fetcher has more
 // children over all stripes than its places (k, or in proportion to its
 // upload capacity: about one copy of the file), for swarm sizes around and
 // below the stripe count.
-func TestTreesBuild(t *testing.T) {
+func TestStripeTrees(t *testing.T) {
 	for _, n := range []int{1, 2, 3, 7, 30, 201} {
 		for _, k := range []int{1, 2, 4, 8, 16} {
 			for _, byDelay := range []bool{false, true} {
-				peers := make([]swarmPeer, n+1) // peer n is the seed
-				m := &treeModel{peers: peers, k: k, seed: n, byDelay: byDelay, blockMS: 1,
-					route: func(a, b int) Route { return Route{DelayMS: int32((a*7 + b*13) % 50)} }}
+				var delay func(a, b int) float64 // peer n is the seed
+				if byDelay {
+					delay = func(a, b int) float64 { return float64((a*7 + b*13) % 50) }
+				}
 				order := rand.New(rand.NewPCG(uint64(n), uint64(k))).Perm(n)
 				var up []float64
 				if n%2 == 1 {
@@ -108,17 +109,17 @@ func TestTreesBuild(t *testing.T) {
 						up[i] = float64(1 + i%3)
 					}
 				}
-				m.build(order, up)
+				m := NewStripeTrees(n+1, k, order, up, n, delay, 1)
 				load := make([]int, n+1)
 				for s := range k {
 					parent := make([]int, n+1)
 					for i := range parent {
 						parent[i] = -1
 					}
-					for p, kids := range m.kids[s] {
+					for p, kids := range m.Kids[s] {
 						load[p] += len(kids)
 						for _, c := range kids {
-							if parent[c] >= 0 || int(c) == m.roots[s] {
+							if parent[c] >= 0 || int(c) == m.Roots[s] {
 								t.Fatalf("n %d k %d: stripe %d: %d has two parents", n, k, s, c)
 							}
 							parent[c] = p
@@ -126,7 +127,7 @@ func TestTreesBuild(t *testing.T) {
 					}
 					for _, a := range order {
 						hops := 0
-						for x := a; x != m.roots[s]; x = parent[x] {
+						for x := a; x != m.Roots[s]; x = parent[x] {
 							if parent[x] < 0 || hops > n {
 								t.Fatalf("n %d k %d by delay %v: stripe %d: %d does not hear from the root", n, k, byDelay, s, a)
 							}

@@ -521,7 +521,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	}
 	if cfg.Trees > 0 {
 		tm := &treeModel{sim: &sim, peers: peers, u: u, k: cfg.Trees, blockLen: pr.blocksBytes([]uint32{0}), noDelay: cfg.NoDelay,
-			res: res, route: o.Route, transfer: transfer, complete: complete, seedOut: out, seed: seedPeer, byDelay: cfg.TreesByDelay, blockMS: 1000 * float64(pr.blocksBytes([]uint32{0})) / up[seedPeer]}
+			res: res, route: o.Route, transfer: transfer, complete: complete, seedOut: out, seed: seedPeer, blockMS: 1000 * float64(pr.blocksBytes([]uint32{0})) / up[seedPeer]}
 		var order []int
 		for _, a := range rng.Perm(n) {
 			if a != seedPeer {
@@ -532,7 +532,11 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		if len(cfg.Classes) > 0 {
 			caps = up
 		}
-		tm.build(order, caps)
+		var delay func(a, b int) float64
+		if cfg.TreesByDelay {
+			delay = func(a, b int) float64 { return float64(tm.delay(a, b)) }
+		}
+		tm.trees = NewStripeTrees(n, cfg.Trees, order, caps, seedPeer, delay, tm.blockMS)
 		tm.start()
 	}
 	sim.Run(inf)

@@ -41,7 +41,6 @@ type treeModel struct {
 	u, k     int
 	blockLen int
 	noDelay  bool
-	byDelay  bool
 	blockMS  float64 // a block's time on the seed's uplink
 	res      *SwarmResult
 	route    func(a, b int) Route
@@ -49,26 +48,38 @@ type treeModel struct {
 	complete func(a int)
 	seedOut  *seedOut
 	seed     int
-	// roots is each stripe's root; kids, per stripe, each peer's children
-	// in the order they get its blocks.
-	roots []int
-	kids  [][][]int32
+	trees    *StripeTrees
 }
 
-// build deals the fetchers, listed in order, into k stripe trees. With
-// up (the peers' upload capacities; nil: all alike) the k·(n-1) child
-// places are shared in proportion to the fetchers' capacities (largest
-// remainders), instead of k to each in order.
-func (m *treeModel) build(order []int, up []float64) {
-	n := len(order)
-	m.roots = make([]int, m.k)
-	m.kids = make([][][]int32, m.k)
+// StripeTrees are k stripe trees over a swarm's fetchers (see trees.go):
+// the seed sends stripe s's blocks (block b is in stripe b mod k) to
+// Roots[s], and every peer passes each block of stripe s it gets on to
+// Kids[s][peer], in that order.
+type StripeTrees struct {
+	Roots []int
+	Kids  [][][]int32
+}
+
+// NewStripeTrees deals the fetchers, listed in order (indices below n, the
+// peers' count), into k stripe trees. With up (the upload capacities of
+// the n peers; nil: all alike) the k·(len(order)-1) child places are shared
+// in proportion to the fetchers' capacities (largest remainders), instead
+// of k to each in order. With delay (the one-way delay from a peer to
+// another, in ms; nil: breadth-first order) each fetcher is placed under
+// the parent it would hear from first, counting blockMS for each child
+// placed before it; the seed is peer seed.
+func NewStripeTrees(n, k int, order []int, up []float64, seed int, delay func(a, b int) float64, blockMS float64) *StripeTrees {
+	t := &StripeTrees{Roots: make([]int, k), Kids: make([][][]int32, k)}
+	if len(order) == 0 || k < 1 {
+		return t
+	}
+	nf := len(order)
 	// owner[g] is the fetcher that owns place g; every fetcher but a
 	// stripe's root needs one in each stripe.
 	var owner []int
-	if places := treePlaces(order, up, m.k); places == nil {
+	if places := treePlaces(order, up, k); places == nil {
 		for _, a := range order {
-			for range m.k {
+			for range k {
 				owner = append(owner, a)
 			}
 		}
@@ -79,16 +90,16 @@ func (m *treeModel) build(order []int, up []float64) {
 			}
 		}
 	}
-	for s := range m.k {
-		kids := make([][]int32, len(m.peers))
-		m.kids[s] = kids
+	for s := range k {
+		kids := make([][]int32, n)
+		t.Kids[s] = kids
 		// Stripe s takes places lo to hi.
-		lo, hi := s*(n-1), (s+1)*(n-1)
+		lo, hi := s*(nf-1), (s+1)*(nf-1)
 		root := order[0]
 		if lo < len(owner) {
 			root = owner[lo]
 		}
-		m.roots[s] = root
+		t.Roots[s] = root
 		room := map[int]int{root: 0}
 		inner := []int{root}
 		for g := lo; g < hi; g++ {
@@ -104,13 +115,13 @@ func (m *treeModel) build(order []int, up []float64) {
 				line = append(line, a)
 			}
 		}
-		if !m.byDelay {
+		if delay == nil {
 			for j, c := range line {
 				kids[owner[lo+j]] = append(kids[owner[lo+j]], int32(c))
 			}
 			continue
 		}
-		heard := map[int]float64{root: float64(m.delay(m.seed, root))}
+		heard := map[int]float64{root: delay(seed, root)}
 		placed := []int{root} // inner nodes in the tree so far
 		for _, c := range line {
 			best, bestAt := -1, 0.0
@@ -118,7 +129,7 @@ func (m *treeModel) build(order []int, up []float64) {
 				if room[p] == 0 {
 					continue
 				}
-				at := heard[p] + float64(m.delay(p, c)) + float64(len(kids[p])+1)*m.blockMS
+				at := heard[p] + delay(p, c) + float64(len(kids[p])+1)*blockMS
 				if best < 0 || at < bestAt {
 					best, bestAt = p, at
 				}
@@ -133,6 +144,7 @@ func (m *treeModel) build(order []int, up []float64) {
 			}
 		}
 	}
+	return t
 }
 
 // delay is the one-way delay from a to b in ms (0 with NoDelay).
@@ -146,7 +158,7 @@ func (m *treeModel) delay(a, b int) int32 {
 // start sends every block from the seed to its stripe's root, in order.
 func (m *treeModel) start() {
 	for b := range m.u {
-		m.push(m.seed, m.roots[b%m.k], b)
+		m.push(m.seed, m.trees.Roots[b%m.k], b)
 	}
 }
 
@@ -175,7 +187,7 @@ func (m *treeModel) arrived(y, b int) {
 	if q.set.Len() == m.u {
 		m.complete(y)
 	}
-	for _, c := range m.kids[b%m.k][y] {
+	for _, c := range m.trees.Kids[b%m.k][y] {
 		m.push(y, int(c), b)
 	}
 }
