@@ -134,24 +134,17 @@ func (tp *treePush) receive(i int, s network.Stream) {
 		return
 	}
 	r := bufio.NewReaderSize(s, 64<<10)
-	var hdr [pushFrame]byte
 	st := tp.stores[i]
 	for {
-		if _, err := io.ReadFull(r, hdr[:]); err != nil {
-			if !errors.Is(err, io.EOF) && tp.ctx.Err() == nil && !st.Complete() {
+		b, data, err := readPush(r, tp.man)
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			if tp.ctx.Err() == nil && !st.Complete() {
 				tp.fail(i, fmt.Errorf("testnet: push from %s: %w", s.Conn().RemotePeer(), err))
 			}
-			return
-		}
-		b, n := int(binary.BigEndian.Uint32(hdr[:4])), int(binary.BigEndian.Uint32(hdr[4:]))
-		if b >= tp.man.BlockCount() || n != tp.man.BlockLen(b) {
-			tp.fail(i, fmt.Errorf("testnet: push of block %d, %d bytes: not a block of the file", b, n))
 			_ = s.Reset()
-			return
-		}
-		data := make([]byte, n)
-		if _, err := io.ReadFull(r, data); err != nil {
-			tp.fail(i, fmt.Errorf("testnet: push of block %d: %w", b, err))
 			return
 		}
 		held := st.Has(b)
@@ -171,6 +164,33 @@ func (tp *treePush) receive(i int, s network.Stream) {
 			tp.once[i].Do(func() { close(tp.done[i]) })
 		}
 	}
+}
+
+// errPush is a push frame that is not a block of the file.
+var errPush = errors.New("not a block of the file")
+
+// readPush reads one push frame from r: the block's index and its bytes.
+// It returns io.EOF at a clean end between frames, errPush for a frame
+// whose index or length is not a block of m's (before reading or
+// allocating its bytes), and io.ErrUnexpectedEOF for a frame cut short.
+// The bytes are not checked against the block's hash (the store does).
+func readPush(r io.Reader, m *chunker.Manifest) (int, []byte, error) {
+	var hdr [pushFrame]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, err
+	}
+	b, n := binary.BigEndian.Uint32(hdr[:4]), binary.BigEndian.Uint32(hdr[4:])
+	if int64(b) >= int64(m.BlockCount()) || int64(n) != int64(m.BlockLen(int(b))) {
+		return 0, nil, fmt.Errorf("testnet: push of block %d, %d bytes: %w", b, n, errPush)
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(r, data); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, fmt.Errorf("testnet: push of block %d: %w", b, err)
+	}
+	return int(b), data, nil
 }
 
 // push queues block b, data, on the stream from a to c, opening it (and

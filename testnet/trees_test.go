@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -127,4 +129,38 @@ func TestTreePushHostile(t *testing.T) {
 	if !st.Complete() || tp.err(1) != nil {
 		t.Fatalf("pushes from the parent: held %d of %d, err %v", st.HeldCount(), m.BlockCount(), tp.err(1))
 	}
+}
+
+// FuzzReadPush: a push frame decodes to a block of the file with its
+// length, or to an error; never a panic, and never an allocation the
+// header merely claims (a length is checked against the manifest first).
+func FuzzReadPush(f *testing.F) {
+	data := bytes.Repeat([]byte("reconcile"), 1000) // 9000 bytes: blocks of 4096, 4096, 808
+	m, err := chunker.ChunkReader(context.Background(), "f", 0o644, bytes.NewReader(data), chunker.MinBlockSize)
+	if err != nil {
+		f.Fatal(err)
+	}
+	frame := func(b, n uint32, payload []byte) []byte {
+		return append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, b), n), payload...)
+	}
+	f.Add(frame(2, 808, data[8192:]))
+	f.Add(frame(0, 4096, data[:10]))
+	f.Add(frame(3, 4096, nil))
+	f.Add(frame(1, 1<<31, nil))
+	f.Add([]byte{0, 0, 0})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		r := bytes.NewReader(in)
+		for {
+			b, got, err := readPush(r, m)
+			if err != nil {
+				if errors.Is(err, io.EOF) && r.Len() != 0 {
+					t.Fatalf("EOF with %d bytes left", r.Len())
+				}
+				return
+			}
+			if b < 0 || b >= m.BlockCount() || len(got) != m.BlockLen(b) {
+				t.Fatalf("block %d of %d bytes", b, len(got))
+			}
+		}
+	})
 }
