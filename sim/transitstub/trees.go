@@ -11,14 +11,14 @@ import (
 // The stripe trees (SwarmConfig.Trees) are a push protocol that needs no
 // knowledge of which blocks other peers hold, after SplitStream (Castro et
 // al., 2003): the file's blocks are dealt into k stripes (block b to
-// stripe b mod k), each with its own tree over the fetchers. Every fetcher
-// has k child places in all (in proportion to its upload capacity where
-// the capacities differ); taken in a random order of the fetchers, the
-// first places go to stripe 0's tree, the next to stripe 1's, and so on.
-// A fetcher whose places a stripe takes is an inner node of that stripe's
-// tree (of two stripes, where its places straddle them) and a leaf of the
-// others, so every fetcher uploads at most about one copy of the file, as
-// T* needs. In each tree the inner nodes are placed first, then the
+// stripe b mod k), each with its own tree over the fetchers. The n
+// fetchers have k child places each (in proportion to their upload
+// capacities where those differ), of which the k trees need k·(n-1):
+// taken in a random order of the fetchers, the first n-1 go to stripe 0's
+// tree, the next to stripe 1's, and so on. A fetcher whose places a stripe
+// takes is an inner node of that stripe's tree (of two stripes, where its
+// places straddle them) and a leaf of the others, so every fetcher uploads
+// at most about one copy of the file, as T* needs. In each tree the inner nodes are placed first, then the
 // leaves, each under a parent with a free place: in breadth-first order,
 // or with TreesByDelay under the parent it would hear from first (the
 // parent's own arrival over the tree so far, the one-way delay between
@@ -51,7 +51,8 @@ type treeModel struct {
 	trees    *StripeTrees
 }
 
-// StripeTrees are k stripe trees over a swarm's fetchers (see trees.go):
+// StripeTrees are k stripe trees over a swarm's fetchers, as
+// SwarmConfig.Trees pushes a file down them (and testnet's Config.Trees):
 // the seed sends stripe s's blocks (block b is in stripe b mod k) to
 // Roots[s], and every peer passes each block of stripe s it gets on to
 // Kids[s][peer], in that order.
