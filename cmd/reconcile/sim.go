@@ -526,6 +526,14 @@ func simSwarmCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if acc.Central != nil || acc.Trees > 0 {
+				// A push schedule moves blocks with no reconciliation: one run,
+				// labelled complete (the default).
+				if c.IsSet("method") && !slices.Equal(methods, []reconcile.Method{reconcile.Complete}) || c.IsSet("rarity") || c.IsSet("rarest-first") {
+					return usagef("--central and --trees time a schedule of pushes, not a reconciliation method or block choice: give no --rarity or --rarest-first, and no --method but complete")
+				}
+				methods = []reconcile.Method{reconcile.Complete}
+			}
 			choices, err := swarmChoices(c)
 			if err != nil {
 				return err

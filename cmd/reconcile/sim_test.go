@@ -175,6 +175,8 @@ func TestSwarmVersusTestnet(t *testing.T) {
 		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--trees", "-1"},
 		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--trees-by-delay"},
 		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--trees", "2", "--central"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--trees", "2", "--method", "complete,bitfield"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--central", "--rarity", "random"},
 	} {
 		if _, err := run(t, "", args...); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v", args, err)
