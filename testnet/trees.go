@@ -66,11 +66,9 @@ type treePush struct {
 
 // pushOut is one sender's stream of pushes to one child, fed in order.
 type pushOut struct {
-	mu      sync.Mutex
-	q       [][]byte // frames to write
-	idx     []int
-	wake    chan struct{}
-	closing bool
+	mu   sync.Mutex
+	q    [][]byte // frames to write
+	wake chan struct{}
 }
 
 // newTreePush sets the pushes of a run up, to last until ctx is done:
