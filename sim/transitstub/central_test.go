@@ -2,7 +2,6 @@ package transitstub
 
 import (
 	"math/rand/v2"
-	"reflect"
 	"slices"
 	"testing"
 
@@ -15,24 +14,6 @@ func pushSwarm() SwarmConfig {
 	f := PaperFilter()
 	f.M, f.BlockBytes = 1024, 64<<10
 	return SwarmConfig{Filter: f, Blocks: 32, OneSeed: true, Method: reconcile.Complete, Seed: 4, Up: 1e6, Down: 5e6}
-}
-
-// runTwice runs cfg twice and fails unless both runs agree.
-func runTwice(t *testing.T, net *Network, cfg SwarmConfig) *SwarmResult {
-	t.Helper()
-	r, err := RunSwarm(net, cfg, fixedCosts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2, err := RunSwarm(net, cfg, fixedCosts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.WallSeconds, r2.WallSeconds = 0, 0
-	if !reflect.DeepEqual(r, r2) {
-		t.Fatalf("%s: same seed, different results", r.Model)
-	}
-	return r
 }
 
 // TestCentralSchedule: with instant knowledge every fetcher completes from

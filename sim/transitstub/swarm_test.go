@@ -58,6 +58,25 @@ func TestRunSwarm(t *testing.T) {
 	}
 }
 
+// runTwice runs cfg twice and fails unless both runs agree (the same seed
+// must give the same result, the wall time aside).
+func runTwice(t *testing.T, net *Network, cfg SwarmConfig) *SwarmResult {
+	t.Helper()
+	r, err := RunSwarm(net, cfg, fixedCosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := RunSwarm(net, cfg, fixedCosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.WallSeconds, r2.WallSeconds = 0, 0
+	if !reflect.DeepEqual(r, r2) {
+		t.Fatalf("%s: same seed, different results", r.Model)
+	}
+	return r
+}
+
 func TestRunSwarmSharesEverything(t *testing.T) {
 	net := smallNet(t, 5, ChordConfig{})
 	cfg := smallSwarm(reconcile.Complete)
