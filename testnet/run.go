@@ -384,7 +384,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				stores[i] = n.store
 			}
 		}
-		tp = newTreePush(lctx, trees, cfg.Trees, m, seedNode, hosts, stores, func(int) {
+		tp = newTreePush(lctx, trees, m, seedNode, hosts, stores, func(int) {
 			w.blocks.Add(1)
 			w.honest.Add(1)
 		})

@@ -38,7 +38,6 @@ const pushFrame = 8
 // its children in that block's stripe.
 type treePush struct {
 	trees *ts.StripeTrees
-	k     int
 	man   *chunker.Manifest
 	seed  int
 	hosts []*countingHost
@@ -73,9 +72,9 @@ type pushOut struct {
 
 // newTreePush sets the pushes of a run up, to last until ctx is done:
 // every fetcher (stores[i] non-nil) listens for its parents' pushes.
-func newTreePush(ctx context.Context, trees *ts.StripeTrees, k int, man *chunker.Manifest, seed int, hosts []*countingHost, stores []*chunker.Store, onBlock func(i int)) *treePush {
+func newTreePush(ctx context.Context, trees *ts.StripeTrees, man *chunker.Manifest, seed int, hosts []*countingHost, stores []*chunker.Store, onBlock func(i int)) *treePush {
 	n := len(hosts)
-	tp := &treePush{ctx: ctx, trees: trees, k: k, man: man, seed: seed, hosts: hosts, ids: make([]lpeer.ID, n),
+	tp := &treePush{ctx: ctx, trees: trees, man: man, seed: seed, hosts: hosts, ids: make([]lpeer.ID, n),
 		parents: make([]map[lpeer.ID]bool, n), stores: stores, done: make([]chan struct{}, n), once: make([]sync.Once, n), errs: make([]error, n),
 		onBlock: onBlock, outs: map[[2]int]*pushOut{}}
 	for i, h := range hosts {
@@ -104,7 +103,7 @@ func newTreePush(ctx context.Context, trees *ts.StripeTrees, k int, man *chunker
 // may drop it), from the seed to its stripe's root, in order.
 func (tp *treePush) start(data []byte) {
 	for b := range tp.man.BlockCount() {
-		tp.push(tp.seed, tp.trees.Roots[b%tp.k], b, blockOf(data, tp.man, b))
+		tp.push(tp.seed, tp.trees.Root(b), b, blockOf(data, tp.man, b))
 	}
 }
 
@@ -155,7 +154,7 @@ func (tp *treePush) receive(i int, s network.Stream) {
 			continue
 		}
 		tp.onBlock(i)
-		for _, c := range tp.trees.Kids[b%tp.k][i] {
+		for _, c := range tp.trees.Children(b, i) {
 			tp.push(i, int(c), b, data)
 		}
 		if st.Complete() {

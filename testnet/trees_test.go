@@ -83,7 +83,7 @@ func TestTreePushHostile(t *testing.T) {
 	defer st.Close()
 	// Node 0 seeds, node 1 fetches from it; node 2 is no parent of 1's.
 	trees := ts.NewStripeTrees(3, 1, []int{1}, nil, 0, nil, 0)
-	tp := newTreePush(ctx, trees, 1, m, 0, hosts, []*chunker.Store{nil, st, nil}, func(int) {})
+	tp := newTreePush(ctx, trees, m, 0, hosts, []*chunker.Store{nil, st, nil}, func(int) {})
 	frame := func(b, n int, payload []byte) []byte {
 		f := binary.BigEndian.AppendUint32(nil, uint32(b))
 		return append(binary.BigEndian.AppendUint32(f, uint32(n)), payload...)

@@ -520,7 +520,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		cm.start()
 	}
 	if cfg.Trees > 0 {
-		tm := &treeModel{sim: &sim, peers: peers, u: u, k: cfg.Trees, blockLen: pr.blocksBytes([]uint32{0}), noDelay: cfg.NoDelay,
+		tm := &treeModel{sim: &sim, peers: peers, u: u, blockLen: pr.blocksBytes([]uint32{0}), noDelay: cfg.NoDelay,
 			res: res, route: o.Route, transfer: transfer, complete: complete, seedOut: out, seed: seedPeer, blockMS: 1000 * float64(pr.blocksBytes([]uint32{0})) / up[seedPeer]}
 		var order []int
 		for _, a := range rng.Perm(n) {

@@ -38,7 +38,7 @@ import (
 type treeModel struct {
 	sim      *Sim
 	peers    []swarmPeer
-	u, k     int
+	u        int
 	blockLen int
 	noDelay  bool
 	blockMS  float64 // a block's time on the seed's uplink
@@ -60,6 +60,12 @@ type StripeTrees struct {
 	Roots []int
 	Kids  [][][]int32
 }
+
+// Root is the peer the seed sends block b to: its stripe's root.
+func (t *StripeTrees) Root(b int) int { return t.Roots[b%len(t.Roots)] }
+
+// Children are the peers that peer p passes block b on to, in order.
+func (t *StripeTrees) Children(b, p int) []int32 { return t.Kids[b%len(t.Roots)][p] }
 
 // NewStripeTrees deals the fetchers, listed in order (indices below n, the
 // peers' count), into k stripe trees. With up (the upload capacities of
@@ -159,7 +165,7 @@ func (m *treeModel) delay(a, b int) int32 {
 // start sends every block from the seed to its stripe's root, in order.
 func (m *treeModel) start() {
 	for b := range m.u {
-		m.push(m.seed, m.trees.Roots[b%m.k], b)
+		m.push(m.seed, m.trees.Root(b), b)
 	}
 }
 
@@ -188,7 +194,7 @@ func (m *treeModel) arrived(y, b int) {
 	if q.set.Len() == m.u {
 		m.complete(y)
 	}
-	for _, c := range m.trees.Kids[b%m.k][y] {
+	for _, c := range m.trees.Children(b, y) {
 		m.push(y, int(c), b)
 	}
 }
