@@ -40,6 +40,9 @@ type content struct {
 	// gains lists the blocks the store gained while served, in the order
 	// gained (each once): a watch sends those past its cursor (gainsSince).
 	gains []int32
+	// push is the content's place in its stripe trees (Service.Push), nil
+	// when it has none.
+	push *pushTrees
 }
 
 // A peer serves the blocks asked for by a few peers at once, as
@@ -141,7 +144,11 @@ func (c *content) noteGain(i int) {
 		close(c.grew)
 		c.grew = nil
 	}
+	t := c.push
 	c.mu.Unlock()
+	if t != nil {
+		t.gained(i)
+	}
 }
 
 // addContent serves the store st (and the coded blocks cb, if not nil),

@@ -100,9 +100,32 @@
 // reconcile plain Bloom filters of coded blocks, and decode each generation
 // once they hold enough of them.
 //
+// # Stripe trees
+//
+// (This section: peer/push.go.)
+//
+// Pulls alone leave a swarm about twice the fluid bound from done (each
+// peer learns what its neighbours hold a latency late, and asks for it a
+// round trip later). [Service.Push] places a peer in the stripe trees of a
+// content ([Stripes], as SplitStream deals a stream out): block i belongs
+// to stripe i mod K, the seed pushes each block once to its stripe's
+// root, and every peer passes each block it gains on to its children in
+// that stripe ([ProtoPush]), as soon as it has it, without anyone asking.
+// Pushes are taken from the stripes' parents only, verified and stored as
+// fetched blocks are. A running fetch leaves a stripe's blocks to the
+// pushes while they come, and asks its sources for them, as usual, once
+// the stripe goes [Stripes].RepairAfter without a push, or at once when
+// its parent's push stream fails or carries a corrupt block (that parent's
+// pushes are refused from then on): pulls repair what a parent that
+// left, lags or lies does not bring. The trees come from the application:
+// every peer must be given the same ones (package testnet derives them
+// from the swarm's membership and latencies with
+// transitstub.NewStripeTrees), and the seed's place last, as a push to a
+// peer that has none yet is refused.
+//
 // # Protocols
 //
-// All under /reconcile/1/: manifest, reconcile, blocks and peers (see the
+// All under /reconcile/1/: manifest, reconcile, blocks, peers and push (see the
 // Proto constants). Every stream carries length-prefixed frames with a limit
 // per frame ([Limits]) and buffers that grow only as bytes arrive; every read
 // and write has a deadline ([WithStreamIdle]). A malformed or oversized message

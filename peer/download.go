@@ -252,6 +252,10 @@ func (f *fetch) writer() {
 		err := f.store(job.src, job.i, job.data)
 		f.putBuf(job.buf)
 		if errors.Is(err, ErrBadBlock) {
+			if t := f.c.pushes(); job.src.push && t != nil {
+				t.parentFailed(job.src.id, true) // its stripes are repaired
+				f.updateHeld()
+			}
 			f.corrupt(job.src, job.i, err)
 		}
 	}
@@ -449,6 +453,10 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	}
 	src.share.Blocks++
 	src.share.Bytes += int64(len(data))
+	if src.push {
+		src.share.Pushed++
+		f.sum.Pushed++
+	}
 	f.lastProgress = time.Now()
 	f.lastStored = f.lastProgress
 	held := f.c.store.HeldCount()

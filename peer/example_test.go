@@ -8,10 +8,12 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 
 	"github.com/reconcile-p2p/reconcile/peer"
@@ -183,4 +185,71 @@ func ExampleNewService() {
 	// Output:
 	// fetched 7 of 7 blocks
 	// hello from the app
+}
+
+// Stripe trees: the seed pushes each block once down its stripe's tree and
+// every fetcher passes the blocks it gains on to its children, so that
+// nobody asks for a block the trees bring. Here two stripes over two
+// fetchers: a is the root of stripe 0 and b's parent in it, b the root of
+// stripe 1 and a's parent in it.
+func ExampleService_Push() {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "peer-push")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	file := filepath.Join(dir, "data.bin")
+	data := make([]byte, 256<<10)
+	for i := range data {
+		data[i] = byte(i * 31 % 251)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	var peers [3]*peer.Peer
+	for i := range peers {
+		if peers[i], err = peer.New(ctx, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0")); err != nil {
+			log.Fatal(err)
+		}
+		defer peers[i].Close()
+	}
+	seed, a, b := peers[0], peers[1], peers[2]
+	ticket, err := seed.Seed(ctx, file, peer.WithBlockSize(16<<10))
+	if err != nil {
+		log.Fatal(err)
+	}
+	places := map[*peer.Peer]peer.Stripes{
+		a: {Parents: []lpeer.ID{seed.ID(), b.ID()}, Children: [][]lpeer.ID{{b.ID()}}},
+		b: {Parents: []lpeer.ID{a.ID(), seed.ID()}, Children: [][]lpeer.ID{nil, {a.ID()}}},
+	}
+	sums := make(chan *peer.Summary, 2)
+	for _, f := range []*peer.Peer{a, b} {
+		go func() {
+			other := a
+			if f == a {
+				other = b
+			}
+			sum, err := f.Fetch(ctx, ticket, filepath.Join(dir, f.ID().String()), peer.WithStripes(places[f]), peer.WithPeers(other.Addrs()...))
+			if err != nil {
+				log.Fatal(err)
+			}
+			sums <- sum
+		}()
+	}
+	// The seed's place last: a peer refuses pushes until it has its own
+	// (the seed tries again a repair time later).
+	for !a.Pushing(ticket.Root) || !b.Pushing(ticket.Root) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := seed.Push(ticket.Root, peer.Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a.ID()}, {b.ID()}}}); err != nil {
+		log.Fatal(err)
+	}
+	for range 2 {
+		sum := <-sums
+		fmt.Printf("%d of %d blocks pushed, %d twice\n", sum.Pushed, sum.Blocks, sum.Redundant)
+	}
+	// Output:
+	// 16 of 16 blocks pushed, 0 twice
+	// 16 of 16 blocks pushed, 0 twice
 }

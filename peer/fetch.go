@@ -140,6 +140,11 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 	default:
 		return nil, fmt.Errorf("peer: method %v: %w", fc.method, reconcile.ErrMethod)
 	}
+	if fc.stripes != nil && c.pushes() == nil {
+		if err := p.Push(root, *fc.stripes); err != nil {
+			return nil, err
+		}
+	}
 	f := newFetch(p, c, t, fc)
 	if !c.setFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)

@@ -36,10 +36,15 @@ type fetch struct {
 	// spare holds peers of the content that are not sources because the
 	// source limit was reached (the time a peer was rotated out, zero for
 	// one never tried): an idle source gives its place to one of them.
-	spare    map[lpeer.ID]time.Time
-	wake     chan struct{} // closed and replaced on release or new blocks
-	active   int           // sources with a running worker
-	lastLive time.Time
+	spare map[lpeer.ID]time.Time
+	// pushSrc are the parents that pushed blocks (Service.Push); held
+	// says, per stripe, whether its blocks are left to the pushes now
+	// (heldBuf is the last one's memory, reused).
+	pushSrc       map[lpeer.ID]*source
+	held, heldBuf []bool
+	wake          chan struct{} // closed and replaced on release or new blocks
+	active        int           // sources with a running worker
+	lastLive      time.Time
 	// started is set once the fetch runs (its context and writers are
 	// there): sources are started only from then on.
 	started bool
@@ -113,6 +118,9 @@ type source struct {
 	useful time.Time
 	// flow sizes its window of requested blocks (its worker only).
 	flow flowWindow
+	// push is set for a parent of the stripe trees (Service.Push): its
+	// blocks are pushed, it has no worker.
+	push bool
 }
 
 // rotateIdle is how long a source may go without a block to give before it
@@ -130,8 +138,10 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 		banned:  make(map[lpeer.ID]string),
 		shares:  make(map[lpeer.ID]*PeerShare),
 		spare:   make(map[lpeer.ID]time.Time),
+		pushSrc: make(map[lpeer.ID]*source),
 		wake:    make(chan struct{}),
 	}
+	f.pick.hold = f.holds
 	f.pick.setChoice(fc.choice, nil)
 	if fc.choice == BlockRarestFilters {
 		f.pick.rarityOf = c.tally.count
@@ -158,6 +168,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.lastLive = time.Now()
 	f.lastProgress = time.Now()
 	f.lastStored = f.lastProgress
+	f.updateHeld()
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
 	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
 	for range min(maxFetchWriters, max(4, (64<<20)/f.t.unitSize())) {
@@ -196,6 +207,7 @@ loop:
 			err = context.Cause(f.ctx)
 			break loop
 		case <-tick.C:
+			f.updateHeld()
 			f.mu.Lock()
 			if f.active > 0 {
 				f.lastLive = time.Now()
@@ -424,8 +436,11 @@ func (f *fetch) work(src *source) {
 // them holds a block it lacks while the peers that do (the seed) wait
 // outside. src becomes a spare itself and may come back later, when it has
 // gained blocks and another source is idle in turn.
+//
+// While stripe trees push blocks (f.held), sources idle on purpose: they
+// are kept for the repair, not rotated (each rotation reconciles anew).
 func (f *fetch) rotateLocked(src *source) bool {
-	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || time.Since(src.useful) < f.p.cfg.stretch(rotateIdle) {
+	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || time.Since(src.useful) < f.p.cfg.stretch(rotateIdle) || slices.Contains(f.held, true) {
 		return false
 	}
 	f.spare[src.id] = time.Now()

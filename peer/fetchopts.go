@@ -25,6 +25,7 @@ type fetchConfig struct {
 	events   func(FetchEvent)
 	choice   BlockChoice
 	endgame  bool
+	stripes  *Stripes
 }
 
 // newFetchConfig applies opts to the defaults.
@@ -36,6 +37,14 @@ func newFetchConfig(opts []FetchOption) (fetchConfig, error) {
 		}
 	}
 	return fc, nil
+}
+
+// WithStripes places the fetching peer in the content's stripe trees
+// (Service.Push) as the fetch starts, once the content is served, unless
+// it has its place already: the fetch then takes the blocks its parents
+// push and asks its sources only for what they do not bring.
+func WithStripes(st Stripes) FetchOption {
+	return func(c *fetchConfig) error { c.stripes = &st; return nil }
 }
 
 // WithProgress sets a callback called after every stored block (calls are

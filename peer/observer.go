@@ -57,6 +57,9 @@ type ServeEvent struct {
 	Found []int
 	// Index and Bytes are the unit sent and its size (EventBlockSent).
 	Index, Bytes int
+	// Pushed is set for a block pushed down the stripe trees
+	// (Service.Push) rather than asked for (EventBlockSent).
+	Pushed bool
 }
 
 // observe passes ev to the observer, if any.

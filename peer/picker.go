@@ -90,6 +90,9 @@ type picker struct {
 	second map[int]lpeer.ID
 	// redundant counts the endgame's second claims.
 	redundant int
+	// hold, when set, reports the units left to other means for now (the
+	// pushes of stripe trees): they are deferred, not claimed.
+	hold func(i int) bool
 }
 
 // endgameBlocks bounds the blocks an endgame asks of a second source at once.
@@ -251,9 +254,10 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 		if pk.has(i) {
 			continue
 		}
-		if spare && pk.partial[i] > 0 {
+		if spare && pk.partial[i] > 0 || pk.hold != nil && pk.hold(i) {
 			// Another source offered it: the seed is spared (it is looked
-			// at again on a release, or at the next reconciliation).
+			// at again on a release, or at the next reconciliation). Or it
+			// is held for its pushes.
 			o.deferred = append(o.deferred, i)
 			continue
 		}
@@ -362,7 +366,7 @@ func (pk *picker) claimable(o *offers) bool {
 	}
 	spare := pk.spares(o)
 	for _, i := range o.deferred {
-		if _, c := pk.claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) {
+		if _, c := pk.claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) && (pk.hold == nil || !pk.hold(i)) {
 			return true
 		}
 	}

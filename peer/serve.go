@@ -3,7 +3,6 @@ package peer
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -428,19 +427,14 @@ func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 	if err != nil {
 		return fmt.Errorf("read block %d: %w", i, err)
 	}
-	hdr = wire.AppendBlockHeader(hdr, i)
-	var lp [binaryMaxVarint]byte
-	l := binary.PutUvarint(lp[:], uint64(len(hdr)+len(data)))
-	start := blockRoom - len(hdr) - l
-	copy(buf[start:], lp[:l])
-	copy(buf[start+l:], hdr)
+	frame := frameAround(buf, wire.AppendBlockHeader(hdr, i), len(data))
 	if p.upload != nil {
 		if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
 			return err
 		}
 	}
 	// data lies right after the room (the buffer had the capacity).
-	if err := ss.sendRaw(buf[start : blockRoom+len(data)]); err != nil {
+	if err := ss.sendRaw(frame); err != nil {
 		return err
 	}
 	p.noteSent(ss, i, len(data))

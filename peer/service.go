@@ -31,11 +31,16 @@ const (
 	ProtoBlocks protocol.ID = "/reconcile/1/blocks"
 	// ProtoPeers lists other peers that hold or fetch the same content.
 	ProtoPeers protocol.ID = "/reconcile/1/peers"
+	// ProtoPush carries the pushes of stripe trees (Service.Push): a parent
+	// opens it to a child and writes block frames after the hello, each
+	// block of the child's stripes as the parent gains it; the child
+	// answers nothing.
+	ProtoPush protocol.ID = "/reconcile/1/push"
 )
 
 // protocols lists the protocols NewService registers on its host (the Proto
 // constants).
-var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers}
+var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush}
 
 // helloMax bounds the first frame of a request.
 const helloMax = 2 + wire.MaxRootLen + 1
@@ -131,6 +136,7 @@ func newService(h host.Host, cfg config) *Service {
 	p.h.SetStreamHandler(ProtoReconcile, p.handler(p.serveReconcile))
 	p.h.SetStreamHandler(ProtoBlocks, p.handler(p.serveBlocks))
 	p.h.SetStreamHandler(ProtoPeers, p.handler(p.servePeers))
+	p.h.SetStreamHandler(ProtoPush, p.handler(p.servePush))
 	return p
 }
 

@@ -62,6 +62,16 @@ func (cs *clientStream) send(parts ...[]byte) error {
 	return wire.WriteFrame(cs.bw, parts...)
 }
 
+// sendRaw writes bytes that are already a whole frame (see
+// serverStream.sendRaw).
+func (cs *clientStream) sendRaw(frame []byte) error {
+	if err := cs.s.SetWriteDeadline(time.Now().Add(cs.idle)); err != nil {
+		return err
+	}
+	_, err := cs.bw.Write(frame)
+	return err
+}
+
 func (cs *clientStream) flush() error {
 	if err := cs.s.SetWriteDeadline(time.Now().Add(cs.idle)); err != nil {
 		return err

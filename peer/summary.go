@@ -39,6 +39,9 @@ type PeerShare struct {
 	// complete, ccbf, bitfield and byers; iblt adds one per batch of cells the
 	// peer asked for.
 	RoundTrips int `json:"round_trips"`
+	// Pushed counts the blocks of Blocks it pushed down the stripe trees
+	// (Service.Push) rather than sent when asked.
+	Pushed int `json:"pushed,omitempty"`
 	// Rejected counts its blocks that failed verification.
 	Rejected int `json:"rejected"`
 	// Dropped says why the peer was dropped, empty if it was not.
@@ -67,6 +70,9 @@ type Summary struct {
 	Received int64 `json:"bytes_received"`
 	// Redundant counts blocks received that were already held.
 	Redundant int `json:"redundant_blocks"`
+	// Pushed counts the blocks that came down the stripe trees
+	// (Service.Push) rather than fetched.
+	Pushed int `json:"pushed_blocks,omitempty"`
 	// Rejected counts blocks that failed verification.
 	Rejected int `json:"rejected_blocks"`
 	// FalseOffers counts offered blocks the fetcher already held (filter false

@@ -235,15 +235,18 @@ type Config struct {
 	// of a fetch, the time the network needs for them (T*) and the
 	// machine's cores (AutoTimeScale); 1 runs in real time.
 	TimeScale float64
-	// Trees, when positive, replaces the fetches by pushes down that many
-	// stripe trees (transitstub.NewStripeTrees, placed by the pairs'
-	// latencies): the seed sends each block once to its stripe's root and
-	// every fetcher passes each block it stores on to its children in that
-	// stripe over ProtoPush. An experiment, to set the trees of sim swarm
-	// --trees on the testnet's network: it needs one seed (Hold 0) and no
-	// churn or liars, since nothing repairs a tree, and the method is not
-	// used.
+	// Trees, when positive, gives the peers places in that many stripe
+	// trees (transitstub.NewStripeTrees, every fetcher placed under the
+	// parent it would hear from first; peer.Service.Push): the seed pushes
+	// each block once to its stripe's root and every peer passes each block
+	// it gains on to its children in that stripe, while the fetches ask
+	// their sources only for the blocks of stripes whose pushes stopped
+	// (RepairAfter): the repair of peers that leave or lie. It needs one
+	// seed (Hold 0) and a block method.
 	Trees int
+	// RepairAfter is peer.Stripes.RepairAfter with Trees (0: the package's
+	// default), in the described network's time.
+	RepairAfter time.Duration
 	// Trace, when set, receives a line for every unit a node sends and
 	// every reconciliation it answers (see the format in trace.go's
 	// tracer), for studying a run's schedule afterwards.
@@ -322,8 +325,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: liars %g (want [0, 1)), kind %d", ErrConfig, c.Liars, c.LiarKind)
 	case (c.Liars > 0 || c.Churn != Churn{}) && c.Method == reconcile.Byers:
 		return fmt.Errorf("%w: churn and liars need a block method, not byers", ErrConfig)
-	case c.Trees < 0 || c.Trees > 0 && (c.Hold != 0 || c.Liars > 0 || c.Churn != Churn{} || c.Method == reconcile.Byers):
-		return fmt.Errorf("%w: %d stripe trees: they need one seed (hold 0), a block method, and no churn or liars (nothing repairs a tree)", ErrConfig, c.Trees)
+	case c.Trees < 0 || c.Trees > 0 && (c.Hold != 0 || c.Method == reconcile.Byers) || c.RepairAfter < 0:
+		return fmt.Errorf("%w: %d stripe trees, repair after %v: they need one seed (hold 0) and a block method", ErrConfig, c.Trees, c.RepairAfter)
 	}
 	if err := c.Churn.validate(); err != nil {
 		return err

@@ -54,7 +54,7 @@ func (c *counters) counter(proto protocol.ID, outbound bool) *atomic.Int64 {
 		return &c.manifest
 	case peer.ProtoPeers:
 		return &c.peers
-	case ProtoPush:
+	case peer.ProtoPush:
 		return &c.blocks
 	}
 	return nil
@@ -70,8 +70,8 @@ type holdings interface {
 // links, goes through the run's network model (shaper). It sees only bytes
 // and protocol ids, never package peer's frames: what a peer answered is
 // audited through peer.WithServeObserver instead (see audit). Only a liar's
-// host reads the frames of the block streams it serves, to lie in them
-// (liarStream).
+// host reads the frames of the block streams it serves or pushes, to lie in
+// them (liarStream).
 type countingHost struct {
 	host.Host
 	c *counters
@@ -104,6 +104,10 @@ func (h *countingHost) NewStream(ctx context.Context, p lpeer.ID, pids ...protoc
 		proto = pids[0]
 	}
 	if n := h.c.counter(proto, true); n != nil {
+		if h.liar && proto == peer.ProtoPush {
+			// A liar lies in the blocks it pushes as in those it serves.
+			return &liarStream{Stream: h.wrap(s, n), lie: h.lie, c: h.c}, nil
+		}
 		return h.wrap(s, n), nil
 	}
 	return s, nil

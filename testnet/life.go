@@ -44,6 +44,9 @@ type swarm struct {
 	isLiar map[lpeer.ID]bool
 	// start is when the fetches started.
 	start time.Time
+	// stripes, when set, gives node i's place in the stripe trees
+	// (Config.Trees), for its service's Push.
+	stripes func(i int) peer.Stripes
 
 	// linkMu guards who is present and which pairs are linked.
 	linkMu  sync.Mutex
@@ -296,6 +299,12 @@ func (w *swarm) rejoin(i int, o *outcome) error {
 		st.Close()
 		p.Close()
 		return fmt.Errorf("testnet: serve: %w", err)
+	}
+	if w.stripes != nil {
+		if err := p.Push(w.root, w.stripes(i)); err != nil {
+			p.Close()
+			return fmt.Errorf("testnet: push: %w", err)
+		}
 	}
 	w.nodesMu.Lock()
 	n2 := *n

@@ -138,6 +138,9 @@ type Result struct {
 	Missed         int64 `json:"missed_blocks"`
 	FalseOffers    int64 `json:"false_offers"`
 	Rejected       int64 `json:"rejected_blocks"`
+	// Pushed counts the blocks that came down the stripe trees
+	// (Config.Trees) rather than fetched.
+	Pushed int64 `json:"pushed_blocks,omitempty"`
 	// Sessions is the number of reconciliation answers audited; Offered the
 	// units they offered.
 	Sessions int64 `json:"sessions"`

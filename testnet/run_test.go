@@ -112,7 +112,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{Nodes: 4},
 		{Nodes: 4, Trees: -1, Dir: dir},
 		{Nodes: 4, Trees: 2, Hold: 0.5, Dir: dir},
-		{Nodes: 4, Trees: 2, Liars: 0.2, Dir: dir},
+		{Nodes: 4, Trees: 2, RepairAfter: -time.Second, Dir: dir},
 		{Nodes: 4, Trees: 2, Method: reconcile.Byers, Dir: dir},
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {

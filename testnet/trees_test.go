@@ -1,37 +1,35 @@
 package testnet
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
-	"errors"
 	"fmt"
-	"io"
+	"slices"
 	"testing"
 	"time"
 
-	mocknet "github.com/libp2p/go-libp2p/p2p/net/mock"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
-// TestRunTrees pushes a file down stripe trees over the testnet's network
+// TestRunTrees runs complete reconciliation's fetches with the peers placed
+// in stripe trees (peer.Service.Push) over the testnet's network
 // (transit-stub latencies, access links): every fetcher ends byte-identical
-// after no fetcher before T*, the seed uploads one copy and the fetchers
-// one copy each, in every case of trees against peers.
+// after no fetcher before T*, the seed uploads one copy, and every block
+// comes down the trees once, in every case of trees against peers.
 func TestRunTrees(t *testing.T) {
 	const nodes, size = 12, 1 << 20
 	for _, k := range []int{1, 3, 20} {
-		cfg := Config{Nodes: nodes, Size: size, BlockSize: 64 << 10, Up: 4e6, Down: 20e6, Trees: k,
+		cfg := Config{Nodes: nodes, Size: size, BlockSize: 64 << 10, Up: 4e6, Down: 20e6, Trees: k, Method: reconcile.Complete,
 			Topology: ts.Small(), Dir: t.TempDir(), Seed: 5, Timeout: time.Minute}
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("%d trees: %v", k, err)
 		}
-		t.Logf("%s: T* %.2f s, median %.2fx p95 %.2fx max %.2fx, seed out at %.2f s", res.Method, res.TStarS,
-			res.MedianTStar, res.P95TStar, res.MaxTStar, res.SeedOutS)
-		if res.Method != fmt.Sprintf("trees-%d", k) {
+		t.Logf("%s: T* %.2f s, median %.2fx p95 %.2fx max %.2fx, seed out at %.2f s, %d of %d blocks pushed, %d twice", res.Method, res.TStarS,
+			res.MedianTStar, res.P95TStar, res.MaxTStar, res.SeedOutS, res.Pushed, res.BlocksReceived, res.Redundant)
+		if res.Method != fmt.Sprintf("complete-trees-%d", k) {
 			t.Errorf("%d trees: method %q", k, res.Method)
 		}
 		if res.Completed != nodes-1 || res.Identical != nodes || len(res.Errors) != 0 {
@@ -40,127 +38,97 @@ func TestRunTrees(t *testing.T) {
 		if res.Completions[0] < res.TStarS || res.SeedOutS < res.TStarS-1e-6 {
 			t.Errorf("%d trees: first completion %.3f s, seed out %.3f s, T* %.3f s", k, res.Completions[0], res.SeedOutS, res.TStarS)
 		}
-		if res.SeedSentBytes < size || res.SeedSentBytes > size+size/10 {
+		if res.SeedSentBytes < size || k > 1 && res.SeedSentBytes > size+size/10 {
 			t.Errorf("%d trees: the seed sent %d bytes of a %d-byte file", k, res.SeedSentBytes, size)
 		}
-		if got := res.BlockBytes; got < (nodes-1)*size || got > (nodes-1)*size*11/10 {
-			t.Errorf("%d trees: %d block bytes moved, want about %d", k, got, (nodes-1)*size)
+		// Every block pushed once: nothing is repaired without churn or
+		// liars. (One tree is a chain of 11 peers, whose last wait longer
+		// than the repair time at these latencies: they repair.)
+		blocks := int64((nodes - 1) * res.Blocks)
+		if k > 1 && (res.Pushed != blocks || res.Redundant != 0) {
+			t.Errorf("%d trees: %d of %d blocks pushed, %d twice", k, res.Pushed, blocks, res.Redundant)
 		}
 	}
 }
 
-// TestTreePushHostile: a child takes pushes only from its parents, and a
-// push of a block that is not the file's ends the stream with an error and
-// stores nothing.
-func TestTreePushHostile(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	data := make([]byte, 4<<10)
-	for i := range data {
-		data[i] = byte(i * 7)
+// TestRunTreesChurnLiars: with peers that leave (some come back, some join
+// late) and liars that corrupt what they push and serve, the repair by
+// fetching brings every honest peer the whole file, byte-identical, with
+// nothing missed and no honest peer banned, and most blocks still come
+// down the trees.
+func TestRunTreesChurnLiars(t *testing.T) {
+	if testing.Short() {
+		t.Skip("testnet run")
 	}
-	m, err := chunker.ChunkReader(ctx, "f", 0o644, bytes.NewReader(data), chunker.MinBlockSize)
+	const nodes = 20
+	res, err := Run(context.Background(), Config{Nodes: nodes, Size: 1 << 20, BlockSize: 32 << 10, Trees: 4,
+		Churn: Churn{Leave: 0.2, Rejoin: 0.1, Late: 0.1}, Liars: 0.2, LiarKind: LiarMixed, Topology: ts.Small(), Dir: t.TempDir(),
+		Seed: 3, Up: 8e6, Down: 16e6, Method: reconcile.Complete})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v (result %+v)", err, res)
 	}
-	mn := mocknet.New()
-	defer mn.Close()
-	hosts := make([]*countingHost, 3)
-	for i := range hosts {
-		h, err := mn.GenPeer()
-		if err != nil {
-			t.Fatal(err)
-		}
-		hosts[i] = &countingHost{Host: h, c: &counters{}}
+	t.Logf("completed %d of %d, identical %d of %d; left %d rejoined %d late %d; liars %d: lied %d corrupt %d missing, %d bans (%d honest); %d of %d blocks pushed, %d twice; median %.2fx max %.2fx T*",
+		res.Completed, res.Fetchers, res.Identical, res.Checked, res.Left, res.Rejoined, res.LateJoined, res.Liars,
+		res.LiedCorrupt, res.LiedMissing, res.Bans, res.HonestBans, res.Pushed, res.BlocksReceived, res.Redundant, res.MedianTStar, res.MaxTStar)
+	if res.Completed != res.Fetchers || res.Identical != res.Checked || res.Missed != 0 || res.HonestBans != 0 {
+		t.Errorf("%d of %d completed, %d of %d identical, %d missed, %d honest bans", res.Completed, res.Fetchers, res.Identical, res.Checked, res.Missed, res.HonestBans)
 	}
-	if err := mn.LinkAll(); err != nil {
-		t.Fatal(err)
+	if res.LiedCorrupt+res.LiedMissing == 0 || res.Left == 0 {
+		t.Errorf("no lie told (%d, %d) or nobody left (%d)", res.LiedCorrupt, res.LiedMissing, res.Left)
 	}
-	st, err := chunker.CreateStore(ctx, t.TempDir(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	// Node 0 seeds, node 1 fetches from it; node 2 is no parent of 1's.
-	trees := ts.NewStripeTrees(3, 1, []int{1}, nil, 0, nil, 0)
-	tp := newTreePush(ctx, trees, m, 0, hosts, []*chunker.Store{nil, st, nil}, func(int) {})
-	frame := func(b, n int, payload []byte) []byte {
-		f := binary.BigEndian.AppendUint32(nil, uint32(b))
-		return append(binary.BigEndian.AppendUint32(f, uint32(n)), payload...)
-	}
-	send := func(from int, f []byte) {
-		t.Helper()
-		s, err := hosts[from].Host.NewStream(ctx, hosts[1].ID(), ProtoPush)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, _ = s.Write(f)
-		_ = s.CloseWrite()
-		_, _ = s.Read(make([]byte, 1)) // until the child is done with it
-		_ = s.Close()
-	}
-	block0 := data[:m.BlockLen(0)]
-	send(2, frame(0, len(block0), block0)) // not a parent
-	if st.HeldCount() != 0 || tp.err(1) != nil {
-		t.Fatalf("a push from a non-parent: held %d, err %v", st.HeldCount(), tp.err(1))
-	}
-	bad := bytes.Clone(block0)
-	bad[0] ^= 1
-	for _, f := range [][]byte{
-		frame(0, len(bad), bad),                       // corrupt
-		frame(m.BlockCount(), len(block0), block0),    // no such block
-		frame(0, 1<<30, nil),                          // a length the block does not have
-		frame(0, len(block0), block0[:len(block0)/2]), // cut short
-	} {
-		tp.errs[1] = nil
-		send(0, f)
-		if st.HeldCount() != 0 || tp.err(1) == nil {
-			t.Fatalf("push %x...: held %d, err %v", f[:8], st.HeldCount(), tp.err(1))
-		}
-	}
-	// The real thing, from the parent: stored.
-	tp.errs[1] = nil
-	var all []byte
-	for b := range m.BlockCount() {
-		lo := b * m.BlockSize()
-		all = append(all, frame(b, m.BlockLen(b), data[lo:lo+m.BlockLen(b)])...)
-	}
-	send(0, all)
-	if !st.Complete() || tp.err(1) != nil {
-		t.Fatalf("pushes from the parent: held %d of %d, err %v", st.HeldCount(), m.BlockCount(), tp.err(1))
+	if res.Pushed == 0 || res.Pushed == res.BlocksReceived {
+		t.Errorf("%d of %d blocks pushed: want the trees and the repair both at work", res.Pushed, res.BlocksReceived)
 	}
 }
 
-// FuzzReadPush: a push frame decodes to a block of the file with its
-// length, or to an error; never a panic, and never an allocation the
-// header merely claims (a length is checked against the manifest first).
-func FuzzReadPush(f *testing.F) {
-	data := bytes.Repeat([]byte("reconcile"), 1000) // 9000 bytes: blocks of 4096, 4096, 808
-	m, err := chunker.ChunkReader(context.Background(), "f", 0o644, bytes.NewReader(data), chunker.MinBlockSize)
-	if err != nil {
-		f.Fatal(err)
+// TestStripesOf: every node's place, read from the trees, names the
+// parent and the children the trees give it, and a stripe's root takes it
+// from the seed.
+func TestStripesOf(t *testing.T) {
+	const n, k, seed = 9, 3, 4
+	var order []int
+	for i := range n {
+		if i != seed {
+			order = append(order, i)
+		}
 	}
-	frame := func(b, n uint32, payload []byte) []byte {
-		return append(binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, b), n), payload...)
+	trees := ts.NewStripeTrees(n, k, order, nil, seed, nil, 0)
+	ids := make([]lpeer.ID, n)
+	for i := range ids {
+		ids[i] = lpeer.ID(fmt.Sprint("node", i))
 	}
-	f.Add(frame(2, 808, data[8192:]))
-	f.Add(frame(0, 4096, data[:10]))
-	f.Add(frame(3, 4096, nil))
-	f.Add(frame(1, 1<<31, nil))
-	f.Add([]byte{0, 0, 0})
-	f.Fuzz(func(t *testing.T, in []byte) {
-		r := bytes.NewReader(in)
-		for {
-			b, got, err := readPush(r, m)
-			if err != nil {
-				if errors.Is(err, io.EOF) && r.Len() != 0 {
-					t.Fatalf("EOF with %d bytes left", r.Len())
+	idx := map[lpeer.ID]int{}
+	for i, id := range ids {
+		idx[id] = i
+	}
+	for i := range n {
+		st := stripesOf(trees, seed, i, ids, time.Second)
+		if len(st.Parents) != k || st.RepairAfter != time.Second {
+			t.Fatalf("node %d: %d stripes, repair %v", i, len(st.Parents), st.RepairAfter)
+		}
+		for s := range k {
+			for b := s; b < 3*k; b += k {
+				var want []lpeer.ID
+				for _, c := range trees.Children(b, i) {
+					want = append(want, ids[c])
 				}
-				return
+				if i == seed {
+					want = []lpeer.ID{ids[trees.Root(b)]}
+				}
+				if fmt.Sprint(st.Children[s]) != fmt.Sprint(want) {
+					t.Errorf("node %d stripe %d: children %v, want %v", i, s, st.Children[s], want)
+				}
 			}
-			if b < 0 || b >= m.BlockCount() || len(got) != m.BlockLen(b) {
-				t.Fatalf("block %d of %d bytes", b, len(got))
+			switch {
+			case i == seed && st.Parents[s] != "":
+				t.Errorf("the seed has a parent in stripe %d", s)
+			case i != seed && st.Parents[s] == "":
+				t.Errorf("node %d has no parent in stripe %d", i, s)
+			case i != seed && trees.Roots[s] == i && st.Parents[s] != ids[seed]:
+				t.Errorf("root %d of stripe %d takes it from %v", i, s, st.Parents[s])
+			case i != seed && trees.Roots[s] != i && !slices.Contains(trees.Children(s, idx[st.Parents[s]]), int32(i)):
+				t.Errorf("node %d stripe %d: parent %v has no such child", i, s, st.Parents[s])
 			}
 		}
-	})
+	}
 }

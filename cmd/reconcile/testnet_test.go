@@ -100,13 +100,13 @@ func TestTestnetCommand(t *testing.T) {
 		}
 	}
 
-	// Pushes down stripe trees instead of fetches.
+	// Stripe trees: pushes, and the fetches repairing.
 	out, err = run(t, "", "testnet", "--peers", "8", "--size", "512KiB", "--block-size", "64KiB", "--preset", "small",
 		"--up", "32Mbit", "--down", "160Mbit", "--trees", "3")
 	if err != nil {
 		t.Fatalf("trees: %v: %s", err, out)
 	}
-	for _, want := range []string{`trees-3 +7/7 +8/8 `, `testnet trees-3: T\*`, `the seed uploaded 1.0 copies`, `every block had left the seed`} {
+	for _, want := range []string{`complete-trees-3 +7/7 +8/8 `, `testnet complete-trees-3: T\*`, `the seed uploaded 1.0 copies`, `every block had left the seed`, `testnet complete-trees-3: 56 of the 56 blocks received came down the trees`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("trees: no %q in:\n%s", want, out)
 		}
@@ -117,9 +117,10 @@ func TestTestnetCommand(t *testing.T) {
 		want string
 	}{
 		{[]string{"testnet", "--trees", "-1"}, "--trees must not be negative"},
-		{[]string{"testnet", "--trees", "2", "--method", "complete"}, "--trees replaces the fetches"},
-		{[]string{"testnet", "--trees", "2", "--hold", "0.5"}, "--trees replaces the fetches"},
-		{[]string{"testnet", "--trees", "2", "--churn", "0.1"}, "--trees replaces the fetches"},
+		{[]string{"testnet", "--trees", "2", "--method", "both"}, "--trees needs block methods"},
+		{[]string{"testnet", "--trees", "2", "--hold", "0.5"}, "--trees needs one seed"},
+		{[]string{"testnet", "--repair-after", "1s"}, "with --trees"},
+		{[]string{"testnet", "--trees", "2", "--repair-after", "-1s"}, "--repair-after"},
 		{[]string{"testnet", "--churn", "lots"}, "--churn"},
 		{[]string{"testnet", "--churn", "0.1,0.2,0"}, "--churn"},
 		{[]string{"testnet", "--liars", "1"}, "--liars must be in [0, 1)"},

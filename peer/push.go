@@ -1,0 +1,607 @@
+package peer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// Stripes is one peer's place in the stripe trees of one content, as
+// SplitStream deals a stream out: block i belongs to stripe i mod
+// len(Parents), each stripe has a tree over the swarm rooted at the seed,
+// and every peer passes each block it gains on to its children in that
+// block's stripe (Service.Push). Trees in which every peer is an inner
+// node of one stripe and a leaf of the others spread the seed's upload
+// over every peer's, and bring each block to each peer once, without
+// anyone asking: in the 200-peer testnet, 16 trees of 16 KiB blocks finish
+// within 1.21x of the fluid bound (median) where pulls take 2.1x. Every
+// peer must be given the same trees (derived by all from one membership
+// list, as transitstub.NewStripeTrees does, or told by the application).
+type Stripes struct {
+	// Parents holds, per stripe, the peer this one takes the stripe's blocks
+	// from ("" for none: a seed). Pushes from any other peer are refused.
+	Parents []lpeer.ID
+	// Children holds, per stripe, the peers this one pushes the stripe's
+	// blocks to (nil or shorter than Parents: none for the rest).
+	Children [][]lpeer.ID
+	// RepairAfter is how long a stripe may go without a push from its
+	// parent before the fetch asks its sources for the stripe's blocks
+	// (DefaultRepairAfter when zero; stretched by WithTimeScale): the
+	// repair of a parent that left, lies or lags. While pushes come, a
+	// fetch asks for none of the stripe's blocks, so that nothing is
+	// sent twice. A parent whose push stream fails, or that pushes a
+	// corrupt block, is repaired at once.
+	RepairAfter time.Duration
+}
+
+// DefaultRepairAfter is Stripes.RepairAfter's default: a few round trips
+// at wide-area latencies and a few blocks' times on a slow uplink.
+const DefaultRepairAfter = 2 * time.Second
+
+// maxStripes bounds Stripes' stripe count; maxPushChildren bounds the
+// children of one peer over all stripes.
+const (
+	maxStripes      = 256
+	maxPushChildren = 1024
+)
+
+// ErrNotServed is returned by Push for a root the service does not serve.
+var ErrNotServed = errors.New("peer: content not served")
+
+// Push has the service pass content root's blocks down the stripe trees
+// st gives its place in: every block the content's store gains from now
+// on (fetched, pushed to it, or put there by anyone), and every block at
+// once for content held whole (a seed), goes to the block stripe's
+// children, each over one ProtoPush stream, in the order gained; pushes
+// are taken from the stripes' parents only, verified like fetched blocks
+// and passed on in turn. A running fetch of the content (Fetch,
+// FetchServed) leaves the blocks of a stripe to its pushes while they
+// come, and fetches them as usual once they stop (st.RepairAfter). The
+// content must be served (Seed, Serve or a fetch started) and not be the
+// Byers baseline's coded blocks; Push is set once per content.
+func (p *Service) Push(root chunker.ID, st Stripes) error {
+	k := len(st.Parents)
+	switch {
+	case k == 0 || k > maxStripes:
+		return fmt.Errorf("peer: push: %d stripes (want 1 to %d)", k, maxStripes)
+	case len(st.Children) > k:
+		return fmt.Errorf("peer: push: children of %d stripes, parents of %d", len(st.Children), k)
+	case st.RepairAfter < 0:
+		return fmt.Errorf("peer: push: negative repair time %v", st.RepairAfter)
+	}
+	n := 0
+	for s, kids := range st.Children {
+		for a, c := range kids {
+			if c == p.h.ID() || c == "" || slices.Contains(kids[:a], c) {
+				return fmt.Errorf("peer: push: stripe %d: child %q is this peer, empty or listed twice", s, c)
+			}
+		}
+		n += len(kids)
+	}
+	if n > maxPushChildren {
+		return fmt.Errorf("peer: push: %d children (at most %d)", n, maxPushChildren)
+	}
+	if slices.Contains(st.Parents, p.h.ID()) {
+		return errors.New("peer: push: this peer is its own parent")
+	}
+	c := p.lookup(root[:])
+	if c == nil {
+		return fmt.Errorf("%w: %s", ErrNotServed, root)
+	}
+	repair := st.RepairAfter
+	if repair == 0 {
+		repair = DefaultRepairAfter
+	}
+	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
+		repair: p.cfg.stretch(repair), last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
+		outs: map[lpeer.ID]*pushOut{}}
+	for s, kids := range st.Children {
+		t.children[s] = slices.Clone(kids)
+	}
+	now := time.Now()
+	for s := range t.last {
+		t.last[s] = now
+	}
+	for _, id := range t.parents {
+		if id != "" {
+			t.parent[id] = parentUp
+		}
+	}
+	c.mu.Lock()
+	if c.push != nil {
+		c.mu.Unlock()
+		return errors.New("peer: push: the content's stripes are set already")
+	}
+	c.push = t
+	c.mu.Unlock()
+	if c.store.Complete() {
+		// A seed: every block, in order, to the roots of the stripes.
+		for i := range c.man.BlockCount() {
+			t.gained(i)
+		}
+	}
+	return nil
+}
+
+// Pushing reports whether content root has its place in stripe trees
+// (Push, or a fetch's WithStripes).
+func (p *Service) Pushing(root chunker.ID) bool {
+	c := p.lookup(root[:])
+	return c != nil && c.pushes() != nil
+}
+
+// pushTrees is a content's place in its stripe trees (Service.Push).
+type pushTrees struct {
+	p        *Service
+	c        *content
+	parents  []lpeer.ID
+	children [][]lpeer.ID
+	repair   time.Duration
+
+	mu sync.Mutex
+	// last is, per stripe, when its parent last pushed a block (or Push).
+	last   []time.Time
+	parent map[lpeer.ID]parentState
+	outs   map[lpeer.ID]*pushOut
+}
+
+// parentState is what a fetch makes of a parent's pushes.
+type parentState int
+
+const (
+	// parentUp: its pushes are taken (and awaited, see pushTrees.held).
+	parentUp parentState = iota
+	// parentGone: its push stream failed; a new one makes it up again.
+	parentGone
+	// parentRefused: it pushed a corrupt block or a malformed frame; its
+	// pushes are refused from then on.
+	parentRefused
+)
+
+// pushOut is the queue of blocks to push to one child, and its writer.
+type pushOut struct {
+	q       []int
+	wake    chan struct{}
+	running bool
+	// failures counts the streams in a row that failed before a block went
+	// out (the child not there yet, or gone): a new one is tried a repair
+	// time later with the queue kept, up to pushRetries times; then the
+	// queue is dropped (the child repairs it) until the next gain.
+	failures int
+}
+
+// pushRetries is how many times a push stream that fails is tried again
+// with its queue kept.
+const pushRetries = 3
+
+// stripe returns block i's stripe.
+func (t *pushTrees) stripe(i int) int { return i % len(t.parents) }
+
+// gained queues block i for the children of its stripe.
+func (t *pushTrees) gained(i int) {
+	s := t.stripe(i)
+	if s >= len(t.children) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, child := range t.children[s] {
+		o := t.outs[child]
+		if o == nil {
+			o = &pushOut{wake: make(chan struct{}, 1)}
+			t.outs[child] = o
+		}
+		o.q = append(o.q, i)
+		if !o.running {
+			if o.failures > 0 && o.failures <= pushRetries {
+				continue // a retry is due
+			}
+			o.failures = 0
+			if !t.p.goroutine(func() { t.write(child, o) }) {
+				return // closed
+			}
+			o.running = true
+		}
+		select {
+		case o.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// write pushes the blocks queued for child over one stream until the
+// service closes or the stream fails (see pushOut.failures).
+func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
+	p := t.p
+	accepted, err := t.stream(child, o)
+	if p.ctx.Err() != nil {
+		return
+	}
+	p.log.Debug("push stream failed", "peer", child, "err", err)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o.running = false
+	if accepted {
+		o.failures = 0
+	}
+	if o.failures++; o.failures > pushRetries {
+		o.q = nil
+		return
+	}
+	// Tried again a repair time later, with what is queued by then.
+	time.AfterFunc(t.repair, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if o.running || len(o.q) == 0 {
+			o.failures = 0
+			return
+		}
+		if t.p.goroutine(func() { t.write(child, o) }) {
+			o.running = true
+		}
+	})
+}
+
+// stream opens a push stream to child and writes the blocks queued in o
+// until the service closes or the stream fails; it reports whether the
+// child took the stream. The blocks go out right after the hello: the
+// child answers whether it takes them (an empty have frame) or not (an
+// error frame: no place in the trees yet, or not its parent), and nothing
+// after, so that the stream's end is read as the child leaving. Blocks
+// written before the answer are queued again when it is a refusal.
+func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
+	p, c := t.p, t.c
+	root := c.man.ID()
+	cs, err := p.requestHello(p.ctx, child, ProtoPush, wire.Hello{Root: root[:]})
+	if err != nil {
+		return false, err
+	}
+	defer cs.close()
+	answer, gone := make(chan error, 1), make(chan struct{})
+	if !p.goroutine(func() {
+		defer close(gone)
+		f, err := cs.nextQuiet(haveFrameMax)
+		switch {
+		case err != nil:
+		case len(f) == 0 || f[0] != wire.TypeHave:
+			err = wire.DecodeError(f)
+			cs.s.Reset() // a write waiting for the child's window ends
+		default:
+			answer <- nil
+			_, _ = cs.nextQuiet(1)
+			return
+		}
+		answer <- err
+	}) {
+		return false, ErrClosed
+	}
+	// Until the child has answered, the blocks written are kept, with the
+	// rest of the batch, to be queued again if the stream fails.
+	var unanswered, rest []int
+	defer func() {
+		if !accepted && p.ctx.Err() == nil {
+			t.mu.Lock()
+			o.q = append(append(unanswered, rest...), o.q...)
+			t.mu.Unlock()
+		}
+	}()
+	var buf []byte // the frames' buffer, reused
+	wait := answer
+	for {
+		t.mu.Lock()
+		rest = o.q
+		o.q = nil
+		t.mu.Unlock()
+		for len(rest) > 0 {
+			select {
+			case err := <-wait:
+				if err != nil {
+					return false, err
+				}
+				accepted, wait, unanswered = true, nil, nil
+			default:
+			}
+			i := rest[0]
+			frame, err := storedFrame(c, &buf, i)
+			if errors.Is(err, chunker.ErrNotHeld) {
+				rest = rest[1:]
+				continue // a seed's file changed: the child repairs it
+			}
+			if err != nil {
+				return accepted, err
+			}
+			if p.upload != nil {
+				if err := p.upload.WaitN(p.ctx, c.man.BlockLen(i)); err != nil {
+					return accepted, err
+				}
+			}
+			if err := cs.sendRaw(frame); err != nil {
+				return accepted, err
+			}
+			rest = rest[1:]
+			if !accepted {
+				unanswered = append(unanswered, i)
+			}
+			c.noteSent(child, c.man.BlockLen(i))
+			if p.cfg.observer != nil {
+				p.observe(ServeEvent{Kind: EventBlockSent, Peer: child, Root: root, Index: i, Bytes: c.man.BlockLen(i), Pushed: true})
+			}
+		}
+		// The hello goes out now if no block did.
+		if err := cs.flush(); err != nil {
+			return accepted, err
+		}
+		select {
+		case <-o.wake:
+		case err := <-wait:
+			if err != nil {
+				return false, err
+			}
+			accepted, wait, unanswered = true, nil, nil
+		case <-gone:
+			return accepted, errors.New("the child ended the push stream")
+		case <-p.ctx.Done():
+			return accepted, nil
+		}
+	}
+}
+
+// storedFrame reads block i of c's store into *buf (grown as needed) as a
+// whole block frame, its length prefix included, and returns the frame.
+func storedFrame(c *content, buf *[]byte, i int) ([]byte, error) {
+	n := c.man.BlockLen(i)
+	if cap(*buf) < blockRoom+n {
+		*buf = make([]byte, 0, blockRoom+n)
+	}
+	b := (*buf)[:blockRoom]
+	data, err := c.store.ReadBlock(i, b[blockRoom:])
+	if err != nil {
+		return nil, fmt.Errorf("read block %d: %w", i, err)
+	}
+	var hdr [1 + binaryMaxVarint]byte
+	return frameAround(b, wire.AppendBlockHeader(hdr[:0], i), len(data)), nil
+}
+
+// frameAround writes the length prefix and header hdr of a frame into the
+// blockRoom bytes of b in front of the n bytes of data that follow them,
+// and returns the whole frame, in one slice for one write.
+func frameAround(b, hdr []byte, n int) []byte {
+	var lp [binaryMaxVarint]byte
+	l := binary.PutUvarint(lp[:], uint64(len(hdr)+n))
+	start := blockRoom - len(hdr) - l
+	copy(b[start:], lp[:l])
+	copy(b[start+l:], hdr)
+	return b[start : blockRoom+n]
+}
+
+// held reports, per stripe, whether a fetch leaves its blocks to the
+// pushes now: while its parent is up and pushed within the repair time.
+func (t *pushTrees) held(now time.Time, dst []bool) []bool {
+	dst = slices.Grow(dst[:0], len(t.parents))[:len(t.parents)]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for s, id := range t.parents {
+		dst[s] = id != "" && t.parent[id] == parentUp && now.Sub(t.last[s]) < t.repair
+	}
+	return dst
+}
+
+// accepts reports whether pushes from id are taken, and marks it up when
+// they are (a new stream of a parent whose last one failed).
+func (t *pushTrees) accepts(id lpeer.ID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.parent[id]
+	if !ok || st == parentRefused {
+		return false
+	}
+	t.parent[id] = parentUp
+	return true
+}
+
+// pushedBy notes that parent id pushed block i; an error when i's stripe
+// is not id's to push or id's pushes are refused (it pushed a corrupt
+// block before).
+func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
+	s := t.stripe(i)
+	if t.parents[s] != id {
+		return fmt.Errorf("%w: push of block %d: stripe %d is not the sender's to push", ErrMalformed, i, s)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.parent[id] == parentRefused {
+		return fmt.Errorf("%w: pushes refused after a corrupt one", ErrBadBlock)
+	}
+	t.last[s] = time.Now()
+	return nil
+}
+
+// parentFailed marks id gone (its stream failed) or refused (bad pushes).
+func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.parent[id]
+	if !ok || st == parentRefused {
+		return
+	}
+	if refused {
+		t.parent[id] = parentRefused
+	} else {
+		t.parent[id] = parentGone
+	}
+}
+
+// errNotParent refuses a push stream of a peer that is no parent.
+var errNotParent = errors.New("not a parent in the content's stripe trees")
+
+// servePush takes the blocks a parent pushes (ProtoPush): each is checked
+// against the parent's stripes, verified and stored as a fetched block is,
+// and passed on to this peer's children.
+func (p *Service) servePush(ss *serverStream) error {
+	c := ss.c
+	t := c.pushes()
+	from := ss.s.Conn().RemotePeer()
+	if t == nil || !t.accepts(from) {
+		if err := ss.send(wire.AppendError(nil, errNotParent.Error())); err != nil {
+			return err
+		}
+		return ss.flush()
+	}
+	// Taken: an empty have frame says so.
+	if err := ss.send(wire.AppendHave(nil, nil)); err != nil {
+		return err
+	}
+	if err := ss.flush(); err != nil {
+		return err
+	}
+	err := p.readPushes(ss, t, from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.parentFailed(from, errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrBadBlock))
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// readPushes reads and stores the pushes of from until the stream ends.
+func (p *Service) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) error {
+	c := ss.c
+	limit := c.man.BlockCount()
+	max := c.man.BlockSize() + 1 + binaryMaxVarint
+	// A push stream is quiet while the parent waits for blocks; the
+	// service's close or the parent's end it.
+	if err := ss.s.SetReadDeadline(time.Time{}); err != nil {
+		return err
+	}
+	for {
+		f := c.runningFetch()
+		get := func() []byte { return make([]byte, 0, max) }
+		if f != nil {
+			get = f.getBuf
+		}
+		fr, err := ss.fr.NextInto(get, max)
+		if err != nil {
+			return err
+		}
+		i, data, ok, err := wire.DecodeBlock(fr, limit)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: a push of block %d says it is missing", ErrMalformed, i)
+		}
+		if err := t.pushedBy(from, i); err != nil {
+			return err
+		}
+		if f != nil && f.takePush(from, i, data, fr) {
+			continue
+		}
+		// No fetch runs: stored here (the store verifies it).
+		if c.store.Has(i) {
+			continue
+		}
+		if err := c.store.PutBlock(i, data); err != nil {
+			if errors.Is(err, chunker.ErrBadBlock) {
+				return fmt.Errorf("%w: pushed block %d: %v", ErrBadBlock, i, err)
+			}
+			return err
+		}
+		c.noteGain(i)
+	}
+}
+
+// pushes returns the content's stripe trees, nil when it has none.
+func (c *content) pushes() *pushTrees {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.push
+}
+
+// runningFetch returns the content's running fetch, nil when none runs.
+func (c *content) runningFetch() *fetch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fetch
+}
+
+// running reports whether f (nil: no fetch) runs: started, not ended.
+func (f *fetch) running() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.started && f.ctx.Err() == nil
+}
+
+// takePush hands block i, pushed by parent from, to the fetch's writers,
+// as a block fetched from a source of its own; false when the fetch has not
+// started or has ended (the caller stores it).
+func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
+	f.mu.Lock()
+	if !f.started || f.ctx.Err() != nil {
+		f.mu.Unlock()
+		return false
+	}
+	src := f.pushSrc[from]
+	if src == nil {
+		sh := f.shares[from]
+		if sh == nil {
+			sh = &PeerShare{Peer: from.String()}
+			f.shares[from] = sh
+		}
+		src = &source{id: from, share: sh, push: true, useful: time.Now()}
+		f.pushSrc[from] = src
+	}
+	f.wg.Add(1) // the writers' queue is closed only after f.wg is done
+	f.mu.Unlock()
+	defer f.wg.Done()
+	select {
+	case f.writes <- writeJob{src: src, i: i, data: data, buf: buf}:
+	case <-f.ctx.Done():
+		f.putBuf(buf)
+	}
+	return true
+}
+
+// updateHeld looks at the content's stripe trees and holds back the
+// blocks of the stripes whose pushes come (picker.hold); when a stripe is
+// let go, the sources look at its blocks again.
+func (f *fetch) updateHeld() {
+	t := f.c.pushes()
+	if t == nil {
+		return
+	}
+	f.mu.Lock()
+	prev := f.held
+	f.held = t.held(time.Now(), f.heldBuf)
+	f.heldBuf = prev
+	opened := false
+	for s, h := range f.held {
+		if !h && (s >= len(prev) || prev[s]) {
+			opened = true
+		}
+	}
+	if opened {
+		f.pick.release++
+	}
+	f.mu.Unlock()
+	if opened {
+		f.notify()
+	}
+}
+
+// holds reports whether block i is left to the pushes now (f.mu held).
+func (f *fetch) holds(i int) bool {
+	return len(f.held) > 0 && f.held[i%len(f.held)]
+}

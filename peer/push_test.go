@@ -1,0 +1,348 @@
+package peer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// pushSwarm is a seed and fetchers that serve empty stores of the seed's
+// file, ready to be given stripes and to fetch.
+type pushSwarm struct {
+	src    string
+	man    *chunker.Manifest
+	seed   *Peer
+	peers  []*Peer
+	stores []*chunker.Store
+	dirs   []string
+}
+
+// newPushSwarm seeds a file of size bytes in blocks of 16 KiB and makes n
+// fetchers (connected to the seed and to each other) serve empty stores.
+func newPushSwarm(ctx context.Context, t *testing.T, size, n int) *pushSwarm {
+	t.Helper()
+	dir := t.TempDir()
+	w := &pushSwarm{src: writeRandomFile(t, dir, "data.bin", size, 11), seed: newTestPeer(t)}
+	tk, err := w.seed.Seed(ctx, w.src, WithBlockSize(16<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(w.src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if w.man, err = chunker.ChunkReader(ctx, "data.bin", 0o644, f, 16<<10); err != nil {
+		t.Fatal(err)
+	}
+	if w.man.ID() != tk.Root {
+		t.Fatal("the manifest is not the seed's")
+	}
+	for j := range n {
+		p := newTestPeer(t)
+		d := filepath.Join(dir, fmt.Sprint("out", j))
+		st, err := chunker.CreateStore(ctx, d, w.man)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Serve(st); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Host().Connect(ctx, w.seed.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range w.peers {
+			if err := p.Host().Connect(ctx, q.AddrInfo()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.peers, w.stores, w.dirs = append(w.peers, p), append(w.stores, st), append(w.dirs, d)
+	}
+	return w
+}
+
+// fetchAll runs every fetcher's FetchServed from all the others and
+// returns their summaries.
+func (w *pushSwarm) fetchAll(ctx context.Context, t *testing.T) []*Summary {
+	t.Helper()
+	sums := make([]*Summary, len(w.peers))
+	errs := make(chan error, len(w.peers))
+	for j, p := range w.peers {
+		srcs := []lpeer.ID{w.seed.ID()}
+		for k, q := range w.peers {
+			if k != j {
+				srcs = append(srcs, q.ID())
+			}
+		}
+		go func() {
+			s, err := p.FetchServed(ctx, w.man.ID(), WithSources(srcs...))
+			sums[j] = s
+			errs <- err
+		}()
+	}
+	for range w.peers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range w.dirs {
+		sameFile(t, w.src, filepath.Join(d, "data.bin"))
+	}
+	return sums
+}
+
+// pushShare returns the blocks peer id pushed in sum.
+func pushShare(sum *Summary, id lpeer.ID) (pushed, rejected int) {
+	for _, ps := range sum.Peers {
+		if ps.Peer == id.String() {
+			return ps.Pushed, ps.Rejected
+		}
+	}
+	return 0, 0
+}
+
+// TestPushTrees: with two stripe trees over four fetchers (each the root of
+// one stripe or an inner node, a leaf of the other), every block comes down
+// the trees: nothing is fetched, nothing arrives twice, and the seed sends
+// each block once.
+func TestPushTrees(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 1<<20, 4)
+	a, b, c, d := w.peers[0].ID(), w.peers[1].ID(), w.peers[2].ID(), w.peers[3].ID()
+	repair := 10 * time.Second // nothing is repaired in this test
+	// Stripe 0: seed -> a -> b, c; c -> d. Stripe 1: seed -> b -> a, d; a -> c.
+	places := []Stripes{
+		{Parents: []lpeer.ID{w.seed.ID(), b}, Children: [][]lpeer.ID{{b, c}, {c}}},
+		{Parents: []lpeer.ID{a, w.seed.ID()}, Children: [][]lpeer.ID{nil, {a, d}}},
+		{Parents: []lpeer.ID{a, a}, Children: [][]lpeer.ID{{d}}},
+		{Parents: []lpeer.ID{c, b}},
+	}
+	for j, st := range places {
+		st.RepairAfter = repair
+		if err := w.peers[j].Push(w.man.ID(), st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The seed last: a push stream to a peer without stripes is refused.
+	if err := w.seed.Push(w.man.ID(), Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a}, {b}}}); err != nil {
+		t.Fatal(err)
+	}
+	sums := w.fetchAll(ctx, t)
+	for j, s := range sums {
+		if s.Pushed != s.Blocks || s.Fetched != s.Blocks || s.Redundant != 0 {
+			t.Errorf("fetcher %d: %d of %d blocks pushed, %d fetched, %d twice; want all pushed, none twice", j, s.Pushed, s.Blocks, s.Fetched, s.Redundant)
+		}
+	}
+	var served int64
+	for _, n := range w.seed.ServedBytes(w.man.ID()) {
+		served += n
+	}
+	if served != w.man.TotalSize() {
+		t.Errorf("the seed sent %d bytes, want one copy (%d)", served, w.man.TotalSize())
+	}
+}
+
+// TestPushRepair: a parent that never pushes (it has no stripes of its
+// own) and a parent that pushes a corrupt block are repaired: the fetch
+// asks its sources for their stripes' blocks, after the repair time or at
+// once, and refuses the corrupt parent's pushes from then on.
+func TestPushRepair(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 1<<20, 2)
+	a, b := w.peers[0], w.peers[1]
+	// a takes stripe 2 from b, which never pushes; a hostile peer h is the
+	// parent of b's stripe 0, the seed of its stripe 1, and b is also the
+	// parent of a's stripe 2, which nobody pushes.
+	h := connectedPeer(ctx, t, b)
+	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID(), b.ID()}, RepairAfter: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{h.ID(), w.seed.ID(), w.seed.ID()}, RepairAfter: 200 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	// The seed last: a push stream to a peer without stripes is refused.
+	if err := w.seed.Push(w.man.ID(), Stripes{Parents: make([]lpeer.ID, 3), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Once b's fetch runs, h pushes block 3 corrupt (stripe 0, its own).
+	pushed := make(chan error, 1)
+	go func() {
+		root := w.man.ID()
+		for b.lookup(root[:]) == nil || !b.lookup(root[:]).runningFetch().running() {
+			time.Sleep(time.Millisecond)
+		}
+		s, err := h.Host().NewStream(ctx, b.ID(), ProtoPush)
+		if err != nil {
+			pushed <- err
+			return
+		}
+		defer s.Close()
+		bw := bufio.NewWriter(s)
+		for _, fr := range [][]byte{wire.Hello{Root: root[:]}.Append(nil), append(wire.AppendBlockHeader(nil, 3), make([]byte, w.man.BlockLen(3))...)} {
+			if err := wire.WriteFrame(bw, fr); err != nil {
+				pushed <- err
+				return
+			}
+		}
+		pushed <- bw.Flush()
+	}()
+	sums := w.fetchAll(ctx, t)
+	if sums[0].Pushed == 0 || sums[0].Pushed >= sums[0].Blocks {
+		t.Errorf("a: %d of %d blocks pushed; want those of the seed's stripes only", sums[0].Pushed, sums[0].Blocks)
+	}
+	if p, r := pushShare(sums[1], h.ID()); p != 0 || r != 1 {
+		t.Errorf("b took %d blocks from the corrupt parent and rejected %d; want 0 and 1", p, r)
+	}
+	if sums[1].Rejected != 1 {
+		t.Errorf("b rejected %d blocks, want 1", sums[1].Rejected)
+	}
+	if err := <-pushed; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPushRefused: pushes from a peer that is no parent, of a block of
+// another parent's stripe, of a "missing" frame or of a block out of range
+// store nothing and end the stream, and the parent that sent them is
+// refused from then on; a content without stripes takes no push.
+func TestPushRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// push writes the hello to a as h and, once a has answered, frames;
+	// it returns a's answer and how the stream ended after.
+	push := func(h, a *Peer, root chunker.ID, frames ...[]byte) (answer []byte, end error) {
+		s, err := h.Host().NewStream(ctx, a.ID(), ProtoPush)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Reset()
+		bw := bufio.NewWriter(s)
+		_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+		fr := wire.NewReader(s)
+		for k, f := range append([][]byte{wire.Hello{Root: root[:]}.Append(nil)}, frames...) {
+			if err := wire.WriteFrame(bw, f); err != nil {
+				t.Fatal(err)
+			}
+			if err := bw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if k == 0 {
+				if answer, err = fr.Next(1 << 10); err != nil {
+					t.Fatalf("no answer to the hello: %v", err)
+				}
+			}
+		}
+		_, end = fr.Next(1 << 10)
+		return answer, end // the stream's end: closed or reset by a, or a deadline
+	}
+	refused := func(answer []byte) bool {
+		err := wire.DecodeError(answer)
+		return err != nil && strings.Contains(err.Error(), "not a parent")
+	}
+	for _, tc := range []struct {
+		name  string
+		frame func(m *chunker.Manifest, data []byte) []byte
+	}{
+		{"block of the other parent's stripe", func(m *chunker.Manifest, data []byte) []byte {
+			return append(wire.AppendBlockHeader(nil, 0), data[:m.BlockLen(0)]...)
+		}},
+		{"missing", func(*chunker.Manifest, []byte) []byte { return wire.AppendMissing(nil, 1) }},
+		{"index out of range", func(*chunker.Manifest, []byte) []byte { return wire.AppendBlockHeader(nil, 1000) }},
+		{"corrupt", func(m *chunker.Manifest, _ []byte) []byte {
+			return append(wire.AppendBlockHeader(nil, 1), make([]byte, m.BlockLen(1))...)
+		}},
+	} {
+		w := newPushSwarm(ctx, t, 64<<10, 1)
+		a, root := w.peers[0], w.man.ID()
+		h := connectedPeer(ctx, t, a)
+		data, err := os.ReadFile(w.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// No stripes yet: refused with an error frame.
+		if answer, _ := push(h, a, root, tc.frame(w.man, data)); !refused(answer) {
+			t.Errorf("%s: a push to a content without stripes: answered %q, want an error", tc.name, answer)
+		}
+		if err := a.Push(root, Stripes{Parents: []lpeer.ID{w.seed.ID(), h.ID()}}); err != nil {
+			t.Fatal(err)
+		}
+		answer, end := push(h, a, root, tc.frame(w.man, data))
+		if len(answer) == 0 || answer[0] != wire.TypeHave || end == nil || errors.Is(end, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: answered %q, then %v; want taken, then the stream reset", tc.name, answer, end)
+		}
+		// Its next push, of a good block of its stripe, is refused.
+		if answer, _ := push(h, a, root, append(wire.AppendBlockHeader(nil, 1), data[w.man.BlockSize():][:w.man.BlockLen(1)]...)); !refused(answer) {
+			t.Errorf("%s: then a good push: answered %q, want refused", tc.name, answer)
+		}
+		if n := w.stores[0].HeldCount(); n != 0 {
+			t.Errorf("%s: a stored %d blocks, want none", tc.name, n)
+		}
+	}
+}
+
+// TestPushChecked: Push refuses stripes that cannot be meant.
+func TestPushChecked(t *testing.T) {
+	ctx := context.Background()
+	w := newPushSwarm(ctx, t, 64<<10, 1)
+	a, self := w.peers[0], w.peers[0].ID()
+	other := w.seed.ID()
+	root := w.man.ID()
+	for _, tc := range []struct {
+		name string
+		root chunker.ID
+		st   Stripes
+	}{
+		{"no stripes", root, Stripes{}},
+		{"too many stripes", root, Stripes{Parents: make([]lpeer.ID, maxStripes+1)}},
+		{"children of more stripes than parents", root, Stripes{Parents: []lpeer.ID{other}, Children: [][]lpeer.ID{nil, {other}}}},
+		{"own child", root, Stripes{Parents: []lpeer.ID{other}, Children: [][]lpeer.ID{{self}}}},
+		{"child twice", root, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{other, other}}}},
+		{"own parent", root, Stripes{Parents: []lpeer.ID{self}}},
+		{"negative repair", root, Stripes{Parents: []lpeer.ID{other}, RepairAfter: -1}},
+		{"content not served", chunker.ID{1}, Stripes{Parents: []lpeer.ID{other}}},
+	} {
+		if err := a.Push(tc.root, tc.st); err == nil {
+			t.Errorf("%s: Push took it", tc.name)
+		}
+	}
+	if err := a.Push(root, Stripes{Parents: []lpeer.ID{other}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Push(root, Stripes{Parents: []lpeer.ID{other}}); err == nil {
+		t.Error("a second Push took it")
+	}
+}
+
+// TestPushRetried: a parent whose pushes are refused (the child has no
+// place yet) tries again a repair time later with what it had queued, so
+// the seed's place may be set first after all.
+func TestPushRetried(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 512<<10, 1)
+	a := w.peers[0]
+	if err := w.seed.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{a.ID()}}, RepairAfter: 100 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // the first stream is refused meanwhile
+	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID()}, RepairAfter: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.fetchAll(ctx, t)[0]
+	if s.Pushed != s.Blocks || s.Redundant != 0 {
+		t.Errorf("%d of %d blocks pushed, %d twice; want all pushed once", s.Pushed, s.Blocks, s.Redundant)
+	}
+}
