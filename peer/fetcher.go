@@ -42,6 +42,7 @@ type fetch struct {
 	// (heldBuf is the last one's memory, reused).
 	pushSrc       map[lpeer.ID]*source
 	held, heldBuf []bool
+	repair        time.Duration // the trees' repair time
 	wake          chan struct{} // closed and replaced on release or new blocks
 	active        int           // sources with a running worker
 	lastLive      time.Time

@@ -91,8 +91,13 @@ type picker struct {
 	// redundant counts the endgame's second claims.
 	redundant int
 	// hold, when set, reports the units left to other means for now (the
-	// pushes of stripe trees): they are deferred, not claimed.
-	hold func(i int) bool
+	// pushes of stripe trees): they are deferred, not claimed. It is given
+	// when a source that is not full first offered the unit (seen; zero
+	// when none has), and seen and seenLog (the units in the order first
+	// seen) are kept only while it is set.
+	hold    func(i int, seen time.Time) bool
+	seen    map[int]time.Time
+	seenLog []int
 }
 
 // endgameBlocks bounds the blocks an endgame asks of a second source at once.
@@ -156,6 +161,9 @@ func (pk *picker) offerFrom(o *offers, units []int, full bool) {
 			pk.partial[i]++
 		}
 	}
+	if !full {
+		pk.see(o.all)
+	}
 	pk.gen++
 	if pk.choice != BlockInOrder {
 		// Shuffled first, so that a stable sort by rarity leaves ties in
@@ -194,6 +202,32 @@ func (pk *picker) add(o *offers, units []int) {
 	if added {
 		pk.gen++
 	}
+	if !o.full {
+		pk.see(units)
+	}
+}
+
+// see notes when units were first offered by a source that is not full
+// (for hold).
+func (pk *picker) see(units []int) {
+	if pk.hold == nil {
+		return
+	}
+	if pk.seen == nil {
+		pk.seen = make(map[int]time.Time)
+	}
+	now := time.Now()
+	for _, i := range units {
+		if _, ok := pk.seen[i]; !ok && !pk.has(i) {
+			pk.seen[i] = now
+			pk.seenLog = append(pk.seenLog, i)
+		}
+	}
+}
+
+// held reports whether unit i is left to other means for now (hold).
+func (pk *picker) held(i int) bool {
+	return pk.hold != nil && pk.hold(i, pk.seen[i])
 }
 
 // forget takes a source's offers out of the rarity counts (it left the
@@ -254,7 +288,7 @@ func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
 		if pk.has(i) {
 			continue
 		}
-		if spare && pk.partial[i] > 0 || pk.hold != nil && pk.hold(i) {
+		if spare && pk.partial[i] > 0 || pk.held(i) {
 			// Another source offered it: the seed is spared (it is looked
 			// at again on a release, or at the next reconciliation). Or it
 			// is held for its pushes.
@@ -349,6 +383,9 @@ func (pk *picker) endgame(id lpeer.ID, o *offers, n, missing int) []int {
 func (pk *picker) done(i int, retry bool) {
 	delete(pk.claimed, i)
 	delete(pk.second, i)
+	if !retry && pk.seen != nil {
+		pk.seen[i] = time.Time{} // held: its entry in seenLog is skipped
+	}
 	if retry {
 		pk.release++
 	}
@@ -366,7 +403,7 @@ func (pk *picker) claimable(o *offers) bool {
 	}
 	spare := pk.spares(o)
 	for _, i := range o.deferred {
-		if _, c := pk.claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) && (pk.hold == nil || !pk.hold(i)) {
+		if _, c := pk.claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) && !pk.held(i) {
 			return true
 		}
 	}

@@ -103,7 +103,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	}
 	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
 		repair: p.cfg.stretch(repair), last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
-		outs: map[lpeer.ID]*pushOut{}}
+		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}}
 	for s, kids := range st.Children {
 		t.children[s] = slices.Clone(kids)
 	}
@@ -152,6 +152,9 @@ type pushTrees struct {
 	last   []time.Time
 	parent map[lpeer.ID]parentState
 	outs   map[lpeer.ID]*pushOut
+	// pending counts, per block, the children it is queued for and not
+	// yet written to.
+	pending map[int]int
 }
 
 // parentState is what a fetch makes of a parent's pushes.
@@ -172,10 +175,11 @@ type pushOut struct {
 	q       []int
 	wake    chan struct{}
 	running bool
-	// failures counts the streams in a row that failed before a block went
-	// out (the child not there yet, or gone): a new one is tried a repair
-	// time later with the queue kept, up to pushRetries times; then the
-	// queue is dropped (the child repairs it) until the next gain.
+	// failures counts the streams in a row that failed before the child
+	// took them (the child not there yet, gone, or refusing): a new one is
+	// tried a repair time later with the queue kept, up to pushRetries
+	// times; then the queue is dropped (the child repairs it) until the
+	// next gain.
 	failures int
 }
 
@@ -200,7 +204,7 @@ func (t *pushTrees) gained(i int) {
 			o = &pushOut{wake: make(chan struct{}, 1)}
 			t.outs[child] = o
 		}
-		o.q = append(o.q, i)
+		t.queue(o, i)
 		if !o.running {
 			if o.failures > 0 && o.failures <= pushRetries {
 				continue // a retry is due
@@ -231,9 +235,13 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 	defer t.mu.Unlock()
 	o.running = false
 	if accepted {
-		o.failures = 0
+		// The child took the stream and then left (or failed): what is
+		// queued is dropped (it repairs it, if it comes back) until the
+		// next gain.
+		o.failures = pushRetries
 	}
 	if o.failures++; o.failures > pushRetries {
+		t.unqueue(o.q...)
 		o.q = nil
 		return
 	}
@@ -288,10 +296,15 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 	// rest of the batch, to be queued again if the stream fails.
 	var unanswered, rest []int
 	defer func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
 		if !accepted && p.ctx.Err() == nil {
-			t.mu.Lock()
+			for _, i := range unanswered {
+				t.pending[i]++
+			}
 			o.q = append(append(unanswered, rest...), o.q...)
-			t.mu.Unlock()
+		} else {
+			t.unqueue(rest...)
 		}
 	}()
 	var buf []byte // the frames' buffer, reused
@@ -314,6 +327,9 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			frame, err := storedFrame(c, &buf, i)
 			if errors.Is(err, chunker.ErrNotHeld) {
 				rest = rest[1:]
+				t.mu.Lock()
+				t.unqueue(i)
+				t.mu.Unlock()
 				continue // a seed's file changed: the child repairs it
 			}
 			if err != nil {
@@ -328,6 +344,9 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 				return accepted, err
 			}
 			rest = rest[1:]
+			t.mu.Lock()
+			t.unqueue(i)
+			t.mu.Unlock()
 			if !accepted {
 				unanswered = append(unanswered, i)
 			}
@@ -393,6 +412,44 @@ func (t *pushTrees) held(now time.Time, dst []bool) []bool {
 		dst[s] = id != "" && t.parent[id] == parentUp && now.Sub(t.last[s]) < t.repair
 	}
 	return dst
+}
+
+// queue queues block i for o (t.mu held).
+func (t *pushTrees) queue(o *pushOut, i int) {
+	o.q = append(o.q, i)
+	t.pending[i]++
+}
+
+// unqueue notes that blocks idx were written, or dropped, from a queue
+// (t.mu held).
+func (t *pushTrees) unqueue(idx ...int) {
+	for _, i := range idx {
+		if t.pending[i]--; t.pending[i] <= 0 {
+			delete(t.pending, i)
+		}
+	}
+}
+
+// firstCopies reports whether this peer is a seed (a root of every
+// stripe: no parent) and one of the blocks idx is still queued for its
+// children: the seed's uplink goes to the first copies of the blocks,
+// down the trees, and such requests are answered busy (other peers
+// repair the trees); a block dropped from its queue (its child left) is
+// served.
+func (t *pushTrees) firstCopies(idx []int) bool {
+	for _, id := range t.parents {
+		if id != "" {
+			return false
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, i := range idx {
+		if t.pending[i] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // accepts reports whether pushes from id are taken, and marks it up when
@@ -576,19 +633,34 @@ func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 
 // updateHeld looks at the content's stripe trees and holds back the
 // blocks of the stripes whose pushes come (picker.hold); when a stripe is
-// let go, the sources look at its blocks again.
+// let go, or a block has been offered by a source that is not full for the
+// repair time without being pushed, the sources look at them again.
 func (f *fetch) updateHeld() {
 	t := f.c.pushes()
 	if t == nil {
 		return
 	}
+	now := time.Now()
 	f.mu.Lock()
+	f.repair = t.repair
 	prev := f.held
-	f.held = t.held(time.Now(), f.heldBuf)
+	f.held = t.held(now, f.heldBuf)
 	f.heldBuf = prev
 	opened := false
 	for s, h := range f.held {
 		if !h && (s >= len(prev) || prev[s]) {
+			opened = true
+		}
+	}
+	pk := f.pick
+	for len(pk.seenLog) > 0 {
+		i := pk.seenLog[0]
+		at := pk.seen[i]
+		if !at.IsZero() && now.Sub(at) < t.repair {
+			break
+		}
+		pk.seenLog = pk.seenLog[1:]
+		if !at.IsZero() && !pk.has(i) {
 			opened = true
 		}
 	}
@@ -601,7 +673,11 @@ func (f *fetch) updateHeld() {
 	}
 }
 
-// holds reports whether block i is left to the pushes now (f.mu held).
-func (f *fetch) holds(i int) bool {
-	return len(f.held) > 0 && f.held[i%len(f.held)]
+// holds reports whether block i is left to the pushes now (f.mu held):
+// while its stripe's pushes come, unless a source that is not full (not
+// the seed) offered it a repair time ago (seen) and the pushes have not
+// brought it since (its parent lost it, or got it before this peer took
+// its pushes: a peer that joined or came back late).
+func (f *fetch) holds(i int, seen time.Time) bool {
+	return len(f.held) > 0 && f.held[i%len(f.held)] && (seen.IsZero() || time.Since(seen) < f.repair)
 }

@@ -334,6 +334,10 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 		if ss.hello.Coded {
 			super = nil
 		}
+		if t := c.pushes(); t != nil && !ss.hello.Coded && t.firstCopies(idx) {
+			// A seed's uplink goes to the first copies down the trees.
+			return p.busy(ss, "the seed pushes its first copies")
+		}
 		if super == nil && !c.queue(key, len(idx), time.Now()) {
 			return p.busy(ss, "the upload queue is full")
 		}
