@@ -52,6 +52,7 @@ func (f *fetch) offer(src *source, offered []int) error {
 		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
 	}
 	f.pick.offerFrom(&src.offers, offered, full)
+	f.seeFromLocked(src, offered)
 	return nil
 }
 

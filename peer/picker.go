@@ -92,8 +92,8 @@ type picker struct {
 	redundant int
 	// hold, when set, reports the units left to other means for now (the
 	// pushes of stripe trees): they are deferred, not claimed. It is given
-	// when a source that is not full first offered the unit (seen; zero
-	// when none has), and seen and seenLog (the units in the order first
+	// when the source it waits on first offered the unit (seen, see; zero
+	// when it has not), and seen and seenLog (the units in the order first
 	// seen) are kept only while it is set.
 	hold    func(i int, seen time.Time) bool
 	seen    map[int]time.Time
@@ -161,9 +161,6 @@ func (pk *picker) offerFrom(o *offers, units []int, full bool) {
 			pk.partial[i]++
 		}
 	}
-	if !full {
-		pk.see(o.all)
-	}
 	pk.gen++
 	if pk.choice != BlockInOrder {
 		// Shuffled first, so that a stable sort by rarity leaves ties in
@@ -202,26 +199,20 @@ func (pk *picker) add(o *offers, units []int) {
 	if added {
 		pk.gen++
 	}
-	if !o.full {
-		pk.see(units)
-	}
 }
 
-// see notes when units were first offered by a source that is not full
-// (for hold).
-func (pk *picker) see(units []int) {
+// see notes that unit i was offered now by the source hold waits on (for
+// hold), unless it was before.
+func (pk *picker) see(i int, now time.Time) {
 	if pk.hold == nil {
 		return
 	}
 	if pk.seen == nil {
 		pk.seen = make(map[int]time.Time)
 	}
-	now := time.Now()
-	for _, i := range units {
-		if _, ok := pk.seen[i]; !ok && !pk.has(i) {
-			pk.seen[i] = now
-			pk.seenLog = append(pk.seenLog, i)
-		}
+	if _, ok := pk.seen[i]; !ok && !pk.has(i) {
+		pk.seen[i] = now
+		pk.seenLog = append(pk.seenLog, i)
 	}
 }
 

@@ -673,11 +673,27 @@ func (f *fetch) updateHeld() {
 	}
 }
 
+// seeFromLocked notes the blocks idx src offered that it is this peer's
+// parent for, unless src is full (a seed, or a peer done: they push in
+// their own time), for holds (f.mu held).
+func (f *fetch) seeFromLocked(src *source, idx []int) {
+	t := f.c.pushes()
+	if t == nil || src.offers.full || f.pick.hold == nil {
+		return
+	}
+	now := time.Now()
+	for _, i := range idx {
+		if t.parents[t.stripe(i)] == src.id {
+			f.pick.see(i, now)
+		}
+	}
+}
+
 // holds reports whether block i is left to the pushes now (f.mu held):
-// while its stripe's pushes come, unless a source that is not full (not
-// the seed) offered it a repair time ago (seen) and the pushes have not
-// brought it since (its parent lost it, or got it before this peer took
-// its pushes: a peer that joined or came back late).
+// while its stripe's pushes come, unless its parent offered it a repair
+// time ago (seen) and has not pushed it since (it got the block before this
+// peer took its pushes, as for a peer that joined or came back late, or
+// its push was lost with a stream).
 func (f *fetch) holds(i int, seen time.Time) bool {
 	return len(f.held) > 0 && f.held[i%len(f.held)] && (seen.IsZero() || time.Since(seen) < f.repair)
 }

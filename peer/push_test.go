@@ -2,15 +2,19 @@ package peer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -345,4 +349,71 @@ func TestPushRetried(t *testing.T) {
 	if s.Pushed != s.Blocks || s.Redundant != 0 {
 		t.Errorf("%d of %d blocks pushed, %d twice; want all pushed once", s.Pushed, s.Blocks, s.Redundant)
 	}
+}
+
+// readStream is a stream that reads from r (and takes any deadline).
+type readStream struct {
+	network.Stream
+	r io.Reader
+}
+
+func (s *readStream) Read(b []byte) (int, error)      { return s.r.Read(b) }
+func (s *readStream) SetReadDeadline(time.Time) error { return nil }
+
+// FuzzReadPushes: whatever a parent pushes, the child never panics, stores
+// only blocks that match the manifest, and takes a block only of the
+// stripes the parent pushes (here stripe 0 of 2).
+func FuzzReadPushes(f *testing.F) {
+	ctx := context.Background()
+	dir := f.TempDir()
+	src := writeRandomFile(f, dir, "data.bin", 64<<10, 5)
+	fh, err := os.Open(src)
+	if err != nil {
+		f.Fatal(err)
+	}
+	m, err := chunker.ChunkReader(ctx, "data.bin", 0o644, fh, 16<<10)
+	fh.Close()
+	if err != nil {
+		f.Fatal(err)
+	}
+	data, err := os.ReadFile(src)
+	if err != nil {
+		f.Fatal(err)
+	}
+	frame := func(fr []byte) []byte { return append(binary.AppendUvarint(nil, uint64(len(fr))), fr...) }
+	f.Add(frame(append(wire.AppendBlockHeader(nil, 0), data[:16<<10]...)))
+	f.Add(frame(append(wire.AppendBlockHeader(nil, 2), data[32<<10:48<<10]...)))
+	f.Add(frame(append(wire.AppendBlockHeader(nil, 1), data[16<<10:32<<10]...)))
+	f.Add(frame(wire.AppendMissing(nil, 0)))
+	f.Add(frame(append(wire.AppendBlockHeader(nil, 0), make([]byte, 16<<10)...)))
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
+	p := newTestPeer(f)
+	f.Fuzz(func(t *testing.T, in []byte) {
+		st, err := chunker.CreateStore(ctx, t.TempDir(), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		c, err := newContent(m, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.push = &pushTrees{p: p.Service, c: c, parents: []lpeer.ID{"remote", "other"}, children: make([][]lpeer.ID, 2),
+			repair: time.Second, last: make([]time.Time, 2), parent: map[lpeer.ID]parentState{"remote": parentUp}, outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}}
+		s := &readStream{r: bytes.NewReader(in)}
+		ss := &serverStream{s: s, fr: wire.NewReader(s), c: c}
+		_ = p.readPushes(ss, c.push, "remote")
+		for _, i := range st.Held() {
+			if i%2 != 0 {
+				t.Errorf("block %d of the other parent's stripe stored", i)
+			}
+			got, err := st.ReadBlock(i, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, data[i*m.BlockSize():][:m.BlockLen(i)]) {
+				t.Errorf("block %d stored is not the file's", i)
+			}
+		}
+	})
 }

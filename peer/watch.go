@@ -151,6 +151,7 @@ func (f *fetch) readHaves(src *source, w *watchConn) {
 			return refused || f.t.has(i)
 		})
 		f.pick.add(&src.offers, idx)
+		f.seeFromLocked(src, idx)
 		src.share.Haves += len(idx)
 		f.mu.Unlock()
 		select {
