@@ -116,12 +116,16 @@
 // pushes while they come, and asks its sources for them, as usual, once
 // the stripe goes [Stripes].RepairAfter without a push, or at once when
 // its parent's push stream fails or carries a corrupt block (that parent's
-// pushes are refused from then on): pulls repair what a parent that
-// left, lags or lies does not bring. The trees come from the application:
+// pushes are refused from then on), and for a block its parent offered a
+// repair time ago without pushing it (a peer that joined late): pulls
+// repair what a parent that left, lags or lies does not bring. A seed
+// answers requests for blocks it has still to push busy, so that its
+// uplink goes to the first copies. The trees come from the application:
 // every peer must be given the same ones (package testnet derives them
 // from the swarm's membership and latencies with
-// transitstub.NewStripeTrees), and the seed's place last, as a push to a
-// peer that has none yet is refused.
+// transitstub.NewStripeTrees), the seed's place best last: a push to a
+// peer that has no place yet is refused, and tried again (with what was
+// queued) a repair time later.
 //
 // # Protocols
 //
@@ -165,6 +169,11 @@
 //     watchers' filters kept for the tally of neighbours' filters hold at
 //     most 32 MiB per content, summed in at most 8 parameter sets of at
 //     most 2^20 counters (4 MiB each);
+//   - pushes: a push stream is answered after its hello and kept only
+//     from a parent of the content's stripe trees; it has no idle deadline
+//     (a parent waits for the blocks it passes on), and a parent that
+//     pushes a block of another's stripe, a malformed frame or a corrupt
+//     block is refused from then on;
 //   - stream churn: a peer may open 64 streams a second (128 at once); a
 //     stream beyond that is reset at once and earns abuse points, so a peer
 //     that opens the next stream as soon as the last was reset (thousands a

@@ -92,10 +92,9 @@ type picker struct {
 	redundant int
 	// hold, when set, reports the units left to other means for now (the
 	// pushes of stripe trees): they are deferred, not claimed. It is given
-	// when the source it waits on first offered the unit (seen, see; zero
-	// when it has not), and seen and seenLog (the units in the order first
-	// seen) are kept only while it is set.
-	hold    func(i int, seen time.Time) bool
+	// the unit's deadline (see; zero when it has none): the units with one
+	// are kept in seen and seenLog (once each) only while hold is set.
+	hold    func(i int, deadline time.Time) bool
 	seen    map[int]time.Time
 	seenLog []int
 }
@@ -201,18 +200,21 @@ func (pk *picker) add(o *offers, units []int) {
 	}
 }
 
-// see notes that unit i was offered now by the source hold waits on (for
-// hold), unless it was before.
-func (pk *picker) see(i int, now time.Time) {
-	if pk.hold == nil {
+// see gives unit i the deadline d (for hold), unless it has an earlier
+// one or is held.
+func (pk *picker) see(i int, d time.Time) {
+	if pk.hold == nil || pk.has(i) {
 		return
 	}
 	if pk.seen == nil {
 		pk.seen = make(map[int]time.Time)
 	}
-	if _, ok := pk.seen[i]; !ok && !pk.has(i) {
-		pk.seen[i] = now
+	old, ok := pk.seen[i]
+	if !ok {
 		pk.seenLog = append(pk.seenLog, i)
+	}
+	if !ok || d.Before(old) {
+		pk.seen[i] = d
 	}
 }
 
@@ -375,7 +377,7 @@ func (pk *picker) done(i int, retry bool) {
 	delete(pk.claimed, i)
 	delete(pk.second, i)
 	if !retry && pk.seen != nil {
-		pk.seen[i] = time.Time{} // held: its entry in seenLog is skipped
+		delete(pk.seen, i) // held: its entry in seenLog goes
 	}
 	if retry {
 		pk.release++
