@@ -328,6 +328,15 @@ func TestPushChecked(t *testing.T) {
 	if err := a.Push(root, Stripes{Parents: []lpeer.ID{other}}); err == nil {
 		t.Error("a second Push took it")
 	}
+	// The Byers baseline's coded blocks are not pushed.
+	byers := newTestPeer(t)
+	tk, err := byers.Seed(ctx, writeRandomFile(t, t.TempDir(), "b.bin", 64<<10, 3), WithBlockSize(16<<10), WithByers(ByersParams{K: 4, N: 8}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := byers.Push(tk.Root, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{self}}}); err == nil {
+		t.Error("Push took a Byers seed's content")
+	}
 }
 
 // TestPushRetried: a parent whose pushes are refused (the child has no
