@@ -42,11 +42,9 @@ type fetch struct {
 	// (heldBuf is the last one's memory, reused).
 	pushSrc       map[lpeer.ID]*source
 	held, heldBuf []bool
-	// late holds the blocks whose deadlines passed (holds).
-	late     map[int]struct{}
-	wake     chan struct{} // closed and replaced on release or new blocks
-	active   int           // sources with a running worker
-	lastLive time.Time
+	wake          chan struct{} // closed and replaced on release or new blocks
+	active        int           // sources with a running worker
+	lastLive      time.Time
 	// started is set once the fetch runs (its context and writers are
 	// there): sources are started only from then on.
 	started bool
@@ -141,7 +139,6 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 		shares:  make(map[lpeer.ID]*PeerShare),
 		spare:   make(map[lpeer.ID]time.Time),
 		pushSrc: make(map[lpeer.ID]*source),
-		late:    make(map[int]struct{}),
 		wake:    make(chan struct{}),
 	}
 	f.pick.hold = f.holds

@@ -92,8 +92,9 @@ type picker struct {
 	redundant int
 	// hold, when set, reports the units left to other means for now (the
 	// pushes of stripe trees): they are deferred, not claimed. It is given
-	// the unit's deadline (see; zero when it has none): the units with one
-	// are kept in seen and seenLog (once each) only while hold is set.
+	// the unit's deadline (see; zero when it has none, past once it has
+	// passed): seen keeps them until the unit arrives, seenLog (each
+	// once) until the deadline has passed, and only while hold is set.
 	hold    func(i int, deadline time.Time) bool
 	seen    map[int]time.Time
 	seenLog []int

@@ -56,9 +56,6 @@ const (
 	maxPushChildren = 1024
 )
 
-// ErrNotServed is returned by Push for a root the service does not serve.
-var ErrNotServed = errors.New("peer: content not served")
-
 // Push has the service pass content root's blocks down the stripe trees
 // st gives its place in: every block the content's store gains from now
 // on (fetched, pushed to it, or put there by anyone), and every block at
@@ -97,7 +94,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	}
 	c := p.lookup(root[:])
 	if c == nil {
-		return fmt.Errorf("%w: %s", ErrNotServed, root)
+		return fmt.Errorf("peer: push: content %s is not served: %w", root, ErrUnknownRoot)
 	}
 	if c.codedSet() != nil {
 		return errors.New("peer: push: the content is served as the Byers baseline's coded blocks")
@@ -563,9 +560,10 @@ func (p *Service) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) erro
 	if err := ss.s.SetReadDeadline(time.Time{}); err != nil {
 		return err
 	}
+	fresh := func() []byte { return make([]byte, 0, max) }
 	for {
 		f := c.runningFetch()
-		get := func() []byte { return make([]byte, 0, max) }
+		get := fresh
 		if f != nil {
 			get = f.getBuf
 		}
@@ -621,15 +619,18 @@ func (f *fetch) running() bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.started && f.ctx.Err() == nil
+	return f.runningLocked()
 }
+
+// runningLocked is running with f.mu held.
+func (f *fetch) runningLocked() bool { return f.started && f.ctx.Err() == nil }
 
 // takePush hands block i, pushed by parent from, to the fetch's writers,
 // as a block fetched from a source of its own; false when the fetch has not
 // started or has ended (the caller stores it).
 func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 	f.mu.Lock()
-	if !f.started || f.ctx.Err() != nil {
+	if !f.runningLocked() {
 		f.mu.Unlock()
 		return false
 	}
@@ -674,7 +675,8 @@ func (f *fetch) updateHeld() {
 			opened = true
 		}
 	}
-	// The blocks whose deadlines passed (picker.see) are let go.
+	// The blocks whose deadlines passed (picker.see) are let go: holds
+	// lets them be claimed from now on, and the sources look again.
 	pk := f.pick
 	kept := pk.seenLog[:0]
 	for _, i := range pk.seenLog {
@@ -683,12 +685,8 @@ func (f *fetch) updateHeld() {
 		case !ok:
 		case now.Before(d):
 			kept = append(kept, i)
-		default:
-			delete(pk.seen, i)
-			if !pk.has(i) {
-				opened = true
-				f.late[i] = struct{}{}
-			}
+		case !pk.has(i):
+			opened = true
 		}
 	}
 	pk.seenLog = kept
@@ -735,8 +733,5 @@ func (f *fetch) seeFromLocked(src *source, idx []int) {
 // stream); one that another peer offered lateAfter times that long ago is
 // late down the tree (a parent repairing in turn): both are fetched.
 func (f *fetch) holds(i int, deadline time.Time) bool {
-	if _, late := f.late[i]; late || len(f.held) == 0 {
-		return false
-	}
-	return f.held[i%len(f.held)] && (deadline.IsZero() || time.Now().Before(deadline))
+	return len(f.held) > 0 && f.held[i%len(f.held)] && (deadline.IsZero() || time.Now().Before(deadline))
 }

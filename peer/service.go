@@ -34,7 +34,8 @@ const (
 	// ProtoPush carries the pushes of stripe trees (Service.Push): a parent
 	// opens it to a child and writes block frames after the hello, each
 	// block of the child's stripes as the parent gains it; the child
-	// answers nothing.
+	// answers the hello once (an empty have frame: taken; an error frame:
+	// refused) and nothing after.
 	ProtoPush protocol.ID = "/reconcile/1/push"
 )
 
