@@ -247,9 +247,10 @@ type Config struct {
 	// RepairAfter is peer.Stripes.RepairAfter with Trees (0: the package's
 	// default), in the described network's time.
 	RepairAfter time.Duration
-	// Trace, when set, receives a line for every unit a node sends and
-	// every reconciliation it answers (see the format in trace.go's
-	// tracer), for studying a run's schedule afterwards.
+	// Trace, when set, receives a line for every unit a node sends or
+	// pushes, every reconciliation it answers, and the run's plan (roles,
+	// tree places) and events (see the format in trace.go's tracer), for
+	// studying a run's schedule afterwards.
 	Trace io.Writer
 }
 

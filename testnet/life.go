@@ -47,6 +47,8 @@ type swarm struct {
 	// stripes, when set, gives node i's place in the stripe trees
 	// (Config.Trees), for its service's Push.
 	stripes func(i int) peer.Stripes
+	// tr, when set, traces the nodes' joins, leaves and ends.
+	tr *tracer
 
 	// linkMu guards who is present and which pairs are linked.
 	linkMu  sync.Mutex
@@ -204,6 +206,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 	o := &w.outs[i]
 	defer func() {
 		o.at = time.Since(w.start)
+		w.tr.event("done", i)
 		if r.needed() {
 			w.done.Add(1)
 		}
@@ -216,6 +219,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 			return
 		}
 		o.late = true
+		w.tr.event("joined", i)
 		if err := w.attach(i); err != nil {
 			o.err = err
 			return
@@ -231,6 +235,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 		leaving.Do(func() {
 			triggered.Store(true)
 			leftAt = time.Since(w.start)
+			w.tr.event("left", i)
 			// Not from the progress callback: Close waits for the fetch.
 			go func() {
 				cancel()
@@ -312,6 +317,7 @@ func (w *swarm) rejoin(i int, o *outcome) error {
 	w.nodes[i] = &n2
 	w.nodesMu.Unlock()
 	o.rejoined = true
+	w.tr.event("back", i)
 	if err := w.attach(i); err != nil {
 		return err
 	}

@@ -92,12 +92,17 @@ type Result struct {
 	// Churn is the churn asked for (Config.Churn). Left counts the peers
 	// that left mid-fetch, Rejoined those of them that came back, LateJoined
 	// the peers that joined late; ResumedBlocks the verified blocks the
-	// rejoining peers found in their stores on coming back.
-	Churn         Churn `json:"churn"`
-	Left          int   `json:"left"`
-	Rejoined      int   `json:"rejoined"`
-	LateJoined    int   `json:"late_joined"`
-	ResumedBlocks int64 `json:"resumed_blocks"`
+	// rejoining peers found in their stores on coming back. StayedMaxS is
+	// the last completion of the peers that never left (late joiners
+	// included; a peer that came back counts its pause), StayedMaxTStar
+	// that over T*.
+	Churn          Churn   `json:"churn"`
+	Left           int     `json:"left"`
+	Rejoined       int     `json:"rejoined"`
+	LateJoined     int     `json:"late_joined"`
+	ResumedBlocks  int64   `json:"resumed_blocks"`
+	StayedMaxS     float64 `json:"stayed_max_s,omitempty"`
+	StayedMaxTStar float64 `json:"stayed_max_over_tstar,omitempty"`
 	// Liars counts the lying peers, CorruptLiars and PhantomLiars of each
 	// kind (LiarKind). LiedCorrupt and LiedMissing count the block frames
 	// they corrupted, or answered "missing" for a block they had offered.

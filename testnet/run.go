@@ -394,6 +394,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	start := time.Now()
 	cpu0, sched0 := cpuTime(), schedSample()
 	tr.begin(start, cfg.Method.String(), seedNode)
+	tr.plan(roles, trees)
+	w.tr = tr
 	w.ctx, w.start = rctx, start
 	var wg, liars sync.WaitGroup
 	joins := make([]chan struct{}, cfg.Nodes)
@@ -527,6 +529,9 @@ wait:
 		if nodes[i].store.Complete() {
 			res.Completed++
 			res.Completions = append(res.Completions, o.at.Seconds()/scale)
+			if !o.left {
+				res.StayedMaxS = max(res.StayedMaxS, o.at.Seconds()/scale)
+			}
 		}
 	}
 	for _, r := range roles {

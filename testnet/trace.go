@@ -10,6 +10,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
 // tracer writes Config.Trace: a line for what each node serves, with the
@@ -21,6 +22,10 @@ import (
 //	sent T FROM TO UNIT                      node FROM wrote unit UNIT to node TO
 //	answered T FROM TO FOUND OFFERED         node FROM answered a reconciliation of node TO
 //	busy T FROM TO                           node FROM turned a request of node TO away "busy"
+//	pushed T FROM TO UNIT                    node FROM pushed unit UNIT to its child TO (stripe trees)
+//	role N liar KIND | leave AT REJOIN | late AT   node N's part in the run (churn and liars)
+//	parent S CHILD PARENT                    in stripe S, CHILD's parent is PARENT (stripe trees)
+//	joined|left|back|done T N                node N joined late, left, came back, ended its fetching
 //
 // TO is -1 for a peer outside the run.
 //
@@ -65,11 +70,62 @@ func (t *tracer) served(from int, ev peer.ServeEvent) {
 	s := time.Since(t.start).Seconds()
 	switch ev.Kind {
 	case peer.EventBlockSent:
+		if ev.Pushed {
+			fmt.Fprintf(&t.buf, "pushed %.4f %d %d %d\n", s, from, to, ev.Index)
+			break
+		}
 		fmt.Fprintf(&t.buf, "sent %.4f %d %d %d\n", s, from, to, ev.Index)
 	case peer.EventAnswered:
 		fmt.Fprintf(&t.buf, "answered %.4f %d %d %d %d\n", s, from, to, len(ev.Found), len(ev.Offered))
 	case peer.EventBusy:
 		fmt.Fprintf(&t.buf, "busy %.4f %d %d\n", s, from, to)
+	}
+}
+
+// line writes a line of its own (the run's plan), without a time.
+func (t *tracer) line(format string, a ...any) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(&t.buf, format+"\n", a...)
+}
+
+// event writes that node i did what (joined, left, back, done) now.
+func (t *tracer) event(what string, i int) {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fmt.Fprintf(&t.buf, "%s %.4f %d\n", what, time.Since(t.start).Seconds(), i)
+}
+
+// plan writes each node's role and place in the stripe trees.
+func (t *tracer) plan(roles []role, trees *ts.StripeTrees) {
+	if t == nil {
+		return
+	}
+	for i, r := range roles {
+		switch {
+		case r.liar:
+			t.line("role %d liar %s", i, r.lie)
+		case r.leaveAt > 0:
+			t.line("role %d leave %.3f %t", i, r.leaveAt, r.rejoin)
+		case r.lateAt > 0:
+			t.line("role %d late %.3f", i, r.lateAt)
+		}
+	}
+	if trees == nil {
+		return
+	}
+	for s, kids := range trees.Kids {
+		for p, cs := range kids {
+			for _, c := range cs {
+				t.line("parent %d %d %d", s, c, p)
+			}
+		}
 	}
 }
 

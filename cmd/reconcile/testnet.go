@@ -125,7 +125,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes and blocks to move, the sources of a fetch, T* and the cores; 1: real time"},
 			&cli.IntFlag{Name: "trees", Usage: "place the peers in this many stripe trees: the seed pushes each block once down its stripe's tree, the fetches repair what the trees do not bring (as sim swarm --trees --trees-by-delay, placed by latency; one seed, block methods; default method: complete)"},
 			&cli.DurationFlag{Name: "repair-after", Usage: "with --trees, how long a stripe may go without a push before the fetches ask their sources for its blocks, in the described network's time (0: package peer's default, 2s)"},
-			&cli.StringFlag{Name: "trace", Usage: "write every block sent, reconciliation answered and request turned away busy to `FILE`, a line each (start METHOD SEED; sent T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; busy T FROM TO; T in seconds from the start, FROM and TO node numbers)"},
+			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED; sent|pushed T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers)"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
 		},
@@ -443,6 +443,15 @@ func printChurnLiars(out io.Writer, r *testnet.Result) {
 	if r.Churn != (testnet.Churn{}) {
 		fmt.Fprintf(out, "testnet %s churn %s: %d peers left mid-fetch, %d came back (%d blocks resumed from their stores), %d joined late; %d/%d honest peers that stayed or came back completed\n",
 			runName(r.Method, r.Choice), r.Churn, r.Left, r.Rejoined, r.ResumedBlocks, r.LateJoined, r.Completed, r.Fetchers)
+		if r.Left > 0 && r.StayedMaxS > 0 {
+			if r.TStarS > 0 {
+				fmt.Fprintf(out, "testnet %s churn: the last of the peers that never left completed at %.2f s (%.2fx T*); the peers that came back count their pause\n",
+					runName(r.Method, r.Choice), r.StayedMaxS, r.StayedMaxTStar)
+			} else {
+				fmt.Fprintf(out, "testnet %s churn: the last of the peers that never left completed at %.2f s; the peers that came back count their pause\n",
+					runName(r.Method, r.Choice), r.StayedMaxS)
+			}
+		}
 	}
 	if r.Liars > 0 {
 		fmt.Fprintf(out, "testnet %s liars: %d (%d corrupt, %d phantom) sent %d corrupt blocks and answered %d offered blocks missing; honest peers received %d corrupt blocks, made %d bans (%d of honest peers)\n",

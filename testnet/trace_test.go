@@ -1,0 +1,56 @@
+package testnet
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/peer"
+	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+)
+
+// TestTracer checks the trace's lines: the plan (roles, tree places), the
+// nodes' events, and blocks sent and pushed, each on its own line.
+func TestTracer(t *testing.T) {
+	var buf bytes.Buffer
+	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2})
+	tr.begin(tr.start, "complete", 0)
+	roles := []role{{}, {liar: true, lie: LiarCorrupt}, {leaveAt: 0.5, rejoin: true}, {lateAt: 0.25}}
+	trees := &ts.StripeTrees{Roots: []int{1}, Kids: [][][]int32{{nil, {2, 3}, nil, nil}}}
+	tr.plan(roles, trees)
+	tr.event("left", 2)
+	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 7})
+	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 8, Pushed: true})
+	tr.served(2, peer.ServeEvent{Kind: peer.EventBusy, Peer: "x"})
+	if err := tr.flush(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 1 && (f[0] == "left" || f[0] == "sent" || f[0] == "pushed" || f[0] == "busy") {
+			f[1] = "T" // times vary
+		}
+		got = append(got, strings.Join(f, " "))
+	}
+	want := []string{
+		"start complete 0",
+		"role 1 liar " + LiarCorrupt.String(),
+		"role 2 leave 0.500 true",
+		"role 3 late 0.250",
+		"parent 0 2 1",
+		"parent 0 3 1",
+		"left T 2",
+		"sent T 1 2 7",
+		"pushed T 1 2 8",
+		"busy T 2 -1",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	var nilTracer *tracer
+	nilTracer.plan(roles, trees) // a run without a trace: no-ops
+	nilTracer.event("done", 1)
+}
