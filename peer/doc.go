@@ -102,7 +102,7 @@
 //
 // # Stripe trees
 //
-// (This section: peer/push.go.)
+// (This section: peer/push.go, peer/adopt.go.)
 //
 // Pulls alone leave a swarm about twice the fluid bound from done (each
 // peer learns what its neighbours hold a latency late, and asks for it a
@@ -118,9 +118,15 @@
 // its parent's push stream fails or carries a corrupt block (that parent's
 // pushes are refused from then on), and for a block its parent offered a
 // repair time ago without pushing it (a peer that joined late): pulls
-// repair what a parent that left, lags or lies does not bring. A seed
-// answers requests for blocks it has still to push busy, so that its
-// uplink goes to the first copies. The trees come from the application:
+// repair what a parent that left, lags or lies does not bring. A peer with
+// children of its own in a stripe whose parent left or lied asks its
+// grandparent ([Stripes].Grandparents) to adopt it ([ProtoAdopt]); the
+// grandparent adopts the first two such orphans of a stripe (a seed one)
+// and sends the others on to those that asked before, two to each, which
+// adopt them in turn (peer/adopt.go), so that a whole subtree is not left
+// to pulls, nor its orphans to the seed. A seed answers requests
+// for blocks it has still to push busy, so that its uplink goes to the
+// first copies. The trees come from the application:
 // every peer must be given the same ones (package testnet derives them
 // from the swarm's membership and latencies with
 // transitstub.NewStripeTrees), the seed's place best last: a push to a
@@ -129,7 +135,7 @@
 //
 // # Protocols
 //
-// All under /reconcile/1/: manifest, reconcile, blocks, peers and push (see the
+// All under /reconcile/1/: manifest, reconcile, blocks, peers, push and adopt (see the
 // Proto constants). Every stream carries length-prefixed frames with a limit
 // per frame ([Limits]) and buffers that grow only as bytes arrive; every read
 // and write has a deadline ([WithStreamIdle]). A malformed or oversized message
@@ -174,6 +180,11 @@
 //     (a parent waits for the blocks it passes on), and a parent that
 //     pushes a block of another's stripe, a malformed frame or a corrupt
 //     block is refused from then on;
+//   - adoptions: an adoption request names at most l.MaxWant blocks of one
+//     stripe; a peer adopts at most four orphans per stripe
+//     (each costs it one more child's share of its uplink), and answers
+//     any other with a peer id; a hostile adoptee holds its place until
+//     its stream fails, and a hostile adopter is refused as a parent;
 //   - stream churn: a peer may open 64 streams a second (128 at once); a
 //     stream beyond that is reset at once and earns abuse points, so a peer
 //     that opens the next stream as soon as the last was reset (thousands a

@@ -220,8 +220,9 @@ func ExampleService_Push() {
 		log.Fatal(err)
 	}
 	places := map[*peer.Peer]peer.Stripes{
-		a: {Parents: []lpeer.ID{seed.ID(), b.ID()}, Children: [][]lpeer.ID{{b.ID()}}},
-		b: {Parents: []lpeer.ID{a.ID(), seed.ID()}, Children: [][]lpeer.ID{nil, {a.ID()}}},
+		// The grandparents adopt a peer whose parent leaves or lies.
+		a: {Parents: []lpeer.ID{seed.ID(), b.ID()}, Grandparents: []lpeer.ID{"", seed.ID()}, Children: [][]lpeer.ID{{b.ID()}}},
+		b: {Parents: []lpeer.ID{a.ID(), seed.ID()}, Grandparents: []lpeer.ID{seed.ID(), ""}, Children: [][]lpeer.ID{nil, {a.ID()}}},
 	}
 	sums := make(chan *peer.Summary, 2)
 	for _, f := range []*peer.Peer{a, b} {

@@ -29,11 +29,20 @@ import (
 // list, as transitstub.NewStripeTrees does, or told by the application).
 type Stripes struct {
 	// Parents holds, per stripe, the peer this one takes the stripe's blocks
-	// from ("" for none: a seed). Pushes from any other peer are refused.
+	// from ("" for none: a seed). Pushes from any other peer are refused,
+	// but for those of a peer that adopted this one once its parent failed
+	// (see Grandparents).
 	Parents []lpeer.ID
 	// Children holds, per stripe, the peers this one pushes the stripe's
 	// blocks to (nil or shorter than Parents: none for the rest).
 	Children [][]lpeer.ID
+	// Grandparents holds, per stripe, its parent's parent (nil or shorter
+	// than Parents, or "": none, as for a stripe's root). When a parent
+	// leaves or pushes a corrupt block and this peer has children in that
+	// stripe, it asks the grandparent to adopt it (ProtoAdopt), so that its
+	// subtree keeps getting pushes rather than every peer in it fetching
+	// the stripe: the roots' children ask the seed.
+	Grandparents []lpeer.ID
 	// RepairAfter is how long a stripe may go without a push from its
 	// parent before the fetch asks its sources for the stripe's blocks
 	// (DefaultRepairAfter when zero; stretched by WithTimeScale): the
@@ -74,6 +83,8 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 		return fmt.Errorf("peer: push: %d stripes (want 1 to %d)", k, maxStripes)
 	case len(st.Children) > k:
 		return fmt.Errorf("peer: push: children of %d stripes, parents of %d", len(st.Children), k)
+	case len(st.Grandparents) > k:
+		return fmt.Errorf("peer: push: grandparents of %d stripes, parents of %d", len(st.Grandparents), k)
 	case st.RepairAfter < 0:
 		return fmt.Errorf("peer: push: negative repair time %v", st.RepairAfter)
 	}
@@ -89,8 +100,8 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	if n > maxPushChildren {
 		return fmt.Errorf("peer: push: %d children (at most %d)", n, maxPushChildren)
 	}
-	if slices.Contains(st.Parents, p.h.ID()) {
-		return errors.New("peer: push: this peer is its own parent")
+	if slices.Contains(st.Parents, p.h.ID()) || slices.Contains(st.Grandparents, p.h.ID()) {
+		return errors.New("peer: push: this peer is its own parent or grandparent")
 	}
 	c := p.lookup(root[:])
 	if c == nil {
@@ -103,21 +114,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	if repair == 0 {
 		repair = DefaultRepairAfter
 	}
-	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
-		repair: p.cfg.stretch(repair), last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
-		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}}
-	for s, kids := range st.Children {
-		t.children[s] = slices.Clone(kids)
-	}
-	now := time.Now()
-	for s := range t.last {
-		t.last[s] = now
-	}
-	for _, id := range t.parents {
-		if id != "" {
-			t.parent[id] = parentUp
-		}
-	}
+	t := newPushTrees(p, c, st, p.cfg.stretch(repair))
 	c.mu.Lock()
 	if c.push != nil {
 		c.mu.Unlock()
@@ -134,6 +131,31 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	return nil
 }
 
+// newPushTrees returns content c's place st in its stripe trees, with
+// the repair time repair.
+func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pushTrees {
+	k := len(st.Parents)
+	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
+		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k),
+		orphans: make([]map[lpeer.ID]bool, k), repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
+		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}}
+	copy(t.grand, st.Grandparents)
+	t.seed = !slices.ContainsFunc(t.parents, func(id lpeer.ID) bool { return id != "" })
+	for s, kids := range st.Children {
+		t.children[s] = slices.Clone(kids)
+	}
+	now := time.Now()
+	for s := range t.last {
+		t.last[s] = now
+	}
+	for _, id := range t.parents {
+		if id != "" {
+			t.parent[id] = parentUp
+		}
+	}
+	return t
+}
+
 // Pushing reports whether content root has its place in stripe trees
 // (Push, or a fetch's WithStripes).
 func (p *Service) Pushing(root chunker.ID) bool {
@@ -143,13 +165,32 @@ func (p *Service) Pushing(root chunker.ID) bool {
 
 // pushTrees is a content's place in its stripe trees (Service.Push).
 type pushTrees struct {
-	p        *Service
-	c        *content
-	parents  []lpeer.ID
-	children [][]lpeer.ID
-	repair   time.Duration
+	p *Service
+	c *content
+	// seed is set for a peer without parents: a seed, the root of every
+	// stripe.
+	seed bool
+	// planned holds the parents Push was given, grand the grandparents.
+	planned, grand []lpeer.ID
+	repair         time.Duration
 
 	mu sync.Mutex
+	// children holds, per stripe, the peers to push to: Push's, and the
+	// adoptees.
+	children [][]lpeer.ID
+	// parents holds, per stripe, the parent pushes are taken from: the
+	// planned one, or one that adopted this peer (ProtoAdopt).
+	parents []lpeer.ID
+	// adoptees holds, per stripe, the children this peer adopted (also in
+	// children); line the orphans that asked it, adopted or sent on, in
+	// the order they first asked (see adoptee); asking is set while this
+	// peer asks to be adopted in the stripe.
+	adoptees [][]lpeer.ID
+	line     [][]lpeer.ID
+	asking   []bool
+	// orphans holds, per stripe, the peers that asked this one to adopt
+	// them.
+	orphans []map[lpeer.ID]bool
 	// last is, per stripe, when its parent last pushed a block (or Push).
 	last   []time.Time
 	parent map[lpeer.ID]parentState
@@ -192,7 +233,7 @@ type pushOut struct {
 const pushRetries = 3
 
 // stripe returns block i's stripe.
-func (t *pushTrees) stripe(i int) int { return i % len(t.parents) }
+func (t *pushTrees) stripe(i int) int { return i % len(t.planned) }
 
 // gained queues block i for the children of its stripe.
 func (t *pushTrees) gained(i int) {
@@ -203,27 +244,36 @@ func (t *pushTrees) gained(i int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, child := range t.children[s] {
-		o := t.outs[child]
-		if o == nil {
-			o = &pushOut{wake: make(chan struct{}, 1)}
-			t.outs[child] = o
-		}
-		t.queue(o, i)
-		if !o.running {
-			if o.failures > 0 && o.failures <= pushRetries {
-				continue // a retry is due
-			}
-			o.failures = 0
-			if !t.p.goroutine(func() { t.write(child, o) }) {
-				return // closed
-			}
-			o.running = true
-		}
-		select {
-		case o.wake <- struct{}{}:
-		default:
+		if !t.pushLocked(child, i) {
+			return // closed
 		}
 	}
+}
+
+// pushLocked queues block i for child and sees that its writer runs
+// (t.mu held); false when the service is closed.
+func (t *pushTrees) pushLocked(child lpeer.ID, i int) bool {
+	o := t.outs[child]
+	if o == nil {
+		o = &pushOut{wake: make(chan struct{}, 1)}
+		t.outs[child] = o
+	}
+	t.queue(o, i)
+	if !o.running {
+		if o.failures > 0 && o.failures <= pushRetries {
+			return true // a retry is due
+		}
+		o.failures = 0
+		if !t.p.goroutine(func() { t.write(child, o) }) {
+			return false
+		}
+		o.running = true
+	}
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // write pushes the blocks queued for child over one stream until the
@@ -247,6 +297,7 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 	if o.failures++; o.failures > pushRetries {
 		t.unqueue(o.q...)
 		o.q = nil
+		t.dropAdopteeLocked(child)
 		return
 	}
 	// Tried again a repair time later, with what is queued by then.
@@ -450,10 +501,8 @@ func (t *pushTrees) unqueue(idx ...int) {
 // peers repair the trees). A block queued for a child that is not there
 // (it left, or has not joined yet) is served at once.
 func (t *pushTrees) firstCopies(idx []int) bool {
-	for _, id := range t.parents {
-		if id != "" {
-			return false
-		}
+	if !t.seed {
+		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -478,8 +527,8 @@ func (t *pushTrees) accepts(id lpeer.ID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st, ok := t.parent[id]
-	if !ok || st == parentRefused {
-		return false
+	if !ok || st == parentRefused || !slices.Contains(t.parents, id) {
+		return false // refused, or no parent (any more: another adopted us)
 	}
 	t.parent[id] = parentUp
 	return true
@@ -490,11 +539,15 @@ func (t *pushTrees) accepts(id lpeer.ID) bool {
 // block before).
 func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
 	s := t.stripe(i)
-	if t.parents[s] != id {
-		return fmt.Errorf("%w: push of block %d: stripe %d is not the sender's to push", ErrMalformed, i, s)
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.parents[s] != id {
+		if t.planned[s] == id {
+			// The planned parent, back after another adopted this peer.
+			return errNotNow
+		}
+		return fmt.Errorf("%w: push of block %d: stripe %d is not the sender's to push", ErrMalformed, i, s)
+	}
 	if t.parent[id] == parentRefused {
 		return fmt.Errorf("%w: pushes refused after a corrupt one", ErrBadBlock)
 	}
@@ -502,7 +555,9 @@ func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
 	return nil
 }
 
-// parentFailed marks id gone (its stream failed) or refused (bad pushes).
+// parentFailed marks id gone (its stream failed) or refused (bad pushes),
+// and asks to be adopted in the stripes it parents where this peer has
+// children (adopt).
 func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -514,6 +569,14 @@ func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
 		t.parent[id] = parentRefused
 	} else {
 		t.parent[id] = parentGone
+	}
+	for s, p := range t.parents {
+		if p == id && t.grand[s] != "" && len(t.children[s]) > 0 && !t.asking[s] {
+			t.asking[s] = true
+			if !t.p.goroutine(func() { t.adopt(s) }) {
+				return
+			}
+		}
 	}
 }
 
@@ -578,7 +641,12 @@ func (p *Service) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) erro
 		if !ok {
 			return fmt.Errorf("%w: a push of block %d says it is missing", ErrMalformed, i)
 		}
-		if err := t.pushedBy(from, i); err != nil {
+		if err := t.pushedBy(from, i); errors.Is(err, errNotNow) {
+			if f != nil {
+				f.putBuf(fr)
+			}
+			continue
+		} else if err != nil {
 			return err
 		}
 		if f != nil && f.takePush(from, i, data, fr) {
@@ -716,8 +784,11 @@ func (f *fetch) seeFromLocked(src *source, idx []int) {
 		return
 	}
 	now := time.Now()
+	t.mu.Lock()
+	parents := slices.Clone(t.parents)
+	t.mu.Unlock()
 	for _, i := range idx {
-		if t.parents[t.stripe(i)] == src.id {
+		if parents[t.stripe(i)] == src.id {
 			f.pick.see(i, now.Add(t.repair))
 		} else {
 			f.pick.see(i, now.Add(lateAfter*t.repair))

@@ -407,8 +407,7 @@ func FuzzReadPushes(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.push = &pushTrees{p: p.Service, c: c, parents: []lpeer.ID{"remote", "other"}, children: make([][]lpeer.ID, 2),
-			repair: time.Second, last: make([]time.Time, 2), parent: map[lpeer.ID]parentState{"remote": parentUp}, outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}}
+		c.push = newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"remote", "other"}}, time.Second)
 		s := &readStream{r: bytes.NewReader(in)}
 		ss := &serverStream{s: s, fr: wire.NewReader(s), c: c}
 		_ = p.readPushes(ss, c.push, "remote")

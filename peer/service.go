@@ -37,11 +37,17 @@ const (
 	// answers the hello once (an empty have frame: taken; an error frame:
 	// refused) and nothing after.
 	ProtoPush protocol.ID = "/reconcile/1/push"
+	// ProtoAdopt asks a peer to adopt this one in a stripe whose parent
+	// left or lies (see Stripes.Grandparents): a want frame of the blocks
+	// of that stripe the asker lacks after the hello; the answer is an
+	// empty have frame (adopted: pushes follow on ProtoPush), a peers frame
+	// of one peer to ask instead, or an error frame (refused).
+	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
 )
 
 // protocols lists the protocols NewService registers on its host (the Proto
 // constants).
-var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush}
+var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt}
 
 // helloMax bounds the first frame of a request.
 const helloMax = 2 + wire.MaxRootLen + 1
@@ -138,6 +144,7 @@ func newService(h host.Host, cfg config) *Service {
 	p.h.SetStreamHandler(ProtoBlocks, p.handler(p.serveBlocks))
 	p.h.SetStreamHandler(ProtoPeers, p.handler(p.servePeers))
 	p.h.SetStreamHandler(ProtoPush, p.handler(p.servePush))
+	p.h.SetStreamHandler(ProtoAdopt, p.handler(p.serveAdopt))
 	return p
 }
 

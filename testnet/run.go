@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// latencies.
 	var trees *ts.StripeTrees
 	if cfg.Trees > 0 {
-		trees = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), rand.New(rand.NewPCG(cfg.Seed, 0x7472656573)))
+		trees = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573)))
 	}
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.
@@ -574,6 +574,7 @@ wait:
 	}
 	if res.TStarS > 0 {
 		res.MedianTStar, res.P95TStar, res.MaxTStar = res.MedianS/res.TStarS, res.P95S/res.TStarS, res.MaxS/res.TStarS
+		res.StayedMaxTStar = res.StayedMaxS / res.TStarS
 	}
 	res.Wire = cnt.wire()
 	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]

@@ -13,11 +13,11 @@ import (
 )
 
 // stripesOf returns node i's place in the stripe trees (peer.Stripes):
-// its parent and children in each tree, by their peer ids. The seed's
+// its parent, grandparent and children in each tree, by their peer ids. The seed's
 // parents are none; a stripe's root takes it from the seed.
 func stripesOf(trees *ts.StripeTrees, seed, i int, ids []lpeer.ID, repair time.Duration) peer.Stripes {
 	k := len(trees.Roots)
-	st := peer.Stripes{Parents: make([]lpeer.ID, k), Children: make([][]lpeer.ID, k), RepairAfter: repair}
+	st := peer.Stripes{Parents: make([]lpeer.ID, k), Children: make([][]lpeer.ID, k), Grandparents: make([]lpeer.ID, k), RepairAfter: repair}
 	for s, root := range trees.Roots {
 		if i == seed {
 			st.Children[s] = []lpeer.ID{ids[root]}
@@ -37,6 +37,23 @@ func stripesOf(trees *ts.StripeTrees, seed, i int, ids []lpeer.ID, repair time.D
 			}
 		}
 	}
+	// A grandparent is the parent's parent: the seed for the children of
+	// a root, none for a root.
+	for s := range k {
+		par := slices.Index(ids, st.Parents[s])
+		if par < 0 || par == seed {
+			continue
+		}
+		if trees.Roots[s] == par {
+			st.Grandparents[s] = ids[seed]
+			continue
+		}
+		for g, kids := range trees.Kids[s] {
+			if slices.Contains(kids, int32(par)) {
+				st.Grandparents[s] = ids[g]
+			}
+		}
+	}
 	return st
 }
 
@@ -44,8 +61,10 @@ func stripesOf(trees *ts.StripeTrees, seed, i int, ids []lpeer.ID, repair time.D
 // trees, each fetcher placed under the parent it would hear from first
 // (the pairs' transit-stub latencies, a block's time on the seed's uplink
 // per child ahead of it), and adds their parent-child pairs to ov's, so
-// that they are linked and shaped as the overlay's are.
-func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, rng *rand.Rand) *ts.StripeTrees {
+// that they are linked and shaped as the overlay's are. The late joiners
+// (roles) are leaves only: they are not there when the trees are drawn,
+// and an inner node absent would cut its subtree off until it joins.
+func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, roles []role, rng *rand.Rand) *ts.StripeTrees {
 	var order []int
 	for _, a := range rng.Perm(cfg.Nodes) {
 		if a != seed {
@@ -64,7 +83,18 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 	}
 	var caps []float64
 	if len(cfg.Classes) > 0 {
-		caps = up
+		caps = slices.Clone(up)
+	}
+	for i, r := range roles {
+		if r.lateAt > 0 {
+			if caps == nil {
+				caps = make([]float64, cfg.Nodes)
+				for j := range caps {
+					caps[j] = 1
+				}
+			}
+			caps[i] = 0
+		}
 	}
 	trees := ts.NewStripeTrees(cfg.Nodes, cfg.Trees, order, caps, seed,
 		func(a, b int) float64 { return float64(latency(a, b)) / float64(time.Millisecond) }, blockMS)
@@ -84,6 +114,40 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 		for p, kids := range trees.Kids[s] {
 			for _, c := range kids {
 				add(p, int(c))
+			}
+		}
+		// An inner node that loses its parent asks its grandparent to
+		// adopt it, and is sent on to its inner siblings (peer's
+		// adoption): those pairs are linked too.
+		grand := func(p int) int {
+			if p == root {
+				return seed
+			}
+			for g, kids := range trees.Kids[s] {
+				if slices.Contains(kids, int32(p)) {
+					return g
+				}
+			}
+			return -1
+		}
+		for p, kids := range trees.Kids[s] {
+			var inner []int
+			for _, c := range kids {
+				if len(trees.Kids[s][c]) > 0 {
+					inner = append(inner, int(c))
+				}
+			}
+			if len(inner) == 0 {
+				continue
+			}
+			g := grand(p)
+			for a, c := range inner {
+				if g >= 0 {
+					add(g, c)
+				}
+				for _, d := range inner[:a] {
+					add(c, d)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package testnet
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -79,6 +80,9 @@ func TestRunTreesChurnLiars(t *testing.T) {
 	if res.Pushed == 0 || res.Pushed == res.BlocksReceived {
 		t.Errorf("%d of %d blocks pushed: want the trees and the repair both at work", res.Pushed, res.BlocksReceived)
 	}
+	if res.StayedMaxS <= 0 || res.StayedMaxS > res.MaxS {
+		t.Errorf("the peers that never left ended at %.2f s, the last peer at %.2f s", res.StayedMaxS, res.MaxS)
+	}
 }
 
 // TestStripesOf: every node's place, read from the trees, names the
@@ -128,6 +132,46 @@ func TestStripesOf(t *testing.T) {
 				t.Errorf("root %d of stripe %d takes it from %v", i, s, st.Parents[s])
 			case i != seed && trees.Roots[s] != i && !slices.Contains(trees.Children(s, idx[st.Parents[s]]), int32(i)):
 				t.Errorf("node %d stripe %d: parent %v has no such child", i, s, st.Parents[s])
+			}
+		}
+	}
+}
+
+// TestBuildTreesLateLeaves checks that the late joiners are leaves of every
+// stripe tree (an inner node absent at the start would cut its subtree
+// off), while every fetcher still has a place in each tree.
+func TestBuildTreesLateLeaves(t *testing.T) {
+	const n, k, seed = 40, 4, 0
+	for _, classes := range []bool{false, true} {
+		cfg := Config{Nodes: n, Trees: k, Latency: LatencyNone}
+		up := make([]float64, n)
+		for i := range up {
+			up[i] = 1e6 * float64(1+i%3)
+		}
+		if classes {
+			cfg.Classes = []ts.AccessClass{{Share: 1}}
+		}
+		roles := make([]role, n)
+		late := []int{3, 17, 29}
+		for _, i := range late {
+			roles[i].lateAt = 0.3
+		}
+		trees := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, roles, rand.New(rand.NewPCG(1, 2)))
+		for s := range k {
+			placed := map[int]bool{trees.Roots[s]: true}
+			for p, kids := range trees.Kids[s] {
+				if len(kids) > 0 && slices.Contains(late, p) {
+					t.Errorf("classes %t: late joiner %d has %d children in stripe %d", classes, p, len(kids), s)
+				}
+				for _, c := range kids {
+					placed[int(c)] = true
+				}
+			}
+			if slices.Contains(late, trees.Roots[s]) {
+				t.Errorf("classes %t: late joiner %d is stripe %d's root", classes, trees.Roots[s], s)
+			}
+			if len(placed) != n-1 || placed[seed] {
+				t.Errorf("classes %t: stripe %d places %d peers (the seed: %t), want the %d fetchers", classes, s, len(placed), placed[seed], n-1)
 			}
 		}
 	}

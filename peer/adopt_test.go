@@ -1,0 +1,239 @@
+package peer
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// TestPushAdopt: a root that pushes a corrupt block loses its two
+// children, each the parent of a leaf. Both ask their grandparent, the
+// seed, to adopt them: the seed adopts the first and sends the second on
+// to it, which adopts it in turn. The stripe comes down the repaired tree
+// (the repair time is too long to matter), and every fetcher ends
+// byte-identical.
+func TestPushAdopt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 2<<20, 4)
+	a, b, la, lb := w.peers[0], w.peers[1], w.peers[2], w.peers[3]
+	h := connectedPeer(ctx, t, a)
+	if err := h.Host().Connect(ctx, b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	root, s := w.man.ID(), w.seed.ID()
+	places := []Stripes{
+		{Parents: []lpeer.ID{h.ID()}, Grandparents: []lpeer.ID{s}, Children: [][]lpeer.ID{{la.ID()}}},
+		{Parents: []lpeer.ID{h.ID()}, Grandparents: []lpeer.ID{s}, Children: [][]lpeer.ID{{lb.ID()}}},
+		{Parents: []lpeer.ID{a.ID()}, Grandparents: []lpeer.ID{h.ID()}},
+		{Parents: []lpeer.ID{b.ID()}, Grandparents: []lpeer.ID{h.ID()}},
+	}
+	for j, st := range places {
+		st.RepairAfter = time.Minute
+		if err := w.peers[j].Push(root, st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.seed.Push(root, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{h.ID()}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Once a's and b's fetches run, h pushes each a corrupt block 0.
+	pushed := make(chan error, 2)
+	for _, p := range []*Peer{a, b} {
+		go func() {
+			for p.lookup(root[:]).runningFetch() == nil || !p.lookup(root[:]).runningFetch().running() {
+				time.Sleep(time.Millisecond)
+			}
+			s, err := h.Host().NewStream(ctx, p.ID(), ProtoPush)
+			if err != nil {
+				pushed <- err
+				return
+			}
+			defer s.Close()
+			bw := bufio.NewWriter(s)
+			for _, fr := range [][]byte{wire.Hello{Root: root[:]}.Append(nil), append(wire.AppendBlockHeader(nil, 0), make([]byte, w.man.BlockLen(0))...)} {
+				if err := wire.WriteFrame(bw, fr); err != nil {
+					pushed <- err
+					return
+				}
+			}
+			pushed <- bw.Flush()
+		}()
+	}
+	sums := w.fetchAll(ctx, t)
+	for range 2 {
+		if err := <-pushed; err != nil {
+			t.Fatal(err)
+		}
+	}
+	parent := func(p *Peer) lpeer.ID {
+		tr := p.lookup(root[:]).pushes()
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return tr.parents[0]
+	}
+	// The first to ask is the seed's adoptee, the other its own.
+	first, second, j := a, b, 1
+	if parent(b) == s {
+		first, second, j = b, a, 0
+	}
+	if parent(first) != s || parent(second) != first.ID() {
+		t.Fatalf("after the root's corrupt push: parents %v and %v, want the seed and %v", parent(first), parent(second), first.ID())
+	}
+	for _, tc := range []struct {
+		sum  *Summary
+		from lpeer.ID
+		name string
+	}{{sums[j], first.ID(), "the second orphan"}, {sums[2], a.ID(), "a's leaf"}, {sums[3], b.ID(), "b's leaf"}} {
+		if p, _ := pushShare(tc.sum, tc.from); p == 0 {
+			t.Errorf("%s: no block pushed by its parent %v", tc.name, tc.from)
+		}
+	}
+	if r := sums[0].Rejected + sums[1].Rejected; r != 2 {
+		t.Errorf("a and b rejected %d blocks, want 1 each", r)
+	}
+}
+
+// FuzzDecodeAdopt: whatever an orphan sends, the request decodes to at
+// least one and at most max blocks, all below the block count and of one
+// stripe, or to an error; never a panic.
+func FuzzDecodeAdopt(f *testing.F) {
+	f.Add(wire.AppendWant(nil, []int{1, 5, 9}))
+	f.Add(wire.AppendWant(nil, []int{1, 2}))
+	f.Add(wire.AppendWant(nil, nil))
+	f.Add(wire.AppendWant(nil, []int{1000}))
+	f.Add([]byte{wire.TypeWant, 0xff, 0xff, 0xff, 0xff, 0x0f})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		const max, blocks, stripes = 8, 100, 4
+		s, lacks, err := decodeAdopt(in, max, blocks, stripes)
+		if err != nil {
+			return
+		}
+		if len(lacks) == 0 || len(lacks) > max || s < 0 || s >= stripes {
+			t.Fatalf("stripe %d, %d blocks", s, len(lacks))
+		}
+		for _, i := range lacks {
+			if i < 0 || i >= blocks || i%stripes != s {
+				t.Fatalf("block %d in a request of stripe %d", i, s)
+			}
+		}
+	})
+}
+
+// TestDecodeAdopt checks decodeAdopt's answers to requests good and bad.
+func TestDecodeAdopt(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		in    []byte
+		s     int
+		lacks []int
+		ok    bool
+	}{
+		{"one stripe", wire.AppendWant(nil, []int{1, 5, 9}), 1, []int{1, 5, 9}, true},
+		{"two stripes", wire.AppendWant(nil, []int{1, 2}), 0, nil, false},
+		{"empty", wire.AppendWant(nil, nil), 0, nil, false},
+		{"out of range", wire.AppendWant(nil, []int{100}), 0, nil, false},
+		{"too many", wire.AppendWant(nil, []int{0, 4, 8, 12, 16, 20, 24, 28, 32}), 0, nil, false},
+		{"a have frame", wire.AppendHave(nil, []int{1}), 0, nil, false},
+	} {
+		s, lacks, err := decodeAdopt(tc.in, 8, 100, 4)
+		if (err == nil) != tc.ok || (tc.ok && (s != tc.s || !slices.Equal(lacks, tc.lacks))) {
+			t.Errorf("%s: stripe %d, blocks %v, %v", tc.name, s, lacks, err)
+		}
+	}
+}
+
+// TestAdoptee checks how a peer answers adoption requests: it adopts the
+// first two orphans of a stripe (a seed one), sends the next ones on to
+// those that asked before, two to each (a binary tree), adopts one that
+// asks again (what it was given failed) up to four in all,
+// and refuses when it does not get the stripe itself.
+func TestAdoptee(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", 64<<10, 3)
+	fh, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := chunker.ChunkReader(ctx, "data.bin", 0o644, fh, 16<<10)
+	fh.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := chunker.CreateStore(ctx, filepath.Join(dir, "out"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c, err := newContent(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTestPeer(t)
+	type ask struct {
+		orphan lpeer.ID
+		next   lpeer.ID // "": adopted
+		bad    bool
+	}
+	check := func(name string, tr *pushTrees, asks []ask, adoptees []lpeer.ID) {
+		for k, tc := range asks {
+			next, err := tr.adoptee(tc.orphan, 0, []int{0})
+			if (err != nil) != tc.bad || !tc.bad && next != tc.next {
+				t.Errorf("%s: request %d, of %s: sent on to %q, %v; want %q (refused: %t)", name, k, tc.orphan, next, err, tc.next, tc.bad)
+			}
+		}
+		tr.mu.Lock()
+		got := slices.Clone(tr.adoptees[0])
+		tr.mu.Unlock()
+		if !slices.Equal(got, adoptees) {
+			t.Errorf("%s: adoptees %v, want %v", name, got, adoptees)
+		}
+	}
+	seed := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{""}}, time.Second)
+	check("seed", seed, []ask{
+		{orphan: "s1"},
+		{orphan: "s2", next: "s1"},
+		{orphan: "s3", next: "s1"},
+		{orphan: "s4", next: "s2"},
+		{orphan: "s2"}, // again: adopted
+		{orphan: "s3"},
+		{orphan: "s4"},
+		{orphan: "s5", next: "s2"}, // first asks go on into the tree
+		{orphan: "s5", next: "s1"}, // again, at the seed's most
+	}, []lpeer.ID{"s1", "s2", "s3", "s4"})
+	tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"par", "par"}}, time.Second)
+	check("peer", tr, []ask{
+		{orphan: "o1"},
+		{orphan: "o2"},
+		{orphan: "o3", next: "o1"},
+		{orphan: "o4", next: "o1"},
+		{orphan: "o5", next: "o2"},
+		{orphan: "o6", next: "o2"},
+		{orphan: "o7", next: "o3"},
+		{orphan: "o3"}, // again: adopted
+		{orphan: "o4"},
+		{orphan: "o5", next: "o1"}, // again, at its most
+		{orphan: "o1"},             // an adoptee asking again: kept
+		{orphan: "par", bad: true}, // its own parent
+	}, []lpeer.ID{"o1", "o2", "o3", "o4"})
+	// Stripe 1 is its own: a first orphan there is adopted.
+	if next, err := tr.adoptee("o9", 1, []int{1}); next != "" || err != nil {
+		t.Errorf("stripe 1: sent on to %q, %v; want adopted", next, err)
+	}
+	// Its parent gone, it gets neither stripe: refused.
+	tr.parentFailed("par", false)
+	if _, err := tr.adoptee("o6", 0, []int{0}); !errors.Is(err, errNoStripe) {
+		t.Errorf("without its parent: %v, want errNoStripe", err)
+	}
+}
