@@ -237,3 +237,57 @@ func TestAdoptee(t *testing.T) {
 		t.Errorf("without its parent: %v, want errNoStripe", err)
 	}
 }
+
+// TestServeAdoptHostile sends adoption requests over real streams: a
+// content without trees refuses with an error frame, a request naming
+// blocks of two stripes or none is malformed (no answer, the stream
+// ends, its sender banned), a peer whose own parent is gone refuses, and
+// one that gets the stripe adopts.
+func TestServeAdoptHostile(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 64<<10, 1)
+	a, root := w.peers[0], w.man.ID()
+	// ask sends req from a new peer (one that sent a malformed request is
+	// banned).
+	ask := func(req []byte) (answer []byte, err error) {
+		h := connectedPeer(ctx, t, a)
+		s, err := h.Host().NewStream(ctx, a.ID(), ProtoAdopt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Reset()
+		bw := bufio.NewWriter(s)
+		for _, f := range [][]byte{wire.Hello{Root: root[:]}.Append(nil), req} {
+			if err := wire.WriteFrame(bw, f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+		return wire.NewReader(s).Next(1 << 10)
+	}
+	isErr := func(f []byte) bool {
+		return len(f) > 0 && f[0] != wire.TypeHave && f[0] != wire.TypePeers && wire.DecodeError(f) != nil
+	}
+	if f, err := ask(wire.AppendWant(nil, []int{0})); err != nil || !isErr(f) {
+		t.Errorf("no trees: answered %q, %v; want an error frame", f, err)
+	}
+	if err := a.Push(root, Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID()}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range [][]byte{wire.AppendWant(nil, []int{0, 1}), wire.AppendWant(nil, nil), wire.AppendHave(nil, []int{0}), {0xff}} {
+		if f, err := ask(bad); err == nil {
+			t.Errorf("request %x: answered %q, want the stream ended", bad, f)
+		}
+	}
+	if f, err := ask(wire.AppendWant(nil, []int{1, 3})); err != nil || len(f) == 0 || f[0] != wire.TypeHave {
+		t.Errorf("a good request: answered %q, %v; want adopted (an empty have frame)", f, err)
+	}
+	a.lookup(root[:]).pushes().parentFailed(w.seed.ID(), false)
+	if f, err := ask(wire.AppendWant(nil, []int{0})); err != nil || !isErr(f) {
+		t.Errorf("its parent gone: answered %q, %v; want an error frame", f, err)
+	}
+}
