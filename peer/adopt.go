@@ -84,8 +84,11 @@ func (t *pushTrees) adopt(s int) {
 			return
 		}
 		asked[target] = true
+		// At most as many as the adopter takes (its MaxWant, the default
+		// unless both set another); the rest come by pulls.
 		var lacks []int
-		for i := s; i < c.man.BlockCount() && len(lacks) < p.cfg.limits.MaxWant; i += len(t.planned) {
+		most := min(p.cfg.limits.MaxWant, DefaultLimits.MaxWant)
+		for i := s; i < c.man.BlockCount() && len(lacks) < most; i += len(t.planned) {
 			if !c.store.Has(i) {
 				lacks = append(lacks, i)
 			}
