@@ -31,7 +31,16 @@ import (
 // stripe from the planned parent, if it comes back, are dropped. A hostile
 // adopter is refused as a parent is (a corrupt push), and its orphan asks
 // its grandparent again, which then adopts it itself (up to adoptMax); a
-// hostile adoptee holds its place until its stream fails.
+// hostile adoptee holds its place until its stream fails. A seed asked by
+// a second orphan of a stripe stops pushing that stripe to its root,
+// which left or lies (a phantom takes every push and passes on none):
+// its uplink goes to the adoptees instead. One liar cannot cut an honest
+// root; two among its children can (the root then fetches its stripe,
+// and its children take it from the root).
+//
+// Measured in the 200-peer testnet with churn 0.1 and liars 0.1 (16 MiB,
+// 16 trees of 16 KiB blocks; see the README): completion over T* went
+// from 2.58x (median) before adoption to 1.74x and 1.84x on two seeds.
 
 // adoptCap is how many orphans of one stripe a peer adopts as they first
 // ask (the others it sends on, so that they form a binary tree under
@@ -266,6 +275,11 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (lpeer.ID, error) {
 			}
 			return t.adoptees[s][0], nil
 		case !again && n >= direct:
+			if t.seed && len(t.line[s]) == 1 {
+				// A second orphan of the stripe: its root failed them both
+				// (left, or lies); the seed's uplink no longer goes to it.
+				t.cutRootLocked(s)
+			}
 			// Sent on: the orphans that asked first adopt two each, in
 			// the order they asked (a binary tree under this peer's).
 			k := len(t.line[s])
@@ -291,6 +305,16 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (lpeer.ID, error) {
 		}
 	}
 	return "", nil
+}
+
+// cutRootLocked stops a seed's pushes of stripe s to its planned root (t.mu
+// held): two of the root's children asked to be adopted, so it left or
+// lies (one liar alone cannot cut an honest root). Its blocks of the
+// stripe still queued are dropped as its writer comes to them.
+func (t *pushTrees) cutRootLocked(s int) {
+	t.children[s] = slices.DeleteFunc(t.children[s], func(id lpeer.ID) bool {
+		return !slices.Contains(t.adoptees[s], id)
+	})
 }
 
 // dropAdopteeLocked forgets child as an adoptee (its push stream failed

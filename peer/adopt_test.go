@@ -157,7 +157,8 @@ func TestDecodeAdopt(t *testing.T) {
 // first two orphans of a stripe (a seed one), sends the next ones on to
 // those that asked before, two to each (a binary tree), adopts one that
 // asks again (what it was given failed) up to four in all,
-// and refuses when it does not get the stripe itself.
+// and refuses when it does not get the stripe itself; a seed asked by two
+// orphans of a stripe stops pushing it to the stripe's root.
 func TestAdoptee(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -200,7 +201,7 @@ func TestAdoptee(t *testing.T) {
 			t.Errorf("%s: adoptees %v, want %v", name, got, adoptees)
 		}
 	}
-	seed := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{""}}, time.Second)
+	seed := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{"root"}}}, time.Second)
 	check("seed", seed, []ask{
 		{orphan: "s1"},
 		{orphan: "s2", next: "s1"},
@@ -212,6 +213,13 @@ func TestAdoptee(t *testing.T) {
 		{orphan: "s5", next: "s2"}, // first asks go on into the tree
 		{orphan: "s5", next: "s1"}, // again, at the seed's most
 	}, []lpeer.ID{"s1", "s2", "s3", "s4"})
+	// Two orphans of the stripe asked the seed: their root is cut.
+	seed.mu.Lock()
+	kids := slices.Clone(seed.children[0])
+	seed.mu.Unlock()
+	if !slices.Equal(kids, []lpeer.ID{"s1", "s2", "s3", "s4"}) {
+		t.Errorf("the seed pushes stripe 0 to %v, want its adoptees only (the root cut)", kids)
+	}
 	tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"par", "par"}}, time.Second)
 	check("peer", tr, []ask{
 		{orphan: "o1"},

@@ -184,7 +184,11 @@
 //     stripe; a peer adopts at most four orphans per stripe
 //     (each costs it one more child's share of its uplink), and answers
 //     any other with a peer id; a hostile adoptee holds its place until
-//     its stream fails, and a hostile adopter is refused as a parent;
+//     its stream fails, and a hostile adopter is refused as a parent; a
+//     seed asked by two orphans of a stripe stops pushing it to the
+//     stripe's root, so two liars among a root's children can cut an
+//     honest root off (its stripe then comes to it by fetches, and to its
+//     children from it);
 //   - stream churn: a peer may open 64 streams a second (128 at once); a
 //     stream beyond that is reset at once and earns abuse points, so a peer
 //     that opens the next stream as soon as the last was reset (thousands a

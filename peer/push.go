@@ -380,6 +380,16 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			default:
 			}
 			i := rest[0]
+			t.mu.Lock()
+			dropped := !slices.Contains(t.children[t.stripe(i)], child)
+			if dropped {
+				t.unqueue(i)
+			}
+			t.mu.Unlock()
+			if dropped {
+				rest = rest[1:]
+				continue // no longer its child in that stripe
+			}
 			frame, err := storedFrame(c, &buf, i)
 			if errors.Is(err, chunker.ErrNotHeld) {
 				rest = rest[1:]
