@@ -199,7 +199,7 @@ func (p *Service) serveAdopt(ss *serverStream) error {
 	if err != nil {
 		return err
 	}
-	next, err := t.adoptee(from, s, lacks)
+	next, adopted, err := t.adoptee(from, s, lacks)
 	switch {
 	case err != nil:
 		return p.refuse(ss, err)
@@ -211,6 +211,9 @@ func (p *Service) serveAdopt(ss *serverStream) error {
 		if err := ss.send(wire.AppendHave(nil, nil)); err != nil {
 			return err
 		}
+	}
+	if adopted {
+		p.observe(ServeEvent{Kind: EventAdopted, Peer: from, Root: c.man.ID(), Index: s})
 	}
 	return ss.flush()
 }
@@ -243,16 +246,17 @@ func (p *Service) refuse(ss *serverStream, why error) error {
 	return ss.flush()
 }
 
-// adoptee adopts id in stripe s and queues it the blocks of lacks this peer
-// holds (""), or names the peer it is to ask instead, or refuses.
-func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (lpeer.ID, error) {
+// adoptee adopts id in stripe s (adopted: as a new child) and queues it
+// the blocks of lacks this peer holds (next ""), or names the peer it is to
+// ask instead, or refuses.
+func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.seed && t.parent[t.parents[s]] != parentUp {
-		return "", errNoStripe
+		return "", false, errNoStripe
 	}
 	if id == t.parents[s] {
-		return "", errors.New("asked to adopt its own parent")
+		return "", false, errors.New("asked to adopt its own parent")
 	}
 	again := t.orphans[s][id]
 	if t.orphans[s] == nil {
@@ -271,9 +275,9 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (lpeer.ID, error) {
 		case again && n >= adoptMax:
 			// Asks again, but this peer adopted its most: sent to its first.
 			if n == 0 || t.adoptees[s][0] == id {
-				return "", errors.New("adopts no more orphans of the stripe")
+				return "", false, errors.New("adopts no more orphans of the stripe")
 			}
-			return t.adoptees[s][0], nil
+			return t.adoptees[s][0], false, nil
 		case !again && n >= direct:
 			if t.seed && len(t.line[s]) == 1 {
 				// A second orphan of the stripe: its root failed them both
@@ -284,15 +288,16 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (lpeer.ID, error) {
 			// the order they asked (a binary tree under this peer's).
 			k := len(t.line[s])
 			if k == 0 {
-				return t.adoptees[s][0], nil
+				return t.adoptees[s][0], false, nil
 			}
 			if k < maxPushChildren {
 				t.line[s] = append(t.line[s], id)
 			}
-			return t.line[s][max(0, k-direct)/2], nil
+			return t.line[s][max(0, k-direct)/2], false, nil
 		}
 		t.children[s] = append(t.children[s], id)
 		t.adoptees[s] = append(t.adoptees[s], id)
+		adopted = true
 		if !again {
 			t.line[s] = append(t.line[s], id)
 		}
@@ -300,11 +305,11 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (lpeer.ID, error) {
 	for _, i := range lacks {
 		if t.c.store.Has(i) {
 			if !t.pushLocked(id, i) {
-				return "", ErrClosed
+				return "", false, ErrClosed
 			}
 		}
 	}
-	return "", nil
+	return "", adopted, nil
 }
 
 // cutRootLocked stops a seed's pushes of stripe s to its planned root (t.mu

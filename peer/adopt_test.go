@@ -189,7 +189,7 @@ func TestAdoptee(t *testing.T) {
 	}
 	check := func(name string, tr *pushTrees, asks []ask, adoptees []lpeer.ID) {
 		for k, tc := range asks {
-			next, err := tr.adoptee(tc.orphan, 0, []int{0})
+			next, _, err := tr.adoptee(tc.orphan, 0, []int{0})
 			if (err != nil) != tc.bad || !tc.bad && next != tc.next {
 				t.Errorf("%s: request %d, of %s: sent on to %q, %v; want %q (refused: %t)", name, k, tc.orphan, next, err, tc.next, tc.bad)
 			}
@@ -236,12 +236,12 @@ func TestAdoptee(t *testing.T) {
 		{orphan: "par", bad: true}, // its own parent
 	}, []lpeer.ID{"o1", "o2", "o3", "o4"})
 	// Stripe 1 is its own: a first orphan there is adopted.
-	if next, err := tr.adoptee("o9", 1, []int{1}); next != "" || err != nil {
-		t.Errorf("stripe 1: sent on to %q, %v; want adopted", next, err)
+	if next, adopted, err := tr.adoptee("o9", 1, []int{1}); next != "" || !adopted || err != nil {
+		t.Errorf("stripe 1: sent on to %q, adopted %t, %v; want adopted", next, adopted, err)
 	}
 	// Its parent gone, it gets neither stripe: refused.
 	tr.parentFailed("par", false)
-	if _, err := tr.adoptee("o6", 0, []int{0}); !errors.Is(err, errNoStripe) {
+	if _, _, err := tr.adoptee("o6", 0, []int{0}); !errors.Is(err, errNoStripe) {
 		t.Errorf("without its parent: %v, want errNoStripe", err)
 	}
 }

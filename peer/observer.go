@@ -18,6 +18,9 @@ const (
 	// EventBusy: the service turned a request away "busy" (a full upload
 	// queue, or the peer's share of reconciliation used up).
 	EventBusy
+	// EventAdopted: the service adopted the peer in a stripe of its stripe
+	// trees (ProtoAdopt; Index is the stripe).
+	EventAdopted
 )
 
 // String names the kind.
@@ -29,6 +32,8 @@ func (k EventKind) String() string {
 		return "block-sent"
 	case EventBusy:
 		return "busy"
+	case EventAdopted:
+		return "adopted"
 	}
 	return "unknown"
 }
@@ -55,7 +60,8 @@ type ServeEvent struct {
 	// (EventAnswered): Offered is these, or fewer of them when the content
 	// is super-seeded (WithSuperSeeding).
 	Found []int
-	// Index and Bytes are the unit sent and its size (EventBlockSent).
+	// Index and Bytes are the unit sent and its size (EventBlockSent);
+	// Index is the stripe of an EventAdopted.
 	Index, Bytes int
 	// Pushed is set for a block pushed down the stripe trees
 	// (Service.Push) rather than asked for (EventBlockSent).

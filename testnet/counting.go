@@ -32,6 +32,8 @@ type counters struct {
 	liedCorrupt, liedMissing, corrupt, bans, honestBans atomic.Int64
 	// restarts counts the stuck fetches started again.
 	restarts atomic.Int64
+	// adopted counts the orphans adopted in the stripe trees.
+	adopted atomic.Int64
 }
 
 func (c *counters) wire() map[string]int64 {
@@ -150,6 +152,9 @@ func (s *countingStream) Write(b []byte) (int, error) {
 // a peer outside the run).
 func (c *counters) audit(holdingsOf func(lpeer.ID) holdings) func(peer.ServeEvent) {
 	return func(ev peer.ServeEvent) {
+		if ev.Kind == peer.EventAdopted {
+			c.adopted.Add(1)
+		}
 		if ev.Kind != peer.EventAnswered {
 			return
 		}

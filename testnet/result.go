@@ -144,8 +144,10 @@ type Result struct {
 	FalseOffers    int64 `json:"false_offers"`
 	Rejected       int64 `json:"rejected_blocks"`
 	// Pushed counts the blocks that came down the stripe trees
-	// (Config.Trees) rather than fetched.
-	Pushed int64 `json:"pushed_blocks,omitempty"`
+	// (Config.Trees) rather than fetched; Adopted the orphans adopted in
+	// them (a peer whose parent left or lied, package peer's ProtoAdopt).
+	Pushed  int64 `json:"pushed_blocks,omitempty"`
+	Adopted int64 `json:"adopted,omitempty"`
 	// Sessions is the number of reconciliation answers audited; Offered the
 	// units they offered.
 	Sessions int64 `json:"sessions"`

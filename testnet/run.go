@@ -547,6 +547,7 @@ wait:
 	res.LiedCorrupt, res.LiedMissing = cnt.liedCorrupt.Load(), cnt.liedMissing.Load()
 	res.CorruptReceived, res.Bans, res.HonestBans = cnt.corrupt.Load(), cnt.bans.Load(), cnt.honestBans.Load()
 	res.Restarts = cnt.restarts.Load()
+	res.Adopted = cnt.adopted.Load()
 	sort.Float64s(res.Completions)
 	res.MedianS = quantile(res.Completions, 0.5)
 	res.P95S = quantile(res.Completions, 0.95)

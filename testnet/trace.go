@@ -23,6 +23,7 @@ import (
 //	answered T FROM TO FOUND OFFERED         node FROM answered a reconciliation of node TO
 //	busy T FROM TO                           node FROM turned a request of node TO away "busy"
 //	pushed T FROM TO UNIT                    node FROM pushed unit UNIT to its child TO (stripe trees)
+//	adopted T FROM TO STRIPE                 node FROM adopted node TO in stripe STRIPE (stripe trees)
 //	role N liar KIND | leave AT REJOIN | late AT   node N's part in the run (churn and liars)
 //	parent S CHILD PARENT                    in stripe S, CHILD's parent is PARENT (stripe trees)
 //	joined|left|back|done T N                node N joined late, left, came back, ended its fetching
@@ -79,6 +80,8 @@ func (t *tracer) served(from int, ev peer.ServeEvent) {
 		fmt.Fprintf(&t.buf, "answered %.4f %d %d %d %d\n", s, from, to, len(ev.Found), len(ev.Offered))
 	case peer.EventBusy:
 		fmt.Fprintf(&t.buf, "busy %.4f %d %d\n", s, from, to)
+	case peer.EventAdopted:
+		fmt.Fprintf(&t.buf, "adopted %.4f %d %d %d\n", s, from, to, ev.Index)
 	}
 }
 

@@ -24,13 +24,14 @@ func TestTracer(t *testing.T) {
 	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 7})
 	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 8, Pushed: true})
 	tr.served(2, peer.ServeEvent{Kind: peer.EventBusy, Peer: "x"})
+	tr.served(2, peer.ServeEvent{Kind: peer.EventAdopted, Peer: "a", Index: 3})
 	if err := tr.flush(); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		f := strings.Fields(l)
-		if len(f) > 1 && (f[0] == "left" || f[0] == "sent" || f[0] == "pushed" || f[0] == "busy") {
+		if len(f) > 1 && (f[0] == "left" || f[0] == "sent" || f[0] == "pushed" || f[0] == "busy" || f[0] == "adopted") {
 			f[1] = "T" // times vary
 		}
 		got = append(got, strings.Join(f, " "))
@@ -46,6 +47,7 @@ func TestTracer(t *testing.T) {
 		"sent T 1 2 7",
 		"pushed T 1 2 8",
 		"busy T 2 -1",
+		"adopted T 2 1 3",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

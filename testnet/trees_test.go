@@ -54,7 +54,7 @@ func TestRunTrees(t *testing.T) {
 
 // TestRunTreesChurnLiars: with peers that leave (some come back, some join
 // late) and liars that corrupt what they push and serve, the repair by
-// fetching brings every honest peer the whole file, byte-identical, with
+// fetching and adoption brings every honest peer the whole file, byte-identical, with
 // nothing missed and no honest peer banned, and most blocks still come
 // down the trees.
 func TestRunTreesChurnLiars(t *testing.T) {
@@ -79,6 +79,9 @@ func TestRunTreesChurnLiars(t *testing.T) {
 	}
 	if res.Pushed == 0 || res.Pushed == res.BlocksReceived {
 		t.Errorf("%d of %d blocks pushed: want the trees and the repair both at work", res.Pushed, res.BlocksReceived)
+	}
+	if res.Adopted == 0 {
+		t.Error("no orphan adopted: want the trees repaired by adoption too")
 	}
 	if res.StayedMaxS <= 0 || res.StayedMaxS > res.MaxS {
 		t.Errorf("the peers that never left ended at %.2f s, the last peer at %.2f s", res.StayedMaxS, res.MaxS)

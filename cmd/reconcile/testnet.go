@@ -126,7 +126,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes and blocks to move, the sources of a fetch, T* and the cores; 1: real time"},
 			&cli.IntFlag{Name: "trees", Usage: "place the peers in this many stripe trees: the seed pushes each block once down its stripe's tree, the fetches repair what the trees do not bring (as sim swarm --trees --trees-by-delay, placed by latency; one seed, block methods; default method: complete)"},
 			&cli.DurationFlag{Name: "repair-after", Usage: "with --trees, how long a stripe may go without a push before the fetches ask their sources for its blocks, in the described network's time (0: package peer's default, 2s)"},
-			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED; sent|pushed T FROM TO BLOCK; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers)"},
+			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers)"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
 		},
@@ -416,6 +416,9 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		if r.Pushed > 0 && r.BlocksReceived > 0 {
 			fmt.Fprintf(out, "testnet %s: %d of the %d blocks received came down the trees (%.1f%%), the rest were fetched; %d arrived twice\n",
 				runName(r.Method, r.Choice), r.Pushed, r.BlocksReceived, 100*float64(r.Pushed)/float64(r.BlocksReceived), r.Redundant)
+			if r.Adopted > 0 {
+				fmt.Fprintf(out, "testnet %s: %d orphans (peers whose parent in a tree left or lied) were adopted\n", runName(r.Method, r.Choice), r.Adopted)
+			}
 		}
 	}
 	for k, r := range rep.Runs {
