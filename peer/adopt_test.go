@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -50,25 +49,7 @@ func TestPushAdopt(t *testing.T) {
 	// Once a's and b's fetches run, h pushes each a corrupt block 0.
 	pushed := make(chan error, 2)
 	for _, p := range []*Peer{a, b} {
-		go func() {
-			for p.lookup(root[:]).runningFetch() == nil || !p.lookup(root[:]).runningFetch().running() {
-				time.Sleep(time.Millisecond)
-			}
-			s, err := h.Host().NewStream(ctx, p.ID(), ProtoPush)
-			if err != nil {
-				pushed <- err
-				return
-			}
-			defer s.Close()
-			bw := bufio.NewWriter(s)
-			for _, fr := range [][]byte{wire.Hello{Root: root[:]}.Append(nil), append(wire.AppendBlockHeader(nil, 0), make([]byte, w.man.BlockLen(0))...)} {
-				if err := wire.WriteFrame(bw, fr); err != nil {
-					pushed <- err
-					return
-				}
-			}
-			pushed <- bw.Flush()
-		}()
+		go func() { pushed <- w.pushCorrupt(ctx, h, p, 0) }()
 	}
 	sums := w.fetchAll(ctx, t)
 	for range 2 {
@@ -162,16 +143,7 @@ func TestDecodeAdopt(t *testing.T) {
 func TestAdoptee(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	src := writeRandomFile(t, dir, "data.bin", 64<<10, 3)
-	fh, err := os.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := chunker.ChunkReader(ctx, "data.bin", 0o644, fh, 16<<10)
-	fh.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := manifestOf(t, writeRandomFile(t, dir, "data.bin", 64<<10, 3))
 	st, err := chunker.CreateStore(ctx, filepath.Join(dir, "out"), m)
 	if err != nil {
 		t.Fatal(err)

@@ -42,15 +42,7 @@ func newPushSwarm(ctx context.Context, t *testing.T, size, n int) *pushSwarm {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(w.src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if w.man, err = chunker.ChunkReader(ctx, "data.bin", 0o644, f, 16<<10); err != nil {
-		t.Fatal(err)
-	}
-	if w.man.ID() != tk.Root {
+	if w.man = manifestOf(t, w.src); w.man.ID() != tk.Root {
 		t.Fatal("the manifest is not the seed's")
 	}
 	for j := range n {
@@ -74,6 +66,42 @@ func newPushSwarm(ctx context.Context, t *testing.T, size, n int) *pushSwarm {
 		w.peers, w.stores, w.dirs = append(w.peers, p), append(w.stores, st), append(w.dirs, d)
 	}
 	return w
+}
+
+// manifestOf chunks the file at path in blocks of 16 KiB.
+func manifestOf(t testing.TB, path string) *chunker.Manifest {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := chunker.ChunkReader(context.Background(), filepath.Base(path), 0o644, f, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// pushCorrupt waits until p's fetch of w's file runs, then pushes it block
+// i, zeroed (corrupt), from h over ProtoPush.
+func (w *pushSwarm) pushCorrupt(ctx context.Context, h, p *Peer, i int) error {
+	root := w.man.ID()
+	for c := p.lookup(root[:]); c == nil || !c.runningFetch().running(); c = p.lookup(root[:]) {
+		time.Sleep(time.Millisecond)
+	}
+	s, err := h.Host().NewStream(ctx, p.ID(), ProtoPush)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	bw := bufio.NewWriter(s)
+	for _, fr := range [][]byte{wire.Hello{Root: root[:]}.Append(nil), append(wire.AppendBlockHeader(nil, i), make([]byte, w.man.BlockLen(i))...)} {
+		if err := wire.WriteFrame(bw, fr); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }
 
 // fetchAll runs every fetcher's FetchServed from all the others and
@@ -183,26 +211,7 @@ func TestPushRepair(t *testing.T) {
 	}
 	// Once b's fetch runs, h pushes block 3 corrupt (stripe 0, its own).
 	pushed := make(chan error, 1)
-	go func() {
-		root := w.man.ID()
-		for b.lookup(root[:]) == nil || !b.lookup(root[:]).runningFetch().running() {
-			time.Sleep(time.Millisecond)
-		}
-		s, err := h.Host().NewStream(ctx, b.ID(), ProtoPush)
-		if err != nil {
-			pushed <- err
-			return
-		}
-		defer s.Close()
-		bw := bufio.NewWriter(s)
-		for _, fr := range [][]byte{wire.Hello{Root: root[:]}.Append(nil), append(wire.AppendBlockHeader(nil, 3), make([]byte, w.man.BlockLen(3))...)} {
-			if err := wire.WriteFrame(bw, fr); err != nil {
-				pushed <- err
-				return
-			}
-		}
-		pushed <- bw.Flush()
-	}()
+	go func() { pushed <- w.pushCorrupt(ctx, h, b, 3) }()
 	sums := w.fetchAll(ctx, t)
 	if sums[0].Pushed == 0 || sums[0].Pushed >= sums[0].Blocks {
 		t.Errorf("a: %d of %d blocks pushed; want those of the seed's stripes only", sums[0].Pushed, sums[0].Blocks)
@@ -376,15 +385,7 @@ func FuzzReadPushes(f *testing.F) {
 	ctx := context.Background()
 	dir := f.TempDir()
 	src := writeRandomFile(f, dir, "data.bin", 64<<10, 5)
-	fh, err := os.Open(src)
-	if err != nil {
-		f.Fatal(err)
-	}
-	m, err := chunker.ChunkReader(ctx, "data.bin", 0o644, fh, 16<<10)
-	fh.Close()
-	if err != nil {
-		f.Fatal(err)
-	}
+	m := manifestOf(f, src)
 	data, err := os.ReadFile(src)
 	if err != nil {
 		f.Fatal(err)
