@@ -238,14 +238,6 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 	return s, lacks, nil
 }
 
-// refuse answers ss with an error frame saying why.
-func (p *Service) refuse(ss *serverStream, why error) error {
-	if err := ss.send(wire.AppendError(nil, why.Error())); err != nil {
-		return err
-	}
-	return ss.flush()
-}
-
 // adoptee adopts id in stripe s (adopted: as a new child) and queues it
 // the blocks of lacks this peer holds (next ""), or names the peer it is to
 // ask instead, or refuses.
@@ -258,13 +250,8 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 	if id == t.parents[s] {
 		return "", false, errors.New("asked to adopt its own parent")
 	}
-	again := t.orphans[s][id]
-	if t.orphans[s] == nil {
-		t.orphans[s] = map[lpeer.ID]bool{}
-	}
-	if len(t.orphans[s]) < maxPushChildren {
-		t.orphans[s][id] = true
-	}
+	// It asks again when it asked before: every first ask is in line.
+	again := slices.Contains(t.line[s], id)
 	direct := adoptCap
 	if t.seed {
 		direct = seedAdoptCap
@@ -298,7 +285,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 		t.children[s] = append(t.children[s], id)
 		t.adoptees[s] = append(t.adoptees[s], id)
 		adopted = true
-		if !again {
+		if !again && len(t.line[s]) < maxPushChildren {
 			t.line[s] = append(t.line[s], id)
 		}
 	}

@@ -137,7 +137,7 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 	k := len(st.Parents)
 	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
 		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k),
-		orphans: make([]map[lpeer.ID]bool, k), repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
+		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
 		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}}
 	copy(t.grand, st.Grandparents)
 	t.seed = !slices.ContainsFunc(t.parents, func(id lpeer.ID) bool { return id != "" })
@@ -188,9 +188,6 @@ type pushTrees struct {
 	adoptees [][]lpeer.ID
 	line     [][]lpeer.ID
 	asking   []bool
-	// orphans holds, per stripe, the peers that asked this one to adopt
-	// them.
-	orphans []map[lpeer.ID]bool
 	// last is, per stripe, when its parent last pushed a block (or Push).
 	last   []time.Time
 	parent map[lpeer.ID]parentState
@@ -601,10 +598,7 @@ func (p *Service) servePush(ss *serverStream) error {
 	t := c.pushes()
 	from := ss.s.Conn().RemotePeer()
 	if t == nil || !t.accepts(from) {
-		if err := ss.send(wire.AppendError(nil, errNotParent.Error())); err != nil {
-			return err
-		}
-		return ss.flush()
+		return p.refuse(ss, errNotParent)
 	}
 	// Taken: an empty have frame says so.
 	if err := ss.send(wire.AppendHave(nil, nil)); err != nil {
@@ -794,11 +788,10 @@ func (f *fetch) seeFromLocked(src *source, idx []int) {
 		return
 	}
 	now := time.Now()
-	t.mu.Lock()
-	parents := slices.Clone(t.parents)
-	t.mu.Unlock()
+	t.mu.Lock() // after f.mu, as in updateHeld
+	defer t.mu.Unlock()
 	for _, i := range idx {
-		if parents[t.stripe(i)] == src.id {
+		if t.parents[t.stripe(i)] == src.id {
 			f.pick.see(i, now.Add(t.repair))
 		} else {
 			f.pick.see(i, now.Add(lateAfter*t.repair))

@@ -482,6 +482,14 @@ func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
 	return h.release, nil
 }
 
+// refuse answers ss with an error frame saying why.
+func (p *Service) refuse(ss *serverStream, why error) error {
+	if err := ss.send(wire.AppendError(nil, why.Error())); err != nil {
+		return err
+	}
+	return ss.flush()
+}
+
 // busy tells the stream's peer "busy" and returns an error wrapping ErrBusy
 // that says why.
 func (p *Service) busy(ss *serverStream, why string) error {
