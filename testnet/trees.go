@@ -13,8 +13,8 @@ import (
 )
 
 // stripesOf returns node i's place in the stripe trees (peer.Stripes):
-// its parent, grandparent and children in each tree, by their peer ids. The seed's
-// parents are none; a stripe's root takes it from the seed.
+// its parent, grandparent and children in each tree, by their peer ids.
+// The seed's parents are none; a stripe's root takes it from the seed.
 func stripesOf(trees *ts.StripeTrees, seed, i int, ids []lpeer.ID, repair time.Duration) peer.Stripes {
 	k := len(trees.Roots)
 	st := peer.Stripes{Parents: make([]lpeer.ID, k), Children: make([][]lpeer.ID, k), Grandparents: make([]lpeer.ID, k), RepairAfter: repair}
@@ -23,38 +23,34 @@ func stripesOf(trees *ts.StripeTrees, seed, i int, ids []lpeer.ID, repair time.D
 			st.Children[s] = []lpeer.ID{ids[root]}
 			continue
 		}
-		if root == i {
-			st.Parents[s] = ids[seed]
-		}
-		for p, kids := range trees.Kids[s] {
-			for _, c := range kids {
-				if int(c) == i {
-					st.Parents[s] = ids[p]
-				}
-				if p == i {
-					st.Children[s] = append(st.Children[s], ids[c])
-				}
-			}
-		}
-	}
-	// A grandparent is the parent's parent: the seed for the children of
-	// a root, none for a root.
-	for s := range k {
-		par := slices.Index(ids, st.Parents[s])
-		if par < 0 || par == seed {
-			continue
-		}
-		if trees.Roots[s] == par {
-			st.Grandparents[s] = ids[seed]
-			continue
-		}
-		for g, kids := range trees.Kids[s] {
-			if slices.Contains(kids, int32(par)) {
+		if p := parentIn(trees, s, i, seed); p >= 0 {
+			st.Parents[s] = ids[p]
+			if g := parentIn(trees, s, p, seed); g >= 0 {
 				st.Grandparents[s] = ids[g]
 			}
 		}
+		for _, c := range trees.Kids[s][i] {
+			st.Children[s] = append(st.Children[s], ids[c])
+		}
 	}
 	return st
+}
+
+// parentIn returns node n's parent in stripe s's tree: the seed for the
+// stripe's root, -1 for none (the seed, or a node not in the tree).
+func parentIn(trees *ts.StripeTrees, s, n, seed int) int {
+	switch {
+	case n == seed:
+		return -1
+	case trees.Roots[s] == n:
+		return seed
+	}
+	for p, kids := range trees.Kids[s] {
+		if slices.Contains(kids, int32(n)) {
+			return p
+		}
+	}
+	return -1
 }
 
 // buildTrees deals the fetchers of a one-seed run into cfg.Trees stripe
@@ -119,17 +115,6 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 		// An inner node that loses its parent asks its grandparent to
 		// adopt it, and is sent on to its inner siblings (peer's
 		// adoption): those pairs are linked too.
-		grand := func(p int) int {
-			if p == root {
-				return seed
-			}
-			for g, kids := range trees.Kids[s] {
-				if slices.Contains(kids, int32(p)) {
-					return g
-				}
-			}
-			return -1
-		}
 		for p, kids := range trees.Kids[s] {
 			var inner []int
 			for _, c := range kids {
@@ -140,7 +125,7 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 			if len(inner) == 0 {
 				continue
 			}
-			g := grand(p)
+			g := parentIn(trees, s, p, seed)
 			for a, c := range inner {
 				if g >= 0 {
 					add(g, c)
