@@ -378,22 +378,22 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			}
 			i := rest[0]
 			t.mu.Lock()
-			dropped := !slices.Contains(t.children[t.stripe(i)], child)
-			if dropped {
-				t.unqueue(i)
-			}
+			still := slices.Contains(t.children[t.stripe(i)], child)
 			t.mu.Unlock()
-			if dropped {
-				rest = rest[1:]
-				continue // no longer its child in that stripe
+			var frame []byte
+			var err error
+			if still {
+				frame, err = storedFrame(c, &buf, i)
 			}
-			frame, err := storedFrame(c, &buf, i)
-			if errors.Is(err, chunker.ErrNotHeld) {
+			if !still || errors.Is(err, chunker.ErrNotHeld) {
+				// No longer its child in that stripe (a root the seed cut,
+				// an adoptee dropped), or a seed's file changed (the child
+				// repairs it): skipped.
 				rest = rest[1:]
 				t.mu.Lock()
 				t.unqueue(i)
 				t.mu.Unlock()
-				continue // a seed's file changed: the child repairs it
+				continue
 			}
 			if err != nil {
 				return accepted, err
