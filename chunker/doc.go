@@ -58,8 +58,9 @@
 // the re-hashing of WithVerify, whose progress WithCheckProgress reports.
 //
 // Durability: with the default WithSyncEvery(1) a block is on disk, and recorded,
-// when PutBlock returns; with WithSyncEvery(n) the data of up to n blocks is fsynced
-// once and their records are written after it. Either way no record ever precedes
+// when PutBlock returns; with WithSyncEvery(n) the data of up to n blocks (with
+// WithSyncBytes, of up to n bytes of blocks) is fsynced once and their records are
+// written after it. Either way no record ever precedes
 // its data. WithVerify (and Store.Verify) re-hash blocks for when the disk itself is
 // in doubt.
 //

@@ -34,7 +34,8 @@ type StoreOption func(*storeConfig) error
 
 type storeConfig struct {
 	verify           bool
-	syncEvery        int
+	syncEvery        int   // WithSyncEvery; 0 with syncBytes
+	syncBytes        int64 // WithSyncBytes; resolved into syncEvery by newStore
 	maxManifestBytes int
 	checkProgress    func(done, total int)
 	stateDir         string // WithStateDir
@@ -80,7 +81,22 @@ func WithSyncEvery(n int) StoreOption {
 		if n < 1 {
 			return fmt.Errorf("chunker: WithSyncEvery(%d): n must be at least 1", n)
 		}
-		c.syncEvery = n
+		c.syncEvery, c.syncBytes = n, 0
+		return nil
+	}
+}
+
+// WithSyncBytes is WithSyncEvery with the group given in bytes: n bytes' worth of
+// blocks (at least one block) per fsync, whatever the block size. The fsync groups
+// of a fetch are best measured in bytes: each fsync costs a journal commit, and the
+// kernel writes back the same bytes either way. The last of WithSyncEvery and
+// WithSyncBytes given wins.
+func WithSyncBytes(n int64) StoreOption {
+	return func(c *storeConfig) error {
+		if n < 1 {
+			return fmt.Errorf("chunker: WithSyncBytes(%d): n must be at least 1", n)
+		}
+		c.syncEvery, c.syncBytes = 0, n
 		return nil
 	}
 }
@@ -151,6 +167,9 @@ type Store struct {
 
 // newStore returns a store of m over root with nothing held and no log open.
 func newStore(p *place, m *Manifest, cfg storeConfig) *Store {
+	if cfg.syncBytes > 0 {
+		cfg.syncEvery = int(max(1, min(cfg.syncBytes/int64(m.blockSize), int64(m.blockCount))))
+	}
 	return &Store{
 		place: *p, m: m, cfg: cfg,
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},

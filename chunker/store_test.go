@@ -502,3 +502,47 @@ func TestStoreClosed(t *testing.T) {
 		t.Errorf("second Close: %v", err)
 	}
 }
+
+// TestWithSyncBytes checks that a group given in bytes becomes whole blocks (at
+// least one, at most the content's), that the last of WithSyncEvery and
+// WithSyncBytes wins, and that the blocks of a group are recorded together.
+func TestWithSyncBytes(t *testing.T) {
+	m, data := testManifest(t, 2*MinBlockSize, 20*MinBlockSize) // 10 blocks
+	for _, tc := range []struct {
+		name string
+		opts []StoreOption
+		want int
+	}{
+		{"three blocks", []StoreOption{WithSyncBytes(6 * MinBlockSize)}, 3},
+		{"rounds down", []StoreOption{WithSyncBytes(7*MinBlockSize - 1)}, 3},
+		{"under a block", []StoreOption{WithSyncBytes(MinBlockSize)}, 1},
+		{"more than the content", []StoreOption{WithSyncBytes(1 << 40)}, 10},
+		{"blocks after bytes", []StoreOption{WithSyncBytes(6 * MinBlockSize), WithSyncEvery(5)}, 5},
+		{"bytes after blocks", []StoreOption{WithSyncEvery(5), WithSyncBytes(4 * MinBlockSize)}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := CreateStore(context.Background(), t.TempDir(), m, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if s.cfg.syncEvery != tc.want {
+				t.Fatalf("blocks per fsync: got %d, want %d", s.cfg.syncEvery, tc.want)
+			}
+			for i := range tc.want {
+				if err := s.PutBlock(i, block(m, data, i)); err != nil {
+					t.Fatal(err)
+				}
+				s.mu.RLock()
+				pending := len(s.pending)
+				s.mu.RUnlock()
+				if want := (i + 1) % tc.want; pending != want {
+					t.Fatalf("after %d blocks: %d pending, want %d", i+1, pending, want)
+				}
+			}
+		})
+	}
+	if _, err := CreateStore(context.Background(), t.TempDir(), m, WithSyncBytes(0)); err == nil {
+		t.Fatal("WithSyncBytes(0): no error")
+	}
+}

@@ -69,10 +69,10 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	}
 	if st == nil {
 		if fileMode {
-			st, err = chunker.CreateFileStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
+			st, err = chunker.CreateFileStore(ctx, out, m, p.cfg.syncOption())
 		}
 		if !fileMode || errors.Is(err, chunker.ErrNotFile) {
-			st, err = chunker.CreateStore(ctx, out, m, chunker.WithSyncEvery(p.cfg.syncEvery))
+			st, err = chunker.CreateStore(ctx, out, m, p.cfg.syncOption())
 		}
 		if err != nil {
 			return nil, fmt.Errorf("peer: create %s: %w", out, err)
@@ -172,8 +172,8 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 // openOutput opens the store in out for root, or returns nil if out holds
 // none yet. A store of other content is ErrManifestMismatch.
 func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
-	sopts := []chunker.StoreOption{chunker.WithID(root), chunker.WithSyncEvery(p.cfg.syncEvery), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
-	if p.cfg.syncEvery > 1 {
+	sopts := []chunker.StoreOption{chunker.WithID(root), p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
+	if p.cfg.syncEvery != 1 {
 		// Blocks stored after the last group fsync have no record yet after a
 		// crash; re-hashing the output finds those whose bytes made it to
 		// disk, so they are not downloaded again.

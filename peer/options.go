@@ -9,6 +9,8 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
 )
 
 // Option configures New and NewService. Options that can fail return an
@@ -140,7 +142,6 @@ func defaultConfig() config {
 		window:       16,
 		maxSources:   32,
 		timeScale:    1,
-		syncEvery:    16,
 		dialRanker:   tcpFirst,
 	}
 }
@@ -267,9 +268,10 @@ func WithMaxSources(n int) Option {
 }
 
 // WithSyncEvery sets how many stored blocks share one fsync during a fetch (see
-// chunker.WithSyncEvery). Default 16. With 1, a block is durable and recorded
-// before the next is stored. Above 1 there are that many times fewer fsyncs
-// (much faster on a busy disk), and a crash can leave up to n stored blocks
+// chunker.WithSyncEvery). Default: as many as make DefaultSyncBytes (32 blocks of
+// 256 KiB, 8 of 1 MiB, 1 of 8 MiB or more). With 1, a block is durable and
+// recorded before the next is stored. Above 1 there are that many times fewer
+// fsyncs (much faster on a busy disk), and a crash can leave up to n stored blocks
 // without their record, so a fetch resuming such a store re-hashes the whole
 // output first and keeps every block whose bytes reached the disk (after a
 // kill -9, all of them): either way a resumed fetch downloads no stored block
@@ -282,6 +284,23 @@ func WithSyncEvery(n int) Option {
 		c.syncEvery = n
 		return nil
 	}
+}
+
+// DefaultSyncBytes is the bytes of blocks a fetch stores per fsync unless
+// WithSyncEvery says otherwise: a group of fixed bytes rather than of 16 blocks,
+// whatever the block size. Measured with reconcile bench (1 seed, 512 MiB,
+// loopback, --compare-fetch "--sync-every 16", 6 repetitions): with 64 KiB
+// blocks (1 MiB groups before) the fetch was 1.11x faster on 6 % less CPU; with
+// 256 KiB and 1 MiB blocks the runs differed by less than this machine's noise
+// (0.95x to 1.07x).
+const DefaultSyncBytes = 8 << 20
+
+// syncOption is the store option of the fetch's fsync groups.
+func (c *config) syncOption() chunker.StoreOption {
+	if c.syncEvery > 0 {
+		return chunker.WithSyncEvery(c.syncEvery)
+	}
+	return chunker.WithSyncBytes(DefaultSyncBytes)
 }
 
 // WithServeRate caps the bytes per second of blocks this peer serves, over all

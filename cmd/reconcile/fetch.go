@@ -57,7 +57,7 @@ func fetchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Usage: "give up after this long with no peer to download from"},
-			&cli.IntFlag{Name: "sync-every", Value: 16, Usage: "blocks per fsync group (at least 1); above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
+			&cli.IntFlag{Name: "sync-every", Usage: "blocks per fsync group (0: as many as make 8 MiB; 1: each block durable before the next); above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
 			&cli.IntFlag{Name: "window", Value: 16, Usage: "blocks kept requested from one peer at a time, at most (at least 1); each peer's window adapts to its rate and round trip below that"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Usage: "move a peer's blocks to others after it sends nothing for this long"},
 			progressFlag(),

@@ -60,11 +60,13 @@ func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 		opts = append(opts, peer.WithServeRate(float64(n)))
 	}
 	if findFlag(c.Command.Flags, "sync-every") != nil {
-		n, err := flagAtLeast(c, "sync-every", 1)
+		n, err := flagAtLeast(c, "sync-every", 0)
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, peer.WithSyncEvery(n))
+		if n > 0 {
+			opts = append(opts, peer.WithSyncEvery(n))
+		}
 	}
 	if findFlag(c.Command.Flags, "window") != nil && c.IsSet("window") {
 		n, err := flagAtLeast(c, "window", 1)
