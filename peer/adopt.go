@@ -244,7 +244,9 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.seed && t.parent[t.parents[s]] != parentUp {
+	// A peer gets the stripe while its parent's pushes come, or once it
+	// holds the whole content (done: it pushes every block it is asked).
+	if !t.seed && t.parent[t.parents[s]] != parentUp && !t.c.store.Complete() {
 		return "", false, errNoStripe
 	}
 	if id == t.parents[s] {
@@ -289,14 +291,84 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 			t.line[s] = append(t.line[s], id)
 		}
 	}
+	// The blocks it lacks that this peer holds, but for those queued for it
+	// or sent on its current stream already (a child caught up at its start
+	// is pushed most of them as this peer gains them), and those stored
+	// but not yet passed on (gained queues them for every child).
+	o := t.outs[id]
+	var queued map[int]bool
+	if o != nil && len(o.q) > 0 {
+		queued = make(map[int]bool, len(o.q))
+		for _, i := range o.q {
+			queued[i] = true
+		}
+	}
+	switch {
+	// It asked, so it is there: a push stream that failed before it took
+	// its place is not left to its retry a repair time later.
+	case o != nil && !o.running:
+		o.failures = 0
+		if len(o.q) > 0 && !t.kickLocked(id, o) {
+			return "", false, ErrClosed
+		}
+	case o != nil && !o.up:
+		o.asked = true
+	}
 	for _, i := range lacks {
-		if t.c.store.Has(i) {
-			if !t.pushLocked(id, i) {
-				return "", false, ErrClosed
-			}
+		if !t.known.has(i) || queued[i] || o != nil && o.wasSent(i) {
+			continue
+		}
+		if !t.pushLocked(id, i) {
+			return "", false, ErrClosed
 		}
 	}
 	return "", adopted, nil
+}
+
+// catchUp asks this peer's parent in every stripe (only: in those whose
+// parent it is, if not "") to push the blocks of the stripe it lacks and
+// the parent holds (ProtoAdopt, as an orphan asks to be adopted, but of
+// its own parent), as its fetch starts (or as Push is called on a running
+// fetch), and of a parent whose pushes come again after it left: a
+// parent pushes what it gains, so a peer that takes its place in trees
+// already under way (it joined late, or came back), or whose parent came
+// back, would otherwise never be pushed what its parent held before, and
+// would wait for those blocks until another peer had offered them for
+// four repair times (seeFromLocked): a stripe stays held while its parent
+// pushes its other gains. Peers that start with the trees are asked for
+// nothing they have not queued. Answers are not waited for; a parent
+// that refuses (it does not get the stripe, or has no place for this peer
+// yet) leaves the stripe to its pushes and the repair.
+func (t *pushTrees) catchUp(only lpeer.ID) {
+	if t.seed {
+		return
+	}
+	c := t.c
+	most := min(t.p.cfg.limits.MaxWant, DefaultLimits.MaxWant)
+	t.mu.Lock()
+	parents := slices.Clone(t.parents)
+	t.mu.Unlock()
+	for s, parent := range parents {
+		if parent == "" || only != "" && parent != only {
+			continue
+		}
+		var lacks []int
+		for i := s; i < c.man.BlockCount() && len(lacks) < most; i += len(t.planned) {
+			if !c.store.Has(i) {
+				lacks = append(lacks, i)
+			}
+		}
+		if len(lacks) == 0 {
+			continue
+		}
+		if !t.p.goroutine(func() {
+			if _, err := t.askAdopt(parent, lacks); err != nil {
+				t.p.log.Debug("catch-up refused", "stripe", s, "parent", parent, "err", err)
+			}
+		}) {
+			return
+		}
+	}
 }
 
 // cutRootLocked stops a seed's pushes of stripe s to its planned root (t.mu

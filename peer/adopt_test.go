@@ -43,6 +43,8 @@ func TestPushAdopt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The seed's only child is h, which fetches nothing: the seed takes its
+	// place before the fetches start, to adopt as soon as a and b ask.
 	if err := w.seed.Push(root, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{h.ID()}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +53,7 @@ func TestPushAdopt(t *testing.T) {
 	for _, p := range []*Peer{a, b} {
 		go func() { pushed <- w.pushCorrupt(ctx, h, p, 0) }()
 	}
-	sums := w.fetchAll(ctx, t)
+	sums := w.fetchAll(ctx, t, Stripes{})
 	for range 2 {
 		if err := <-pushed; err != nil {
 			t.Fatal(err)

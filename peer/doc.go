@@ -124,7 +124,11 @@
 // grandparent adopts the first two such orphans of a stripe (a seed one)
 // and sends the others on to those that asked before, two to each, which
 // adopt them in turn (peer/adopt.go), so that a whole subtree is not left
-// to pulls, nor its orphans to the seed. A seed answers requests
+// to pulls, nor its orphans to the seed. A parent pushes what it gains, so
+// a peer asks its parents, as its fetch starts and when a parent's pushes
+// come again after it was gone, for the stripe's blocks they held before
+// (a peer that joined late or came back, a parent back): each parent
+// pushes those it has not queued for it already. A seed answers requests
 // for blocks it has still to push busy, so that its uplink goes to the
 // first copies. The trees come from the application:
 // every peer must be given the same ones (package testnet derives them

@@ -180,6 +180,11 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.mu.Lock()
 	f.started = true
 	f.mu.Unlock()
+	if t := f.c.pushes(); t != nil {
+		// Its parents push what they held before as well (pushes that
+		// reach the fetch count in its summary).
+		t.catchUp("")
+	}
 	// In random order: fetches given the same peers (a ticket's, or a
 	// swarm's neighbour lists that name the same popular peers first) do
 	// not all take the same first few as sources while the others wait as

@@ -122,11 +122,19 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	}
 	c.push = t
 	c.mu.Unlock()
+	t.mu.Lock()
+	for _, i := range c.store.Held() {
+		t.known.set(i)
+	}
+	t.mu.Unlock()
 	if c.store.Complete() {
 		// A seed: every block, in order, to the roots of the stripes.
 		for i := range c.man.BlockCount() {
 			t.gained(i)
 		}
+	}
+	if c.runningFetch().running() {
+		t.catchUp("") // else the fetch does as it starts
 	}
 	return nil
 }
@@ -138,7 +146,7 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
 		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k),
 		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
-		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}}
+		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}, known: make(bitset, (c.man.BlockCount()+63)/64)}
 	copy(t.grand, st.Grandparents)
 	t.seed = !slices.ContainsFunc(t.parents, func(id lpeer.ID) bool { return id != "" })
 	for s, kids := range st.Children {
@@ -195,7 +203,17 @@ type pushTrees struct {
 	// pending counts, per block, the children it is queued for and not
 	// yet written to.
 	pending map[int]int
+	// known marks the blocks passed on to the children as they were then
+	// (gained), and those held when Push began: those an asking child is
+	// sent (see adoptee); a block stored but not yet passed on is not.
+	known bitset
 }
+
+// bitset is a set of block indexes.
+type bitset []uint64
+
+func (b bitset) has(i int) bool { return i>>6 < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
+func (b bitset) set(i int)      { b[i>>6] |= 1 << (i & 63) }
 
 // parentState is what a fetch makes of a parent's pushes.
 type parentState int
@@ -223,6 +241,25 @@ type pushOut struct {
 	// times; then the queue is dropped (the child repairs it) until the
 	// next gain.
 	failures int
+	// sent marks the blocks the current stream took from q to write (a
+	// bit per block, cleared when the stream ends), so that a child asking
+	// to be caught up (see catchUp) is not sent them again.
+	sent bitset
+	// asked is set when the child asked for blocks (adoptee) while a
+	// stream it had not taken was running: if that stream fails before the
+	// child takes it, the next starts at once.
+	asked bool
+}
+
+// wasSent reports whether o's current stream took block i (t.mu held).
+func (o *pushOut) wasSent(i int) bool { return o.sent.has(i) }
+
+// markSent notes that o's current stream took block i of n (t.mu held).
+func (o *pushOut) markSent(i, n int) {
+	if o.sent == nil {
+		o.sent = make(bitset, (n+63)/64)
+	}
+	o.sent.set(i)
 }
 
 // pushRetries is how many times a push stream that fails is tried again
@@ -240,6 +277,7 @@ func (t *pushTrees) gained(i int) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.known.set(i)
 	for _, child := range t.children[s] {
 		if !t.pushLocked(child, i) {
 			return // closed
@@ -256,6 +294,12 @@ func (t *pushTrees) pushLocked(child lpeer.ID, i int) bool {
 		t.outs[child] = o
 	}
 	t.queue(o, i)
+	return t.kickLocked(child, o)
+}
+
+// kickLocked sees that o's writer runs, unless a retry of a stream that
+// failed is due (t.mu held); false when the service is closed.
+func (t *pushTrees) kickLocked(child lpeer.ID, o *pushOut) bool {
 	if !o.running {
 		if o.failures > 0 && o.failures <= pushRetries {
 			return true // a retry is due
@@ -285,6 +329,16 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	o.running, o.up = false, false
+	clear(o.sent) // what the stream carried may be lost with it
+	if o.asked {
+		// The child asked for blocks (adoptee) while this stream failed:
+		// it is there now, and its queue goes out at once.
+		o.asked, o.failures = false, 0
+		if len(o.q) > 0 && t.p.goroutine(func() { t.write(child, o) }) {
+			o.running = true
+		}
+		return
+	}
 	if accepted {
 		// The child took the stream and then left (or failed): what is
 		// queued is dropped (it repairs it, if it comes back) until the
@@ -365,6 +419,9 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		t.mu.Lock()
 		rest = o.q
 		o.q = nil
+		for _, i := range rest {
+			o.markSent(i, c.man.BlockCount())
+		}
 		t.mu.Unlock()
 		for len(rest) > 0 {
 			select {
@@ -482,6 +539,9 @@ func (t *pushTrees) held(now time.Time, dst []bool) []bool {
 func (t *pushTrees) setUp(o *pushOut, up bool) {
 	t.mu.Lock()
 	o.up = up
+	if up {
+		o.asked = false // the child took the stream it asked for
+	}
 	t.mu.Unlock()
 }
 
@@ -538,6 +598,11 @@ func (t *pushTrees) accepts(id lpeer.ID) bool {
 		return false // refused, or no parent (any more: another adopted us)
 	}
 	t.parent[id] = parentUp
+	if st == parentGone {
+		// Back (it left, or its stream failed): it pushes what it gains
+		// from now on, and is asked for what it held before.
+		t.p.goroutine(func() { t.catchUp(id) })
+	}
 	return true
 }
 

@@ -87,8 +87,8 @@ func manifestOf(t testing.TB, path string) *chunker.Manifest {
 // i, zeroed (corrupt), from h over ProtoPush.
 func (w *pushSwarm) pushCorrupt(ctx context.Context, h, p *Peer, i int) error {
 	root := w.man.ID()
-	for c := p.lookup(root[:]); c == nil || !c.runningFetch().running(); c = p.lookup(root[:]) {
-		time.Sleep(time.Millisecond)
+	if err := w.fetching(ctx, p); err != nil {
+		return err
 	}
 	s, err := h.Host().NewStream(ctx, p.ID(), ProtoPush)
 	if err != nil {
@@ -104,9 +104,22 @@ func (w *pushSwarm) pushCorrupt(ctx context.Context, h, p *Peer, i int) error {
 	return bw.Flush()
 }
 
-// fetchAll runs every fetcher's FetchServed from all the others and
-// returns their summaries.
-func (w *pushSwarm) fetchAll(ctx context.Context, t *testing.T) []*Summary {
+// fetching waits until p's fetch of w's file runs.
+func (w *pushSwarm) fetching(ctx context.Context, p *Peer) error {
+	root := w.man.ID()
+	for c := p.lookup(root[:]); c == nil || !c.runningFetch().running(); c = p.lookup(root[:]) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// fetchAll runs every fetcher's FetchServed from all the others, gives
+// the seed its place seed (unless it has no stripes) once they all run, so that
+// each fetch counts every block pushed to it, and returns their summaries.
+func (w *pushSwarm) fetchAll(ctx context.Context, t *testing.T, seed Stripes) []*Summary {
 	t.Helper()
 	sums := make([]*Summary, len(w.peers))
 	errs := make(chan error, len(w.peers))
@@ -122,6 +135,16 @@ func (w *pushSwarm) fetchAll(ctx context.Context, t *testing.T) []*Summary {
 			sums[j] = s
 			errs <- err
 		}()
+	}
+	if len(seed.Parents) > 0 {
+		for _, p := range w.peers {
+			if err := w.fetching(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.seed.Push(w.man.ID(), seed); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for range w.peers {
 		if err := <-errs; err != nil {
@@ -167,11 +190,7 @@ func TestPushTrees(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The seed last: a push stream to a peer without stripes is refused.
-	if err := w.seed.Push(w.man.ID(), Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a}, {b}}}); err != nil {
-		t.Fatal(err)
-	}
-	sums := w.fetchAll(ctx, t)
+	sums := w.fetchAll(ctx, t, Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a}, {b}}})
 	for j, s := range sums {
 		if s.Pushed != s.Blocks || s.Fetched != s.Blocks || s.Redundant != 0 {
 			t.Errorf("fetcher %d: %d of %d blocks pushed, %d fetched, %d twice; want all pushed, none twice", j, s.Pushed, s.Blocks, s.Fetched, s.Redundant)
@@ -195,24 +214,20 @@ func TestPushRepair(t *testing.T) {
 	defer cancel()
 	w := newPushSwarm(ctx, t, 1<<20, 2)
 	a, b := w.peers[0], w.peers[1]
-	// a takes stripe 2 from b, which never pushes; a hostile peer h is the
-	// parent of b's stripe 0, the seed of its stripe 1, and b is also the
-	// parent of a's stripe 2, which nobody pushes.
-	h := connectedPeer(ctx, t, b)
-	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID(), b.ID()}, RepairAfter: 200 * time.Millisecond}); err != nil {
+	// a takes stripe 2 from q, which serves nothing and never pushes (nor
+	// catches a up); a hostile peer h is the parent of b's stripe 0, the
+	// seed of its stripes 1 and 2.
+	h, q := connectedPeer(ctx, t, b), connectedPeer(ctx, t, a)
+	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID(), q.ID()}, RepairAfter: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{h.ID(), w.seed.ID(), w.seed.ID()}, RepairAfter: 200 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	// The seed last: a push stream to a peer without stripes is refused.
-	if err := w.seed.Push(w.man.ID(), Stripes{Parents: make([]lpeer.ID, 3), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}}); err != nil {
-		t.Fatal(err)
-	}
 	// Once b's fetch runs, h pushes block 3 corrupt (stripe 0, its own).
 	pushed := make(chan error, 1)
 	go func() { pushed <- w.pushCorrupt(ctx, h, b, 3) }()
-	sums := w.fetchAll(ctx, t)
+	sums := w.fetchAll(ctx, t, Stripes{Parents: make([]lpeer.ID, 3), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}})
 	if sums[0].Pushed == 0 || sums[0].Pushed >= sums[0].Blocks {
 		t.Errorf("a: %d of %d blocks pushed; want those of the seed's stripes only", sums[0].Pushed, sums[0].Blocks)
 	}
@@ -225,6 +240,93 @@ func TestPushRepair(t *testing.T) {
 	if err := <-pushed; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPushCatchUp: a peer that takes its place in a tree once its parent
+// holds the whole stripe is pushed all of it on its catch-up request
+// (pushes alone bring only what the parent gains from then on), and is
+// not sent twice what its parent had queued for it.
+func TestPushCatchUp(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 1<<20, 2)
+	a, b := w.peers[0], w.peers[1]
+	// Two stripes, each seed -> a -> b. The repair time is longer than
+	// the test: b fetches nothing its parent is to push.
+	repair := 5 * time.Minute
+	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID()}, Children: [][]lpeer.ID{{b.ID()}, {b.ID()}}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	var sa *Summary
+	fetched := make(chan error, 1)
+	go func() {
+		var err error
+		sa, err = a.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID()))
+		fetched <- err
+	}()
+	if err := w.fetching(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.seed.Push(w.man.ID(), Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-fetched; err != nil {
+		t.Fatal(err)
+	}
+	if sa.Pushed != sa.Blocks {
+		t.Fatalf("a: %d of %d blocks pushed, want all", sa.Pushed, sa.Blocks)
+	}
+	// b joins late: a holds every block, and its pushes to b failed (b had
+	// no place yet) and were dropped.
+	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{a.ID(), a.ID()}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.FetchServed(ctx, w.man.ID(), WithSources(a.ID(), w.seed.ID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := pushShare(sb, a.ID()); p != sb.Blocks || sb.Redundant != 0 {
+		t.Errorf("b: %d of %d blocks pushed by a, %d twice; want all pushed once", p, sb.Blocks, sb.Redundant)
+	}
+	sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
+}
+
+// TestPushCatchUpParentBack: a parent whose pushes come again after it
+// was gone is asked for what it held meanwhile (it pushes only what it
+// gains from then on).
+func TestPushCatchUpParentBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 512<<10, 2)
+	a, b := w.peers[0], w.peers[1]
+	repair := 5 * time.Minute
+	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID()}, Children: [][]lpeer.ID{{b.ID()}}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.seed.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{a.ID()}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID())); err != nil {
+		t.Fatal(err)
+	}
+	// b takes its place with no fetch running (so it asks nothing yet);
+	// its parent was gone and pushes again: b asks it to catch up.
+	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{a.ID()}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	root := w.man.ID()
+	tr := b.lookup(root[:]).pushes()
+	tr.parentFailed(a.ID(), false)
+	if !tr.accepts(a.ID()) {
+		t.Fatal("a parent back is not taken")
+	}
+	for !w.stores[1].Complete() {
+		if ctx.Err() != nil {
+			t.Fatalf("b holds %d of %d blocks; want all, pushed by its parent back", w.stores[1].HeldCount(), w.man.BlockCount())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
 }
 
 // TestPushRefused: pushes from a peer that is no parent, of a block of
@@ -363,7 +465,7 @@ func TestPushRetried(t *testing.T) {
 	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID()}, RepairAfter: 10 * time.Second}); err != nil {
 		t.Fatal(err)
 	}
-	s := w.fetchAll(ctx, t)[0]
+	s := w.fetchAll(ctx, t, Stripes{})[0]
 	if s.Pushed != s.Blocks || s.Redundant != 0 {
 		t.Errorf("%d of %d blocks pushed, %d twice; want all pushed once", s.Pushed, s.Blocks, s.Redundant)
 	}
