@@ -79,9 +79,13 @@ var errNoStripe = errors.New("does not get that stripe")
 // refusal puts the old one back.
 func (t *pushTrees) adopt(s int) {
 	p, c := t.p, t.c
+	adopted := false
 	defer func() {
 		t.mu.Lock()
 		t.asking[s] = false
+		if !adopted && t.parent[t.parents[s]] != parentUp {
+			t.orphanLocked(s)
+		}
 		t.mu.Unlock()
 	}()
 	t.mu.Lock()
@@ -118,8 +122,10 @@ func (t *pushTrees) adopt(s int) {
 		t.mu.Unlock()
 		next, err := t.askAdopt(target, lacks)
 		if err == nil && next == "" {
+			adopted = true
 			t.mu.Lock()
 			t.last[s] = time.Now()
+			t.orphan[s] = false
 			t.mu.Unlock()
 			p.log.Debug("adopted", "stripe", s, "parent", target)
 			return
@@ -366,6 +372,50 @@ func (t *pushTrees) catchUp(only lpeer.ID) {
 				t.p.log.Debug("catch-up refused", "stripe", s, "parent", parent, "err", err)
 			}
 		}) {
+			return
+		}
+	}
+}
+
+// orphanLocked notes that this peer found no parent for stripe s, whose
+// parent failed (t.mu held): unless it holds the whole stripe, it lets its
+// children in s go (their push streams are reset, so that they repair the
+// stripe at once, by pulls or adoption, rather than wait for what this
+// peer pulls and passes on: in the 200-peer testnet a whole subtree waited
+// so, up to 2.1x T*), and pushes them nothing of s until a parent pushes
+// to it again; it remembers what it gains (known), for their catch-up.
+func (t *pushTrees) orphanLocked(s int) {
+	c := t.c
+	whole := true
+	for i := s; i < c.man.BlockCount(); i += len(t.planned) {
+		if !c.store.Has(i) {
+			whole = false
+			break
+		}
+	}
+	if whole || t.orphan[s] {
+		return
+	}
+	t.orphan[s] = true
+	for _, child := range t.children[s] {
+		o := t.outs[child]
+		if o == nil {
+			o = &pushOut{wake: make(chan struct{}, 1)}
+			t.outs[child] = o
+		}
+		kept := o.q[:0]
+		for _, i := range o.q {
+			if t.stripe(i) == s {
+				t.unqueue(i)
+			} else {
+				kept = append(kept, i)
+			}
+		}
+		o.q = kept
+		// A stream it takes and that is then reset tells it, whether
+		// blocks were flowing or not.
+		o.cut = true
+		if !t.kickLocked(child, o) {
 			return
 		}
 	}

@@ -87,6 +87,36 @@ func TestPushAdopt(t *testing.T) {
 	}
 }
 
+// TestPushOrphanLetsGo: an inner peer whose parent pushes a corrupt block
+// and that no peer adopts (its grandparent serves nothing) lets its child
+// go: the child's push stream is reset, so it fetches the stripe itself at
+// once instead of waiting (a repair time longer than the test) for what
+// its parent fetches and would pass on.
+func TestPushOrphanLetsGo(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 1<<20, 2)
+	a, la := w.peers[0], w.peers[1]
+	h, q := connectedPeer(ctx, t, a), connectedPeer(ctx, t, a)
+	root := w.man.ID()
+	repair := 5 * time.Minute
+	if err := a.Push(root, Stripes{Parents: []lpeer.ID{h.ID()}, Grandparents: []lpeer.ID{q.ID()}, Children: [][]lpeer.ID{{la.ID()}}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	if err := la.Push(root, Stripes{Parents: []lpeer.ID{a.ID()}, Grandparents: []lpeer.ID{h.ID()}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	pushed := make(chan error, 1)
+	go func() { pushed <- w.pushCorrupt(ctx, h, a, 0) }()
+	sums := w.fetchAll(ctx, t, Stripes{})
+	if err := <-pushed; err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := pushShare(sums[1], a.ID()); p != 0 {
+		t.Errorf("the child was pushed %d blocks by its orphaned parent, want 0 (it fetches them)", p)
+	}
+}
+
 // FuzzDecodeAdopt: whatever an orphan sends, the request decodes to at
 // least one and at most max blocks, all below the block count and of one
 // stripe, or to an error; never a panic.

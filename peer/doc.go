@@ -128,7 +128,9 @@
 // a peer asks its parents, as its fetch starts and when a parent's pushes
 // come again after it was gone, for the stripe's blocks they held before
 // (a peer that joined late or came back, a parent back): each parent
-// pushes those it has not queued for it already. A seed answers requests
+// pushes those it has not queued for it already. An orphan that no peer
+// adopts lets its children in the stripe go (their push streams are
+// reset), so that they repair it themselves at once. A seed answers requests
 // for blocks it has still to push busy, so that its uplink goes to the
 // first copies. The trees come from the application:
 // every peer must be given the same ones (package testnet derives them

@@ -144,7 +144,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pushTrees {
 	k := len(st.Parents)
 	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
-		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k),
+		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k), orphan: make([]bool, k),
 		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
 		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}, known: make(bitset, (c.man.BlockCount()+63)/64)}
 	copy(t.grand, st.Grandparents)
@@ -196,6 +196,10 @@ type pushTrees struct {
 	adoptees [][]lpeer.ID
 	line     [][]lpeer.ID
 	asking   []bool
+	// orphan is set, per stripe, while this peer has no parent for it (its
+	// parent failed and no peer adopted it): its children were let go
+	// (orphanLocked).
+	orphan []bool
 	// last is, per stripe, when its parent last pushed a block (or Push).
 	last   []time.Time
 	parent map[lpeer.ID]parentState
@@ -249,6 +253,9 @@ type pushOut struct {
 	// stream it had not taken was running: if that stream fails before the
 	// child takes it, the next starts at once.
 	asked bool
+	// cut is set when the child was let go in a stripe (orphanLocked): the
+	// writer resets its stream, which the child takes as its parent gone.
+	cut bool
 }
 
 // wasSent reports whether o's current stream took block i (t.mu held).
@@ -278,6 +285,9 @@ func (t *pushTrees) gained(i int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.known.set(i)
+	if t.orphan[s] {
+		return // its children repair the stripe (orphanLocked)
+	}
 	for _, child := range t.children[s] {
 		if !t.pushLocked(child, i) {
 			return // closed
@@ -417,6 +427,14 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 	wait := answer
 	for {
 		t.mu.Lock()
+		if o.cut && accepted {
+			// Let go (orphanLocked): reset once taken, so that the child
+			// repairs.
+			o.cut = false
+			t.mu.Unlock()
+			cs.reset()
+			return accepted, errors.New("let go: this peer lost the stripe's parent")
+		}
 		rest = o.q
 		o.q = nil
 		for _, i := range rest {
@@ -598,6 +616,11 @@ func (t *pushTrees) accepts(id lpeer.ID) bool {
 		return false // refused, or no parent (any more: another adopted us)
 	}
 	t.parent[id] = parentUp
+	for s, pid := range t.parents {
+		if pid == id {
+			t.orphan[s] = false // its pushes come again: passed on
+		}
+	}
 	if st == parentGone {
 		// Back (it left, or its stream failed): it pushes what it gains
 		// from now on, and is asked for what it held before.
