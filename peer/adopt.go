@@ -125,7 +125,7 @@ func (t *pushTrees) adopt(s int) {
 			adopted = true
 			t.mu.Lock()
 			t.last[s] = time.Now()
-			t.orphan[s] = false
+			t.unorphanLocked(s)
 			t.mu.Unlock()
 			p.log.Debug("adopted", "stripe", s, "parent", target)
 			return
@@ -342,7 +342,9 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 // would wait for those blocks until another peer had offered them for
 // four repair times (seeFromLocked): a stripe stays held while its parent
 // pushes its other gains. Peers that start with the trees are asked for
-// nothing they have not queued. Answers are not waited for; a parent
+// nothing they have not queued. One request names at most the default
+// MaxWant blocks of a stripe (the first it lacks); the others come by the
+// repair. Answers are not waited for; a parent
 // that refuses (it does not get the stripe, or has no place for this peer
 // yet) leaves the stripe to its pushes and the repair.
 func (t *pushTrees) catchUp(only lpeer.ID) {
@@ -417,6 +419,21 @@ func (t *pushTrees) orphanLocked(s int) {
 		o.cut = true
 		if !t.kickLocked(child, o) {
 			return
+		}
+	}
+}
+
+// unorphanLocked notes that stripe s has a parent again (t.mu held): what
+// this peer gains of it goes to its children again, and a reset still due
+// to a child's stream (orphanLocked) is not made.
+func (t *pushTrees) unorphanLocked(s int) {
+	if !t.orphan[s] {
+		return
+	}
+	t.orphan[s] = false
+	for _, child := range t.children[s] {
+		if o := t.outs[child]; o != nil {
+			o.cut = false
 		}
 	}
 }

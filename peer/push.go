@@ -618,7 +618,7 @@ func (t *pushTrees) accepts(id lpeer.ID) bool {
 	t.parent[id] = parentUp
 	for s, pid := range t.parents {
 		if pid == id {
-			t.orphan[s] = false // its pushes come again: passed on
+			t.unorphanLocked(s) // its pushes come again: passed on
 		}
 	}
 	if st == parentGone {
