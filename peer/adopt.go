@@ -78,7 +78,7 @@ var errNoStripe = errors.New("does not get that stripe")
 // parent is set before each ask, so that its first pushes are taken; a
 // refusal puts the old one back.
 func (t *pushTrees) adopt(s int) {
-	p, c := t.p, t.c
+	p := t.p
 	adopted := false
 	defer func() {
 		t.mu.Lock()
@@ -97,15 +97,7 @@ func (t *pushTrees) adopt(s int) {
 			return
 		}
 		asked[target] = true
-		// At most as many as the adopter takes (its MaxWant, the default
-		// unless both set another); the rest come by pulls.
-		var lacks []int
-		most := min(p.cfg.limits.MaxWant, DefaultLimits.MaxWant)
-		for i := s; i < c.man.BlockCount() && len(lacks) < most; i += len(t.planned) {
-			if !c.store.Has(i) {
-				lacks = append(lacks, i)
-			}
-		}
+		lacks := t.lacks(s)
 		if len(lacks) == 0 {
 			return // nothing left to gain in the stripe
 		}
@@ -146,6 +138,21 @@ func (t *pushTrees) adopt(s int) {
 		}
 		target = next
 	}
+}
+
+// lacks returns the first blocks of stripe s this peer lacks, at most as
+// many as an adopter or parent takes in one request (its MaxWant, the
+// default unless both set another); the rest come by pushes or pulls.
+func (t *pushTrees) lacks(s int) []int {
+	c := t.c
+	most := min(t.p.cfg.limits.MaxWant, DefaultLimits.MaxWant)
+	var lacks []int
+	for i := s; i < c.man.BlockCount() && len(lacks) < most; i += len(t.planned) {
+		if !c.store.Has(i) {
+			lacks = append(lacks, i)
+		}
+	}
+	return lacks
 }
 
 // askAdopt asks target to adopt this peer in the stripe of the blocks
@@ -321,7 +328,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 		o.asked = true
 	}
 	for _, i := range lacks {
-		if !t.known.has(i) || queued[i] || o != nil && o.wasSent(i) {
+		if !t.known.has(i) || queued[i] || o != nil && o.sent.has(i) {
 			continue
 		}
 		if !t.pushLocked(id, i) {
@@ -351,8 +358,6 @@ func (t *pushTrees) catchUp(only lpeer.ID) {
 	if t.seed {
 		return
 	}
-	c := t.c
-	most := min(t.p.cfg.limits.MaxWant, DefaultLimits.MaxWant)
 	t.mu.Lock()
 	parents := slices.Clone(t.parents)
 	t.mu.Unlock()
@@ -360,12 +365,7 @@ func (t *pushTrees) catchUp(only lpeer.ID) {
 		if parent == "" || only != "" && parent != only {
 			continue
 		}
-		var lacks []int
-		for i := s; i < c.man.BlockCount() && len(lacks) < most; i += len(t.planned) {
-			if !c.store.Has(i) {
-				lacks = append(lacks, i)
-			}
-		}
+		lacks := t.lacks(s)
 		if len(lacks) == 0 {
 			continue
 		}
@@ -387,15 +387,7 @@ func (t *pushTrees) catchUp(only lpeer.ID) {
 // so, up to 2.1x T*), and pushes them nothing of s until a parent pushes
 // to it again; it remembers what it gains (known), for their catch-up.
 func (t *pushTrees) orphanLocked(s int) {
-	c := t.c
-	whole := true
-	for i := s; i < c.man.BlockCount(); i += len(t.planned) {
-		if !c.store.Has(i) {
-			whole = false
-			break
-		}
-	}
-	if whole || t.orphan[s] {
+	if t.orphan[s] || len(t.lacks(s)) == 0 {
 		return
 	}
 	t.orphan[s] = true

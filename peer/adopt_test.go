@@ -11,7 +11,6 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -173,18 +172,9 @@ func TestDecodeAdopt(t *testing.T) {
 // and refuses when it does not get the stripe itself; a seed asked by two
 // orphans of a stripe stops pushing it to the stripe's root.
 func TestAdoptee(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
 	m := manifestOf(t, writeRandomFile(t, dir, "data.bin", 64<<10, 3))
-	st, err := chunker.CreateStore(ctx, filepath.Join(dir, "out"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	c, err := newContent(m, st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := emptyContent(t, m, filepath.Join(dir, "out"))
 	p := newTestPeer(t)
 	type ask struct {
 		orphan lpeer.ID

@@ -258,9 +258,6 @@ type pushOut struct {
 	cut bool
 }
 
-// wasSent reports whether o's current stream took block i (t.mu held).
-func (o *pushOut) wasSent(i int) bool { return o.sent.has(i) }
-
 // markSent notes that o's current stream took block i of n (t.mu held).
 func (o *pushOut) markSent(i, n int) {
 	if o.sent == nil {

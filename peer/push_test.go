@@ -104,6 +104,46 @@ func (w *pushSwarm) pushCorrupt(ctx context.Context, h, p *Peer, i int) error {
 	return bw.Flush()
 }
 
+// emptyContent returns a content of m over a new empty store in dir,
+// closed when the test ends.
+func emptyContent(t testing.TB, m *chunker.Manifest, dir string) *content {
+	t.Helper()
+	st, err := chunker.CreateStore(context.Background(), dir, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, err := newContent(m, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// fetchFromSeed runs p's fetch from the seed alone, giving the seed its
+// place seed once the fetch runs (so that it counts every block pushed to
+// it), and returns its summary.
+func (w *pushSwarm) fetchFromSeed(ctx context.Context, t *testing.T, p *Peer, seed Stripes) *Summary {
+	t.Helper()
+	var sum *Summary
+	fetched := make(chan error, 1)
+	go func() {
+		var err error
+		sum, err = p.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID()))
+		fetched <- err
+	}()
+	if err := w.fetching(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.seed.Push(w.man.ID(), seed); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-fetched; err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // fetching waits until p's fetch of w's file runs.
 func (w *pushSwarm) fetching(ctx context.Context, p *Peer) error {
 	root := w.man.ID()
@@ -257,22 +297,7 @@ func TestPushCatchUp(t *testing.T) {
 	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID()}, Children: [][]lpeer.ID{{b.ID()}, {b.ID()}}, RepairAfter: repair}); err != nil {
 		t.Fatal(err)
 	}
-	var sa *Summary
-	fetched := make(chan error, 1)
-	go func() {
-		var err error
-		sa, err = a.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID()))
-		fetched <- err
-	}()
-	if err := w.fetching(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.seed.Push(w.man.ID(), Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-fetched; err != nil {
-		t.Fatal(err)
-	}
+	sa := w.fetchFromSeed(ctx, t, a, Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}})
 	if sa.Pushed != sa.Blocks {
 		t.Fatalf("a: %d of %d blocks pushed, want all", sa.Pushed, sa.Blocks)
 	}
@@ -303,12 +328,7 @@ func TestPushCatchUpParentBack(t *testing.T) {
 	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID()}, Children: [][]lpeer.ID{{b.ID()}}, RepairAfter: repair}); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.seed.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{a.ID()}}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID())); err != nil {
-		t.Fatal(err)
-	}
+	w.fetchFromSeed(ctx, t, a, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{a.ID()}}})
 	// b takes its place with no fetch running (so it asks nothing yet);
 	// its parent was gone and pushes again: b asks it to catch up.
 	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{a.ID()}, RepairAfter: repair}); err != nil {
@@ -484,7 +504,6 @@ func (s *readStream) SetReadDeadline(time.Time) error { return nil }
 // only blocks that match the manifest, and takes a block only of the
 // stripes the parent pushes (here stripe 0 of 2).
 func FuzzReadPushes(f *testing.F) {
-	ctx := context.Background()
 	dir := f.TempDir()
 	src := writeRandomFile(f, dir, "data.bin", 64<<10, 5)
 	m := manifestOf(f, src)
@@ -501,15 +520,8 @@ func FuzzReadPushes(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	p := newTestPeer(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		st, err := chunker.CreateStore(ctx, t.TempDir(), m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		c, err := newContent(m, st)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := emptyContent(t, m, t.TempDir())
+		st := c.store
 		c.push = newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"remote", "other"}}, time.Second)
 		s := &readStream{r: bytes.NewReader(in)}
 		ss := &serverStream{s: s, fr: wire.NewReader(s), c: c}
