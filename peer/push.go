@@ -145,7 +145,7 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 	k := len(st.Parents)
 	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
 		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k), orphan: make([]bool, k),
-		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{},
+		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{}, behind: map[lpeer.ID]bool{},
 		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}, known: make(bitset, (c.man.BlockCount()+63)/64)}
 	copy(t.grand, st.Grandparents)
 	t.seed = !slices.ContainsFunc(t.parents, func(id lpeer.ID) bool { return id != "" })
@@ -203,6 +203,10 @@ type pushTrees struct {
 	// last is, per stripe, when its parent last pushed a block (or Push).
 	last   []time.Time
 	parent map[lpeer.ID]parentState
+	// behind holds the parents that answered a catch-up request with a
+	// refusal (not in the trees yet, or no place for this peer): they are
+	// asked again when their pushes come (accepts).
+	behind map[lpeer.ID]bool
 	outs   map[lpeer.ID]*pushOut
 	// pending counts, per block, the children it is queued for and not
 	// yet written to.
@@ -618,9 +622,11 @@ func (t *pushTrees) accepts(id lpeer.ID) bool {
 			t.unorphanLocked(s) // its pushes come again: passed on
 		}
 	}
-	if st == parentGone {
-		// Back (it left, or its stream failed): it pushes what it gains
-		// from now on, and is asked for what it held before.
+	if st == parentGone || t.behind[id] {
+		// Back (it left, or its stream failed), or it refused to catch
+		// this peer up before it pushed: it pushes what it gains from now
+		// on, and is asked for what it held before.
+		delete(t.behind, id)
 		t.p.goroutine(func() { t.catchUp(id) })
 	}
 	return true

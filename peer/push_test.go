@@ -349,6 +349,93 @@ func TestPushCatchUpParentBack(t *testing.T) {
 	sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
 }
 
+// TestPushCatchUpParentAway: a peer whose parent cannot be reached as its
+// fetch starts (it left before this peer joined) takes it as gone and
+// fetches its stripes at once, instead of holding them for its pushes for
+// a repair time.
+func TestPushCatchUpParentAway(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 512<<10, 2)
+	a, b := w.peers[0], w.peers[1]
+	// The repair time is longer than the test: b holds what a is to push
+	// until it takes a as gone.
+	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{a.ID(), a.ID()}, RepairAfter: 5 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID()))
+	if err != nil {
+		t.Fatalf("b, its parent away: %v", err)
+	}
+	if sb.Pushed != 0 {
+		t.Errorf("b: %d blocks pushed, want none (its parent is away)", sb.Pushed)
+	}
+	sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
+}
+
+// TestPushCatchUpRefusedFirst: a parent that refused a catch-up request
+// (it had no place in the trees yet) is asked again once its pushes come,
+// and pushes what it held before as well as what it gains.
+func TestPushCatchUpRefusedFirst(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 512<<10, 2)
+	a, b := w.peers[0], w.peers[1]
+	// a holds the first half of the blocks, and has no place yet.
+	src, err := os.ReadFile(w.src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := w.man.BlockCount() / 2
+	for i := range half {
+		if err := w.stores[0].PutBlock(i, src[i*16<<10:(i+1)*16<<10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	repair := 5 * time.Minute
+	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{a.ID(), a.ID()}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	var sb *Summary
+	fetched := make(chan error, 1)
+	go func() {
+		var err error
+		sb, err = b.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID()))
+		fetched <- err
+	}()
+	// b asks a to catch it up as its fetch starts, and a refuses.
+	root := w.man.ID()
+	for {
+		tr := b.lookup(root[:]).pushes()
+		tr.mu.Lock()
+		refused := tr.behind[a.ID()]
+		tr.mu.Unlock()
+		if refused {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("b's catch-up request was not refused, or not remembered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// a takes its place and fetches the second half: it pushes those to b
+	// as it gains them, and b asks again for the first.
+	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID()}, Children: [][]lpeer.ID{{b.ID()}, {b.ID()}}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	w.fetchFromSeed(ctx, t, a, Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}})
+	if err := <-fetched; err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := pushShare(sb, a.ID()); p != sb.Blocks {
+		t.Errorf("b: %d of %d blocks pushed by a, want all", p, sb.Blocks)
+	}
+	sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
+}
+
 // TestPushRefused: pushes from a peer that is no parent, of a block of
 // another parent's stripe, of a "missing" frame or of a block out of range
 // store nothing and end the stream, and the parent that sent them is
