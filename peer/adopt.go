@@ -30,8 +30,13 @@ import (
 // An adopter is taken as the stripe's parent from then on: pushes of the
 // stripe from the planned parent, if it comes back, are dropped. A hostile
 // adopter is refused as a parent is (a corrupt push), and its orphan asks
-// its grandparent again, which then adopts it itself (up to adoptMax); a
-// hostile adoptee holds its place until its stream fails. A seed asked by
+// its grandparent again, which then adopts it itself (up to adoptMax).
+// That orphan's second ask is a complaint of the peer it was sent on to:
+// no further orphan is sent on to that peer, and one that cutComplaints
+// orphans complained of is no longer pushed the stripe by the peer that
+// adopted it, nor adopted by it again (a liar the seed adopted first, as
+// happened in the testnet, would otherwise hold its place, and be sent
+// orphans, until its stream failed). A seed asked by
 // a second orphan of a stripe stops pushing that stripe to its root,
 // which left or lies (a phantom takes every push and passes on none):
 // its uplink goes to the adoptees instead. One liar cannot cut an honest
@@ -267,6 +272,12 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 	}
 	// It asks again when it asked before: every first ask is in line.
 	again := slices.Contains(t.line[s], id)
+	if again {
+		t.complainLocked(s, id)
+	}
+	if len(t.complaints[s][id]) >= cutComplaints {
+		return "", false, errors.New("failed the orphans it was given")
+	}
 	direct := adoptCap
 	if t.seed {
 		direct = seedAdoptCap
@@ -275,11 +286,14 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 		n := len(t.adoptees[s])
 		switch {
 		case again && n >= adoptMax:
-			// Asks again, but this peer adopted its most: sent to its first.
-			if n == 0 || t.adoptees[s][0] == id {
-				return "", false, errors.New("adopts no more orphans of the stripe")
+			// Asks again, but this peer adopted its most: sent to its
+			// first adoptee that no orphan complained of.
+			for _, a := range t.adoptees[s] {
+				if a != id && len(t.complaints[s][a]) == 0 {
+					return t.sendOnLocked(s, id, a), false, nil
+				}
 			}
-			return t.adoptees[s][0], false, nil
+			return "", false, errors.New("adopts no more orphans of the stripe")
 		case !again && n >= direct:
 			if t.seed && len(t.line[s]) == 1 {
 				// A second orphan of the stripe: its root failed them both
@@ -287,15 +301,16 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 				t.cutRootLocked(s)
 			}
 			// Sent on: the orphans that asked first adopt two each, in
-			// the order they asked (a binary tree under this peer's).
-			k := len(t.line[s])
-			if k == 0 {
-				return t.adoptees[s][0], false, nil
-			}
-			if k < maxPushChildren {
+			// the order they asked (a binary tree under this peer's), but
+			// for those another orphan complained of.
+			fwd := t.forwarderLocked(s, id)
+			if len(t.line[s]) < maxPushChildren {
 				t.line[s] = append(t.line[s], id)
 			}
-			return t.line[s][max(0, k-direct)/2], false, nil
+			if fwd == "" {
+				return "", false, errors.New("has no peer to send the orphan on to")
+			}
+			return t.sendOnLocked(s, id, fwd), false, nil
 		}
 		t.children[s] = append(t.children[s], id)
 		t.adoptees[s] = append(t.adoptees[s], id)
@@ -467,14 +482,77 @@ func (t *pushTrees) cutRootLocked(s int) {
 	})
 }
 
+// cutComplaints is how many orphans must complain of a peer (see
+// complainLocked) before the peer that sent them on to it stops pushing the
+// stripe to it, if it adopted it, and adopts it no more: one liar cannot
+// cut an honest adoptee, two can (it then repairs the stripe as an orphan
+// whose parent is silent does, by fetching).
+const cutComplaints = 2
+
+// complainLocked notes that orphan id asked again (t.mu held): the peer it
+// was sent on to (which adopted it, or was to) failed it: it left, or
+// pushed corrupt blocks. No further orphan is sent on to that peer; one
+// complained of by cutComplaints orphans is cut as an adoptee. In the
+// 200-peer testnet with churn and liars, the seed adopted a liar first
+// in a stripe whose root left, and sent the next orphans on to it and to
+// a second liar in line: each of them had to ask again.
+func (t *pushTrees) complainLocked(s int, id lpeer.ID) {
+	fwd, ok := t.sentOn[s][id]
+	if !ok {
+		return
+	}
+	delete(t.sentOn[s], id)
+	if t.complaints[s] == nil {
+		t.complaints[s] = map[lpeer.ID][]lpeer.ID{}
+	}
+	if slices.Contains(t.complaints[s][fwd], id) {
+		return
+	}
+	t.complaints[s][fwd] = append(t.complaints[s][fwd], id)
+	if len(t.complaints[s][fwd]) == cutComplaints && slices.Contains(t.adoptees[s], fwd) {
+		t.dropAdopteeStripeLocked(s, fwd)
+	}
+}
+
+// forwarderLocked returns the peer a new orphan id of stripe s is sent on
+// to (t.mu held): the first in line that no orphan complained of and that
+// was sent fewer than two (the orphans of a stripe form a binary tree), or
+// "" when there is none.
+func (t *pushTrees) forwarderLocked(s int, id lpeer.ID) lpeer.ID {
+	for _, f := range t.line[s] {
+		if f != id && len(t.complaints[s][f]) == 0 && t.forwarded[s][f] < 2 {
+			return f
+		}
+	}
+	return ""
+}
+
+// sendOnLocked notes that orphan id of stripe s is sent on to fwd, and
+// returns fwd (t.mu held).
+func (t *pushTrees) sendOnLocked(s int, id, fwd lpeer.ID) lpeer.ID {
+	if t.sentOn[s] == nil {
+		t.sentOn[s], t.forwarded[s] = map[lpeer.ID]lpeer.ID{}, map[lpeer.ID]int{}
+	}
+	t.sentOn[s][id] = fwd
+	t.forwarded[s][fwd]++
+	return fwd
+}
+
 // dropAdopteeLocked forgets child as an adoptee (its push stream failed
 // for good; t.mu held): it is no longer pushed to, and its place goes to
 // the next orphan.
 func (t *pushTrees) dropAdopteeLocked(child lpeer.ID) {
-	for s, ids := range t.adoptees {
-		if k := slices.Index(ids, child); k >= 0 {
-			t.adoptees[s] = slices.Delete(ids, k, k+1)
-			t.children[s] = slices.DeleteFunc(t.children[s], func(id lpeer.ID) bool { return id == child })
-		}
+	for s := range t.adoptees {
+		t.dropAdopteeStripeLocked(s, child)
+	}
+}
+
+// dropAdopteeStripeLocked forgets child as an adoptee in stripe s (t.mu
+// held); its blocks of s still queued are dropped as its writer comes to
+// them.
+func (t *pushTrees) dropAdopteeStripeLocked(s int, child lpeer.ID) {
+	if k := slices.Index(t.adoptees[s], child); k >= 0 {
+		t.adoptees[s] = slices.Delete(t.adoptees[s], k, k+1)
+		t.children[s] = slices.DeleteFunc(t.children[s], func(id lpeer.ID) bool { return id == child })
 	}
 }

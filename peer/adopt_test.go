@@ -168,9 +168,11 @@ func TestDecodeAdopt(t *testing.T) {
 // TestAdoptee checks how a peer answers adoption requests: it adopts the
 // first two orphans of a stripe (a seed one), sends the next ones on to
 // those that asked before, two to each (a binary tree), adopts one that
-// asks again (what it was given failed) up to four in all,
-// and refuses when it does not get the stripe itself; a seed asked by two
-// orphans of a stripe stops pushing it to the stripe's root.
+// asks again (what it was given failed) up to four in all, sends no more
+// orphans to a peer one complained of (it asked again after being sent on
+// to it), cuts an adoptee two complained of, and refuses when it does not
+// get the stripe itself; a seed asked by two orphans of a stripe stops
+// pushing it to the stripe's root.
 func TestAdoptee(t *testing.T) {
 	dir := t.TempDir()
 	m := manifestOf(t, writeRandomFile(t, dir, "data.bin", 64<<10, 3))
@@ -201,17 +203,24 @@ func TestAdoptee(t *testing.T) {
 		{orphan: "s2", next: "s1"},
 		{orphan: "s3", next: "s1"},
 		{orphan: "s4", next: "s2"},
-		{orphan: "s2"}, // again: adopted
-		{orphan: "s3"},
-		{orphan: "s4"},
-		{orphan: "s5", next: "s2"}, // first asks go on into the tree
-		{orphan: "s5", next: "s1"}, // again, at the seed's most
-	}, []lpeer.ID{"s1", "s2", "s3", "s4"})
+		{orphan: "s5", next: "s2"},
+		{orphan: "s2"},             // again, s1 failed it: adopted
+		{orphan: "s6", next: "s3"}, // s1 complained of: passed over
+		{orphan: "s3"},             // again, s1 failed it: s1 is cut
+		{orphan: "s1", bad: true},  // cut: adopted no more
+		{orphan: "s4"},             // s2 failed it
+		{orphan: "s5"},             // s2 cut
+		{orphan: "s7", next: "s3"},
+		{orphan: "s8", next: "s4"},
+		{orphan: "s6"},             // again: s3 complained of once
+		{orphan: "s7"},             // s3 cut
+		{orphan: "s8", next: "s5"}, // again, at the seed's most: to an adoptee none complained of
+	}, []lpeer.ID{"s4", "s5", "s6", "s7"})
 	// Two orphans of the stripe asked the seed: their root is cut.
 	seed.mu.Lock()
 	kids := slices.Clone(seed.children[0])
 	seed.mu.Unlock()
-	if !slices.Equal(kids, []lpeer.ID{"s1", "s2", "s3", "s4"}) {
+	if !slices.Equal(kids, []lpeer.ID{"s4", "s5", "s6", "s7"}) {
 		t.Errorf("the seed pushes stripe 0 to %v, want its adoptees only (the root cut)", kids)
 	}
 	tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"par", "par"}}, time.Second)
@@ -223,12 +232,13 @@ func TestAdoptee(t *testing.T) {
 		{orphan: "o5", next: "o2"},
 		{orphan: "o6", next: "o2"},
 		{orphan: "o7", next: "o3"},
-		{orphan: "o3"}, // again: adopted
-		{orphan: "o4"},
-		{orphan: "o5", next: "o1"}, // again, at its most
+		{orphan: "o3"},             // again, o1 failed it: adopted
+		{orphan: "o5"},             // o2 failed it
+		{orphan: "o7", next: "o5"}, // o3 failed it; at its most: to an adoptee none complained of
+		{orphan: "o6"},             // o2 failed it: o2 is cut, o6 adopted
 		{orphan: "o1"},             // an adoptee asking again: kept
 		{orphan: "par", bad: true}, // its own parent
-	}, []lpeer.ID{"o1", "o2", "o3", "o4"})
+	}, []lpeer.ID{"o1", "o3", "o5", "o6"})
 	// Stripe 1 is its own: a first orphan there is adopted.
 	if next, adopted, err := tr.adoptee("o9", 1, []int{1}); next != "" || !adopted || err != nil {
 		t.Errorf("stripe 1: sent on to %q, adopted %t, %v; want adopted", next, adopted, err)

@@ -145,6 +145,7 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 	k := len(st.Parents)
 	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
 		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k), orphan: make([]bool, k),
+		sentOn: make([]map[lpeer.ID]lpeer.ID, k), forwarded: make([]map[lpeer.ID]int, k), complaints: make([]map[lpeer.ID][]lpeer.ID, k),
 		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{}, behind: map[lpeer.ID]bool{},
 		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}, known: make(bitset, (c.man.BlockCount()+63)/64)}
 	copy(t.grand, st.Grandparents)
@@ -196,6 +197,13 @@ type pushTrees struct {
 	adoptees [][]lpeer.ID
 	line     [][]lpeer.ID
 	asking   []bool
+	// sentOn holds, per stripe, the peer each orphan was sent on to;
+	// forwarded how many orphans were sent on to each; complaints the
+	// orphans that asked again after being sent on to a peer (see
+	// complainLocked). Made as needed.
+	sentOn     []map[lpeer.ID]lpeer.ID
+	forwarded  []map[lpeer.ID]int
+	complaints []map[lpeer.ID][]lpeer.ID
 	// orphan is set, per stripe, while this peer has no parent for it (its
 	// parent failed and no peer adopted it): its children were let go
 	// (orphanLocked).
