@@ -128,7 +128,11 @@
 // a peer asks its parents, as its fetch starts and when a parent's pushes
 // come again after it was gone, for the stripe's blocks they held before
 // (a peer that joined late or came back, a parent back): each parent
-// pushes those it has not queued for it already. An orphan that no peer
+// pushes those it has not queued for it already; a parent that cannot be
+// reached then is taken as gone (and asked again when it pushes). An
+// orphan sent on to a peer that fails it asks again, a complaint: that
+// peer is sent no more orphans, and cut as an adoptee once two complained
+// of it. An orphan that no peer
 // adopts lets its children in the stripe go (their push streams are
 // reset), so that they repair it themselves at once. A seed answers requests
 // for blocks it has still to push busy, so that its uplink goes to the
