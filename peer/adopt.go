@@ -290,7 +290,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 			// first adoptee that no orphan complained of.
 			for _, a := range t.adoptees[s] {
 				if a != id && len(t.complaints[s][a]) == 0 {
-					return t.sendOnLocked(s, id, a), false, nil
+					return t.sendOnLocked(s, id, a, true), false, nil
 				}
 			}
 			return "", false, errors.New("adopts no more orphans of the stripe")
@@ -304,13 +304,14 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 			// the order they asked (a binary tree under this peer's), but
 			// for those another orphan complained of.
 			fwd := t.forwarderLocked(s, id)
-			if len(t.line[s]) < maxPushChildren {
-				t.line[s] = append(t.line[s], id)
-			}
 			if fwd == "" {
 				return "", false, errors.New("has no peer to send the orphan on to")
 			}
-			return t.sendOnLocked(s, id, fwd), false, nil
+			inLine := len(t.line[s]) < maxPushChildren
+			if inLine {
+				t.line[s] = append(t.line[s], id)
+			}
+			return t.sendOnLocked(s, id, fwd, inLine), false, nil
 		}
 		t.children[s] = append(t.children[s], id)
 		t.adoptees[s] = append(t.adoptees[s], id)
@@ -528,12 +529,16 @@ func (t *pushTrees) forwarderLocked(s int, id lpeer.ID) lpeer.ID {
 }
 
 // sendOnLocked notes that orphan id of stripe s is sent on to fwd, and
-// returns fwd (t.mu held).
-func (t *pushTrees) sendOnLocked(s int, id, fwd lpeer.ID) lpeer.ID {
+// returns fwd (t.mu held). Whom it was sent to is kept only for an orphan
+// in line (so that what is kept stays bounded): the others' complaints
+// are not heard.
+func (t *pushTrees) sendOnLocked(s int, id, fwd lpeer.ID, inLine bool) lpeer.ID {
 	if t.sentOn[s] == nil {
 		t.sentOn[s], t.forwarded[s] = map[lpeer.ID]lpeer.ID{}, map[lpeer.ID]int{}
 	}
-	t.sentOn[s][id] = fwd
+	if inLine {
+		t.sentOn[s][id] = fwd
+	}
 	t.forwarded[s][fwd]++
 	return fwd
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -247,6 +248,35 @@ func TestAdoptee(t *testing.T) {
 	tr.parentFailed("par", false)
 	if _, _, err := tr.adoptee("o6", 0, []int{0}); !errors.Is(err, errNoStripe) {
 		t.Errorf("without its parent: %v, want errNoStripe", err)
+	}
+}
+
+// TestAdopteeBounded: orphans without end (as many identities as a
+// hostile peer makes) are sent on or refused, and what the adopter keeps of
+// them stays bounded.
+func TestAdopteeBounded(t *testing.T) {
+	dir := t.TempDir()
+	m := manifestOf(t, writeRandomFile(t, dir, "data.bin", 64<<10, 3))
+	c := emptyContent(t, m, filepath.Join(dir, "out"))
+	p := newTestPeer(t)
+	seed := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{"root"}}}, time.Second)
+	sentOn, refused := 0, 0
+	for k := range 3 * maxPushChildren {
+		next, _, err := seed.adoptee(lpeer.ID(fmt.Sprint("orphan", k)), 0, []int{0})
+		switch {
+		case err != nil:
+			refused++
+		case next != "":
+			sentOn++
+		}
+	}
+	seed.mu.Lock()
+	defer seed.mu.Unlock()
+	if len(seed.line[0]) > maxPushChildren || len(seed.sentOn[0]) > maxPushChildren || len(seed.forwarded[0]) > maxPushChildren {
+		t.Errorf("kept %d in line, %d sent on, %d forwarders; want at most %d each", len(seed.line[0]), len(seed.sentOn[0]), len(seed.forwarded[0]), maxPushChildren)
+	}
+	if sentOn != 2*maxPushChildren || refused != 3*maxPushChildren-1-sentOn {
+		t.Errorf("%d sent on, %d refused; want %d sent on (two to each in line), the rest refused", sentOn, refused, 2*maxPushChildren)
 	}
 }
 
