@@ -125,6 +125,23 @@ func emptyContent(t testing.TB, m *chunker.Manifest, dir string) *content {
 // it), and returns its summary.
 func (w *pushSwarm) fetchFromSeed(ctx context.Context, t *testing.T, p *Peer, seed Stripes) *Summary {
 	t.Helper()
+	wait := w.startFetch(ctx, p)
+	if err := w.fetching(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.seed.Push(w.man.ID(), seed); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
+// startFetch starts p's fetch from the seed alone and returns a function
+// that waits for its end.
+func (w *pushSwarm) startFetch(ctx context.Context, p *Peer) func() (*Summary, error) {
 	var sum *Summary
 	fetched := make(chan error, 1)
 	go func() {
@@ -132,16 +149,10 @@ func (w *pushSwarm) fetchFromSeed(ctx context.Context, t *testing.T, p *Peer, se
 		sum, err = p.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID()))
 		fetched <- err
 	}()
-	if err := w.fetching(ctx, p); err != nil {
-		t.Fatal(err)
+	return func() (*Summary, error) {
+		err := <-fetched
+		return sum, err
 	}
-	if err := w.seed.Push(w.man.ID(), seed); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-fetched; err != nil {
-		t.Fatal(err)
-	}
-	return sum
 }
 
 // fetching waits until p's fetch of w's file runs.
@@ -385,13 +396,14 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	w := newPushSwarm(ctx, t, 512<<10, 2)
 	a, b := w.peers[0], w.peers[1]
 	// a holds the first half of the blocks, and has no place yet.
-	src, err := os.ReadFile(w.src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	half := w.man.BlockCount() / 2
-	for i := range half {
-		if err := w.stores[0].PutBlock(i, src[i*16<<10:(i+1)*16<<10]); err != nil {
+	root := w.man.ID()
+	seedStore := w.seed.lookup(root[:]).store
+	for i := range w.man.BlockCount() / 2 {
+		data, err := seedStore.ReadBlock(i, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.stores[0].PutBlock(i, data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -399,15 +411,8 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	if err := b.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{a.ID(), a.ID()}, RepairAfter: repair}); err != nil {
 		t.Fatal(err)
 	}
-	var sb *Summary
-	fetched := make(chan error, 1)
-	go func() {
-		var err error
-		sb, err = b.FetchServed(ctx, w.man.ID(), WithSources(w.seed.ID()))
-		fetched <- err
-	}()
+	waitB := w.startFetch(ctx, b)
 	// b asks a to catch it up as its fetch starts, and a refuses.
-	root := w.man.ID()
 	for {
 		tr := b.lookup(root[:]).pushes()
 		tr.mu.Lock()
@@ -427,7 +432,8 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.fetchFromSeed(ctx, t, a, Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}})
-	if err := <-fetched; err != nil {
+	sb, err := waitB()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := pushShare(sb, a.ID()); p != sb.Blocks {
