@@ -150,3 +150,33 @@ func (t *neighbourTally) count(i int) int {
 	}
 	return n
 }
+
+// holders counts the watchers whose filter holds block i, up to most:
+// never fewer than hold it, more by the false positives of each filter
+// alone. Unlike
+// count, a block no watcher holds is not counted up by the load of the
+// others' blocks in the sum (with two dozen watchers holding half of the
+// content each, the sum's counters hold about eight each), so it answers
+// "do several neighbours hold it?" where count ranks blocks by rarity.
+func (t *neighbourTally) holders(i, most int) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	var at cbfalgebra.Params // the parameters of t.locs, valid when ok
+	ok := false
+	for _, c := range t.filters {
+		if !ok || c.Params() != at {
+			locs, err := t.u.Locations(c.Params(), t.locs[:0], i)
+			if ok = err == nil; !ok {
+				continue
+			}
+			t.locs, at = locs, c.Params()
+		}
+		if c.ContainsLocations(t.locs) {
+			if n++; n >= most {
+				break
+			}
+		}
+	}
+	return n
+}
