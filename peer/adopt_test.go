@@ -13,6 +13,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
+	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // TestPushAdopt: a root that pushes a corrupt block loses its two
@@ -186,7 +187,7 @@ func TestAdoptee(t *testing.T) {
 	}
 	check := func(name string, tr *pushTrees, asks []ask, adoptees []lpeer.ID) {
 		for k, tc := range asks {
-			next, _, err := tr.adoptee(tc.orphan, 0, []int{0})
+			next, _, _, err := tr.adoptee(tc.orphan, 0, []int{0})
 			if (err != nil) != tc.bad || !tc.bad && next != tc.next {
 				t.Errorf("%s: request %d, of %s: sent on to %q, %v; want %q (refused: %t)", name, k, tc.orphan, next, err, tc.next, tc.bad)
 			}
@@ -224,6 +225,61 @@ func TestAdoptee(t *testing.T) {
 	if !slices.Equal(kids, []lpeer.ID{"s4", "s5", "s6", "s7"}) {
 		t.Errorf("the seed pushes stripe 0 to %v, want its adoptees only (the root cut)", kids)
 	}
+	// A seed whose root still takes its pushes doubts a first orphan (a
+	// liar its root banned): adopted apart, no orphan is sent on to it.
+	rootUp := func() *pushTrees {
+		tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{"root"}}}, time.Second)
+		tr.outs["root"] = &pushOut{wake: make(chan struct{}, 1), up: true}
+		return tr
+	}
+	banned := rootUp()
+	check("seed, an orphan its root banned", banned, []ask{{orphan: "liar"}}, []lpeer.ID{"liar"})
+	banned.mu.Lock()
+	banned.outs["root"].up = false // the root left
+	banned.mu.Unlock()
+	check("seed, its root left", banned, []ask{
+		{orphan: "h1"},             // adopted: the doubted one is not counted
+		{orphan: "h2", next: "h1"}, // not to the doubted one; the root is cut
+		{orphan: "h3", next: "h1"},
+		{orphan: "h4", next: "h2"},
+		{orphan: "liar"}, // asks again: kept, apart
+	}, []lpeer.ID{"liar", "h1"})
+	// Two orphans that ask while the root takes pushes corroborate each
+	// other (the root is cut), until the root's stream fails: it left,
+	// so it was there for them (and banned them).
+	twoBanned := rootUp()
+	check("seed, two orphans its root banned", twoBanned, []ask{
+		{orphan: "liar1"},                // doubted
+		{orphan: "liar2", next: "liar1"}, // corroborates it
+	}, []lpeer.ID{"liar1"})
+	twoBanned.mu.Lock()
+	twoBanned.rootFailedLocked("root")
+	twoBanned.mu.Unlock()
+	check("seed, the root of two it doubted left", twoBanned, []ask{
+		{orphan: "h1"}, // adopted: neither liar counts
+		{orphan: "h2", next: "h1"},
+		{orphan: "h3", next: "h1"},
+		{orphan: "h4", next: "h2"},
+	}, []lpeer.ID{"liar1", "h1"})
+	phantom := rootUp()
+	check("seed, a root that passes nothing on", phantom, []ask{
+		{orphan: "o1"},             // doubted
+		{orphan: "o2", next: "o1"}, // corroborates it: the root is cut
+		{orphan: "o3", next: "o1"},
+		{orphan: "o4", next: "o2"},
+	}, []lpeer.ID{"o1"})
+	for _, tc := range []struct {
+		name string
+		tr   *pushTrees
+		want []lpeer.ID
+	}{{"an orphan its root banned", banned, []lpeer.ID{"liar", "h1"}}, {"two orphans its root banned", twoBanned, []lpeer.ID{"liar1", "h1"}}, {"a root that passes nothing on", phantom, []lpeer.ID{"o1"}}} {
+		tc.tr.mu.Lock()
+		kids := slices.Clone(tc.tr.children[0])
+		tc.tr.mu.Unlock()
+		if !slices.Equal(kids, tc.want) {
+			t.Errorf("seed, %s: pushes stripe 0 to %v, want %v (the root cut)", tc.name, kids, tc.want)
+		}
+	}
 	tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"par", "par"}}, time.Second)
 	check("peer", tr, []ask{
 		{orphan: "o1"},
@@ -241,12 +297,12 @@ func TestAdoptee(t *testing.T) {
 		{orphan: "par", bad: true}, // its own parent
 	}, []lpeer.ID{"o1", "o3", "o5", "o6"})
 	// Stripe 1 is its own: a first orphan there is adopted.
-	if next, adopted, err := tr.adoptee("o9", 1, []int{1}); next != "" || !adopted || err != nil {
+	if next, adopted, _, err := tr.adoptee("o9", 1, []int{1}); next != "" || !adopted || err != nil {
 		t.Errorf("stripe 1: sent on to %q, adopted %t, %v; want adopted", next, adopted, err)
 	}
 	// Its parent gone, it gets neither stripe: refused.
 	tr.parentFailed("par", false)
-	if _, _, err := tr.adoptee("o6", 0, []int{0}); !errors.Is(err, errNoStripe) {
+	if _, _, _, err := tr.adoptee("o6", 0, []int{0}); !errors.Is(err, errNoStripe) {
 		t.Errorf("without its parent: %v, want errNoStripe", err)
 	}
 }
@@ -262,7 +318,7 @@ func TestAdopteeBounded(t *testing.T) {
 	seed := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{"root"}}}, time.Second)
 	sentOn, refused := 0, 0
 	for k := range 3 * maxPushChildren {
-		next, _, err := seed.adoptee(lpeer.ID(fmt.Sprint("orphan", k)), 0, []int{0})
+		next, _, _, err := seed.adoptee(lpeer.ID(fmt.Sprint("orphan", k)), 0, []int{0})
 		switch {
 		case err != nil:
 			refused++
@@ -331,5 +387,59 @@ func TestServeAdoptHostile(t *testing.T) {
 	a.lookup(root[:]).pushes().parentFailed(w.seed.ID(), false)
 	if f, err := ask(wire.AppendWant(nil, []int{0})); err != nil || !isErr(f) {
 		t.Errorf("its parent gone: answered %q, %v; want an error frame", f, err)
+	}
+}
+
+// TestPushSeedSpares: a seed asked to catch a child up leaves to other
+// peers the blocks that seedSpares or more of its watchers hold (by the
+// tally of their filters): it pushes the child none of them, and the child
+// fetches them from the peer that holds them at once, rather than hold
+// them for pushes that will not come (the repair time is longer than the
+// test). With fewer watchers holding them, the seed pushes them all.
+func TestPushSeedSpares(t *testing.T) {
+	for _, watchers := range []int{0, seedSpares - 1, seedSpares} {
+		t.Run(fmt.Sprint(watchers, " watchers"), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			w := newPushSwarm(ctx, t, 512<<10, 2)
+			a, c := w.peers[0], w.peers[1]
+			root := w.man.ID()
+			repair := 5 * time.Minute
+			if err := a.Push(root, Stripes{Parents: []lpeer.ID{w.seed.ID()}, RepairAfter: repair}); err != nil {
+				t.Fatal(err)
+			}
+			w.fetchFromSeed(ctx, t, a, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{a.ID()}}})
+			// Watchers of the seed that hold every block.
+			sc := w.seed.lookup(root[:])
+			all := make([]int, w.man.BlockCount())
+			for i := range all {
+				all[i] = i
+			}
+			m, k := watchParams(reconcile.Complete, len(all))
+			for j := range watchers {
+				sc.tally.set(lpeer.ID(fmt.Sprint("watcher", j)), heldFilter(t, sc.tally.u, reconcile.Config{M: m, K: k}, all))
+			}
+			// c takes the seed as its parent after the seed pushed every
+			// block: it asks to be caught up as its fetch starts.
+			if err := c.Push(root, Stripes{Parents: []lpeer.ID{w.seed.ID()}, RepairAfter: repair}); err != nil {
+				t.Fatal(err)
+			}
+			sum, err := c.FetchServed(ctx, root, WithSources(w.seed.ID(), a.ID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
+			pushed, _ := pushShare(sum, w.seed.ID())
+			want := sum.Blocks
+			if watchers >= seedSpares {
+				want = 0
+			}
+			if pushed != want {
+				t.Errorf("the seed pushed %d of %d blocks, want %d", pushed, sum.Blocks, want)
+				for _, ps := range sum.Peers {
+					t.Logf("%+v", ps)
+				}
+			}
+		})
 	}
 }

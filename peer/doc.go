@@ -132,11 +132,19 @@
 // reached then is taken as gone (and asked again when it pushes). An
 // orphan sent on to a peer that fails it asks again, a complaint: that
 // peer is sent no more orphans, and cut as an adoptee once two complained
-// of it. An orphan that no peer
+// of it. A seed doubts an orphan that asks while the root of its stripe
+// still takes the seed's pushes (most often a liar the root banned): it
+// adopts it, but sends it no orphan unless a second orphan of the stripe
+// asks while the root still takes pushes (the root then passes nothing on:
+// it is cut) and the root's stream does not fail later (it left: it was
+// there for them). An orphan that no peer
 // adopts lets its children in the stripe go (their push streams are
 // reset), so that they repair it themselves at once. A seed answers requests
 // for blocks it has still to push busy, so that its uplink goes to the
-// first copies. The trees come from the application:
+// first copies; asked to adopt a peer or catch it up, it pushes only the
+// blocks that fewer than two of its watchers hold, by their filters (the
+// asker fetches the others at once, from its own sources). The trees
+// come from the application:
 // every peer must be given the same ones (package testnet derives them
 // from the swarm's membership and latencies with
 // transitstub.NewStripeTrees), the seed's place best last: a push to a

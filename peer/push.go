@@ -144,7 +144,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pushTrees {
 	k := len(st.Parents)
 	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
-		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), asking: make([]bool, k), orphan: make([]bool, k),
+		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), early: make([][]lpeer.ID, k), rootGone: make([]bool, k), asking: make([]bool, k), orphan: make([]bool, k),
 		sentOn: make([]map[lpeer.ID]lpeer.ID, k), forwarded: make([]map[lpeer.ID]int, k), complaints: make([]map[lpeer.ID][]lpeer.ID, k),
 		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{}, behind: map[lpeer.ID]bool{},
 		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}, known: make(bitset, (c.man.BlockCount()+63)/64)}
@@ -152,6 +152,12 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 	t.seed = !slices.ContainsFunc(t.parents, func(id lpeer.ID) bool { return id != "" })
 	for s, kids := range st.Children {
 		t.children[s] = slices.Clone(kids)
+	}
+	if t.seed {
+		t.roots = make([][]lpeer.ID, k)
+		for s, kids := range st.Children {
+			t.roots[s] = slices.Clone(kids)
+		}
 	}
 	now := time.Now()
 	for s := range t.last {
@@ -197,6 +203,13 @@ type pushTrees struct {
 	adoptees [][]lpeer.ID
 	line     [][]lpeer.ID
 	asking   []bool
+	// roots holds, per stripe, a seed's planned children (Push's); early
+	// the orphans that asked it while a root still took its pushes, and
+	// rootGone is set once a root's stream failed after such an orphan
+	// asked (see noteEarlyLocked).
+	roots    [][]lpeer.ID
+	early    [][]lpeer.ID
+	rootGone []bool
 	// sentOn holds, per stripe, the peer each orphan was sent on to;
 	// forwarded how many orphans were sent on to each; complaints the
 	// orphans that asked again after being sent on to a peer (see
@@ -363,6 +376,7 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 		// queued is dropped (it repairs it, if it comes back) until the
 		// next gain.
 		o.failures = pushRetries
+		t.rootFailedLocked(child)
 	}
 	if o.failures++; o.failures > pushRetries {
 		t.unqueue(o.q...)
