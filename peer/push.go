@@ -460,10 +460,20 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		}
 		rest = o.q
 		o.q = nil
+		var shed []int
+		if accepted && len(rest) > pushBacklog {
+			rest, shed = t.shedLocked(rest)
+		}
 		for _, i := range rest {
 			o.markSent(i, c.man.BlockCount())
 		}
 		t.mu.Unlock()
+		if len(shed) > 0 {
+			// The child fetches those from its own sources.
+			if err := cs.send(wire.AppendHave(nil, shed)); err != nil {
+				return accepted, err
+			}
+		}
 		for len(rest) > 0 {
 			select {
 			case err := <-wait:
@@ -534,6 +544,43 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			return accepted, nil
 		}
 	}
+}
+
+// pushBacklog is how many blocks may wait for one child before this peer
+// sheds the oldest that other peers hold (shedLocked). A parent passes each
+// block of its stripe on to all its children (16 or 17 in the 200-peer
+// testnet, which takes all its uplink at the seed's pace); one adopted
+// late, and pushed the rest of its stripe at once, passed it on up to 0.7x
+// T* after it got it, while its children's neighbours, their uplinks two
+// thirds idle, had offered the same blocks long before.
+const pushBacklog = 16
+
+// shedLocked splits q, the blocks queued for a child, into those to push
+// and those the child is to fetch from its own sources (shed, unqueued):
+// of all but the last pushBacklog, those that two or more of this peer's
+// watchers hold, by their filters (t.mu held).
+func (t *pushTrees) shedLocked(q []int) (kept, shed []int) {
+	old := len(q) - pushBacklog
+	kept = q[:0]
+	for k, i := range q {
+		if k < old && t.c.tally.holders(i, 2) >= 2 {
+			shed = append(shed, i)
+			t.unqueue(i)
+			continue
+		}
+		kept = append(kept, i)
+	}
+	return kept, shed
+}
+
+// shedBy lets the running fetch take from its sources the blocks idx that
+// parent shed (a have frame on its push stream, see shedLocked): those of
+// the stripes it is this peer's parent in.
+func (t *pushTrees) shedBy(parent lpeer.ID, idx []int) {
+	t.mu.Lock()
+	idx = slices.DeleteFunc(idx, func(i int) bool { return t.parents[t.stripe(i)] != parent })
+	t.mu.Unlock()
+	t.fetchElsewhere(idx)
 }
 
 // storedFrame reads block i of c's store into *buf (grown as needed) as a
@@ -750,6 +797,18 @@ func (p *Service) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) erro
 		fr, err := ss.fr.NextInto(get, max)
 		if err != nil {
 			return err
+		}
+		if len(fr) > 0 && fr[0] == wire.TypeHave {
+			// Blocks the parent sheds: fetched from other sources.
+			idx, err := wire.DecodeHave(nil, fr, limit, limit)
+			if f != nil {
+				f.putBuf(fr)
+			}
+			if err != nil {
+				return err
+			}
+			t.shedBy(from, idx)
+			continue
 		}
 		i, data, ok, err := wire.DecodeBlock(fr, limit)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
+	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // pushSwarm is a seed and fetchers that serve empty stores of the seed's
@@ -609,6 +611,8 @@ func FuzzReadPushes(f *testing.F) {
 	f.Add(frame(append(wire.AppendBlockHeader(nil, 2), data[32<<10:48<<10]...)))
 	f.Add(frame(append(wire.AppendBlockHeader(nil, 1), data[16<<10:32<<10]...)))
 	f.Add(frame(wire.AppendMissing(nil, 0)))
+	f.Add(append(frame(wire.AppendHave(nil, []int{1, 2, 3})), frame(append(wire.AppendBlockHeader(nil, 0), data[:16<<10]...))...))
+	f.Add(frame(wire.AppendHave(nil, []int{1 << 20})))
 	f.Add(frame(append(wire.AppendBlockHeader(nil, 0), make([]byte, 16<<10)...)))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
 	p := newTestPeer(f)
@@ -632,4 +636,65 @@ func FuzzReadPushes(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestPushShed: of the blocks queued for a child, all but the last
+// pushBacklog that two or more of the parent's watchers hold are shed
+// (the child fetches them from its own sources), in order, and no longer
+// count as queued; a queue within pushBacklog is kept whole.
+func TestPushShed(t *testing.T) {
+	dir := t.TempDir()
+	m := manifestOf(t, writeRandomFile(t, dir, "data.bin", 48*16<<10, 7)) // 48 blocks
+	c := emptyContent(t, m, filepath.Join(dir, "out"))
+	p := newTestPeer(t)
+	tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"par"}}, time.Second)
+	// Two watchers hold the even blocks, one the odd ones.
+	var even, odd []int
+	for i := range m.BlockCount() {
+		if i%2 == 0 {
+			even = append(even, i)
+		} else {
+			odd = append(odd, i)
+		}
+	}
+	mc, kc := watchParams(reconcile.Complete, m.BlockCount())
+	cfg := reconcile.Config{M: mc, K: kc}
+	c.tally.set("w1", heldFilter(t, c.tally.u, cfg, even))
+	c.tally.set("w2", heldFilter(t, c.tally.u, cfg, even))
+	c.tally.set("w3", heldFilter(t, c.tally.u, cfg, odd))
+	for _, tc := range []struct {
+		name       string
+		q          []int
+		kept, shed []int
+	}{
+		{"within the backlog", seq(0, pushBacklog), seq(0, pushBacklog), nil},
+		{"over it", seq(0, pushBacklog+6), append([]int{1, 3, 5}, seq(6, pushBacklog+6)...), []int{0, 2, 4}},
+	} {
+		tr.mu.Lock()
+		for _, i := range tc.q {
+			tr.pending[i]++
+		}
+		kept, shed := slices.Clone(tc.q), []int(nil)
+		if len(tc.q) > pushBacklog {
+			kept, shed = tr.shedLocked(kept)
+		}
+		left := 0
+		for _, i := range shed {
+			left += tr.pending[i]
+		}
+		tr.unqueue(kept...)
+		tr.mu.Unlock()
+		if !slices.Equal(kept, tc.kept) || !slices.Equal(shed, tc.shed) || left != 0 {
+			t.Errorf("%s: kept %v, shed %v (%d still queued); want %v, %v", tc.name, kept, shed, left, tc.kept, tc.shed)
+		}
+	}
+}
+
+// seq returns the integers from a up to b.
+func seq(a, b int) []int {
+	var s []int
+	for i := a; i < b; i++ {
+		s = append(s, i)
+	}
+	return s
 }

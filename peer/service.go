@@ -33,15 +33,18 @@ const (
 	ProtoPeers protocol.ID = "/reconcile/1/peers"
 	// ProtoPush carries the pushes of stripe trees (Service.Push): a parent
 	// opens it to a child and writes block frames after the hello, each
-	// block of the child's stripes as the parent gains it; the child
-	// answers the hello once (an empty have frame: taken; an error frame:
-	// refused) and nothing after.
+	// block of the child's stripes as the parent gains it, and have frames
+	// naming blocks it will not push (the child fetches them from its own
+	// sources); the child answers the hello once (an empty have frame:
+	// taken; an error frame: refused) and nothing after.
 	ProtoPush protocol.ID = "/reconcile/1/push"
 	// ProtoAdopt asks a peer to adopt this one in a stripe whose parent
 	// left or lies (see Stripes.Grandparents): a want frame of the blocks
-	// of that stripe the asker lacks after the hello; the answer is an
-	// empty have frame (adopted: pushes follow on ProtoPush), a peers frame
-	// of one peer to ask instead, or an error frame (refused).
+	// of that stripe the asker lacks after the hello; the answer is a have
+	// frame (adopted: pushes follow on ProtoPush; it names the blocks of the
+	// request that will not be pushed, which the asker fetches from its own
+	// sources), a peers frame of one peer to ask instead, or an error frame
+	// (refused).
 	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
 )
 
