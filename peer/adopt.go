@@ -18,7 +18,7 @@ import (
 // stripe (its parent's pushes come, or it holds the whole content: the
 // seed) adopts the first adoptCap orphans of a stripe (a seed
 // seedAdoptCap): it pushes them the blocks they lack that it holds (a
-// seed, those that fewer than seedSpares of its watchers hold: the
+// seed, those that fewer than spareHolders of its watchers hold: the
 // orphan fetches the others from its own sources), and then every block
 // of the stripe it gains, as to its own children. It
 // sends each further orphan on to one that asked it before (a peer id in
@@ -69,14 +69,15 @@ const (
 	seedAdoptCap = 1
 )
 
-// seedSpares is how many of a seed's watchers must hold a block (by their
-// filters) for the seed to leave it to them when an orphan
-// or a child that asks to be caught up lacks it (adoptee): the asker
-// fetches it from its own sources, and from the seed only if none of them
-// offers it. In the 200-peer testnet with churn and liars, a seed that
-// pushed every block asked for sent 80 to 240 blocks that ten or more
-// peers held while blocks no peer held still waited for its uplink.
-const seedSpares = 2
+// spareHolders is how many of a peer's watchers must hold a block (by
+// their filters) for it to leave the block to them: a seed asked to adopt
+// an orphan or catch up a child that lacks it (adoptee), a parent shedding
+// a child's backlog (shedLocked). The asker or child fetches it from its
+// own sources, and from the seed only if none of them offers it. In the
+// 200-peer testnet with churn and liars, a seed that pushed every block
+// asked for sent 80 to 240 blocks that ten or more peers held while blocks
+// no peer held still waited for its uplink.
+const spareHolders = 2
 
 // adoptHops bounds how many peers one orphan asks in turn (each answer
 // that sends it on is a hop).
@@ -301,7 +302,7 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 // adoptee adopts id in stripe s (adopted: as a new child) and queues it
 // the blocks of lacks this peer holds (next ""), or names the peer it is to
 // ask instead, or refuses. A seed leaves to other peers (elsewhere) the
-// blocks of lacks that at least seedSpares of its watchers hold, by their
+// blocks of lacks that at least spareHolders of its watchers hold, by their
 // filters (never fewer than hold them): its uplink, the swarm's scarcest,
 // goes to the blocks no peer holds yet.
 func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, elsewhere []int, err error) {
@@ -401,7 +402,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 		if !t.known.has(i) || queued[i] || o != nil && o.sent.has(i) {
 			continue
 		}
-		if t.seed && t.c.tally.holders(i, seedSpares) >= seedSpares {
+		if t.seed && t.c.tally.holders(i, spareHolders) >= spareHolders {
 			elsewhere = append(elsewhere, i)
 			continue
 		}

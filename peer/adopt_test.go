@@ -391,13 +391,13 @@ func TestServeAdoptHostile(t *testing.T) {
 }
 
 // TestPushSeedSpares: a seed asked to catch a child up leaves to other
-// peers the blocks that seedSpares or more of its watchers hold (by the
+// peers the blocks that spareHolders or more of its watchers hold (by the
 // tally of their filters): it pushes the child none of them, and the child
 // fetches them from the peer that holds them at once, rather than hold
 // them for pushes that will not come (the repair time is longer than the
 // test). With fewer watchers holding them, the seed pushes them all.
 func TestPushSeedSpares(t *testing.T) {
-	for _, watchers := range []int{0, seedSpares - 1, seedSpares} {
+	for _, watchers := range []int{0, spareHolders - 1, spareHolders} {
 		t.Run(fmt.Sprint(watchers, " watchers"), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -431,7 +431,7 @@ func TestPushSeedSpares(t *testing.T) {
 			sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
 			pushed, _ := pushShare(sum, w.seed.ID())
 			want := sum.Blocks
-			if watchers >= seedSpares {
+			if watchers >= spareHolders {
 				want = 0
 			}
 			if pushed != want {

@@ -153,11 +153,11 @@ func (t *neighbourTally) count(i int) int {
 
 // holders counts the watchers whose filter holds block i, up to most:
 // never fewer than hold it, more by the false positives of each filter
-// alone. Unlike
-// count, a block no watcher holds is not counted up by the load of the
-// others' blocks in the sum (with two dozen watchers holding half of the
-// content each, the sum's counters hold about eight each), so it answers
-// "do several neighbours hold it?" where count ranks blocks by rarity.
+// alone. Unlike count, a block no watcher holds is not counted up by the
+// load of the others' blocks in the sum (with two dozen watchers holding
+// half of the content each, the sum's counters hold about eight each), so
+// it answers "do several neighbours hold it?" where count ranks blocks by
+// rarity.
 func (t *neighbourTally) holders(i, most int) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
