@@ -79,6 +79,12 @@ const (
 // no peer held still waited for its uplink.
 const spareHolders = 2
 
+// othersHold reports whether spareHolders or more of this peer's watchers
+// hold block i, by their filters: it may leave the block to them.
+func (t *pushTrees) othersHold(i int) bool {
+	return t.c.tally.holders(i, spareHolders) >= spareHolders
+}
+
 // adoptHops bounds how many peers one orphan asks in turn (each answer
 // that sends it on is a hop).
 const adoptHops = 4
@@ -402,7 +408,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 		if !t.known.has(i) || queued[i] || o != nil && o.sent.has(i) {
 			continue
 		}
-		if t.seed && t.c.tally.holders(i, spareHolders) >= spareHolders {
+		if t.seed && t.othersHold(i) {
 			elsewhere = append(elsewhere, i)
 			continue
 		}

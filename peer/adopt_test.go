@@ -13,7 +13,6 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
-	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // TestPushAdopt: a root that pushes a corrupt block loses its two
@@ -411,13 +410,8 @@ func TestPushSeedSpares(t *testing.T) {
 			w.fetchFromSeed(ctx, t, a, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{a.ID()}}})
 			// Watchers of the seed that hold every block.
 			sc := w.seed.lookup(root[:])
-			all := make([]int, w.man.BlockCount())
-			for i := range all {
-				all[i] = i
-			}
-			m, k := watchParams(reconcile.Complete, len(all))
 			for j := range watchers {
-				sc.tally.set(lpeer.ID(fmt.Sprint("watcher", j)), heldFilter(t, sc.tally.u, reconcile.Config{M: m, K: k}, all))
+				sc.tally.set(lpeer.ID(fmt.Sprint("watcher", j)), watchFilter(t, sc.tally.u, seq(0, w.man.BlockCount())))
 			}
 			// c takes the seed as its parent after the seed pushed every
 			// block: it asks to be caught up as its fetch starts.

@@ -557,13 +557,13 @@ const pushBacklog = 16
 
 // shedLocked splits q, the blocks queued for a child, into those to push
 // and those the child is to fetch from its own sources (shed, unqueued):
-// of all but the last pushBacklog, those that spareHolders or more of this
-// peer's watchers hold, by their filters (t.mu held).
+// of all but the last pushBacklog, those that other peers hold (othersHold;
+// t.mu held).
 func (t *pushTrees) shedLocked(q []int) (kept, shed []int) {
 	old := len(q) - pushBacklog
 	kept = q[:0]
 	for k, i := range q {
-		if k < old && t.c.tally.holders(i, spareHolders) >= spareHolders {
+		if k < old && t.othersHold(i) {
 			shed = append(shed, i)
 			t.unqueue(i)
 			continue

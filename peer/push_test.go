@@ -20,7 +20,6 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
-	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // pushSwarm is a seed and fetchers that serve empty stores of the seed's
@@ -657,11 +656,9 @@ func TestPushShed(t *testing.T) {
 			odd = append(odd, i)
 		}
 	}
-	mc, kc := watchParams(reconcile.Complete, m.BlockCount())
-	cfg := reconcile.Config{M: mc, K: kc}
-	c.tally.set("w1", heldFilter(t, c.tally.u, cfg, even))
-	c.tally.set("w2", heldFilter(t, c.tally.u, cfg, even))
-	c.tally.set("w3", heldFilter(t, c.tally.u, cfg, odd))
+	c.tally.set("w1", watchFilter(t, c.tally.u, even))
+	c.tally.set("w2", watchFilter(t, c.tally.u, even))
+	c.tally.set("w3", watchFilter(t, c.tally.u, odd))
 	for _, tc := range []struct {
 		name       string
 		q          []int

@@ -131,17 +131,24 @@ func heldFilter(t testing.TB, u *reconcile.Universe, cfg reconcile.Config, idx [
 	return c
 }
 
+// watchFilter returns the CBF of the blocks idx of u that a watcher sends
+// (sized for all of u's blocks, see watchParams).
+func watchFilter(t testing.TB, u *reconcile.Universe, idx []int) *cbfalgebra.CBF {
+	t.Helper()
+	m, k := watchParams(reconcile.Complete, u.Blocks())
+	return heldFilter(t, u, reconcile.Config{M: m, K: k}, idx)
+}
+
 // BenchmarkNeighbourTally reads a block's count from 24 watchers' filters of
 // 1024 blocks, each holding half: from their sum (count, the rarity of
-// BlockRarestFilters) and filter by filter (holders, a seed's answer to an
-// orphan, see adoptee), with no early end.
+// BlockRarestFilters) and filter by filter (holders, which othersHold
+// reads), with no early end.
 func BenchmarkNeighbourTally(b *testing.B) {
 	const n, watchers = 1024, 24
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, k := watchParams(reconcile.Complete, n)
 	tally := newNeighbourTally(u)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for w := range watchers {
@@ -151,7 +158,7 @@ func BenchmarkNeighbourTally(b *testing.B) {
 				idx = append(idx, i)
 			}
 		}
-		tally.set(lpeer.ID(fmt.Sprint("w", w)), heldFilter(b, u, reconcile.Config{M: m, K: k}, idx))
+		tally.set(lpeer.ID(fmt.Sprint("w", w)), watchFilter(b, u, idx))
 	}
 	b.Run("count", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
