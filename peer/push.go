@@ -281,6 +281,9 @@ type pushOut struct {
 	// cut is set when the child was let go in a stripe (orphanLocked): the
 	// writer resets its stream, which the child takes as its parent gone.
 	cut bool
+	// backlogSince is when more than pushBacklog blocks began to wait for
+	// the child, zero while they do not (see shedLocked).
+	backlogSince time.Time
 }
 
 // markSent notes that o's current stream took block i of n (t.mu held).
@@ -461,7 +464,12 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		rest = o.q
 		o.q = nil
 		var shed []int
-		if accepted && len(rest) > pushBacklog {
+		switch now := time.Now(); {
+		case !accepted || len(rest) <= pushBacklog:
+			o.backlogSince = time.Time{}
+		case o.backlogSince.IsZero():
+			o.backlogSince = now
+		case now.Sub(o.backlogSince) >= t.repair:
 			rest, shed = t.shedLocked(rest)
 		}
 		for _, i := range rest {
@@ -546,8 +554,10 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 	}
 }
 
-// pushBacklog is how many blocks may wait for one child before this peer
-// sheds the oldest that other peers hold (shedLocked). A parent passes each
+// pushBacklog is how many blocks may wait for one child, for a repair time
+// on end, before this peer sheds the oldest that other peers hold
+// (shedLocked; a burst that drains sooner, as on loopback, is pushed
+// whole). A parent passes each
 // block of its stripe on to all its children (16 or 17 in the 200-peer
 // testnet, which takes all its uplink at the seed's pace); one adopted
 // late, and pushed the rest of its stripe at once, passed it on up to 0.7x
