@@ -144,8 +144,8 @@
 // first copies; asked to adopt a peer or catch it up, it pushes only the
 // blocks that fewer than two of its watchers hold, by their filters (the
 // asker fetches the others at once, from its own sources). Any parent with
-// more than pushBacklog blocks queued for a child sheds the oldest that two
-// or more of its watchers hold: a have frame on the push stream names them,
+// more than pushBacklog blocks queued for a child for a repair time sheds
+// the oldest that two or more of its watchers hold: a have frame on the push stream names them,
 // and the child fetches them from its own sources. The trees
 // come from the application:
 // every peer must be given the same ones (package testnet derives them
