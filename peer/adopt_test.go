@@ -408,8 +408,11 @@ func TestPushSeedSpares(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.fetchFromSeed(ctx, t, a, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{a.ID()}}})
-			// Watchers of the seed that hold every block.
+			// Watchers of the seed that hold every block, and no other: a's
+			// watch of the seed, which ends with its fetch, must be gone
+			// from the tally first (else it counts as one more holder).
 			sc := w.seed.lookup(root[:])
+			waitWatchers(ctx, t, sc.tally, 0)
 			for j := range watchers {
 				sc.tally.set(lpeer.ID(fmt.Sprint("watcher", j)), watchFilter(t, sc.tally.u, seq(0, w.man.BlockCount())))
 			}
@@ -435,5 +438,23 @@ func TestPushSeedSpares(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// waitWatchers waits until tally keeps the filters of n watchers.
+func waitWatchers(ctx context.Context, t *testing.T, tally *neighbourTally, n int) {
+	t.Helper()
+	for {
+		tally.mu.Lock()
+		got := len(tally.filters)
+		tally.mu.Unlock()
+		if got == n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the tally keeps %d watchers' filters, want %d", got, n)
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }
