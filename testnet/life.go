@@ -21,8 +21,10 @@ type outcome struct {
 	err error
 	// sums are the summaries of its fetches (two for a rejoining node).
 	sums []*peer.Summary
-	// left, rejoined and late say what the node did.
+	// left, rejoined and late say what the node did; away is how long a
+	// node that came back was gone (from its leaving to its return).
 	left, rejoined, late bool
+	away                 time.Duration
 }
 
 // swarm runs the fetch phase: every fetching node's life (start, maybe
@@ -283,13 +285,13 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 		o.err = w.ctx.Err()
 		return
 	}
-	o.err = w.rejoin(i, o)
+	o.err = w.rejoin(i, o, leftAt)
 }
 
 // rejoin brings node i back: a new service on its host reopens its store,
 // re-hashing the blocks on disk, serves it, links to the neighbours and
-// fetches the rest.
-func (w *swarm) rejoin(i int, o *outcome) error {
+// fetches the rest. leftAt is when it left, from the start of the fetches.
+func (w *swarm) rejoin(i int, o *outcome, leftAt time.Duration) error {
 	p, err := w.newService(i)
 	if err != nil {
 		return err
@@ -317,6 +319,7 @@ func (w *swarm) rejoin(i int, o *outcome) error {
 	w.nodes[i] = &n2
 	w.nodesMu.Unlock()
 	o.rejoined = true
+	o.away = time.Since(w.start) - leftAt
 	w.tr.event("back", i)
 	if err := w.attach(i); err != nil {
 		return err

@@ -95,7 +95,10 @@ type Result struct {
 	// rejoining peers found in their stores on coming back. StayedMaxS is
 	// the last completion of the peers that never left (late joiners
 	// included; a peer that came back counts its pause), StayedMaxTStar
-	// that over T*.
+	// that over T*. BackMaxS is the last completion of the peers that came
+	// back less the time each was away (the time it spent in the swarm: the
+	// churn brings some back after 2x T* has passed), BackMaxTStar that
+	// over T*.
 	Churn          Churn   `json:"churn"`
 	Left           int     `json:"left"`
 	Rejoined       int     `json:"rejoined"`
@@ -103,6 +106,8 @@ type Result struct {
 	ResumedBlocks  int64   `json:"resumed_blocks"`
 	StayedMaxS     float64 `json:"stayed_max_s,omitempty"`
 	StayedMaxTStar float64 `json:"stayed_max_over_tstar,omitempty"`
+	BackMaxS       float64 `json:"back_max_s,omitempty"`
+	BackMaxTStar   float64 `json:"back_max_over_tstar,omitempty"`
 	// Liars counts the lying peers, CorruptLiars and PhantomLiars of each
 	// kind (LiarKind). LiedCorrupt and LiedMissing count the block frames
 	// they corrupted, or answered "missing" for a block they had offered.

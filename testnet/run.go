@@ -532,6 +532,9 @@ wait:
 			if !o.left {
 				res.StayedMaxS = max(res.StayedMaxS, o.at.Seconds()/scale)
 			}
+			if o.rejoined {
+				res.BackMaxS = max(res.BackMaxS, (o.at-o.away).Seconds()/scale)
+			}
 		}
 	}
 	for _, r := range roles {
@@ -576,6 +579,7 @@ wait:
 	if res.TStarS > 0 {
 		res.MedianTStar, res.P95TStar, res.MaxTStar = res.MedianS/res.TStarS, res.P95S/res.TStarS, res.MaxS/res.TStarS
 		res.StayedMaxTStar = res.StayedMaxS / res.TStarS
+		res.BackMaxTStar = res.BackMaxS / res.TStarS
 	}
 	res.Wire = cnt.wire()
 	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]

@@ -86,6 +86,11 @@ func TestRunTreesChurnLiars(t *testing.T) {
 	if res.StayedMaxS <= 0 || res.StayedMaxS > res.MaxS {
 		t.Errorf("the peers that never left ended at %.2f s, the last peer at %.2f s", res.StayedMaxS, res.MaxS)
 	}
+	// A peer that came back was away a while: less that, it ended before
+	// the last completion.
+	if res.Rejoined == 0 || res.BackMaxS <= 0 || res.BackMaxS >= res.MaxS {
+		t.Errorf("%d peers came back, the last ended at %.2f s less its time away, the last peer at %.2f s", res.Rejoined, res.BackMaxS, res.MaxS)
+	}
 }
 
 // TestStripesOf: every node's place, read from the trees, names the

@@ -438,6 +438,15 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	fmt.Fprintf(out, "total %.1f s, max RSS %.0f MiB, %d CPUs\n", rep.WallSeconds, rep.MaxRSSMiB, rep.CPUs)
 }
 
+// secondsOverTStar formats a time in seconds, with its ratio to T* when
+// the run had one (over is 0 when not).
+func secondsOverTStar(s, over float64) string {
+	if over > 0 {
+		return fmt.Sprintf("%.2f s (%.2fx T*)", s, over)
+	}
+	return fmt.Sprintf("%.2f s", s)
+}
+
 // printChurnLiars prints a run's churn events and what its liars did and
 // cost, nothing when it had neither.
 func printChurnLiars(out io.Writer, r *testnet.Result) {
@@ -448,13 +457,12 @@ func printChurnLiars(out io.Writer, r *testnet.Result) {
 		fmt.Fprintf(out, "testnet %s churn %s: %d peers left mid-fetch, %d came back (%d blocks resumed from their stores), %d joined late; %d/%d honest peers that stayed or came back completed\n",
 			runName(r.Method, r.Choice), r.Churn, r.Left, r.Rejoined, r.ResumedBlocks, r.LateJoined, r.Completed, r.Fetchers)
 		if r.Left > 0 && r.StayedMaxS > 0 {
-			if r.TStarS > 0 {
-				fmt.Fprintf(out, "testnet %s churn: the last of the peers that never left completed at %.2f s (%.2fx T*); the peers that came back count their pause\n",
-					runName(r.Method, r.Choice), r.StayedMaxS, r.StayedMaxTStar)
-			} else {
-				fmt.Fprintf(out, "testnet %s churn: the last of the peers that never left completed at %.2f s; the peers that came back count their pause\n",
-					runName(r.Method, r.Choice), r.StayedMaxS)
+			fmt.Fprintf(out, "testnet %s churn: the last of the peers that never left completed at %s",
+				runName(r.Method, r.Choice), secondsOverTStar(r.StayedMaxS, r.StayedMaxTStar))
+			if r.BackMaxS > 0 {
+				fmt.Fprintf(out, "; of the peers that came back, less the time each was away, at %s", secondsOverTStar(r.BackMaxS, r.BackMaxTStar))
 			}
+			fmt.Fprintln(out)
 		}
 	}
 	if r.Liars > 0 {
