@@ -5,6 +5,64 @@ import (
 	"time"
 )
 
+// flowRun runs a fetch from one source through w: the source sends the
+// blocks asked for one after another, service apart, and each want and
+// block takes half of rtt on the way. The fetch keeps w.size() blocks
+// requested and asks again at each arrival. It returns the window after
+// each of the first n arrivals, the time the n-th arrived and the longest
+// the source's queue grew (blocks asked for and not yet sent).
+func flowRun(w *flowWindow, rtt, service time.Duration, n int) (sizes []int, took time.Duration, queue int) {
+	t0 := time.Unix(0, 0)
+	w.noteRTT(rtt)
+	var inflight []time.Time // the blocks' arrivals, in the order the source sends them
+	free := t0               // when the source's uplink is next free
+	ask := func(now time.Time) {
+		for len(inflight) < w.size() {
+			w.sent(now, len(inflight) == 0)
+			start := now.Add(rtt / 2)
+			if start.Before(free) {
+				start = free
+			}
+			free = start.Add(service)
+			inflight = append(inflight, free.Add(rtt/2))
+		}
+		q := 0
+		for _, at := range inflight {
+			if at.Add(-rtt/2).Sub(now) > service {
+				q++ // not yet on the wire
+			}
+		}
+		queue = max(queue, q)
+	}
+	ask(t0)
+	for range n {
+		at := inflight[0]
+		inflight = inflight[1:]
+		w.arrived(at)
+		sizes = append(sizes, w.size())
+		took = at.Sub(t0)
+		ask(at)
+	}
+	return sizes, took, queue
+}
+
+// TestFlowPaths runs the window against sources: on a long path to a fast
+// source it reaches the cap within a dozen blocks (about three round trips)
+// and keeps the pipe full; a slow source gets a block or two at a time, so
+// its queue stays short.
+func TestFlowPaths(t *testing.T) {
+	// 800 ms round trip, a block every 10 ms: 80 blocks a round trip.
+	sizes, took, _ := flowRun(&flowWindow{max: 16}, 800*time.Millisecond, 10*time.Millisecond, 64)
+	if sizes[11] != 16 || took > 6*time.Second {
+		t.Errorf("fast source: 64 blocks took %v, windows %v; want the cap 16 by the 12th block", took, sizes)
+	}
+	// A block every 2 s at 800 ms.
+	sizes, _, queue := flowRun(&flowWindow{max: 16}, 800*time.Millisecond, 2*time.Second, 20)
+	if queue > 2 || sizes[len(sizes)-1] != 2 {
+		t.Errorf("slow source: longest queue %d, windows %v", queue, sizes)
+	}
+}
+
 // TestFlowWindow: the window starts small, grows while it limits the rate
 // (the gap between blocks shrinks as it grows), settles at about two round
 // trips of blocks plus one at the source's rate, and stays within 1 and the
