@@ -3,6 +3,7 @@ package peer
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -30,7 +31,9 @@ import (
 // as before.
 //
 // An adopter is taken as the stripe's parent from then on: pushes of the
-// stripe from the planned parent, if it comes back, are dropped. A hostile
+// stripe from the planned parent, if it comes back, are dropped. Its answer
+// names its own parent in the stripe, the orphan's grandparent from then
+// on (setGrandLocked), asked to adopt it if the adopter fails too. A hostile
 // adopter is refused as a parent is (a corrupt push), and its orphan asks
 // its grandparent again, which then adopts it itself (up to adoptMax).
 // That orphan's second ask is a complaint of the peer it was sent on to:
@@ -139,13 +142,14 @@ func (t *pushTrees) adopt(s int) {
 		}
 		t.parents[s], t.parent[target] = target, parentUp
 		t.mu.Unlock()
-		next, elsewhere, err := t.askAdopt(target, lacks)
+		next, elsewhere, grand, err := t.askAdopt(target, lacks)
 		if err == nil && next == "" {
 			adopted = true
 			t.fetchElsewhere(elsewhere)
 			t.mu.Lock()
 			t.last[s] = time.Now()
 			t.unorphanLocked(s)
+			t.setGrandLocked(s, grand)
 			t.mu.Unlock()
 			p.log.Debug("adopted", "stripe", s, "parent", target)
 			return
@@ -185,45 +189,79 @@ func (t *pushTrees) lacks(s int) []int {
 
 // askAdopt asks target to adopt this peer in the stripe of the blocks
 // lacks (those it lacks): "" when it did, with the blocks of lacks it will
-// not push (elsewhere: other peers hold them, see adoptee), the peer it
+// not push (elsewhere: other peers hold them, see adoptee) and target's
+// own parent in the stripe (grand: "" for none named), or the peer it
 // sends this one on to when it did not.
-func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsewhere []int, err error) {
+func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsewhere []int, grand lpeer.ID, err error) {
 	p := t.p
 	root := t.c.man.ID()
 	cs, err := p.requestHello(p.ctx, target, ProtoAdopt, wire.Hello{Root: root[:]})
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	defer cs.close()
 	if err := cs.send(wire.AppendWant(nil, lacks)); err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	if err := cs.flush(); err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	f, err := cs.next(adoptAnswerMax + len(lacks)*binaryMaxVarint)
 	if err != nil {
-		return "", nil, err
+		return "", nil, "", err
 	}
 	switch {
 	case len(f) > 0 && f[0] == wire.TypeHave:
 		idx, err := wire.DecodeHave(nil, f, len(lacks), t.c.man.BlockCount())
 		if err != nil {
-			return "", nil, err
+			return "", nil, "", err
 		}
 		// Only blocks it asked for are let go.
-		return "", slices.DeleteFunc(idx, func(i int) bool { return !slices.Contains(lacks, i) }), nil
+		elsewhere = slices.DeleteFunc(idx, func(i int) bool { return !slices.Contains(lacks, i) })
+		// Its parent may follow, named in a peers frame (adopted all the
+		// same when it does not, or names it wrong).
+		g, err := cs.next(adoptAnswerMax)
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				p.log.Debug("adoption answer: no parent named", "peer", target, "err", err)
+			}
+			return "", elsewhere, "", nil
+		}
+		infos, err := wire.DecodePeers(g)
+		if err == nil && len(infos) != 1 {
+			err = fmt.Errorf("%w: names %d peers as its parent", ErrMalformed, len(infos))
+		}
+		if err != nil {
+			p.log.Debug("adoption answer: no parent named", "peer", target, "err", err)
+			return "", elsewhere, "", nil
+		}
+		return "", elsewhere, infos[0].ID, nil
 	case len(f) > 0 && f[0] == wire.TypePeers:
 		infos, err := wire.DecodePeers(f)
 		if err != nil {
-			return "", nil, err
+			return "", nil, "", err
 		}
 		if len(infos) != 1 {
-			return "", nil, fmt.Errorf("%w: an adoption answer names %d peers", ErrMalformed, len(infos))
+			return "", nil, "", fmt.Errorf("%w: an adoption answer names %d peers", ErrMalformed, len(infos))
 		}
-		return infos[0].ID, nil, nil
+		return infos[0].ID, nil, "", nil
 	}
-	return "", nil, wire.DecodeError(f)
+	return "", nil, "", wire.DecodeError(f)
+}
+
+// setGrandLocked makes grand, the parent this peer's parent in stripe s
+// named in its adoption answer, the stripe's grandparent: the peer asked
+// to adopt this one when that parent fails in turn (t.mu held). An orphan
+// its grandparent adopted would otherwise ask that same grandparent, gone
+// with it, and no one else: in the 200-peer testnet with churn, a stripe
+// whose root left and came back reached such an orphan's subtree by what
+// the orphan pulled and, after the root's return, by its pushes, up to
+// 2x T*. "" (none named: the parent is a seed, or has no parent now)
+// changes nothing.
+func (t *pushTrees) setGrandLocked(s int, grand lpeer.ID) {
+	if grand != "" && grand != t.p.h.ID() && grand != t.parents[s] {
+		t.grand[s] = grand
+	}
 }
 
 // fetchElsewhere lets the running fetch take blocks idx from its sources
@@ -278,11 +316,28 @@ func (p *Service) serveAdopt(ss *serverStream) error {
 		if err := ss.send(wire.AppendHave(nil, elsewhere)); err != nil {
 			return err
 		}
+		// Its parent in the stripe: the asker's grandparent from now on.
+		if parent := t.parentUp(s); parent != "" && parent != from {
+			if err := ss.send(wire.AppendPeers(nil, []lpeer.AddrInfo{{ID: parent}})); err != nil {
+				return err
+			}
+		}
 	}
 	if adopted {
 		p.observe(ServeEvent{Kind: EventAdopted, Peer: from, Root: c.man.ID(), Index: s})
 	}
 	return ss.flush()
+}
+
+// parentUp returns this peer's parent in stripe s while its pushes come,
+// "" otherwise (and for a seed).
+func (t *pushTrees) parentUp(s int) lpeer.ID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if id := t.parents[s]; id != "" && t.parent[id] == parentUp {
+		return id
+	}
+	return ""
 }
 
 // decodeAdopt decodes an adoption request: a want frame of at most max
@@ -451,13 +506,18 @@ func (t *pushTrees) catchUp(only lpeer.ID) {
 			continue
 		}
 		if !t.p.goroutine(func() {
-			_, elsewhere, err := t.askAdopt(parent, lacks)
+			_, elsewhere, grand, err := t.askAdopt(parent, lacks)
 			if err != nil {
 				t.p.log.Debug("catch-up refused", "stripe", s, "parent", parent, "err", err)
 				t.catchUpFailed(parent, err)
 				return
 			}
 			t.fetchElsewhere(elsewhere)
+			t.mu.Lock()
+			if t.parents[s] == parent {
+				t.setGrandLocked(s, grand)
+			}
+			t.mu.Unlock()
 		}) {
 			return
 		}

@@ -458,3 +458,58 @@ func waitWatchers(ctx context.Context, t *testing.T, tally *neighbourTally, n in
 		}
 	}
 }
+
+// TestPushAdoptersParent: a parent names its own parent in its answer to a
+// child's catch-up (or adoption) request, and the child, when that parent
+// fails, asks the one named to adopt it rather than its planned
+// grandparent: here the seed, which adopts it and pushes it the stripe.
+// (Asking the planned grandparent, which does not serve the content, the
+// child would fetch the stripe by pulls.)
+func TestPushAdoptersParent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 1<<20, 3)
+	p, c, leaf := w.peers[0], w.peers[1], w.peers[2]
+	q := connectedPeer(ctx, t, c) // the planned grandparent: serves nothing
+	root, s := w.man.ID(), w.seed.ID()
+	repair := 5 * time.Minute
+	// p fetches nothing and is pushed nothing: it pushes c nothing.
+	for _, tc := range []struct {
+		p  *Peer
+		st Stripes
+	}{
+		{w.seed, Stripes{Parents: []lpeer.ID{""}}},
+		{p, Stripes{Parents: []lpeer.ID{s}, Children: [][]lpeer.ID{{c.ID()}}}},
+		{c, Stripes{Parents: []lpeer.ID{p.ID()}, Grandparents: []lpeer.ID{q.ID()}, Children: [][]lpeer.ID{{leaf.ID()}}}},
+		{leaf, Stripes{Parents: []lpeer.ID{c.ID()}, Grandparents: []lpeer.ID{p.ID()}}},
+	} {
+		tc.st.RepairAfter = repair
+		if err := tc.p.Push(root, tc.st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := w.startFetch(ctx, c)
+	ct := c.lookup(root[:]).pushes()
+	// c's catch-up, as its fetch starts, asks p, which names the seed.
+	grand := func() lpeer.ID {
+		ct.mu.Lock()
+		defer ct.mu.Unlock()
+		return ct.grand[0]
+	}
+	for grand() != s {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("c's grandparent is %v, want the seed, which p named", grand())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	ct.parentFailed(p.ID(), false)
+	sum, err := wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, w.src, filepath.Join(w.dirs[1], "data.bin"))
+	if pushed, _ := pushShare(sum, s); pushed != sum.Blocks {
+		t.Errorf("the seed pushed c %d of %d blocks, want all: it adopted c", pushed, sum.Blocks)
+	}
+}

@@ -130,6 +130,8 @@
 // (a peer that joined late or came back, a parent back): each parent
 // pushes those it has not queued for it already; a parent that cannot be
 // reached then is taken as gone (and asked again when it pushes). An
+// adopter (or a parent asked for a catch-up) names its own parent in the
+// stripe, which the orphan asks to adopt it if the adopter fails in turn. An
 // orphan sent on to a peer that fails it asks again, a complaint: that
 // peer is sent no more orphans, and cut as an adoptee once two complained
 // of it. A seed doubts an orphan that asks while the root of its stripe

@@ -41,7 +41,9 @@ type Stripes struct {
 	// leaves or pushes a corrupt block and this peer has children in that
 	// stripe, it asks the grandparent to adopt it (ProtoAdopt), so that its
 	// subtree keeps getting pushes rather than every peer in it fetching
-	// the stripe: the roots' children ask the seed.
+	// the stripe: the roots' children ask the seed. A parent's answer to
+	// an adoption or catch-up request names its own parent, which takes
+	// the grandparent's place from then on.
 	Grandparents []lpeer.ID
 	// RepairAfter is how long a stripe may go without a push from its
 	// parent before the fetch asks its sources for the stripe's blocks

@@ -43,8 +43,9 @@ const (
 	// of that stripe the asker lacks after the hello; the answer is a have
 	// frame (adopted: pushes follow on ProtoPush; it names the blocks of the
 	// request that will not be pushed, which the asker fetches from its own
-	// sources), a peers frame of one peer to ask instead, or an error frame
-	// (refused).
+	// sources), then, when the adopter has a parent in the stripe, a peers
+	// frame naming it (the asker's grandparent from then on); or a peers
+	// frame of one peer to ask instead; or an error frame (refused).
 	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
 )
 

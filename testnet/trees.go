@@ -56,8 +56,9 @@ func parentIn(trees *ts.StripeTrees, s, n, seed int) int {
 // buildTrees deals the fetchers of a one-seed run into cfg.Trees stripe
 // trees, each fetcher placed under the parent it would hear from first
 // (the pairs' transit-stub latencies, a block's time on the seed's uplink
-// per child ahead of it), and adds their parent-child pairs to ov's, so
-// that they are linked and shaped as the overlay's are. The late joiners
+// per child ahead of it), and adds their parent-child pairs to ov's, and
+// those adoption may need (each stripe's inner nodes with each other and
+// with the seed), so that they are linked and shaped as the overlay's are. The late joiners
 // (roles) are leaves only: they are not there when the trees are drawn,
 // and an inner node absent would cut its subtree off until it joins.
 func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, roles []role, rng *rand.Rand) *ts.StripeTrees {
@@ -113,26 +114,20 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 			}
 		}
 		// An inner node that loses its parent asks its grandparent to
-		// adopt it, and is sent on to its inner siblings (peer's
-		// adoption): those pairs are linked too.
+		// adopt it, is sent on to other orphans of the stripe, and asks
+		// its adopter's parent when the adopter fails in turn (peer's
+		// adoption): the stripe's inner nodes are linked with each other
+		// and with the seed.
+		var inner []int
 		for p, kids := range trees.Kids[s] {
-			var inner []int
-			for _, c := range kids {
-				if len(trees.Kids[s][c]) > 0 {
-					inner = append(inner, int(c))
-				}
+			if len(kids) > 0 && p != seed {
+				inner = append(inner, p)
 			}
-			if len(inner) == 0 {
-				continue
-			}
-			g := parentIn(trees, s, p, seed)
-			for a, c := range inner {
-				if g >= 0 {
-					add(g, c)
-				}
-				for _, d := range inner[:a] {
-					add(c, d)
-				}
+		}
+		for a, c := range inner {
+			add(seed, c)
+			for _, d := range inner[:a] {
+				add(c, d)
 			}
 		}
 	}
