@@ -74,8 +74,9 @@ const (
 
 // spareHolders is how many of a peer's watchers must hold a block (by
 // their filters) for it to leave the block to them: a seed asked to adopt
-// an orphan or catch up a child that lacks it (adoptee), a parent shedding
-// a child's backlog (shedLocked). The asker or child fetches it from its
+// an orphan or catch up a child that lacks it, any peer so asked for a
+// block it lacks too (adoptee), a parent shedding a child's backlog
+// (shedLocked). The asker or child fetches it from its
 // own sources, and from the seed only if none of them offers it. In the
 // 200-peer testnet with churn and liars, a seed that pushed every block
 // asked for sent 80 to 240 blocks that ten or more peers held while blocks
@@ -365,7 +366,15 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 // ask instead, or refuses. A seed leaves to other peers (elsewhere) the
 // blocks of lacks that at least spareHolders of its watchers hold, by their
 // filters (never fewer than hold them): its uplink, the swarm's scarcest,
-// goes to the blocks no peer holds yet.
+// goes to the blocks no peer holds yet. Any peer asked by a child to catch
+// it up leaves to them the blocks of lacks it does not hold yet and they
+// do: it would push them only once it gains them, and the child waited
+// meanwhile (a parent that came back after leaving had its own stripe
+// still to pull: in the 200-peer testnet with churn, its child got the
+// stripe's last blocks from it at up to 1.95x T*, long after every other
+// peer held them). An orphan it adopts waits: when this adopter also
+// left lacked blocks to others, a whole subtree of orphans pulled them
+// at once, and that stripe reached its peers 0.2x T* later in one run.
 func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, elsewhere []int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -460,7 +469,18 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 		o.asked = true
 	}
 	for _, i := range lacks {
-		if !t.known.has(i) || queued[i] || o != nil && o.sent.has(i) {
+		if !t.known.has(i) {
+			// Not passed on yet. Unless it is stored (about to be), it
+			// comes when this peer gains it; if other peers hold it, a
+			// child catching up need not wait for that. (An orphan just
+			// adopted does: its adopter gains the stripe by pushes, and
+			// its own orphans with it.)
+			if !adopted && !t.c.store.Has(i) && t.othersHold(i) {
+				elsewhere = append(elsewhere, i)
+			}
+			continue
+		}
+		if queued[i] || o != nil && o.sent.has(i) {
 			continue
 		}
 		if t.seed && t.othersHold(i) {

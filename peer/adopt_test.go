@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -303,6 +304,57 @@ func TestAdoptee(t *testing.T) {
 	tr.parentFailed("par", false)
 	if _, _, _, err := tr.adoptee("o6", 0, []int{0}); !errors.Is(err, errNoStripe) {
 		t.Errorf("without its parent: %v, want errNoStripe", err)
+	}
+}
+
+// TestAdopteeLacks: a peer asked by a child to catch it up pushes the
+// blocks of the request it has passed on, and names in elsewhere those it
+// has not gained yet that two or more of its watchers hold (the child
+// fetches them rather than wait); one it lacks that no one holds, and one
+// it stored but has not passed on yet, it pushes as it passes them on. An
+// orphan it adopts is named none: it waits for its adopter's pushes.
+func TestAdopteeLacks(t *testing.T) {
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", 16*16<<10, 5) // 16 blocks, 2 stripes
+	m := manifestOf(t, src)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := emptyContent(t, m, filepath.Join(dir, "out"))
+	p := newTestPeer(t)
+	tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"par", "par"}, Children: [][]lpeer.ID{{"kid"}}}, time.Second)
+	// It passed on block 0 and stored block 6; two watchers hold blocks
+	// 0, 2 and 6, one holds block 4, none block 8.
+	for _, i := range []int{0, 6} {
+		if err := c.store.PutBlock(i, data[i*16<<10:(i+1)*16<<10]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr.known.set(0)
+	for _, w := range []string{"w1", "w2"} {
+		c.tally.set(lpeer.ID(w), watchFilter(t, c.tally.u, []int{0, 2, 6}))
+	}
+	c.tally.set("w3", watchFilter(t, c.tally.u, []int{4}))
+	for _, tc := range []struct {
+		name      string
+		id        lpeer.ID
+		adopted   bool
+		elsewhere []int
+	}{
+		{"an orphan", "orphan", true, nil},
+		{"a child catching up", "kid", false, []int{2}},
+	} {
+		next, adopted, elsewhere, err := tr.adoptee(tc.id, 0, []int{0, 2, 4, 6, 8})
+		if next != "" || adopted != tc.adopted || err != nil {
+			t.Fatalf("%s: sent on to %q, adopted %t, %v; want %t", tc.name, next, adopted, err, tc.adopted)
+		}
+		tr.mu.Lock()
+		queued := slices.Clone(tr.outs[tc.id].q)
+		tr.mu.Unlock()
+		if !slices.Equal(elsewhere, tc.elsewhere) || !slices.Equal(queued, []int{0}) {
+			t.Errorf("%s: elsewhere %v, queued %v; want %v and [0]", tc.name, elsewhere, queued, tc.elsewhere)
+		}
 	}
 }
 

@@ -145,7 +145,9 @@
 // for blocks it has still to push busy, so that its uplink goes to the
 // first copies; asked to adopt a peer or catch it up, it pushes only the
 // blocks that fewer than two of its watchers hold, by their filters (the
-// asker fetches the others at once, from its own sources). Any parent with
+// asker fetches the others at once, from its own sources), and any peer so
+// asked names the blocks it lacks itself that two or more of its watchers
+// hold, so that the asker fetches them rather than wait for it. Any parent with
 // more than pushBacklog blocks queued for a child for a repair time sheds
 // the oldest that two or more of its watchers hold: a have frame on the push stream names them,
 // and the child fetches them from its own sources. The trees

@@ -42,8 +42,9 @@ const (
 	// left or lies (see Stripes.Grandparents): a want frame of the blocks
 	// of that stripe the asker lacks after the hello; the answer is a have
 	// frame (adopted: pushes follow on ProtoPush; it names the blocks of the
-	// request that will not be pushed, which the asker fetches from its own
-	// sources), then, when the adopter has a parent in the stripe, a peers
+	// request the asker is not to wait for, which it fetches from its own
+	// sources: other peers hold them, and the adopter lacks them or, a
+	// seed, spares its uplink), then, when the adopter has a parent in the stripe, a peers
 	// frame naming it (the asker's grandparent from then on); or a peers
 	// frame of one peer to ask instead; or an error frame (refused).
 	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
