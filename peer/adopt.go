@@ -372,9 +372,10 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 // meanwhile (a parent that came back after leaving had its own stripe
 // still to pull: in the 200-peer testnet with churn, its child got the
 // stripe's last blocks from it at up to 1.95x T*, long after every other
-// peer held them). An orphan it adopts waits: when this adopter also
-// left lacked blocks to others, a whole subtree of orphans pulled them
-// at once, and that stripe reached its peers 0.2x T* later in one run.
+// peer held them). An orphan it adopts is not told so, and waits for its
+// pushes: when adopters did the same, a whole subtree of new orphans
+// pulled those blocks at once, and the stripe reached its peers 0.2x T*
+// later in one run.
 func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, elsewhere []int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
