@@ -76,8 +76,8 @@ const (
 // their filters) for it to leave the block to them: a seed asked to adopt
 // an orphan or catch up a child that lacks it, any peer so asked for a
 // block it lacks too (adoptee), a parent shedding a child's backlog
-// (shedLocked). The asker or child fetches it from its
-// own sources, and from the seed only if none of them offers it. In the
+// (shedLocked). The asker or child fetches it from its own sources, and
+// from the seed only if none of them offers it. In the
 // 200-peer testnet with churn and liars, a seed that pushed every block
 // asked for sent 80 to 240 blocks that ten or more peers held while blocks
 // no peer held still waited for its uplink.
@@ -222,32 +222,31 @@ func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsew
 		// Its parent may follow, named in a peers frame (adopted all the
 		// same when it does not, or names it wrong).
 		g, err := cs.next(adoptAnswerMax)
-		if err != nil {
-			if !errors.Is(err, io.EOF) {
-				p.log.Debug("adoption answer: no parent named", "peer", target, "err", err)
-			}
-			return "", elsewhere, "", nil
+		if err == nil {
+			grand, err = decodeOnePeer(g)
 		}
-		infos, err := wire.DecodePeers(g)
-		if err == nil && len(infos) != 1 {
-			err = fmt.Errorf("%w: names %d peers as its parent", ErrMalformed, len(infos))
-		}
-		if err != nil {
+		if err != nil && !errors.Is(err, io.EOF) {
 			p.log.Debug("adoption answer: no parent named", "peer", target, "err", err)
-			return "", elsewhere, "", nil
 		}
-		return "", elsewhere, infos[0].ID, nil
+		return "", elsewhere, grand, nil
 	case len(f) > 0 && f[0] == wire.TypePeers:
-		infos, err := wire.DecodePeers(f)
-		if err != nil {
-			return "", nil, "", err
-		}
-		if len(infos) != 1 {
-			return "", nil, "", fmt.Errorf("%w: an adoption answer names %d peers", ErrMalformed, len(infos))
-		}
-		return infos[0].ID, nil, "", nil
+		next, err := decodeOnePeer(f)
+		return next, nil, "", err
 	}
 	return "", nil, "", wire.DecodeError(f)
+}
+
+// decodeOnePeer decodes a peers frame of an adoption answer, which names
+// one peer.
+func decodeOnePeer(f []byte) (lpeer.ID, error) {
+	infos, err := wire.DecodePeers(f)
+	if err != nil {
+		return "", err
+	}
+	if len(infos) != 1 {
+		return "", fmt.Errorf("%w: an adoption answer names %d peers", ErrMalformed, len(infos))
+	}
+	return infos[0].ID, nil
 }
 
 // setGrandLocked makes grand, the parent this peer's parent in stripe s
@@ -268,7 +267,7 @@ func (t *pushTrees) setGrandLocked(s int, grand lpeer.ID) {
 // fetchElsewhere lets the running fetch take blocks idx from its sources
 // now rather than wait for their stripe's pushes: the parent that adopted
 // this peer, or that it asked to catch it up, answered that other peers
-// hold them and pushes them not (a seed, see adoptee).
+// hold them (see adoptee), or a parent shed them (shedBy).
 func (t *pushTrees) fetchElsewhere(idx []int) {
 	f := t.c.runningFetch()
 	if f == nil || len(idx) == 0 {
@@ -284,12 +283,13 @@ func (t *pushTrees) fetchElsewhere(idx []int) {
 	f.notify()
 }
 
-// serveAdopt answers an orphan's adoption request (ProtoAdopt): a want
-// frame of the blocks of one stripe it lacks. The answer is an empty have
-// frame (adopted: the blocks follow on a push stream; a seed's lists those
-// of the request it leaves to other peers, see adoptee), a peers frame of
-// one peer to ask instead, or an error frame (this peer does not get the
-// stripe).
+// serveAdopt answers an orphan's adoption request, or a child's catch-up
+// (ProtoAdopt): a want frame of the blocks of one stripe it lacks. The
+// answer is a have frame (adopted: the blocks follow on a push stream; it
+// lists those of the request the asker is to fetch from other peers, see
+// adoptee) followed by a peers frame naming this peer's own parent in the
+// stripe, if it has one; or a peers frame of one peer to ask instead; or
+// an error frame (this peer does not get the stripe).
 func (p *Service) serveAdopt(ss *serverStream) error {
 	c := ss.c
 	from := ss.s.Conn().RemotePeer()

@@ -145,13 +145,13 @@
 // for blocks it has still to push busy, so that its uplink goes to the
 // first copies; asked to adopt a peer or catch it up, it pushes only the
 // blocks that fewer than two of its watchers hold, by their filters (the
-// asker fetches the others at once, from its own sources), and any peer so
-// asked names the blocks it lacks itself that two or more of its watchers
-// hold, so that the asker fetches them rather than wait for it. Any parent with
-// more than pushBacklog blocks queued for a child for a repair time sheds
-// the oldest that two or more of its watchers hold: a have frame on the push stream names them,
-// and the child fetches them from its own sources. The trees
-// come from the application:
+// asker fetches the others at once, from its own sources), and any peer
+// asked by a child to catch it up names the blocks it lacks itself that
+// two or more of its watchers hold, so that the child fetches them rather
+// than wait for it. Any parent with more than pushBacklog blocks queued for
+// a child for a repair time sheds the oldest that two or more of its
+// watchers hold: a have frame on the push stream names them, and the child
+// fetches them from its own sources. The trees come from the application:
 // every peer must be given the same ones (package testnet derives them
 // from the swarm's membership and latencies with
 // transitstub.NewStripeTrees), the seed's place best last: a push to a

@@ -110,25 +110,27 @@ func TestNeighbourTally(t *testing.T) {
 }
 
 // heldFilter returns the CBF of the blocks idx of u, of parameters cfg
-// (its counters and hash count; when unset, sized for idx).
+// (its counters and hash count; when unset, sized for idx), as package
+// reconcile builds it, cloned so that a tally may change it.
 func heldFilter(t testing.TB, u *reconcile.Universe, cfg reconcile.Config, idx []int) *cbfalgebra.CBF {
 	t.Helper()
 	p, err := cfg.Params(max(1, len(idx)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := cbfalgebra.NewFromParams(p)
+	set, err := reconcile.SetOf(u.Blocks(), idx...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, i := range idx {
-		locs, err := u.Locations(p, nil, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.InsertLocations(locs)
+	f, err := reconcile.NewFilters(u, set)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return c
+	c, err := f.CBF(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.Clone()
 }
 
 // watchFilter returns the CBF of the blocks idx of u that a watcher sends

@@ -44,9 +44,10 @@ const (
 	// frame (adopted: pushes follow on ProtoPush; it names the blocks of the
 	// request the asker is not to wait for, which it fetches from its own
 	// sources: other peers hold them, and the adopter lacks them or, a
-	// seed, spares its uplink), then, when the adopter has a parent in the stripe, a peers
-	// frame naming it (the asker's grandparent from then on); or a peers
-	// frame of one peer to ask instead; or an error frame (refused).
+	// seed, spares its uplink), then, when the adopter has a parent in
+	// the stripe, a peers frame naming it (the asker's grandparent from
+	// then on); or a peers frame of one peer to ask instead; or an error
+	// frame (refused).
 	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
 )
 

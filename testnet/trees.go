@@ -58,9 +58,10 @@ func parentIn(trees *ts.StripeTrees, s, n, seed int) int {
 // (the pairs' transit-stub latencies, a block's time on the seed's uplink
 // per child ahead of it), and adds their parent-child pairs to ov's, and
 // those adoption may need (each stripe's inner nodes with each other and
-// with the seed), so that they are linked and shaped as the overlay's are. The late joiners
-// (roles) are leaves only: they are not there when the trees are drawn,
-// and an inner node absent would cut its subtree off until it joins.
+// with the seed), so that they are linked and shaped as the overlay's
+// are. The late joiners (roles) are leaves only: they are not there when
+// the trees are drawn, and an inner node absent would cut its subtree off
+// until it joins.
 func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, roles []role, rng *rand.Rand) *ts.StripeTrees {
 	var order []int
 	for _, a := range rng.Perm(cfg.Nodes) {
