@@ -201,6 +201,15 @@ type Config struct {
 	// WithSuperSeeding): each answer offers the few blocks it sent least
 	// often, so it sends every block once before any twice. Default off.
 	SuperSeed bool
+	// SeedLeaves makes the one seed (Hold 0) leave the swarm (its service
+	// closes) once it has sent every block at least once and every block
+	// is stored by some other peer: the fetchers then complete from each
+	// other alone, as behind a BitTorrent super-seed that leaves after its
+	// first copy: the case rarest-first is meant for, where the only copy
+	// of a block must spread before its holder's uplink is taken by common
+	// ones. Not with churn or liars (a block stored only
+	// by a peer that leaves or lies would be lost), nor with Byers.
+	SeedLeaves bool
 	// SkipVerify skips re-hashing every peer's file after the run; by default
 	// each is re-hashed and its root id compared with the seed's
 	// (Result.Identical).
@@ -326,6 +335,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: liars %g (want [0, 1)), kind %d", ErrConfig, c.Liars, c.LiarKind)
 	case (c.Liars > 0 || c.Churn != Churn{}) && c.Method == reconcile.Byers:
 		return fmt.Errorf("%w: churn and liars need a block method, not byers", ErrConfig)
+	case c.SeedLeaves && (c.Hold != 0 || c.Method == reconcile.Byers || c.Liars > 0 || c.Churn != Churn{}):
+		return fmt.Errorf("%w: the seed leaving needs one seed (hold 0), a block method, and no churn or liars (a block only a leaver or a liar held would be lost)", ErrConfig)
 	case c.Trees < 0 || c.Trees > 0 && (c.Hold != 0 || c.Method == reconcile.Byers) || c.RepairAfter < 0:
 		return fmt.Errorf("%w: %d stripe trees, repair after %v: they need one seed (hold 0) and a block method", ErrConfig, c.Trees, c.RepairAfter)
 	}

@@ -65,6 +65,9 @@ type Result struct {
 	// seed sends coded blocks): no fetcher can complete before it plus a
 	// latency, and T* takes it to be the file over the seed's upload.
 	SeedOutS float64 `json:"seed_out_s,omitempty"`
+	// SeedLeftS is when the seed left (Config.SeedLeaves), in seconds of
+	// the described network from the start of the fetches; 0 if it did not.
+	SeedLeftS float64 `json:"seed_left_s,omitempty"`
 	// TimeScale is the time scale the run used (Config.TimeScale, or the
 	// one AutoTimeScale picked): completion times are in the described
 	// network's seconds, RunSeconds in this machine's. CPUUse is the

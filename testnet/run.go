@@ -453,6 +453,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	lastProgress := start
+	seedStays := !cfg.SeedLeaves || seedNode < 0
+	ticks := 0
 wait:
 	for {
 		select {
@@ -466,6 +468,13 @@ wait:
 					close(c)
 					joins[i] = nil
 				}
+			}
+			if ticks++; !seedStays && ticks%5 == 0 && !out.done().IsZero() && heldElsewhere(nodes, &nodesMu, seedNode, m.BlockCount()) {
+				// Every block left the seed and is stored elsewhere: it
+				// leaves (its service closes, its streams reset).
+				seedStays = true
+				res.SeedLeftS = time.Since(start).Seconds() / scale
+				go nodes[seedNode].p.Close()
 			}
 			if time.Since(lastProgress) >= 200*time.Millisecond {
 				progress()
@@ -616,4 +625,24 @@ wait:
 			res.Completed, res.Fetchers, res.Identical, res.Checked)
 	}
 	return res, nil
+}
+
+// heldElsewhere reports whether each of the n blocks is stored by some node
+// other than the seed.
+func heldElsewhere(nodes []*node, mu *sync.Mutex, seed, n int) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	for b := range n {
+		held := false
+		for i, nd := range nodes {
+			if i != seed && nd != nil && nd.store != nil && nd.store.Has(b) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			return false
+		}
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
@@ -114,6 +115,9 @@ func TestRunConfigErrors(t *testing.T) {
 		{Nodes: 4, Trees: 2, Hold: 0.5, Dir: dir},
 		{Nodes: 4, Trees: 2, RepairAfter: -time.Second, Dir: dir},
 		{Nodes: 4, Trees: 2, Method: reconcile.Byers, Dir: dir},
+		{Nodes: 4, SeedLeaves: true, Hold: 0.5, Dir: dir},
+		{Nodes: 4, SeedLeaves: true, Liars: 0.25, Dir: dir},
+		{Nodes: 4, SeedLeaves: true, Churn: Churn{Leave: 0.25}, Dir: dir},
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: got %v, want ErrConfig", cfg, err)
@@ -176,6 +180,29 @@ func TestRunAccessLinks(t *testing.T) {
 		}
 		if res.MedianTStar != res.MedianS/res.TStarS || res.MaxTStar < 1 {
 			t.Errorf("%s: ratios %g %g", tc.name, res.MedianTStar, res.MaxTStar)
+		}
+	}
+}
+
+// TestRunSeedLeaves: a super-seed that leaves once every block is stored by
+// another peer leaves the fetchers to finish from each other, every one of
+// them byte-identical.
+func TestRunSeedLeaves(t *testing.T) {
+	const nodes, size = 12, 2 << 20
+	for _, choice := range []peer.BlockChoice{peer.BlockRarest, peer.BlockRandom} {
+		res, err := Run(context.Background(), Config{Nodes: nodes, Size: size, BlockSize: 32 << 10, Method: reconcile.Complete,
+			Up: 4e6, Down: 20e6, SuperSeed: true, SeedLeaves: true, Choice: choice, MaxSources: nodes, Timeout: time.Minute,
+			Topology: ts.Small(), Dir: t.TempDir(), Seed: 3})
+		if err != nil {
+			t.Fatalf("%v: %v", choice, err)
+		}
+		t.Logf("%v: every block out of the seed at %.2f s, the seed left at %.2f s; median %.2f s, max %.2f s (T* %.2f s)",
+			choice, res.SeedOutS, res.SeedLeftS, res.MedianS, res.MaxS, res.TStarS)
+		if res.SeedLeftS <= 0 || res.SeedLeftS < res.SeedOutS || res.SeedLeftS >= res.MaxS {
+			t.Errorf("%v: the seed left at %.3f s, every block out of it at %.3f s, the last fetcher done at %.3f s", choice, res.SeedLeftS, res.SeedOutS, res.MaxS)
+		}
+		if res.Completed != nodes-1 || res.Identical != nodes || res.Missed != 0 {
+			t.Errorf("%v: %d completed, %d identical, %d missed", choice, res.Completed, res.Identical, res.Missed)
 		}
 	}
 }

@@ -111,6 +111,7 @@ func testnetCommand() *cli.Command {
 			&cli.IntFlag{Name: "window", Usage: "blocks requested at a time from one peer (0: package peer's default)"},
 			&cli.IntFlag{Name: "max-sources", Usage: "peers one fetch watches and downloads from at once (memory, contention and the CPU, so the auto time scale, grow with it)", Value: 16},
 			&cli.BoolFlag{Name: "super-seed", Usage: "the seed offers each peer only the few blocks it sent least often (super-seeding), so it sends every block once before any twice; --super-seed=false to offer everything", Value: true},
+			&cli.BoolFlag{Name: "seed-leaves", Usage: "the seed leaves once it has sent every block and each is stored by another peer (with --super-seed, after its first copy): the peers finish from each other alone, the case rarest-first (--rarity) is meant for; not with --churn or --liars"},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up on fetches after this long", Value: 10 * time.Minute},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay, the file and the holdings", Value: 1},
 			&cli.StringFlag{Name: "dir", Usage: "folder for the peers' stores (default: a temporary folder, removed after)"},
@@ -184,6 +185,7 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	cfg.Degree, cfg.Successors, cfg.Window, cfg.MaxSources = c.Int("degree"), c.Int("successors"), c.Int("window"), c.Int("max-sources")
 	cfg.SuperSeed = c.Bool("super-seed")
+	cfg.SeedLeaves = c.Bool("seed-leaves")
 	if cfg.Degree < 0 || cfg.Successors < 1 || cfg.Window < 0 || cfg.MaxSources < 1 {
 		return fail("--degree and --window must not be negative, --successors and --max-sources must be at least 1")
 	}
@@ -413,6 +415,13 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		printTStar(out, "testnet", runName(r.Method, r.Choice), r.TStarS, r.MedianS, r.P95S, r.MaxS)
 		printUploads(out, "testnet", runName(r.Method, r.Choice), r.SeedSentBytes, r.Bytes, r.UploadUse)
 		printSeedOut(out, "testnet", runName(r.Method, r.Choice), r.SeedOutS, r.TStarS)
+		if r.SeedLeftS > 0 {
+			over := 0.0
+			if r.TStarS > 0 {
+				over = r.SeedLeftS / r.TStarS
+			}
+			fmt.Fprintf(out, "testnet %s: the seed left at %s; the peers finished from each other\n", runName(r.Method, r.Choice), secondsOverTStar(r.SeedLeftS, over))
+		}
 		if r.Pushed > 0 && r.BlocksReceived > 0 {
 			fmt.Fprintf(out, "testnet %s: %d of the %d blocks received came down the trees (%.1f%%), the rest were fetched; %d arrived twice\n",
 				runName(r.Method, r.Choice), r.Pushed, r.BlocksReceived, 100*float64(r.Pushed)/float64(r.BlocksReceived), r.Redundant)
