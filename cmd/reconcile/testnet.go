@@ -111,7 +111,7 @@ func testnetCommand() *cli.Command {
 			&cli.IntFlag{Name: "window", Usage: "blocks requested at a time from one peer (0: package peer's default)"},
 			&cli.IntFlag{Name: "max-sources", Usage: "peers one fetch watches and downloads from at once (memory, contention and the CPU, so the auto time scale, grow with it)", Value: 16},
 			&cli.BoolFlag{Name: "super-seed", Usage: "the seed offers each peer only the few blocks it sent least often (super-seeding), so it sends every block once before any twice; --super-seed=false to offer everything", Value: true},
-			&cli.BoolFlag{Name: "seed-leaves", Usage: "the seed leaves once it has sent every block and each is stored by another peer (with --super-seed, after its first copy): the peers finish from each other alone, the case rarest-first (--rarity) is meant for; not with --churn or --liars"},
+			&cli.BoolFlag{Name: "seed-leaves", Usage: "the seed leaves once it has sent every block and each is stored by another peer (with --super-seed, after its first copy): the peers finish from each other alone, the case rarest-first (--rarity) is meant for; default method complete; not with --churn, --liars or --hold"},
 			&cli.DurationFlag{Name: "timeout", Usage: "give up on fetches after this long", Value: 10 * time.Minute},
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay, the file and the holdings", Value: 1},
 			&cli.StringFlag{Name: "dir", Usage: "folder for the peers' stores (default: a temporary folder, removed after)"},
@@ -243,6 +243,20 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		}
 		if slices.Contains(methods, reconcile.Byers) {
 			return fail("--trees needs block methods (complete, ccbf, bitfield, iblt), not byers")
+		}
+	}
+	if cfg.SeedLeaves {
+		switch {
+		case cfg.Hold != 0:
+			return fail("--seed-leaves needs one seed: it takes no --hold")
+		case cfg.Liars > 0 || cfg.Churn != testnet.Churn{}:
+			return fail("--seed-leaves takes no --churn or --liars: a block only a leaver or a liar held would be lost")
+		}
+		if !c.IsSet("method") {
+			methods = []reconcile.Method{reconcile.Complete}
+		}
+		if slices.Contains(methods, reconcile.Byers) {
+			return fail("--seed-leaves needs block methods (complete, ccbf, bitfield, iblt), not byers")
 		}
 	}
 	if (cfg.Liars > 0 || cfg.Churn != testnet.Churn{}) && slices.Contains(methods, reconcile.Byers) {

@@ -112,10 +112,25 @@ func TestTestnetCommand(t *testing.T) {
 		}
 	}
 
+	// The seed leaving after its first copy: the others finish alone.
+	out, err = run(t, "", "testnet", "--peers", "8", "--size", "512KiB", "--block-size", "32KiB", "--preset", "small",
+		"--up", "32Mbit", "--down", "160Mbit", "--seed-leaves")
+	if err != nil {
+		t.Fatalf("seed leaves: %v: %s", err, out)
+	}
+	for _, want := range []string{`complete +7/7 +8/8 `, `testnet complete: the seed left at [0-9.]+ s \([0-9.]+x T\*\); the peers finished from each other`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("seed leaves: no %q in:\n%s", want, out)
+		}
+	}
+
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
+		{[]string{"testnet", "--seed-leaves", "--hold", "0.5"}, "--seed-leaves needs one seed"},
+		{[]string{"testnet", "--seed-leaves", "--liars", "0.1"}, "--seed-leaves takes no --churn or --liars"},
+		{[]string{"testnet", "--seed-leaves", "--method", "both"}, "--seed-leaves needs block methods"},
 		{[]string{"testnet", "--trees", "-1"}, "--trees must not be negative"},
 		{[]string{"testnet", "--trees", "2", "--method", "both"}, "--trees needs block methods"},
 		{[]string{"testnet", "--trees", "2", "--hold", "0.5"}, "--trees needs one seed"},
