@@ -203,12 +203,13 @@ type Config struct {
 	SuperSeed bool
 	// SeedLeaves makes the one seed (Hold 0) leave the swarm (its service
 	// closes) once it has sent every block at least once and every block
-	// is stored by some other peer: the fetchers then complete from each
-	// other alone, as behind a BitTorrent super-seed that leaves after its
-	// first copy: the case rarest-first is meant for, where the only copy
-	// of a block must spread before its holder's uplink is taken by common
-	// ones. Not with churn or liars (a block stored only
-	// by a peer that leaves or lies would be lost), nor with Byers.
+	// is stored by some other peer (Result.SeedLeftS): the fetchers then
+	// complete from each other alone, as behind a BitTorrent super-seed
+	// that leaves after its first copy. It is the case rarest-first is
+	// meant for: a block's only copy must spread before its holder's
+	// uplink is taken by common ones. Not with churn or liars (a block
+	// stored only by a peer that leaves or lies would be lost), nor with
+	// Byers.
 	SeedLeaves bool
 	// SkipVerify skips re-hashing every peer's file after the run; by default
 	// each is re-hashed and its root id compared with the seed's
