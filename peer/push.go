@@ -559,11 +559,12 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 // pushBacklog is how many blocks may wait for one child, for a repair time
 // on end, before this peer sheds the oldest that other peers hold
 // (shedLocked; a burst that drains sooner, as on loopback, is pushed
-// whole). A parent passes each block of its stripe on to all its children (16 or 17 in the 200-peer
-// testnet, which takes all its uplink at the seed's pace); one adopted
-// late, and pushed the rest of its stripe at once, passed it on up to 0.7x
-// T* after it got it, while its children's neighbours, their uplinks two
-// thirds idle, had offered the same blocks long before.
+// whole). A parent passes each block of its stripe on to all its children
+// (16 or 17 in the 200-peer testnet, which takes all its uplink at the
+// seed's pace); one adopted late, and pushed the rest of its stripe at
+// once, passed it on up to 0.7x T* after it got it, while its children's
+// neighbours, their uplinks two thirds idle, had offered the same blocks
+// long before.
 const pushBacklog = 16
 
 // shedLocked splits q, the blocks queued for a child, into those to push

@@ -430,11 +430,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		printUploads(out, "testnet", runName(r.Method, r.Choice), r.SeedSentBytes, r.Bytes, r.UploadUse)
 		printSeedOut(out, "testnet", runName(r.Method, r.Choice), r.SeedOutS, r.TStarS)
 		if r.SeedLeftS > 0 {
-			over := 0.0
-			if r.TStarS > 0 {
-				over = r.SeedLeftS / r.TStarS
-			}
-			fmt.Fprintf(out, "testnet %s: the seed left at %s; the peers finished from each other\n", runName(r.Method, r.Choice), secondsOverTStar(r.SeedLeftS, over))
+			fmt.Fprintf(out, "testnet %s: the seed left at %s; the peers finished from each other\n", runName(r.Method, r.Choice), secondsOverTStar(r.SeedLeftS, r.TStarS))
 		}
 		if r.Pushed > 0 && r.BlocksReceived > 0 {
 			fmt.Fprintf(out, "testnet %s: %d of the %d blocks received came down the trees (%.1f%%), the rest were fetched; %d arrived twice\n",
@@ -462,10 +458,10 @@ func printTestnet(out io.Writer, rep testnetReport) {
 }
 
 // secondsOverTStar formats a time in seconds, with its ratio to T* when
-// the run had one (over is 0 when not).
-func secondsOverTStar(s, over float64) string {
-	if over > 0 {
-		return fmt.Sprintf("%.2f s (%.2fx T*)", s, over)
+// the run had one (tstar, in seconds, is 0 when not).
+func secondsOverTStar(s, tstar float64) string {
+	if tstar > 0 {
+		return fmt.Sprintf("%.2f s (%.2fx T*)", s, s/tstar)
 	}
 	return fmt.Sprintf("%.2f s", s)
 }
@@ -481,9 +477,9 @@ func printChurnLiars(out io.Writer, r *testnet.Result) {
 			runName(r.Method, r.Choice), r.Churn, r.Left, r.Rejoined, r.ResumedBlocks, r.LateJoined, r.Completed, r.Fetchers)
 		if r.Left > 0 && r.StayedMaxS > 0 {
 			fmt.Fprintf(out, "testnet %s churn: the last of the peers that never left completed at %s",
-				runName(r.Method, r.Choice), secondsOverTStar(r.StayedMaxS, r.StayedMaxTStar))
+				runName(r.Method, r.Choice), secondsOverTStar(r.StayedMaxS, r.TStarS))
 			if r.BackMaxS > 0 {
-				fmt.Fprintf(out, "; of the peers that came back, less the time each was away, at %s", secondsOverTStar(r.BackMaxS, r.BackMaxTStar))
+				fmt.Fprintf(out, "; of the peers that came back, less the time each was away, at %s", secondsOverTStar(r.BackMaxS, r.TStarS))
 			}
 			fmt.Fprintln(out)
 		}
