@@ -85,6 +85,12 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 			sc.RarestFirst = true
 		}
 	}
+	if c.IsSet("super-seed") {
+		if !sc.Watch || c.Float64("share") != 0 {
+			return sc, usagef("--super-seed is of the watch model's one seed: it needs --watch and --share 0")
+		}
+		sc.NoSuperSeed = !c.Bool("super-seed")
+	}
 	if sc.UploadSlots < 0 {
 		return sc, usagef("--upload-slots must not be negative")
 	}

@@ -85,7 +85,7 @@ func ExampleRunSwarm_watch() {
 			free, r.Completed, r.Fetchers, r.TStarMS/1000, r.MedianTStar, r.RedundantBlocks == 0)
 	}
 	// Output:
-	// free control false: 199 of 199 completed, T* 6.71 s, median 2.3x T*, no block twice: true
+	// free control false: 199 of 199 completed, T* 6.71 s, median 2.2x T*, no block twice: true
 	// free control true: 199 of 199 completed, T* 6.71 s, median 1.8x T*, no block twice: true
 }
 

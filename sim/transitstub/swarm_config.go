@@ -76,6 +76,11 @@ type SwarmConfig struct {
 	// reconcile again and again in rounds, as they did before watches.
 	// Complete, bitfield and ccbf only.
 	Watch bool
+	// NoSuperSeed makes the watch model's seed offer every block to every
+	// watcher and answer busy as any other source (testnet's
+	// --super-seed=false) instead of super-seeding: which of its blocks
+	// leave it first is then the fetchers' choice (RarestFirst).
+	NoSuperSeed bool
 	// NoDelay makes the watch model's routes cross in no time, as the
 	// testnet's --latency none: only the access links take time.
 	NoDelay bool
@@ -135,7 +140,7 @@ func (c *SwarmConfig) model() string {
 	for _, o := range []struct {
 		on   bool
 		name string
-	}{{c.NoDelay, "+no-delay"}, {c.FreeControl, "+free-control"}, {c.UploadRarest, "+upload-rarest"}} {
+	}{{c.NoDelay, "+no-delay"}, {c.FreeControl, "+free-control"}, {c.UploadRarest, "+upload-rarest"}, {c.NoSuperSeed, "+no-super-seed"}} {
 		if o.on {
 			m += o.name
 		}
@@ -195,7 +200,8 @@ type SwarmResult struct {
 	Choice string `json:"choice"`
 	// Model is what was timed: "rounds" (repeated reconciliations),
 	// "watch" (SwarmConfig.Watch), followed by "+no-delay",
-	// "+free-control" and "+upload-rarest" for those options; "central"
+	// "+free-control", "+upload-rarest" and "+no-super-seed" for those
+	// options; "central"
 	// (SwarmConfig.Central) followed by "+lag", "+neighbours",
 	// "+random-receiver" or "+nearest-receiver", "+random-blocks" and
 	// "+no-delay"; or "trees-K" (SwarmConfig.Trees) followed by "+by-delay"

@@ -32,11 +32,14 @@ import (
 //     answered busy while UploadSlots other fetchers have blocks on the
 //     uplink, and asks that source again after a pause that doubles from
 //     watchBusyMS to a second;
-//   - the seed super-seeds: it offers each watcher at most watchSuperOpen
-//     blocks it has not asked for yet, those it sent least often and offered
-//     to nobody else first, deals a new one when a watcher asks for one or
-//     says it got one, and takes back an offer not asked for within
-//     watchSuperHoldMS;
+//   - the seed super-seeds as package peer's superSeed: it offers each
+//     watcher at most watchSuperOpen blocks it has not asked for yet, one
+//     at a time to the watchers sent the fewest blocks first, each the
+//     block it sent least often among those offered to nobody (only never
+//     sent ones while some are), deals a new one when a watcher asks for
+//     one or says it got one, takes back an offer not asked for within
+//     watchSuperHoldMS, and answers nobody busy (with NoSuperSeed it offers
+//     every block and answers busy as any source);
 //   - a source that had nothing to give for watchRotateMS leaves its place
 //     to a spare peer: a neighbour not watched yet, or a peer that watches
 //     the fetcher.
@@ -114,6 +117,12 @@ type superWatcher struct {
 	link  *watchLink
 	lacks []bool
 	open  map[int32]float64 // offered and not yet asked for, with when
+	got   int               // blocks the seed sent it
+	// active is when it last asked for blocks or the seed's uplink will
+	// have sent the last block it asked for, whichever is later: its
+	// offers are taken back watchSuperHoldMS after (package peer's
+	// superWatch.asked and pending).
+	active float64
 }
 
 // watchNode is the watch model's state of one peer.
@@ -135,9 +144,10 @@ type watchNode struct {
 	pending   []upReq
 	pendingBy map[int]int
 	upBusy    bool
-	// Seed only: the sends and current offers of each block, and its
-	// watchers' states.
+	// Seed only: the sends and current offers of each block, the blocks
+	// never sent, and its watchers' states.
 	sent, offers []int32
+	unsent       int
 	supers       []*superWatcher
 }
 
@@ -155,9 +165,9 @@ type watchModel struct {
 	sources  int
 	maxRecon int // SwarmConfig.MaxReconciliations
 	// noDelay, freeControl and rarestUp are SwarmConfig's NoDelay,
-	// FreeControl and UploadRarest.
-	noDelay, freeControl, rarestUp bool
-	res                            *SwarmResult
+	// FreeControl and UploadRarest, superSeed is !NoSuperSeed.
+	noDelay, freeControl, rarestUp, superSeed bool
+	res                                       *SwarmResult
 	// filterBytes is the size of a peer's filter message (by method).
 	filterBytes func(a int) (int, error)
 	// answerMS is the source's compute for an answer over its set.
@@ -179,7 +189,7 @@ func (m *watchModel) start(jitterMS float64) {
 		m.nodes[i].queued = make(map[int]float64)
 		m.nodes[i].pendingBy = make(map[int]int)
 		if m.peers[i].seed {
-			m.nodes[i].sent, m.nodes[i].offers = make([]int32, m.u), make([]int32, m.u)
+			m.nodes[i].sent, m.nodes[i].offers, m.nodes[i].unsent = make([]int32, m.u), make([]int32, m.u), m.u
 		}
 	}
 	for a := range m.peers {
@@ -330,8 +340,8 @@ func (m *watchModel) reconcile(l *watchLink) {
 		}
 		comp := m.answerMS(s.set.Len(), len(offer))
 		sn := &m.nodes[l.src]
-		if s.seed {
-			w := &superWatcher{link: l, lacks: make([]bool, m.u), open: make(map[int32]float64)}
+		if s.seed && m.superSeed {
+			w := &superWatcher{link: l, lacks: make([]bool, m.u), open: make(map[int32]float64), active: m.sim.Now()}
 			for _, i := range offer {
 				w.lacks[i] = true
 			}
@@ -339,7 +349,7 @@ func (m *watchModel) reconcile(l *watchLink) {
 			l.super = w
 			// The answer carries the first offers (package peer's
 			// superSeed.watch); the others are dealt out by pump.
-			offer = m.deal(l.src, w)
+			offer = m.pump(l.src, w)
 		}
 		sn.watchers = append(sn.watchers, l)
 		if !s.done && !s.seed && sn.spare != nil && !m.watches(l.src, l.fetcher) {
@@ -444,7 +454,7 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 	// A fetcher has blocks queued while its last block asked has not left
 	// the uplink, or (UploadRarest) some wait to be sent.
 	queued := func(f int) bool { return sn.queued[f] > now || sn.pendingBy[f] > 0 }
-	if !s.seed && !queued(l.fetcher) {
+	if !(s.seed && m.superSeed) && !queued(l.fetcher) {
 		others := 0
 		for f := range sn.queued {
 			if f != l.fetcher && queued(f) {
@@ -461,6 +471,9 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 			return
 		}
 	}
+	if w := l.super; w != nil {
+		w.active = max(w.active, now)
+	}
 	if m.rarestUp {
 		for _, i := range batch {
 			sn.pending = append(sn.pending, upReq{l, i})
@@ -472,8 +485,8 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 	for _, i := range batch {
 		sn.queued[l.fetcher] = m.sendBlock(l, i)
 	}
-	if s.seed {
-		m.pump(l.src)
+	if s.seed && m.superSeed {
+		m.pump(l.src, nil)
 	}
 }
 
@@ -484,14 +497,21 @@ func (m *watchModel) sendBlock(l *watchLink, i int32) float64 {
 	first := false
 	if m.peers[l.src].seed {
 		first = sn.sent[i] == 0
+		if first {
+			sn.unsent--
+		}
 		sn.sent[i]++
 		if w := l.super; w != nil {
 			sn.holds(w, i)
+			w.got++
 		}
 	}
 	m.res.BlocksSent++
 	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
 	done := m.transfer(l.src, l.fetcher, l.route, m.blockLen, m.sim.Now(), func() { m.arrived(l, i) })
+	if w := l.super; w != nil {
+		w.active = max(w.active, done)
+	}
 	if first {
 		m.seedOut.sent(done)
 	}
@@ -535,8 +555,8 @@ func (m *watchModel) kick(src int) {
 		sn.upBusy = false
 		m.kick(src)
 	})
-	if s.seed {
-		m.pump(src)
+	if s.seed && m.superSeed {
+		m.pump(src, nil)
 	}
 }
 
@@ -591,23 +611,49 @@ func (m *watchModel) askAll(a int) {
 // gotElsewhere tells seed s that its watcher w holds block i.
 func (m *watchModel) gotElsewhere(s int, w *superWatcher, i int32) {
 	m.nodes[s].holds(w, i)
-	m.pump(s)
+	m.pump(s, nil)
 }
 
-// pump deals seed s's offers out to its watchers with room, the blocks it
-// sent least often and offered to nobody first, and takes back offers not
-// asked for within watchSuperHoldMS.
-func (m *watchModel) pump(s int) {
+// pump takes back seed s's offers not asked for within watchSuperHoldMS
+// and deals offers out to its watchers with room, one at a time to those
+// sent the fewest blocks first (package peer's superSeed.pumpLocked), until
+// none can take one. It sends each watcher its new offers, but those of
+// first, a watcher starting its watch, which it returns (to answer with).
+func (m *watchModel) pump(s int, first *superWatcher) []int32 {
 	sn := &m.nodes[s]
 	sn.dropStale(m.sim.Now())
-	order := slices.Clone(sn.supers)
-	m.rng.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
-	for _, w := range order {
-		if m.peers[w.link.fetcher].done {
-			continue
+	var order []*superWatcher
+	for _, w := range sn.supers {
+		if len(w.open) < watchSuperOpen && !m.peers[w.link.fetcher].done {
+			order = append(order, w)
 		}
-		if deal := m.deal(s, w); len(deal) > 0 {
-			l := w.link
+	}
+	m.rng.Shuffle(len(order), func(x, y int) { order[x], order[y] = order[y], order[x] })
+	slices.SortStableFunc(order, func(a, b *superWatcher) int { return cmp.Compare(a.got, b.got) })
+	deals := make([][]int32, len(order))
+	for dealt := true; dealt; {
+		dealt = false
+		for k, w := range order {
+			if len(w.open) >= watchSuperOpen {
+				continue
+			}
+			i := m.pickFor(sn, w)
+			if i < 0 {
+				continue
+			}
+			w.open[i] = m.sim.Now()
+			sn.offers[i]++
+			deals[k] = append(deals[k], i)
+			dealt = true
+		}
+	}
+	var firsts []int32
+	for k, w := range order {
+		switch {
+		case w == first:
+			firsts = deals[k]
+		case len(deals[k]) > 0:
+			l, deal := w.link, deals[k]
 			m.sim.After(m.ctl(l.delay()), func() { m.have(l, deal) })
 		}
 	}
@@ -617,44 +663,40 @@ func (m *watchModel) pump(s int) {
 			m.expire(s)
 		}
 	})
+	return firsts
 }
 
-// deal offers watcher w of seed s blocks until it holds watchSuperOpen
-// unasked, those the seed sent least often and offered to the fewest first
-// (ties at random), and returns them.
-func (m *watchModel) deal(s int, w *superWatcher) []int32 {
-	sn := &m.nodes[s]
-	var deal []int32
-	for len(w.open) < watchSuperOpen {
-		best, bestLoad := int32(-1), int32(0)
-		start := m.rng.IntN(m.u)
-		for k := range m.u {
-			i := int32((start + k) % m.u)
-			if !w.lacks[i] {
-				continue
-			}
-			if _, ok := w.open[i]; ok {
-				continue
-			}
-			load := 2*sn.sent[i] + sn.offers[i]
-			if best < 0 || load < bestLoad {
-				best, bestLoad = i, load
+// pickFor returns the block seed node sn offers watcher w next, or -1:
+// among those w lacks, one offered to nobody and sent least often (only a
+// never sent one while some are), ties at random (package peer's
+// superSeed.pickFor).
+func (m *watchModel) pickFor(sn *watchNode, w *superWatcher) int32 {
+	best, bestLoad, ties := int32(-1), int32(0), 0
+	for i, lacks := range w.lacks {
+		if !lacks || sn.offers[i] > 0 {
+			continue
+		}
+		load := sn.sent[i]
+		if sn.unsent > 0 && load > 0 {
+			continue
+		}
+		switch {
+		case best < 0 || load < bestLoad:
+			best, bestLoad, ties = int32(i), load, 1
+		case load == bestLoad:
+			ties++
+			if m.rng.IntN(ties) == 0 {
+				best = int32(i)
 			}
 		}
-		if best < 0 {
-			break
-		}
-		w.open[best] = m.sim.Now()
-		sn.offers[best]++
-		deal = append(deal, best)
 	}
-	return deal
+	return best
 }
 
 // expire takes back seed s's stale offers and deals again, if any expired.
 func (m *watchModel) expire(s int) {
 	if m.nodes[s].dropStale(m.sim.Now()) {
-		m.pump(s)
+		m.pump(s, nil)
 	}
 }
 
@@ -668,17 +710,19 @@ func (sn *watchNode) holds(w *superWatcher, i int32) {
 	}
 }
 
-// dropStale takes back the seed's offers not asked for within
+// dropStale takes back the offers of the seed's watchers that were not
+// active (asked for a block, or were sent one they asked for) within
 // watchSuperHoldMS of now and reports whether there were any.
 func (sn *watchNode) dropStale(now float64) bool {
 	dropped := false
 	for _, w := range sn.supers {
-		for i, at := range w.open {
-			if now-at >= watchSuperHoldMS {
-				delete(w.open, i)
-				sn.offers[i]--
-				dropped = true
-			}
+		if now-w.active < watchSuperHoldMS || sn.pendingBy[w.link.fetcher] > 0 {
+			continue
+		}
+		for i := range w.open {
+			delete(w.open, i)
+			sn.offers[i]--
+			dropped = true
 		}
 	}
 	return dropped
