@@ -135,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	seedNode := -1
 	if cfg.Hold == 0 {
-		seedNode = rng.IntN(cfg.Nodes)
+		seedNode = ts.SeedPeer(cfg.Seed, cfg.Nodes)
 	}
 	// Liars and churn: their own random stream too.
 	roles := planRoles(cfg, seedNode, rand.New(rand.NewPCG(cfg.Seed, 0x6c696172)))

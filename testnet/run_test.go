@@ -1,9 +1,12 @@
 package testnet
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -190,11 +193,16 @@ func TestRunAccessLinks(t *testing.T) {
 func TestRunSeedLeaves(t *testing.T) {
 	const nodes, size = 12, 2 << 20
 	for _, choice := range []peer.BlockChoice{peer.BlockRarest, peer.BlockRandom} {
+		var trace bytes.Buffer
 		res, err := Run(context.Background(), Config{Nodes: nodes, Size: size, BlockSize: 32 << 10, Method: reconcile.Complete,
 			Up: 4e6, Down: 20e6, SuperSeed: true, SeedLeaves: true, Choice: choice, MaxSources: nodes, Timeout: time.Minute,
-			Topology: ts.Small(), Dir: t.TempDir(), Seed: 3})
+			Topology: ts.Small(), Dir: t.TempDir(), Seed: 3, Trace: &trace})
 		if err != nil {
 			t.Fatalf("%v: %v", choice, err)
+		}
+		// The seed is the peer sim swarm's model seeds from too.
+		if want := fmt.Sprintf("start complete %d\n", ts.SeedPeer(3, nodes)); !strings.Contains(trace.String(), want) {
+			t.Errorf("%v: the trace has no line %q", choice, want)
 		}
 		t.Logf("%v: every block out of the seed at %.2f s, the seed left at %.2f s; median %.2f s, max %.2f s (T* %.2f s)",
 			choice, res.SeedOutS, res.SeedLeftS, res.MedianS, res.MaxS, res.TStarS)

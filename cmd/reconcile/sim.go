@@ -478,6 +478,7 @@ func simSwarmCommand() *cli.Command {
 			&cli.StringFlag{Name: "latency", Usage: "with --watch, --central or --trees: transitstub (the routes' delays) or none (only the access links take time, as testnet's --latency none)", Value: "transitstub"},
 			&cli.BoolFlag{Name: "free-control", Usage: "with --watch: haves, requests and answers cross in no time, blocks still over the routes' delays (the best any way of announcing blocks could do with this schedule)"},
 			&cli.BoolFlag{Name: "super-seed", Value: true, Usage: "with --watch and --share 0: the seed super-seeds, as the testnet's does by default (each watcher offered a few blocks, those sent least often first); --super-seed=false to offer every block and answer busy as any peer, so that the fetchers' block choice decides which blocks leave the seed first"},
+			&cli.BoolFlag{Name: "seed-leaves", Usage: "with --watch and --share 0: the seed leaves once every block is held by a fetcher, as testnet's --seed-leaves (the blocks still on its uplink are lost); the fetchers finish from each other"},
 			&cli.BoolFlag{Name: "upload-rarest", Usage: "with --watch: each peer sends the blocks asked of it one at a time, the one fewest of its watchers hold first, not in the order asked (a what-if)"},
 			&cli.BoolFlag{Name: "central", Usage: "time the central schedule instead of a protocol: a scheduler that knows every peer's blocks and costs nothing keeps every uplink sending the rarest block it holds to the neediest peer lacking it (any peer); a real schedule, so an upper bound on the best one, to set beside T*; needs --share 0 and access links (--latency none applies)"},
 			&cli.IntFlag{Name: "trees", Usage: "time pushes down this many stripe trees instead of the pulls of reconcile testnet (SplitStream-like: every fetcher an inner node of one tree, a leaf of the others; no knowledge of what other peers hold needed); needs --share 0 and access links"},
@@ -631,6 +632,9 @@ func simSwarmCommand() *cli.Command {
 				printTStar(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
 				printUploads(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedSentBytes, r.FileBytes, r.UploadUse)
 				printSeedOut(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedOutMS/1000, r.TStarMS/1000)
+				if r.SeedLeftMS > 0 {
+					fmt.Fprintf(c.App.Writer, "sim %s: the seed left at %s; the peers finished from each other\n", swarmLabel(r, len(choices)), secondsOverTStar(r.SeedLeftMS/1000, r.TStarMS/1000))
+				}
 			}
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return plotSwarm(rep.Runs, plotFile)

@@ -91,6 +91,9 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 		}
 		sc.NoSuperSeed = !c.Bool("super-seed")
 	}
+	if sc.SeedLeaves = c.Bool("seed-leaves"); sc.SeedLeaves && (!sc.Watch || c.Float64("share") != 0) {
+		return sc, usagef("--seed-leaves is of the watch model's one seed: it needs --watch and --share 0")
+	}
 	if sc.UploadSlots < 0 {
 		return sc, usagef("--upload-slots must not be negative")
 	}

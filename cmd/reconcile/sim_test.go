@@ -128,7 +128,7 @@ func TestSwarmVersusTestnet(t *testing.T) {
 	}
 	// The rounds model, the watch model (the testnet's own protocol), the
 	// central schedule and the stripe trees.
-	for _, model := range [][]string{{"--parallel", "8", "--window", "16"}, {"--watch"}, {"--watch", "--super-seed=false"},
+	for _, model := range [][]string{{"--parallel", "8", "--window", "16"}, {"--watch"}, {"--watch", "--super-seed=false"}, {"--watch", "--seed-leaves"},
 		{"--central", "--central-lag", "--central-receiver", "random"}, {"--trees", "3", "--trees-by-delay"}} {
 		out, err = run(t, "", append(append([]string{"sim", "swarm", "--nodes", "12", "--blocks", "8", "--block-size", "256KiB",
 			"--share", "0", "--m", "1024", "--method", "complete", "--reps", "1"}, model...), common...)...)
@@ -179,6 +179,7 @@ func TestSwarmVersusTestnet(t *testing.T) {
 		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--central", "--rarity", "random"},
 		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--super-seed=false"},
 		{"sim", "swarm", "--preset", "small", "--watch", "--super-seed=false"},
+		{"sim", "swarm", "--preset", "small", "--share", "0", "--up", "1Mbit", "--seed-leaves"},
 	} {
 		if _, err := run(t, "", args...); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v", args, err)

@@ -112,8 +112,8 @@ func ExampleRunSwarm_central() {
 			r.Model, r.Completed, r.Fetchers, r.MedianTStar, r.MaxTStar, r.RedundantBlocks == 0)
 	}
 	// Output:
-	// central: 199 of 199 completed, median 1.35x T*, max 1.4x, no block twice: true
-	// trees-8+by-delay: 199 of 199 completed, median 1.39x T*, max 1.5x, no block twice: true
+	// central: 199 of 199 completed, median 1.32x T*, max 1.4x, no block twice: true
+	// trees-8+by-delay: 199 of 199 completed, median 1.37x T*, max 1.5x, no block twice: true
 }
 
 // ExampleNewStripeTrees deals six fetchers (peers 1 to 6; peer 0 seeds)

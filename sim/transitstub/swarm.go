@@ -81,8 +81,8 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		return nil, fmt.Errorf("%w: the watch model needs a window (MaxBlocks), not %d", ErrParams, cfg.MaxBlocks)
 	case cfg.Watch && cfg.RarityFromFilters:
 		return nil, fmt.Errorf("%w: the watch model takes blocks rarest first by exact counts or at random, not by filters", ErrParams)
-	case cfg.NoSuperSeed && (!cfg.Watch || !cfg.OneSeed):
-		return nil, fmt.Errorf("%w: a seed that does not super-seed is an option of the watch model with one seed", ErrParams)
+	case (cfg.NoSuperSeed || cfg.SeedLeaves) && (!cfg.Watch || !cfg.OneSeed):
+		return nil, fmt.Errorf("%w: a seed that does not super-seed or leaves is an option of the watch model with one seed", ErrParams)
 	case cfg.Watch && cfg.LeastServed:
 		return nil, fmt.Errorf("%w: in the watch model the seed super-seeds; least-served is of the rounds", ErrParams)
 	case byers && cfg.Blocks > f.NN:
@@ -121,7 +121,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	share = min(share, u)
 	seedPeer := -1
 	if cfg.OneSeed {
-		share, seedPeer = 0, rng.IntN(n)
+		share, seedPeer = 0, SeedPeer(cfg.Seed, n)
 	}
 	perm := make([]int, u)
 	for i := range perm {
@@ -512,7 +512,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		}
 		wm = &watchModel{sim: &sim, peers: peers, u: u, window: cfg.MaxBlocks, slots: slots, rarest: cfg.RarestFirst, rng: rng,
 			blockLen: pr.blocksBytes([]uint32{0}), sources: cfg.Parallel, maxRecon: cfg.MaxReconciliations, res: res,
-			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, rarestUp: cfg.UploadRarest, superSeed: !cfg.NoSuperSeed, filterBytes: filterOf, answerMS: answerMS, complete: complete,
+			noDelay: cfg.NoDelay, freeControl: cfg.FreeControl, rarestUp: cfg.UploadRarest, superSeed: !cfg.NoSuperSeed, leaves: cfg.SeedLeaves, filterBytes: filterOf, answerMS: answerMS, complete: complete,
 			route: o.Route, transfer: transfer, seedOut: out}
 		wm.start(cfg.StartJitterMS)
 	}

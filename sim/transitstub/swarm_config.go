@@ -2,6 +2,7 @@ package transitstub
 
 import (
 	"fmt"
+	"math/rand/v2"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -81,6 +82,11 @@ type SwarmConfig struct {
 	// --super-seed=false) instead of super-seeding: which of its blocks
 	// leave it first is then the fetchers' choice (RarestFirst).
 	NoSuperSeed bool
+	// SeedLeaves makes the watch model's seed (OneSeed) leave once every
+	// block is held by a fetcher (testnet's --seed-leaves): its watches
+	// end, the blocks still on its uplink are lost, and the fetchers finish
+	// from each other.
+	SeedLeaves bool
 	// NoDelay makes the watch model's routes cross in no time, as the
 	// testnet's --latency none: only the access links take time.
 	NoDelay bool
@@ -115,6 +121,16 @@ type SwarmConfig struct {
 	TreesByDelay bool
 }
 
+// SeedPeer returns the peer, of peers, that seeds a one-seed swarm
+// (SwarmConfig.OneSeed) run with seed: RunSwarm's choice and package
+// testnet's, so that a model and the testnet with the same seed start from
+// the same peer of the same overlay. (Where the seed sits decides how soon
+// its neighbours hear from it: with a different seed peer for the same seed,
+// the watch model's 200-peer median had been 11 % above the testnet's.)
+func SeedPeer(seed uint64, peers int) int {
+	return rand.New(rand.NewPCG(seed, seed^0x7465_73746e6574)).IntN(peers) // "testnet"
+}
+
 // model names what RunSwarm times (SwarmResult.Model).
 func (c *SwarmConfig) model() string {
 	if c.Trees > 0 {
@@ -140,7 +156,7 @@ func (c *SwarmConfig) model() string {
 	for _, o := range []struct {
 		on   bool
 		name string
-	}{{c.NoDelay, "+no-delay"}, {c.FreeControl, "+free-control"}, {c.UploadRarest, "+upload-rarest"}, {c.NoSuperSeed, "+no-super-seed"}} {
+	}{{c.NoDelay, "+no-delay"}, {c.FreeControl, "+free-control"}, {c.UploadRarest, "+upload-rarest"}, {c.NoSuperSeed, "+no-super-seed"}, {c.SeedLeaves, "+seed-leaves"}} {
 		if o.on {
 			m += o.name
 		}
@@ -200,8 +216,8 @@ type SwarmResult struct {
 	Choice string `json:"choice"`
 	// Model is what was timed: "rounds" (repeated reconciliations),
 	// "watch" (SwarmConfig.Watch), followed by "+no-delay",
-	// "+free-control", "+upload-rarest" and "+no-super-seed" for those
-	// options; "central"
+	// "+free-control", "+upload-rarest", "+no-super-seed" and
+	// "+seed-leaves" for those options; "central"
 	// (SwarmConfig.Central) followed by "+lag", "+neighbours",
 	// "+random-receiver" or "+nearest-receiver", "+random-blocks" and
 	// "+no-delay"; or "trees-K" (SwarmConfig.Trees) followed by "+by-delay"
@@ -234,6 +250,9 @@ type SwarmResult struct {
 	// peer can complete before it plus a delay, and T* takes it to be the
 	// file over the seed's upload.
 	SeedOutMS float64 `json:"seed_out_ms,omitempty"`
+	// SeedLeftMS is when the seed left (SwarmConfig.SeedLeaves), 0 if it
+	// did not.
+	SeedLeftMS float64 `json:"seed_left_ms,omitempty"`
 	// Completion time per peer, ms from the start.
 	MedianMS float64 `json:"median_ms"`
 	P95MS    float64 `json:"p95_ms"`

@@ -178,13 +178,20 @@ type watchModel struct {
 	// route, and returns when the sender's uplink has sent them.
 	transfer func(x, y int, route Route, b int, now float64, arrived func()) float64
 	seedOut  *seedOut
-	err      error
+	// leaves is SwarmConfig.SeedLeaves (one seed, the fetchers empty);
+	// gone says the seed has left; elsewhere marks the blocks some fetcher
+	// holds, notElsewhere counts the others.
+	leaves, gone bool
+	elsewhere    []bool
+	notElsewhere int
+	err          error
 }
 
 // start sets up every fetcher's sources and schedules its first
 // reconciliations within jitterMS.
 func (m *watchModel) start(jitterMS float64) {
 	m.nodes = make([]watchNode, len(m.peers))
+	m.elsewhere, m.notElsewhere = make([]bool, m.u), m.u
 	for i := range m.nodes {
 		m.nodes[i].queued = make(map[int]float64)
 		m.nodes[i].pendingBy = make(map[int]int)
@@ -245,7 +252,9 @@ func (m *watchModel) rotate(a int) {
 			continue
 		}
 		m.close(l)
-		nd.spare[l.src] = now
+		if !m.left(l.src) {
+			nd.spare[l.src] = now
+		}
 		next, first := -1, 0.0
 		for p, t := range nd.spare {
 			if next < 0 || t < first || (t == first && p < next) {
@@ -273,9 +282,12 @@ func (m *watchModel) claimable(l *watchLink) bool {
 	return false
 }
 
-// close ends watch l: its offers leave the rarity counts, a seed takes back
-// what it offered on it.
+// close ends watch l, unless it has ended: its offers leave the rarity
+// counts, a seed takes back what it offered on it.
 func (m *watchModel) close(l *watchLink) {
+	if l.closed {
+		return
+	}
 	l.closed = true
 	nd := &m.nodes[l.fetcher]
 	for i, ok := range l.offered {
@@ -332,6 +344,12 @@ func (m *watchModel) reconcile(l *watchLink) {
 	m.peers[l.fetcher].rounds++
 	m.transfer(l.fetcher, l.src, l.route, fb, m.sim.Now(), func() {
 		s, a := &m.peers[l.src], &m.peers[l.fetcher]
+		if m.left(l.src) {
+			// No answer: the watch is dead, and rotate gives its place
+			// to a spare.
+			l.watching, l.closed = true, true
+			return
+		}
 		var offer []int32
 		for _, i := range s.set.Indices() {
 			if !a.set.Has(i) {
@@ -448,6 +466,12 @@ func (m *watchModel) ask(l *watchLink) {
 
 // serve answers, at the source, l's request for the blocks batch.
 func (m *watchModel) serve(l *watchLink, batch []int32) {
+	if m.left(l.src) {
+		for _, i := range batch {
+			m.lost(l, i)
+		}
+		return
+	}
 	s := &m.peers[l.src]
 	sn := &m.nodes[l.src]
 	now := m.sim.Now()
@@ -508,7 +532,16 @@ func (m *watchModel) sendBlock(l *watchLink, i int32) float64 {
 	}
 	m.res.BlocksSent++
 	m.res.Bytes[reconcile.MsgBlocks.String()] += int64(m.blockLen)
-	done := m.transfer(l.src, l.fetcher, l.route, m.blockLen, m.sim.Now(), func() { m.arrived(l, i) })
+	var done float64
+	done = m.transfer(l.src, l.fetcher, l.route, m.blockLen, m.sim.Now(), func() {
+		if m.left(l.src) && done > m.res.SeedLeftMS {
+			// Still on the seed's uplink when it left: lost with its
+			// streams.
+			m.lost(l, i)
+			return
+		}
+		m.arrived(l, i)
+	})
 	if w := l.super; w != nil {
 		w.active = max(w.active, done)
 	}
@@ -586,6 +619,11 @@ func (m *watchModel) arrived(l *watchLink, i int32) {
 		m.ask(l)
 		return
 	}
+	if !m.elsewhere[i] {
+		m.elsewhere[i] = true
+		m.notElsewhere--
+		m.maybeLeave()
+	}
 	for _, w := range nd.watchers {
 		m.sim.After(m.ctl(w.delay()), func() { m.have(w, []int32{i}) })
 	}
@@ -599,6 +637,37 @@ func (m *watchModel) arrived(l *watchLink, i int32) {
 		return
 	}
 	m.askAll(l.fetcher)
+}
+
+// left reports whether peer s is a seed that has left (SeedLeaves).
+func (m *watchModel) left(s int) bool { return m.gone && m.peers[s].seed }
+
+// lost takes back, at l's fetcher, the claim of block i, which l's source
+// (a seed that left) will not send, and asks the other sources.
+func (m *watchModel) lost(l *watchLink, i int32) {
+	l.inflight--
+	m.nodes[l.fetcher].claimed[i] = false
+	m.askAll(l.fetcher)
+}
+
+// maybeLeave makes the seed leave (SeedLeaves) once each block is held by
+// a fetcher (so the seed has sent every block), as testnet's seed: its
+// watches end, it is no fetcher's spare any more, the blocks its uplink has
+// not sent yet are lost (sendBlock) and requests that reach it after go
+// unanswered (serve).
+func (m *watchModel) maybeLeave() {
+	if !m.leaves || m.gone || m.notElsewhere > 0 {
+		return
+	}
+	s := slices.IndexFunc(m.peers, func(p swarmPeer) bool { return p.seed })
+	m.gone = true
+	m.res.SeedLeftMS = m.sim.Now()
+	for _, l := range slices.Clone(m.nodes[s].watchers) {
+		m.close(l)
+	}
+	for a := range m.nodes {
+		delete(m.nodes[a].spare, s)
+	}
 }
 
 // askAll asks every source of fetcher a for what it may.

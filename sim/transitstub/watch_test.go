@@ -206,6 +206,45 @@ func TestWatchSuperSeedFirstCopy(t *testing.T) {
 	}
 }
 
+// TestWatchSeedLeaves: a seed that leaves once every block is held by a
+// fetcher sends no more: with an uplink fast enough to feed every fetcher
+// itself, the fetchers finish later without it than with it, all of them,
+// from each other. The seed leaves after its first copy is out and before
+// the last fetcher completes.
+func TestWatchSeedLeaves(t *testing.T) {
+	net := smallNet(t, 30, ChordConfig{})
+	cfg := watchSwarm(reconcile.Complete)
+	cfg.SeedUp = 50e6
+	stays, err := RunSwarm(net, cfg, fixedCosts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, edit := range []func(*SwarmConfig){func(*SwarmConfig) {}, func(c *SwarmConfig) { c.RarestFirst = false }, func(c *SwarmConfig) { c.NoSuperSeed = true }} {
+		c := cfg
+		c.SeedLeaves = true
+		edit(&c)
+		r := runTwice(t, net, c)
+		t.Logf("rarest %v super %v: seed left at %.0f ms (first copy out at %.0f), median %.0f ms against %.0f ms with the seed staying; seed sent %d B",
+			c.RarestFirst, !c.NoSuperSeed, r.SeedLeftMS, r.SeedOutMS, r.MedianMS, stays.MedianMS, r.SeedSentBytes)
+		if r.Completed != r.Fetchers || r.RedundantBlocks != 0 {
+			t.Fatalf("%d of %d completed, %d redundant", r.Completed, r.Fetchers, r.RedundantBlocks)
+		}
+		if r.SeedLeftMS < r.SeedOutMS || r.SeedLeftMS <= 0 || r.SeedLeftMS > r.MaxMS {
+			t.Fatalf("seed left at %.0f ms; first copy out at %.0f, last completion %.0f", r.SeedLeftMS, r.SeedOutMS, r.MaxMS)
+		}
+		if r.MedianMS <= stays.MedianMS || r.Model != "watch+seed-leaves" && r.Model != "watch+no-super-seed+seed-leaves" {
+			t.Fatalf("%s: median %.0f ms, %.0f ms with the seed staying", r.Model, r.MedianMS, stays.MedianMS)
+		}
+	}
+	if stays.SeedLeftMS != 0 {
+		t.Fatalf("a seed that stays left at %.0f ms", stays.SeedLeftMS)
+	}
+	cfg.SeedLeaves, cfg.Watch = true, false
+	if _, err := RunSwarm(net, cfg, fixedCosts()); err == nil {
+		t.Fatal("SeedLeaves without the watch model: no error")
+	}
+}
+
 // TestWatchSwarmBudget: a watch model that runs out of reconciliations
 // says so instead of running on.
 func TestWatchSwarmBudget(t *testing.T) {
