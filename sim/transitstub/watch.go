@@ -37,9 +37,11 @@ import (
 //     at a time to the watchers sent the fewest blocks first, each the
 //     block it sent least often among those offered to nobody (only never
 //     sent ones while some are), deals a new one when a watcher asks for
-//     one or says it got one, takes back an offer not asked for within
-//     watchSuperHoldMS, and answers nobody busy (with NoSuperSeed it offers
-//     every block and answers busy as any source);
+//     one or says it got one, takes back the offers of a watcher that
+//     neither asked for a block nor was sent one for watchSuperHoldMS, and
+//     answers nobody busy (with NoSuperSeed it offers every block and
+//     answers busy as any source); with SeedLeaves it leaves once every
+//     block is held by a fetcher, and what its uplink had not sent is lost;
 //   - a source that had nothing to give for watchRotateMS leaves its place
 //     to a spare peer: a neighbour not watched yet, or a peer that watches
 //     the fetcher.
