@@ -445,7 +445,9 @@ func simSwarmCommand() *cli.Command {
 			"and bytes by message type for each method. With --watch, peers behave as package\n" +
 			"peer's fetches do (as in reconcile testnet): one reconciliation per source keeps a\n" +
 			"watch, new blocks are announced by have messages and asked for in windows sized to each\n" +
-			"source's rate, a seed super-seeds and idle sources give way to spare peers.\n" +
+			"source's rate, a seed super-seeds (--super-seed=false: offers every block) and idle\n" +
+			"sources give way to spare peers; --seed-leaves makes the seed leave once every block is\n" +
+			"held by a fetcher. The seed is the peer reconcile testnet seeds from for the same --seed.\n" +
 			"With --central or --trees it times a push schedule instead of a protocol of pulls:\n" +
 			"the central schedule (free decisions from instant knowledge of every peer's blocks)\n" +
 			"or pushes down stripe trees; they say how close to T* a schedule can come.\n" +
