@@ -182,7 +182,7 @@ func TestWatchNoSuperSeed(t *testing.T) {
 // file, plus the wait for the first asks. On the paper's topology, where
 // asks cross hundreds of ms and a watcher's offers wait seconds behind the
 // other watchers' blocks, the model's seed once took back such offers and
-// dealt them again, and was out at 1.26x.
+// dealt them again, and was out at 1.24x.
 func TestWatchSuperSeedFirstCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 peers on the paper's topology")
