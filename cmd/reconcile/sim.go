@@ -634,9 +634,7 @@ func simSwarmCommand() *cli.Command {
 				printTStar(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.TStarMS/1000, r.MedianMS/1000, r.P95MS/1000, r.MaxMS/1000)
 				printUploads(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedSentBytes, r.FileBytes, r.UploadUse)
 				printSeedOut(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedOutMS/1000, r.TStarMS/1000)
-				if r.SeedLeftMS > 0 {
-					fmt.Fprintf(c.App.Writer, "sim %s: the seed left at %s; the peers finished from each other\n", swarmLabel(r, len(choices)), secondsOverTStar(r.SeedLeftMS/1000, r.TStarMS/1000))
-				}
+				printSeedLeft(c.App.Writer, "sim", swarmLabel(r, len(choices)), r.SeedLeftMS/1000, r.TStarMS/1000)
 			}
 			fmt.Fprintf(c.App.Writer, "total %.1f s (setup %.1f s), max RSS %.0f MiB\n", rep.WallSeconds, rep.SetupSeconds, rep.MaxRSSMiB)
 			return plotSwarm(rep.Runs, plotFile)

@@ -429,9 +429,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		printTStar(out, "testnet", runName(r.Method, r.Choice), r.TStarS, r.MedianS, r.P95S, r.MaxS)
 		printUploads(out, "testnet", runName(r.Method, r.Choice), r.SeedSentBytes, r.Bytes, r.UploadUse)
 		printSeedOut(out, "testnet", runName(r.Method, r.Choice), r.SeedOutS, r.TStarS)
-		if r.SeedLeftS > 0 {
-			fmt.Fprintf(out, "testnet %s: the seed left at %s; the peers finished from each other\n", runName(r.Method, r.Choice), secondsOverTStar(r.SeedLeftS, r.TStarS))
-		}
+		printSeedLeft(out, "testnet", runName(r.Method, r.Choice), r.SeedLeftS, r.TStarS)
 		if r.Pushed > 0 && r.BlocksReceived > 0 {
 			fmt.Fprintf(out, "testnet %s: %d of the %d blocks received came down the trees (%.1f%%), the rest were fetched; %d arrived twice\n",
 				runName(r.Method, r.Choice), r.Pushed, r.BlocksReceived, 100*float64(r.Pushed)/float64(r.BlocksReceived), r.Redundant)
@@ -521,6 +519,14 @@ func printUploads(out io.Writer, what, method string, seedSent, file int64, use 
 	}
 	fmt.Fprintf(out, "%s %s: the seed uploaded %.1f copies of the file; uplinks %.0f%% busy until the last completion\n",
 		what, method, float64(seedSent)/float64(max(1, file)), 100*use)
+}
+
+// printSeedLeft prints when the seed left (--seed-leaves), nothing when it
+// did not.
+func printSeedLeft(out io.Writer, what, method string, leftS, tstarS float64) {
+	if leftS > 0 {
+		fmt.Fprintf(out, "%s %s: the seed left at %s; the peers finished from each other\n", what, method, secondsOverTStar(leftS, tstarS))
+	}
 }
 
 // printSeedOut prints when every block had left the seed, in seconds and
