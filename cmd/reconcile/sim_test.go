@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -184,6 +185,19 @@ func TestSwarmVersusTestnet(t *testing.T) {
 		if _, err := run(t, "", args...); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %v", args, err)
 		}
+	}
+}
+
+// TestSimSwarmSeedLeaves: sim swarm --watch --seed-leaves says when the
+// seed left, in the line reconcile testnet prints for it.
+func TestSimSwarmSeedLeaves(t *testing.T) {
+	out, err := run(t, "", "sim", "swarm", "--preset", "small", "--nodes", "12", "--blocks", "8", "--block-size", "256KiB",
+		"--share", "0", "--up", "32Mbit", "--down", "160Mbit", "--watch", "--seed-leaves", "--method", "complete", "--reps", "1")
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if !regexp.MustCompile(`(?m)^sim complete: the seed left at [0-9.]+ s \([0-9.]+x T\*\); the peers finished from each other$`).MatchString(out) {
+		t.Fatalf("no seed-left line in:\n%s", out)
 	}
 }
 
