@@ -118,8 +118,8 @@ func (l *watchLink) arrivedAt(t float64) {
 type superWatcher struct {
 	link  *watchLink
 	lacks []bool
-	open  map[int32]float64 // offered and not yet asked for, with when
-	got   int               // blocks the seed sent it
+	open  map[int32]struct{} // offered and not yet asked for
+	got   int                // blocks the seed sent it
 	// active is when it last asked for blocks or the seed's uplink will
 	// have sent the last block it asked for, whichever is later: its
 	// offers are taken back watchSuperHoldMS after (package peer's
@@ -361,7 +361,7 @@ func (m *watchModel) reconcile(l *watchLink) {
 		comp := m.answerMS(s.set.Len(), len(offer))
 		sn := &m.nodes[l.src]
 		if s.seed && m.superSeed {
-			w := &superWatcher{link: l, lacks: make([]bool, m.u), open: make(map[int32]float64), active: m.sim.Now()}
+			w := &superWatcher{link: l, lacks: make([]bool, m.u), open: make(map[int32]struct{}), active: m.sim.Now()}
 			for _, i := range offer {
 				w.lacks[i] = true
 			}
@@ -712,7 +712,7 @@ func (m *watchModel) pump(s int, first *superWatcher) []int32 {
 			if i < 0 {
 				continue
 			}
-			w.open[i] = m.sim.Now()
+			w.open[i] = struct{}{}
 			sn.offers[i]++
 			deals[k] = append(deals[k], i)
 			dealt = true
