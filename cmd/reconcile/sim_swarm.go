@@ -85,14 +85,9 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 			sc.RarestFirst = true
 		}
 	}
-	if c.IsSet("super-seed") {
-		if !sc.Watch || c.Float64("share") != 0 {
-			return sc, usagef("--super-seed is of the watch model's one seed: it needs --watch and --share 0")
-		}
-		sc.NoSuperSeed = !c.Bool("super-seed")
-	}
-	if sc.SeedLeaves = c.Bool("seed-leaves"); sc.SeedLeaves && (!sc.Watch || c.Float64("share") != 0) {
-		return sc, usagef("--seed-leaves is of the watch model's one seed: it needs --watch and --share 0")
+	sc.NoSuperSeed, sc.SeedLeaves = !c.Bool("super-seed"), c.Bool("seed-leaves")
+	if (c.IsSet("super-seed") || sc.SeedLeaves) && (!sc.Watch || c.Float64("share") != 0) {
+		return sc, usagef("--super-seed and --seed-leaves are of the watch model's one seed: they need --watch and --share 0")
 	}
 	if sc.UploadSlots < 0 {
 		return sc, usagef("--upload-slots must not be negative")
