@@ -237,7 +237,9 @@
 // they are negotiated (the connection stays up: closing it would only have
 // the peer dial again, and a handshake costs more than a refused stream);
 // on an application's host (NewService) only the service's protocols are
-// refused.
+// refused. A fetch keeps the peers it dropped and banned in its store's state
+// folder ([BanFile]), so that a resumed fetch (a crash, a new service on the
+// same store) bans them again for the rest of their 10 minutes.
 //
 // # Reachability and discovery
 //

@@ -43,6 +43,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			st.Close()
 			return nil, err
 		}
+		p.removeBanFile(st)
 		return p.finishedSummary(st, fc, start), nil
 	}
 	srcs := p.connectAll(ctx, t.Peers, fc.peers, fc.sources)
@@ -149,8 +150,10 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 	if !c.setFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
 	}
+	f.loadBans()
 	sum, err := f.run(ctx, srcs)
 	c.clearFetch(f)
+	p.removeBanFile(c.store)
 	sum.Out = c.store.Dir()
 	if fp := c.store.FilePath(); fp != "" {
 		sum.Out = fp

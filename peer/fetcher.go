@@ -58,6 +58,11 @@ type fetch struct {
 
 	progMu sync.Mutex
 
+	// banMu guards saved, the bans of this fetch and of earlier ones on
+	// its store, kept in its ban file (peer/bans.go).
+	banMu sync.Mutex
+	saved map[lpeer.ID]time.Time
+
 	writes    chan writeJob
 	writersWG sync.WaitGroup
 	bufs      sync.Pool
@@ -498,7 +503,7 @@ func (f *fetch) drop(src *source, err error) {
 		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
 	}
 	f.c.forget(src.id)
-	f.p.ban(src.id)
+	f.saveBan(src.id, f.p.ban(src.id))
 }
 
 func (f *fetch) dropQuietly(src *source, why string) {

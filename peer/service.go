@@ -158,16 +158,25 @@ func newService(h host.Host, cfg config) *Service {
 // refused: no stream to it is opened and its streams are reset.
 const banFor = 10 * time.Minute
 
-// ban puts id on the deny-list for banFor and resets its open streams of
-// this service's protocols. The host's connection to id stays up: other
+// ban puts id on the deny-list for banFor (or keeps a longer ban running),
+// resets its open streams of this service's protocols and returns when the
+// ban ends. The host's connection to id stays up: other
 // protocols of the host may use it; it is only tagged (banTag) as the first
 // to go when the host's connection manager trims connections. On a host New
 // built (the service's own), its resource manager refuses the peer's
 // streams before they are negotiated (banResources).
-func (p *Service) ban(id lpeer.ID) {
+func (p *Service) ban(id lpeer.ID) (until time.Time) {
+	return p.banUntil(id, time.Now().Add(banFor))
+}
+
+// banUntil is ban with the end of the ban given (a saved ban, peer/bans.go).
+func (p *Service) banUntil(id lpeer.ID, until time.Time) time.Time {
 	p.mu.Lock()
 	p.pruneBannedLocked(time.Now())
-	p.banned[id] = time.Now().Add(banFor)
+	if u, ok := p.banned[id]; ok && u.After(until) {
+		until = u
+	}
+	p.banned[id] = until
 	var open []network.Stream
 	for s := range p.streams[id] {
 		open = append(open, s)
@@ -179,6 +188,7 @@ func (p *Service) ban(id lpeer.ID) {
 	// The host's own connection manager decides which connections to trim
 	// when it has too many: a banned peer goes first.
 	p.h.ConnManager().TagPeer(id, banTag, -1000)
+	return until
 }
 
 // banTag is the connection manager tag of a banned peer.

@@ -115,14 +115,17 @@ type Result struct {
 	// kind (LiarKind). LiedCorrupt and LiedMissing count the block frames
 	// they corrupted, or answered "missing" for a block they had offered.
 	// CorruptReceived counts the corrupt blocks the honest fetches received
-	// (and discarded); Bans the peers they banned, HonestBans those of them
-	// that were honest (should be 0).
+	// (and discarded), BackCorrupt those of them the peers that came back
+	// received after their return (a returner's fetch bans again the liars
+	// its store's ban file names: peer.BanFile); Bans the peers they
+	// banned, HonestBans those of them that were honest (should be 0).
 	Liars           int   `json:"liars"`
 	CorruptLiars    int   `json:"corrupt_liars"`
 	PhantomLiars    int   `json:"phantom_liars"`
 	LiedCorrupt     int64 `json:"lied_corrupt"`
 	LiedMissing     int64 `json:"lied_missing"`
 	CorruptReceived int64 `json:"corrupt_received"`
+	BackCorrupt     int64 `json:"back_corrupt"`
 	Bans            int64 `json:"bans"`
 	HonestBans      int64 `json:"honest_bans"`
 	// Restarts counts the honest fetches that stored no block for

@@ -523,6 +523,7 @@ wait:
 			res.Rejoined++
 			if len(o.sums) == 2 && o.sums[1] != nil {
 				res.ResumedBlocks += int64(o.sums[1].Resumed)
+				res.BackCorrupt += int64(o.sums[1].Rejected)
 			}
 		}
 		if !r.needed() {

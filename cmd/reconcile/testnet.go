@@ -485,6 +485,9 @@ func printChurnLiars(out io.Writer, r *testnet.Result) {
 	if r.Liars > 0 {
 		fmt.Fprintf(out, "testnet %s liars: %d (%d corrupt, %d phantom) sent %d corrupt blocks and answered %d offered blocks missing; honest peers received %d corrupt blocks, made %d bans (%d of honest peers)\n",
 			runName(r.Method, r.Choice), r.Liars, r.CorruptLiars, r.PhantomLiars, r.LiedCorrupt, r.LiedMissing, r.CorruptReceived, r.Bans, r.HonestBans)
+		if r.Rejoined > 0 {
+			fmt.Fprintf(out, "testnet %s liars: the peers that came back received %d corrupt blocks after their return\n", runName(r.Method, r.Choice), r.BackCorrupt)
+		}
 	}
 }
 

@@ -1,0 +1,195 @@
+package peer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// BanFile is the name of the file in a fetch store's state folder
+// (chunker.Store.StateDir) where a fetch keeps the peers it dropped and banned
+// for misbehaving (corrupt blocks, malformed messages, offers it never
+// sends) and until when. A fetch resumed on that store (after a crash, an
+// interruption, or a peer that left and came back with a new service) bans
+// them again for the rest of their time, so that it does not take a liar's
+// corrupt blocks twice. The file is removed once the store is complete.
+const BanFile = "bans.json"
+
+// maxBanFileBytes bounds how much of a ban file is read: maxBanned entries
+// of a peer id (at most about 100 characters in base58) and a time.
+const maxBanFileBytes = maxBanned * 200
+
+// A savedBan is one entry of a ban file.
+type savedBan struct {
+	Peer  string    `json:"peer"`
+	Until time.Time `json:"until"`
+}
+
+// readBans returns the bans in the ban file at path that are still running
+// at now, none if there is no such file. A ban is cut to end at most banFor
+// after now (a file from a wrong clock bans no one for ever); entries with
+// an unknown peer id are skipped. A file that is not a ban file is an error
+// (the caller goes on without it: the bans only spare it corrupt blocks).
+func readBans(path string, now time.Time) (map[lpeer.ID]time.Time, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, maxBanFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	return parseBans(b, now)
+}
+
+// parseBans decodes a ban file's bytes (see readBans).
+func parseBans(b []byte, now time.Time) (map[lpeer.ID]time.Time, error) {
+	if len(b) > maxBanFileBytes {
+		return nil, fmt.Errorf("peer: ban file over %d bytes", maxBanFileBytes)
+	}
+	var saved []savedBan
+	if err := json.Unmarshal(b, &saved); err != nil {
+		return nil, fmt.Errorf("peer: ban file: %w", err)
+	}
+	bans := make(map[lpeer.ID]time.Time, min(len(saved), maxBanned))
+	for _, s := range saved {
+		id, err := lpeer.Decode(s.Peer)
+		if err != nil || !s.Until.After(now) {
+			continue
+		}
+		bans[id] = minTime(s.Until, now.Add(banFor))
+		if len(bans) == maxBanned {
+			break
+		}
+	}
+	return bans, nil
+}
+
+// writeBans replaces the ban file at path with bans (those still running at
+// now), earliest end first. It writes a new file and renames it over the
+// old, so that a crash leaves one or the other whole.
+func writeBans(path string, bans map[lpeer.ID]time.Time, now time.Time) error {
+	saved := make([]savedBan, 0, len(bans))
+	for id, until := range bans {
+		if until.After(now) {
+			saved = append(saved, savedBan{Peer: id.String(), Until: until.UTC()})
+		}
+	}
+	sort.Slice(saved, func(i, j int) bool {
+		if !saved[i].Until.Equal(saved[j].Until) {
+			return saved[i].Until.Before(saved[j].Until)
+		}
+		return saved[i].Peer < saved[j].Peer
+	})
+	b, err := json.MarshalIndent(saved, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), BanFile+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// banFilePath is the ban file of a store, "" for a store without a state
+// folder (a seed's).
+func banFilePath(st *chunker.Store) string {
+	dir := st.StateDir()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, BanFile)
+}
+
+func (f *fetch) banFilePath() string { return banFilePath(f.c.store) }
+
+// removeBanFile removes the ban file of a complete store: no fetch will
+// read it, and the store's state folder goes with its last file
+// (chunker.Store.RemoveState).
+func (p *Service) removeBanFile(st *chunker.Store) {
+	path := banFilePath(st)
+	if path == "" || !st.Complete() {
+		return
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		p.log.Warn("could not remove the saved bans", "file", path, "err", err)
+	}
+}
+
+// loadBans bans again, on the fetch's service, the peers an earlier fetch
+// on the same store banned, for the rest of their time.
+func (f *fetch) loadBans() {
+	path := f.banFilePath()
+	if path == "" {
+		return
+	}
+	bans, err := readBans(path, time.Now())
+	if err != nil {
+		f.p.log.Warn("ignoring the saved bans", "file", path, "err", err)
+		return
+	}
+	f.banMu.Lock()
+	f.saved = bans
+	f.banMu.Unlock()
+	for id, until := range bans {
+		f.p.banUntil(id, until)
+		f.p.log.Info("peer banned by an earlier fetch", "peer", id, "until", until)
+	}
+}
+
+// saveBan records in the ban file that the fetch banned id until then.
+func (f *fetch) saveBan(id lpeer.ID, until time.Time) {
+	path := f.banFilePath()
+	if path == "" {
+		return
+	}
+	f.banMu.Lock()
+	defer f.banMu.Unlock()
+	if f.saved == nil {
+		f.saved = make(map[lpeer.ID]time.Time)
+	}
+	now := time.Now()
+	for k, u := range f.saved {
+		if !u.After(now) {
+			delete(f.saved, k)
+		}
+	}
+	if len(f.saved) >= maxBanned {
+		return
+	}
+	f.saved[id] = until
+	if err := writeBans(path, f.saved, now); err != nil {
+		f.p.log.Warn("could not save a ban", "file", path, "peer", id, "err", err)
+	}
+}

@@ -1,0 +1,191 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+)
+
+// TestResumeKeepsBans: a fetch that banned a liar and was interrupted is
+// resumed by a new peer on the same output: it does not ask the liar for a
+// block again (no corrupt block, no ban event) and completes from the honest
+// seed. With its ban file removed, the same resume takes the liar's corrupt
+// blocks again: the file is what keeps the liar out.
+func TestResumeKeepsBans(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		t.Run(map[bool]string{true: "kept", false: "removed"}[keep], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			const bs = 16 << 10
+			// The honest seed is slow (64 KiB/s, 4 s for the file): the
+			// first fetch is interrupted long before it completes.
+			seed, tk, src := seedFile(t, dir, 256<<10, bs, WithServeRate(64<<10))
+			liar := newTestPeer(t)
+			if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
+				t.Fatal(err)
+			}
+			m := seed.lookup(tk.Root[:]).man
+			asked := serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
+			tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
+			out := filepath.Join(dir, "out")
+
+			first := newTestPeer(t)
+			fctx, stop := context.WithCancel(ctx)
+			var evs eventLog
+			_, err := first.Fetch(fctx, tk, out, WithOutFile(), WithFetchEvents(func(ev FetchEvent) {
+				evs.add(ev)
+				if ev.Kind == FetchPeerBanned {
+					stop()
+				}
+			}))
+			stop()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("first fetch: %v, want it interrupted after the ban", err)
+			}
+			first.Close()
+			banFile := filepath.Join(out+".reconcile", BanFile)
+			b, err := os.ReadFile(banFile)
+			if err != nil || !strings.Contains(string(b), liar.ID().String()) {
+				t.Fatalf("ban file %s: %q, %v; want it to name the liar", banFile, b, err)
+			}
+			if !keep {
+				os.Remove(banFile)
+			}
+			before := asked.total()
+
+			second := newTestPeer(t)
+			var evs2 eventLog
+			if _, err := second.Fetch(ctx, tk, out, WithOutFile(), WithFetchEvents(evs2.add)); err != nil {
+				t.Fatal(err)
+			}
+			sameFile(t, src, out)
+			if _, err := os.Stat(banFile); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the ban file of a complete fetch: %v, want it removed", err)
+			}
+			again := asked.total() - before
+			corrupt := 0
+			for _, ev := range evs2.all() {
+				if ev.Kind == FetchCorruptBlock {
+					corrupt++
+				}
+			}
+			if keep && (again != 0 || corrupt != 0 || !second.isBanned(liar.ID())) {
+				t.Errorf("resumed with the bans: the liar was asked for %d blocks, %d corrupt came, banned %v; want none and banned", again, corrupt, second.isBanned(liar.ID()))
+			}
+			if !keep && corrupt == 0 {
+				t.Errorf("resumed without the ban file: no corrupt block came (liar asked %d times); the test proves nothing", again)
+			}
+		})
+	}
+}
+
+// total is the number of block requests logged.
+func (a *askLog) total() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, k := range a.n {
+		n += k
+	}
+	return n
+}
+
+func testID(t testing.TB, seed byte) lpeer.ID {
+	t.Helper()
+	k, _, err := crypto.GenerateEd25519Key(strings.NewReader(strings.Repeat(string(rune('a'+seed%26)), 64)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := lpeer.IDFromPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// TestBanFileRoundTrip: writeBans then readBans gives the running bans back,
+// without the expired ones, and a ban beyond banFor is cut to banFor.
+func TestBanFileRoundTrip(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	a, b, c := testID(t, 0), testID(t, 1), testID(t, 2)
+	path := filepath.Join(t.TempDir(), BanFile)
+	in := map[lpeer.ID]time.Time{a: now.Add(time.Minute), b: now.Add(-time.Second), c: now.Add(time.Hour)}
+	if err := writeBans(path, in, now); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readBans(path, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[lpeer.ID]time.Time{a: now.Add(time.Minute), c: now.Add(banFor)}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for id, u := range want {
+		if !got[id].Equal(u) {
+			t.Errorf("%s until %v, want %v", id, got[id], u)
+		}
+	}
+	if got, err := readBans(filepath.Join(t.TempDir(), BanFile), now); got != nil || err != nil {
+		t.Errorf("no file: %v, %v; want nothing", got, err)
+	}
+}
+
+// TestParseBans: what a ban file may hold, and what is refused or skipped.
+func TestParseBans(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	id := testID(t, 3).String()
+	later := now.Add(time.Minute).Format(time.RFC3339)
+	for _, tc := range []struct {
+		name, in string
+		n        int
+		err      bool
+	}{
+		{"empty list", `[]`, 0, false},
+		{"one", `[{"peer":"` + id + `","until":"` + later + `"}]`, 1, false},
+		{"expired", `[{"peer":"` + id + `","until":"2020-01-01T00:00:00Z"}]`, 0, false},
+		{"bad id skipped", `[{"peer":"nope","until":"` + later + `"}]`, 0, false},
+		{"no time", `[{"peer":"` + id + `"}]`, 0, false},
+		{"not json", `bans`, 0, true},
+		{"truncated", `[{"peer":"` + id, 0, true},
+		{"object", `{"peer":"x"}`, 0, true},
+		{"empty", ``, 0, true},
+		{"too long", `[` + strings.Repeat(" ", maxBanFileBytes) + `]`, 0, true},
+	} {
+		got, err := parseBans([]byte(tc.in), now)
+		if (err != nil) != tc.err || len(got) != tc.n {
+			t.Errorf("%s: %d bans, err %v; want %d, error %v", tc.name, len(got), err, tc.n, tc.err)
+		}
+	}
+}
+
+// FuzzParseBans: any bytes give bans or an error, never a panic, never more
+// than maxBanned bans, none running past banFor.
+func FuzzParseBans(f *testing.F) {
+	f.Add([]byte(`[{"peer":"12D3KooWGzxzKZYveHXtpG6AsrUJBcWxHBFS2HsEoGTxrMLvKXtf","until":"2026-11-26T12:05:00Z"}]`))
+	f.Add([]byte(`[]`))
+	f.Add([]byte(`[{"peer":1}]`))
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		bans, err := parseBans(b, now)
+		if err != nil {
+			return
+		}
+		if len(bans) > maxBanned {
+			t.Fatalf("%d bans", len(bans))
+		}
+		for id, u := range bans {
+			if !u.After(now) || u.After(now.Add(banFor)) {
+				t.Fatalf("%s banned until %v", id, u)
+			}
+		}
+	})
+}
