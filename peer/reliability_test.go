@@ -553,3 +553,51 @@ func TestPhantomSource(t *testing.T) {
 		t.Errorf("the phantom was asked for %d blocks", n)
 	}
 }
+
+// TestPhantomParentRefused: a parent in the stripe trees found out as a
+// phantom (it offers blocks it answers as missing) is refused as a parent,
+// as one that pushed a corrupt block is: its stripe is no longer held for
+// its pushes, and the fetch completes from the seed.
+func TestPhantomParentRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(4<<20))
+	phantom := newTestPeer(t)
+	if _, err := phantom.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	misbehave(phantom, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
+		var idx []int
+		for {
+			f, err := fr.Next(1 << 20)
+			if err != nil {
+				return
+			}
+			if idx, err = wire.DecodeWant(idx[:0], f, 1024, 64); err != nil {
+				return
+			}
+			for _, i := range idx {
+				wire.WriteFrame(bw, wire.AppendMissing(nil, i))
+			}
+			bw.Flush()
+		}
+	})
+	tk.Peers = append([]AddrInfo{phantom.AddrInfo()}, tk.Peers...)
+	fetcher := newTestPeer(t)
+	st := Stripes{Parents: []lpeer.ID{seed.ID(), phantom.ID()}}
+	if _, err := fetcher.Fetch(ctx, tk, filepath.Join(dir, "out"), WithStripes(st)); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
+	tr := fetcher.lookup(tk.Root[:]).pushes()
+	tr.mu.Lock()
+	state := tr.parent[phantom.ID()]
+	tr.mu.Unlock()
+	if state != parentRefused {
+		t.Errorf("the phantom parent's state %v, want refused", state)
+	}
+	if held := tr.held(time.Now(), nil); held[1] {
+		t.Error("stripe 1 is still held for the phantom's pushes")
+	}
+}
