@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os/exec"
 	"testing"
@@ -11,17 +12,22 @@ import (
 // ratios taken in each repetition and the summaries of every fetch.
 func TestBenchCommand(t *testing.T) {
 	bin := e2eBinary(t)
-	out, err := exec.Command(bin, "bench", "--size", "4MiB", "--block-size", "64KiB", "--repeat", "2", "--seeds", "2", "--full-seeds", "2",
-		"--compare-fetch", "--window 4", "--json").Output()
+	cmd := exec.Command(bin, "bench", "--size", "4MiB", "--block-size", "64KiB", "--repeat", "2", "--seeds", "2", "--full-seeds", "2",
+		"--compare-fetch", "--window 4", "--json")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			t.Fatalf("bench: %v\n%s\n%s", err, out, ee.Stderr)
-		}
-		t.Fatal(err)
+		t.Fatalf("bench: %v\n%s\n%s", err, out, stderr.Bytes())
 	}
 	var rep benchReport
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("report: %v\n%s", err, out)
+	}
+	// The --compare fetch runs after this build's in the first repetition,
+	// before it in the second.
+	if len(rep.CompareFirst) != 2 || rep.CompareFirst[0] || !rep.CompareFirst[1] {
+		t.Errorf("compare first %v, want [false true]", rep.CompareFirst)
 	}
 	if rep.Repeat != 2 || rep.Bytes != 4<<20 || rep.FullSeeds != 2 || rep.Seeds != 2 {
 		t.Fatalf("report of another run: %+v", rep)
