@@ -162,9 +162,15 @@ func (f *fetch) loadBans() {
 	f.banMu.Lock()
 	f.saved = bans
 	f.banMu.Unlock()
-	for id, until := range bans {
-		f.p.banUntil(id, until)
+	ids := make([]lpeer.ID, 0, len(bans))
+	for id := range bans {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return bans[ids[i]].Before(bans[ids[j]]) })
+	for _, id := range ids {
+		until := f.p.banUntil(id, bans[id])
 		f.p.log.Info("peer banned by an earlier fetch", "peer", id, "until", until)
+		f.event(FetchEvent{Kind: FetchPeerStillBanned, Peer: id, Block: -1, Until: until})
 	}
 }
 

@@ -71,11 +71,20 @@ func TestResumeKeepsBans(t *testing.T) {
 				t.Errorf("the ban file of a complete fetch: %v, want it removed", err)
 			}
 			again := asked.total() - before
-			corrupt := 0
+			corrupt, still := 0, 0
 			for _, ev := range evs2.all() {
-				if ev.Kind == FetchCorruptBlock {
+				switch ev.Kind {
+				case FetchCorruptBlock:
 					corrupt++
+				case FetchPeerStillBanned:
+					still++
+					if ev.Peer != liar.ID() || time.Until(ev.Until) < banFor-time.Minute || time.Until(ev.Until) > banFor {
+						t.Errorf("still banned: %+v, want the liar for about %v", ev, banFor)
+					}
 				}
+			}
+			if want := map[bool]int{true: 1, false: 0}[keep]; still != want {
+				t.Errorf("%d peer-still-banned events, want %d", still, want)
 			}
 			if keep && (again != 0 || corrupt != 0 || !second.isBanned(liar.ID())) {
 				t.Errorf("resumed with the bans: the liar was asked for %d blocks, %d corrupt came, banned %v; want none and banned", again, corrupt, second.isBanned(liar.ID()))

@@ -146,6 +146,10 @@ const (
 	// FetchPeerBanned: a peer sent its third corrupt block; it is dropped
 	// from the fetch and banned for a while.
 	FetchPeerBanned
+	// FetchPeerStillBanned: an earlier fetch on the same store banned the
+	// peer (for corrupt blocks or other misbehaviour, see BanFile), and this
+	// fetch keeps it banned until Until.
+	FetchPeerStillBanned
 )
 
 // String names the kind.
@@ -155,6 +159,8 @@ func (k FetchEventKind) String() string {
 		return "corrupt-block"
 	case FetchPeerBanned:
 		return "peer-banned"
+	case FetchPeerStillBanned:
+		return "peer-still-banned"
 	}
 	return "unknown"
 }
@@ -166,10 +172,13 @@ type FetchEvent struct {
 	Kind FetchEventKind
 	// Peer is the remote peer.
 	Peer lpeer.ID
-	// Block is the corrupt block (a coded block with reconcile.Byers).
+	// Block is the corrupt block (a coded block with reconcile.Byers); -1
+	// for FetchPeerStillBanned.
 	Block int
 	// Corrupt counts the corrupt blocks Peer sent in this fetch so far.
 	Corrupt int
+	// Until is when the ban of a FetchPeerStillBanned event ends.
+	Until time.Time
 }
 
 // WithFetchEvents sets a callback for what happens to the fetch's peers (a

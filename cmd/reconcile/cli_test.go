@@ -392,3 +392,25 @@ func TestE2EInterruptExitCode(t *testing.T) {
 		t.Errorf("exit %d, stderr %q; want 130 and one line saying interrupted", code, stderr.String())
 	}
 }
+
+// TestFetchEventLines words each fetch event for the line above the bar.
+func TestFetchEventLines(t *testing.T) {
+	id, err := lpeer.Decode("12D3KooWLRPJAA5o6F8rXbVSEiLHaSfnJ2Gv6QkW4BGWbXrUyxjf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	until := time.Date(2026, 11, 26, 19, 4, 5, 0, time.Local)
+	for _, tc := range []struct {
+		ev   peer.FetchEvent
+		want string
+	}{
+		{peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}, "fetch: peer 12D3Ko…rUyxjf sent a corrupt block (block 7); asking other peers for it"},
+		{peer.FetchEvent{Kind: peer.FetchPeerBanned, Peer: id, Block: 9, Corrupt: 3}, "fetch: peer 12D3Ko…rUyxjf sent 3 corrupt blocks: dropped and banned"},
+		{peer.FetchEvent{Kind: peer.FetchPeerStillBanned, Peer: id, Block: -1, Until: until}, "fetch: peer 12D3Ko…rUyxjf, banned by an earlier run of this fetch, stays banned until 19:04:05"},
+		{peer.FetchEvent{Kind: 99, Peer: id}, "fetch: peer 12D3Ko…rUyxjf: unknown"},
+	} {
+		if got := fetchEventLine(tc.ev); got != tc.want {
+			t.Errorf("%v: %q, want %q", tc.ev.Kind, got, tc.want)
+		}
+	}
+}

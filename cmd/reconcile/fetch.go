@@ -243,6 +243,8 @@ func fetchEventLine(ev peer.FetchEvent) string {
 		return fmt.Sprintf("fetch: peer %s sent a corrupt block (block %d); asking other peers for it", id, ev.Block)
 	case peer.FetchPeerBanned:
 		return fmt.Sprintf("fetch: peer %s sent %d corrupt blocks: dropped and banned", id, ev.Corrupt)
+	case peer.FetchPeerStillBanned:
+		return fmt.Sprintf("fetch: peer %s, banned by an earlier run of this fetch, stays banned until %s", id, ev.Until.Local().Format("15:04:05"))
 	}
 	return fmt.Sprintf("fetch: peer %s: %s", id, ev.Kind)
 }
