@@ -199,3 +199,35 @@ func (f *fetch) saveBan(id lpeer.ID, until time.Time) {
 		f.p.log.Warn("could not save a ban", "file", path, "peer", id, "err", err)
 	}
 }
+
+// withBansHint adds to err, the fetch's ErrNoPeers, how many peers this
+// fetch and earlier ones on its store banned that stay banned, and where
+// those bans are kept: a user whose seed sent corrupt blocks (a disk error)
+// learns why it is not asked again.
+func (f *fetch) withBansHint(err error) error {
+	path := f.banFilePath()
+	if path == "" {
+		return err
+	}
+	f.banMu.Lock()
+	defer f.banMu.Unlock()
+	n, last := 0, time.Time{}
+	now := time.Now()
+	for _, u := range f.saved {
+		if u.After(now) {
+			n++
+			if u.After(last) {
+				last = u
+			}
+		}
+	}
+	if n == 0 {
+		return err
+	}
+	peers := "1 peer"
+	if n > 1 {
+		peers = fmt.Sprintf("%d peers", n)
+	}
+	return fmt.Errorf("%w; %s banned for misbehaving until %s at the latest (remove %s to trust them again)",
+		err, peers, last.Local().Format("15:04:05"), path)
+}

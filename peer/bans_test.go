@@ -96,6 +96,41 @@ func TestResumeKeepsBans(t *testing.T) {
 	}
 }
 
+// TestResumeOnlyBannedPeer: a resumed fetch whose only peer an earlier run
+// banned ends with ErrNoPeers saying so, and naming the ban file.
+func TestResumeOnlyBannedPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	const bs = 16 << 10
+	seed, tk, src := seedFile(t, dir, 256<<10, bs, WithServeRate(64<<10))
+	liar := newTestPeer(t)
+	if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
+		t.Fatal(err)
+	}
+	m := seed.lookup(tk.Root[:]).man
+	serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
+	out := filepath.Join(dir, "out")
+	first := newTestPeer(t)
+	fctx, stop := context.WithCancel(ctx)
+	_, err := first.Fetch(fctx, Ticket{Root: tk.Root, Peers: append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)}, out, WithOutFile(),
+		WithFetchEvents(func(ev FetchEvent) {
+			if ev.Kind == FetchPeerBanned {
+				stop()
+			}
+		}))
+	stop()
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("first fetch: %v, want it interrupted after the ban", err)
+	}
+	first.Close()
+	_, err = newTestPeer(t).Fetch(ctx, Ticket{Root: tk.Root, Peers: []AddrInfo{liar.AddrInfo()}}, out, WithOutFile(), WithNoPeerTimeout(time.Second))
+	if !errors.Is(err, ErrNoPeers) || !strings.Contains(err.Error(), "1 peer banned for misbehaving") || !strings.Contains(err.Error(), BanFile) {
+		t.Fatalf("resumed with the liar alone: %v; want ErrNoPeers naming the ban and its file", err)
+	}
+	t.Log(err)
+}
+
 // total is the number of block requests logged.
 func (a *askLog) total() int {
 	a.mu.Lock()

@@ -255,6 +255,9 @@ loop:
 	if f.c.store.Complete() {
 		err = nil
 	}
+	if errors.Is(err, ErrNoPeers) {
+		err = f.withBansHint(err)
+	}
 	return f.summary(), err
 }
 
