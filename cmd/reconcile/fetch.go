@@ -35,7 +35,8 @@ func fetchCommand() *cli.Command {
 			"time left count only the bytes received in this run, not blocks resumed from disk.\n" +
 			"A resumed fetch first re-hashes the blocks on disk, with a \"checking\" bar of its own.\n" +
 			"A peer that sends a corrupt block is reported, the block is asked of other peers,\n" +
-			"and a peer that sent three is dropped and banned.\n" +
+			"and a peer that sent three is dropped and banned for 10 minutes; a resumed fetch\n" +
+			"keeps those bans (saved with its resume state, bans.json) and says so.\n" +
 			"Sizes and rates are in IEC units (1 MiB = 1024 KiB = 1048576 bytes) here, in the\n" +
 			"summary and in seed's --rate.\n\n" +
 			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
