@@ -204,7 +204,8 @@
 //     from a parent of the content's stripe trees; it has no idle deadline
 //     (a parent waits for the blocks it passes on), and a parent that
 //     pushes a block of another's stripe, a malformed frame or a corrupt
-//     block is refused from then on;
+//     block, or that the fetch finds offering blocks it does not send (a
+//     phantom), is refused from then on;
 //   - adoptions: an adoption request names at most l.MaxWant blocks of one
 //     stripe; a peer adopts at most four orphans per stripe
 //     (each costs it one more child's share of its uplink), and answers

@@ -254,8 +254,9 @@ const (
 	parentUp parentState = iota
 	// parentGone: its push stream failed; a new one makes it up again.
 	parentGone
-	// parentRefused: it pushed a corrupt block or a malformed frame; its
-	// pushes are refused from then on.
+	// parentRefused: it pushed a corrupt block or a malformed frame, or
+	// the fetch found it a phantom (errPhantom); its pushes are refused
+	// from then on.
 	parentRefused
 )
 
@@ -734,7 +735,8 @@ func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
 	return nil
 }
 
-// parentFailed marks id gone (its stream failed) or refused (bad pushes),
+// parentFailed marks id gone (its stream failed) or refused (bad pushes,
+// or a phantom),
 // and asks to be adopted in the stripes it parents where this peer has
 // children (adopt).
 func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
