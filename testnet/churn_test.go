@@ -72,6 +72,11 @@ func TestRunChurnLiars(t *testing.T) {
 			if res.Liars > 0 && res.LiedCorrupt+res.LiedMissing == 0 {
 				t.Errorf("the liars told no lie")
 			}
+			// Returners' corrupt blocks after their return are some of
+			// those rejected; without liars or returners there are none.
+			if res.BackCorrupt < 0 || res.BackCorrupt > res.Rejected || (res.Liars == 0 || res.Rejoined == 0) && res.BackCorrupt != 0 {
+				t.Errorf("returners received %d corrupt blocks after coming back, of %d rejected in all (%d liars, %d came back)", res.BackCorrupt, res.Rejected, res.Liars, res.Rejoined)
+			}
 		})
 	}
 }

@@ -115,10 +115,12 @@ type Result struct {
 	// kind (LiarKind). LiedCorrupt and LiedMissing count the block frames
 	// they corrupted, or answered "missing" for a block they had offered.
 	// CorruptReceived counts the corrupt blocks the honest fetches received
-	// (and discarded), BackCorrupt those of them the peers that came back
-	// received after their return (a returner's fetch bans again the liars
-	// its store's ban file names: peer.BanFile); Bans the peers they
-	// banned, HonestBans those of them that were honest (should be 0).
+	// (and discarded), as reported by their fetch events (a peer's corrupt
+	// blocks after its third are rejected without one); BackCorrupt the
+	// blocks the peers that came back rejected after their return (their
+	// fetches' Summary.Rejected; a returner's fetch bans again the liars its
+	// store's ban file names: peer.BanFile); Bans the peers they banned,
+	// HonestBans those of them that were honest (should be 0).
 	Liars           int   `json:"liars"`
 	CorruptLiars    int   `json:"corrupt_liars"`
 	PhantomLiars    int   `json:"phantom_liars"`
