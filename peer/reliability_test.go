@@ -503,19 +503,16 @@ func TestMissingBlocks(t *testing.T) {
 	}
 }
 
-// TestPhantomSource: a peer that offers every block and answers each request
-// as missing is left once it has offered again phantomMin blocks it answered
-// as missing, and the fetch completes from the seed.
-func TestPhantomSource(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	_, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(4<<20))
+// phantomPeer returns a peer that seeds src (so that its filters and
+// offers name every block) and answers every block asked as missing,
+// counting the requests.
+func phantomPeer(ctx context.Context, t *testing.T, src string, bs int) (*Peer, *atomic.Int64) {
+	t.Helper()
 	phantom := newTestPeer(t)
-	if _, err := phantom.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+	if _, err := phantom.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
-	var asked atomic.Int64
+	asked := new(atomic.Int64)
 	misbehave(phantom, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
 		var idx []int
 		for {
@@ -533,6 +530,18 @@ func TestPhantomSource(t *testing.T) {
 			bw.Flush()
 		}
 	})
+	return phantom, asked
+}
+
+// TestPhantomSource: a peer that offers every block and answers each request
+// as missing is left once it has offered again phantomMin blocks it answered
+// as missing, and the fetch completes from the seed.
+func TestPhantomSource(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(4<<20))
+	phantom, asked := phantomPeer(ctx, t, src, 16<<10)
 	tk.Peers = append([]AddrInfo{phantom.AddrInfo()}, tk.Peers...)
 	out := filepath.Join(dir, "out")
 	sum, err := newTestPeer(t).Fetch(ctx, tk, out)
@@ -566,26 +575,7 @@ func TestPhantomParentRefused(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(4<<20))
-	phantom := newTestPeer(t)
-	if _, err := phantom.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
-		t.Fatal(err)
-	}
-	misbehave(phantom, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
-		var idx []int
-		for {
-			f, err := fr.Next(1 << 20)
-			if err != nil {
-				return
-			}
-			if idx, err = wire.DecodeWant(idx[:0], f, 1024, 64); err != nil {
-				return
-			}
-			for _, i := range idx {
-				wire.WriteFrame(bw, wire.AppendMissing(nil, i))
-			}
-			bw.Flush()
-		}
-	})
+	phantom, _ := phantomPeer(ctx, t, src, 16<<10)
 	tk.Peers = append([]AddrInfo{phantom.AddrInfo()}, tk.Peers...)
 	fetcher := newTestPeer(t)
 	st := Stripes{Parents: []lpeer.ID{seed.ID(), phantom.ID()}}
