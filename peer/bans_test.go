@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -23,34 +22,7 @@ func TestResumeKeepsBans(t *testing.T) {
 		t.Run(map[bool]string{true: "kept", false: "removed"}[keep], func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			dir := t.TempDir()
-			const bs = 16 << 10
-			// The honest seed is slow (64 KiB/s, 4 s for the file): the
-			// first fetch is interrupted long before it completes.
-			seed, tk, src := seedFile(t, dir, 256<<10, bs, WithServeRate(64<<10))
-			liar := newTestPeer(t)
-			if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
-				t.Fatal(err)
-			}
-			m := seed.lookup(tk.Root[:]).man
-			asked := serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
-			tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
-			out := filepath.Join(dir, "out")
-
-			first := newTestPeer(t)
-			fctx, stop := context.WithCancel(ctx)
-			var evs eventLog
-			_, err := first.Fetch(fctx, tk, out, WithOutFile(), WithFetchEvents(func(ev FetchEvent) {
-				evs.add(ev)
-				if ev.Kind == FetchPeerBanned {
-					stop()
-				}
-			}))
-			stop()
-			if !errors.Is(err, context.Canceled) {
-				t.Fatalf("first fetch: %v, want it interrupted after the ban", err)
-			}
-			first.Close()
+			liar, tk, src, out, asked := fetchUntilBan(ctx, t)
 			banFile := filepath.Join(out+".reconcile", BanFile)
 			b, err := os.ReadFile(banFile)
 			if err != nil || !strings.Contains(string(b), liar.ID().String()) {
@@ -101,34 +73,45 @@ func TestResumeKeepsBans(t *testing.T) {
 func TestResumeOnlyBannedPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	liar, tk, _, out, _ := fetchUntilBan(ctx, t)
+	_, err := newTestPeer(t).Fetch(ctx, Ticket{Root: tk.Root, Peers: []AddrInfo{liar.AddrInfo()}}, out, WithOutFile(), WithNoPeerTimeout(time.Second))
+	if !errors.Is(err, ErrNoPeers) || !strings.Contains(err.Error(), "1 peer banned for misbehaving") || !strings.Contains(err.Error(), BanFile) {
+		t.Fatalf("resumed with the liar alone: %v; want ErrNoPeers naming the ban and its file", err)
+	}
+	t.Log(err)
+}
+
+// fetchUntilBan seeds a 256 KiB file of 16 KiB blocks from a slow honest
+// seed (64 KiB/s, 4 s for the file) and from a liar that sends every block
+// zeroed, and fetches it into out (a single file) until the fetch bans the
+// liar, where it is interrupted, long before it could complete. The ticket
+// names the liar first; asked logs what the liar was asked for.
+func fetchUntilBan(ctx context.Context, t *testing.T) (liar *Peer, tk Ticket, src, out string, asked *askLog) {
+	t.Helper()
 	dir := t.TempDir()
 	const bs = 16 << 10
 	seed, tk, src := seedFile(t, dir, 256<<10, bs, WithServeRate(64<<10))
-	liar := newTestPeer(t)
+	liar = newTestPeer(t)
 	if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
 	m := seed.lookup(tk.Root[:]).man
-	serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
-	out := filepath.Join(dir, "out")
+	asked = serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
+	tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
+	out = filepath.Join(dir, "out")
 	first := newTestPeer(t)
 	fctx, stop := context.WithCancel(ctx)
-	_, err := first.Fetch(fctx, Ticket{Root: tk.Root, Peers: append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)}, out, WithOutFile(),
-		WithFetchEvents(func(ev FetchEvent) {
-			if ev.Kind == FetchPeerBanned {
-				stop()
-			}
-		}))
+	_, err := first.Fetch(fctx, tk, out, WithOutFile(), WithFetchEvents(func(ev FetchEvent) {
+		if ev.Kind == FetchPeerBanned {
+			stop()
+		}
+	}))
 	stop()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("first fetch: %v, want it interrupted after the ban", err)
 	}
 	first.Close()
-	_, err = newTestPeer(t).Fetch(ctx, Ticket{Root: tk.Root, Peers: []AddrInfo{liar.AddrInfo()}}, out, WithOutFile(), WithNoPeerTimeout(time.Second))
-	if !errors.Is(err, ErrNoPeers) || !strings.Contains(err.Error(), "1 peer banned for misbehaving") || !strings.Contains(err.Error(), BanFile) {
-		t.Fatalf("resumed with the liar alone: %v; want ErrNoPeers naming the ban and its file", err)
-	}
-	t.Log(err)
+	return liar, tk, src, out, asked
 }
 
 // total is the number of block requests logged.
@@ -142,24 +125,11 @@ func (a *askLog) total() int {
 	return n
 }
 
-func testID(t testing.TB, seed byte) lpeer.ID {
-	t.Helper()
-	k, _, err := crypto.GenerateEd25519Key(strings.NewReader(strings.Repeat(string(rune('a'+seed%26)), 64)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := lpeer.IDFromPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
-
 // TestBanFileRoundTrip: writeBans then readBans gives the running bans back,
 // without the expired ones, and a ban beyond banFor is cut to banFor.
 func TestBanFileRoundTrip(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	a, b, c := testID(t, 0), testID(t, 1), testID(t, 2)
+	a, b, c := newKeyID(t), newKeyID(t), newKeyID(t)
 	path := filepath.Join(t.TempDir(), BanFile)
 	in := map[lpeer.ID]time.Time{a: now.Add(time.Minute), b: now.Add(-time.Second), c: now.Add(time.Hour)}
 	if err := writeBans(path, in, now); err != nil {
@@ -186,7 +156,7 @@ func TestBanFileRoundTrip(t *testing.T) {
 // TestParseBans: what a ban file may hold, and what is refused or skipped.
 func TestParseBans(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	id := testID(t, 3).String()
+	id := newKeyID(t).String()
 	later := now.Add(time.Minute).Format(time.RFC3339)
 	for _, tc := range []struct {
 		name, in string
