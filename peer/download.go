@@ -253,9 +253,8 @@ func (f *fetch) writer() {
 		err := f.store(job.src, job.i, job.data)
 		f.putBuf(job.buf)
 		if errors.Is(err, ErrBadBlock) {
-			if t := f.c.pushes(); job.src.push && t != nil {
-				t.parentFailed(job.src.id, true) // its stripes are repaired
-				f.updateHeld()
+			if job.src.push {
+				f.refuseParent(job.src.id)
 			}
 			f.corrupt(job.src, job.i, err)
 		}

@@ -379,13 +379,9 @@ func (f *fetch) work(src *source) {
 			// whose file changed does the same for the changed blocks).
 			f.p.log.Info("peer offers blocks it does not send", "peer", src.id, "err", err)
 			f.dropQuietly(src, err.Error())
-			if t := f.c.pushes(); t != nil {
-				// A parent in the stripe trees that lies so passes on no
-				// push worth waiting for: its stripes are repaired now,
-				// by adoption where this peer has children in them.
-				t.parentFailed(src.id, true)
-				f.updateHeld()
-			}
+			// A parent in the stripe trees that lies so passes on no push
+			// worth waiting for.
+			f.refuseParent(src.id)
 			return
 		case errors.Is(err, ErrBusy):
 			// The peer has no room for us now: ask again after the pause

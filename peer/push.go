@@ -913,6 +913,17 @@ func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 	return true
 }
 
+// refuseParent refuses id as a parent in the content's stripe trees (if
+// it is one: it pushed a corrupt block, or lies in its offers): its pushes
+// are refused from then on, its stripes are no longer held for them and
+// are repaired, by adoption where this peer has children in them.
+func (f *fetch) refuseParent(id lpeer.ID) {
+	if t := f.c.pushes(); t != nil {
+		t.parentFailed(id, true)
+		f.updateHeld()
+	}
+}
+
 // updateHeld looks at the content's stripe trees and holds back the
 // blocks of the stripes whose pushes come (picker.hold); when a stripe is
 // let go, or a block has been offered by a source that is not full for the
