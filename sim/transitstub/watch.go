@@ -284,6 +284,10 @@ func (m *watchModel) claimable(l *watchLink) bool {
 	return false
 }
 
+// superSeeds reports whether peer a super-seeds: it is the seed, and
+// SwarmConfig.NoSuperSeed is not set.
+func (m *watchModel) superSeeds(a int) bool { return m.peers[a].seed && m.superSeed }
+
 // close ends watch l, unless it has ended: its offers leave the rarity
 // counts, a seed takes back what it offered on it.
 func (m *watchModel) close(l *watchLink) {
@@ -360,7 +364,7 @@ func (m *watchModel) reconcile(l *watchLink) {
 		}
 		comp := m.answerMS(s.set.Len(), len(offer))
 		sn := &m.nodes[l.src]
-		if s.seed && m.superSeed {
+		if m.superSeeds(l.src) {
 			w := &superWatcher{link: l, lacks: make([]bool, m.u), open: make(map[int32]struct{}), active: m.sim.Now()}
 			for _, i := range offer {
 				w.lacks[i] = true
@@ -474,13 +478,12 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 		}
 		return
 	}
-	s := &m.peers[l.src]
 	sn := &m.nodes[l.src]
 	now := m.sim.Now()
 	// A fetcher has blocks queued while its last block asked has not left
 	// the uplink, or (UploadRarest) some wait to be sent.
 	queued := func(f int) bool { return sn.queued[f] > now || sn.pendingBy[f] > 0 }
-	if !(s.seed && m.superSeed) && !queued(l.fetcher) {
+	if !m.superSeeds(l.src) && !queued(l.fetcher) {
 		others := 0
 		for f := range sn.queued {
 			if f != l.fetcher && queued(f) {
@@ -511,7 +514,7 @@ func (m *watchModel) serve(l *watchLink, batch []int32) {
 	for _, i := range batch {
 		sn.queued[l.fetcher] = m.sendBlock(l, i)
 	}
-	if s.seed && m.superSeed {
+	if m.superSeeds(l.src) {
 		m.pump(l.src, nil)
 	}
 }
@@ -564,7 +567,6 @@ type upReq struct {
 // its watchers hold (the first asked among those).
 func (m *watchModel) kick(src int) {
 	sn := &m.nodes[src]
-	s := &m.peers[src]
 	if sn.upBusy || len(sn.pending) == 0 {
 		return
 	}
@@ -590,7 +592,7 @@ func (m *watchModel) kick(src int) {
 		sn.upBusy = false
 		m.kick(src)
 	})
-	if s.seed && m.superSeed {
+	if m.superSeeds(src) {
 		m.pump(src, nil)
 	}
 }
