@@ -443,13 +443,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	need = max(1, need)
+	// What all of them lack, for the progress.
+	var lack int64
+	for i, n := range nodes {
+		if n.fetch && !roles[i].liar {
+			lack += int64(m.BlockCount() - n.store.HeldCount())
+		}
+	}
 	stopSampling := sampleMemory(&res.PeakMemMiB)
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
 	tick := time.NewTicker(20 * time.Millisecond)
 	progress := func() {
 		if cfg.Progress != nil {
-			cfg.Progress(Progress{Done: int(w.done.Load()), Fetchers: res.Fetchers, Blocks: w.blocks.Load(), Elapsed: time.Since(start)})
+			cfg.Progress(Progress{Done: int(w.done.Load()), Fetchers: res.Fetchers, Blocks: w.blocks.Load(), Need: lack, Elapsed: time.Since(start)})
 		}
 	}
 	lastProgress := start

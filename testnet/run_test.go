@@ -27,10 +27,17 @@ func TestRunCI(t *testing.T) {
 	}{
 		{reconcile.Complete, 0}, {reconcile.Byers, 0}, {reconcile.Complete, 0.3}, {reconcile.Byers, 0.3},
 	} {
+		var last Progress
 		res, err := Run(context.Background(), Config{Nodes: nodes, Size: size, Method: tc.method, Hold: tc.hold,
-			Topology: ts.Small(), Dir: t.TempDir(), Seed: 7})
+			Topology: ts.Small(), Dir: t.TempDir(), Seed: 7, Progress: func(p Progress) { last = p }})
 		if err != nil {
 			t.Fatalf("%v hold %g: %v (errors %v)", tc.method, tc.hold, err, res)
+		}
+		// The last progress is the end: every fetcher done, and (without
+		// churn) every block the fetchers lacked stored.
+		if last.Done != res.Fetchers || last.Fetchers != res.Fetchers || last.Need <= 0 ||
+			tc.method == reconcile.Complete && last.Blocks != last.Need {
+			t.Errorf("%v hold %g: last progress %+v for %d fetchers", tc.method, tc.hold, last, res.Fetchers)
 		}
 		t.Logf("%v hold %g: median %.2f p95 %.2f max %.2f s, wire %v, received %d, redundant %d, missed %d, sessions %d, peak %.0f MiB",
 			tc.method, tc.hold, res.MedianS, res.P95S, res.MaxS, res.Wire, res.BlocksReceived, res.Redundant, res.Missed, res.Sessions, res.PeakMemMiB)

@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/testnet"
 )
 
 func TestTestnetCommand(t *testing.T) {
@@ -167,6 +170,65 @@ func TestTestnetCommand(t *testing.T) {
 	} {
 		if _, err := run(t, "", tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: err = %v, want one line containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestTestnetProgress: the testnet's progress counts the blocks stored of
+// all the fetchers lacked, so that its time left means something while no
+// fetcher is done (a run's fetchers end together, in its last seconds); it
+// shows 100% only once every fetcher is done, even when peers that left
+// for good never stored all they lacked.
+func TestTestnetProgress(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    testnet.Progress
+		want progressState
+	}{
+		{"mid-run", testnet.Progress{Done: 0, Fetchers: 199, Blocks: 50944, Need: 203776},
+			progressState{done: 50944, total: 203776, session: -1, extra: "0/199 fetchers done"}},
+		{"all stored, fetchers still running", testnet.Progress{Done: 198, Fetchers: 199, Blocks: 203790, Need: 203776},
+			progressState{done: 203775, total: 203776, session: -1, extra: "198/199 fetchers done"}},
+		{"done, leavers short", testnet.Progress{Done: 169, Fetchers: 169, Blocks: 190000, Need: 200000},
+			progressState{done: 200000, total: 200000, session: -1, extra: "169/169 fetchers done"}},
+		{"nothing to fetch", testnet.Progress{Done: 0, Fetchers: 3},
+			progressState{done: 0, total: 1, session: -1, extra: "0/3 fetchers done"}},
+	} {
+		if got := testnetProgressState(tc.p); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+	// A quarter of the blocks in 10 s: 30 s left, while no fetcher is done.
+	pr, buf, clk := newTestProgress(progressPlain)
+	pr.label, pr.bytes = "complete blocks stored", false
+	clk.t = clk.t.Add(10 * time.Second)
+	testnetProgress(pr)(testnet.Progress{Fetchers: 199, Blocks: 50944, Need: 203776})
+	if got, want := buf.String(), "complete blocks stored:  25% 50944/203776, 30s left, 0/199 fetchers done\n"; got != want {
+		t.Errorf("progress line %q, want %q", got, want)
+	}
+}
+
+// TestCPUWarning: a run whose CPU was near its limit, or whose goroutines
+// waited for a CPU more than waitShare of the mean latency (at the described
+// rates), is flagged with a larger time scale to try; the runs measured clean
+// are not.
+func TestCPUWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		r    testnet.Result
+		want string // a part of the warning, "" for none
+	}{
+		{"clean, scale 25", testnet.Result{TimeScale: 25, CPUUse: 0.26, SchedP99S: 0.034, MeanLatencyMS: 373}, ""},
+		{"clean, scale 15", testnet.Result{TimeScale: 15, CPUUse: 0.34, SchedP99S: 0.025, MeanLatencyMS: 373}, ""},
+		{"slow day, scale 15", testnet.Result{TimeScale: 15, CPUUse: 0.43, SchedP99S: 0.235, MeanLatencyMS: 373},
+			"up to 16 ms (p99 at the described rates), 4% of the mean latency: the times may hold the machine's delays; run again with --time-scale 23 or more"},
+		{"busy", testnet.Result{TimeScale: 6, CPUUse: 0.9, SchedP99S: 0.01, MeanLatencyMS: 373}, "near its limit"},
+		{"no latency", testnet.Result{TimeScale: 1, CPUUse: 0.5, SchedP99S: 0.05}, ""},
+		{"real time", testnet.Result{CPUUse: 0.3, SchedP99S: 0.02, MeanLatencyMS: 373}, "--time-scale 2 or more"},
+	} {
+		got := cpuWarning(&tc.r)
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }
