@@ -41,11 +41,19 @@ func TestRunChurnLiars(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			const nodes = 20
+			var last Progress
 			res, err := Run(context.Background(), Config{Nodes: nodes, Size: 1 << 20, BlockSize: 64 << 10, Hold: tc.hold,
 				Churn: tc.churn, Liars: tc.liars, LiarKind: tc.kind, Topology: ts.Small(), Dir: t.TempDir(), Seed: 3,
-				Up: 8e6, Down: 16e6, Method: reconcile.Complete})
+				Up: 8e6, Down: 16e6, Method: reconcile.Complete, Progress: func(p Progress) { last = p }})
 			if err != nil {
 				t.Fatalf("%v (result %+v)", err, res)
+			}
+			// The blocks stored end about where the progress expects them
+			// (peers that leave for good stop near their share; a block
+			// in flight as one leaves may be stored too).
+			t.Logf("blocks stored %d, expected %d", last.Blocks, last.Need)
+			if last.Done != res.Fetchers || float64(last.Blocks) < 0.95*float64(last.Need) || float64(last.Blocks) > 1.05*float64(last.Need) {
+				t.Errorf("last progress %+v for %d fetchers", last, res.Fetchers)
 			}
 			t.Logf("fetchers %d completed %d checked %d identical %d; left %d rejoined %d late %d resumed %d; liars %d (%d corrupt, %d phantom): lied %d corrupt %d missing, received %d corrupt, %d bans (%d honest); median %.2f max %.2f s, T* %.2f s",
 				res.Fetchers, res.Completed, res.Checked, res.Identical, res.Left, res.Rejoined, res.LateJoined, res.ResumedBlocks,

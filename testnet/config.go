@@ -126,10 +126,10 @@ type Progress struct {
 	// fetches so far.
 	Blocks int64
 	// Need is the blocks (or coded blocks) the honest fetches lacked when
-	// the fetches started, in all, late joiners' and leavers' included:
-	// Blocks ends about there (short of it by what the peers that leave for
-	// good never fetch), a measure of the run's progress where Done stays
-	// near 0 until the last seconds.
+	// the fetches started, in all, late joiners' included, and for a peer
+	// that leaves for good up to the share it leaves at: Blocks ends about
+	// there, a measure of the run's progress where Done stays near 0 until
+	// the last seconds.
 	Need int64
 	// Elapsed is the time since the fetches started.
 	Elapsed time.Duration

@@ -443,11 +443,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	need = max(1, need)
-	// What all of them lack, for the progress.
+	// What all of them lack, for the progress: a peer that leaves for good
+	// stores only up to its share.
 	var lack int64
 	for i, n := range nodes {
-		if n.fetch && !roles[i].liar {
-			lack += int64(m.BlockCount() - n.store.HeldCount())
+		if r := roles[i]; n.fetch && !r.liar {
+			want := m.BlockCount()
+			if !r.needed() {
+				want = int(math.Ceil(r.leaveAt * float64(want)))
+			}
+			lack += int64(max(0, want-n.store.HeldCount()))
 		}
 	}
 	stopSampling := sampleMemory(&res.PeakMemMiB)
