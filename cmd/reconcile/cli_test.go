@@ -414,3 +414,32 @@ func TestFetchEventLines(t *testing.T) {
 		}
 	}
 }
+
+// TestProgressRecentRate: once the work has run longer than rateWindow, the
+// rate and the time left come from its last rateWindow, so a swarm that
+// speeds up (or a fetch that finds more peers) shows its new pace.
+func TestProgressRecentRate(t *testing.T) {
+	p, buf, clk := newTestProgress(progressPlain)
+	var done int64
+	for i := 1; i <= 60; i++ {
+		clk.t = clk.t.Add(time.Second)
+		if i <= 30 {
+			done += 1 << 20 // 1 MiB/s for 30 s
+		} else {
+			done += 4 << 20 // then 4 MiB/s
+		}
+		p.update(progressState{done: done, total: 300 << 20, session: -1})
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	// At 15 s: from the start, 1 MiB/s, 285 MiB left. At 60 s (150 MiB
+	// done): the last 20 s, 4 MiB/s, 150 MiB left in 38 s (rounded up).
+	if got, want := lines[2], "fetch:   5% 15 MiB / 300 MiB, 1 MiB/s, 4m45s left"; got != want {
+		t.Errorf("at 15 s: %q, want %q", got, want)
+	}
+	if got, want := lines[len(lines)-1], "fetch:  50% 150 MiB / 300 MiB, 4 MiB/s, 38s left"; got != want {
+		t.Errorf("at 60 s: %q, want %q", got, want)
+	}
+	if len(p.marks) > int(rateWindow/time.Second)+2 {
+		t.Errorf("%d marks kept for a window of %v", len(p.marks), rateWindow)
+	}
+}

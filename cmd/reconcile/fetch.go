@@ -32,7 +32,8 @@ func fetchCommand() *cli.Command {
 			"at --out (as curl -o; its resume state in OUT.reconcile/ is removed once complete),\n" +
 			"a folder's content under --out, and into an existing folder --out at its own name.\n\n" +
 			"Progress (--progress) shows the bytes held of the content's size; the rate and the\n" +
-			"time left count only the bytes received in this run, not blocks resumed from disk.\n" +
+			"time left count only the bytes received in this run, over its last 20 s, not blocks\n" +
+			"resumed from disk.\n" +
 			"A resumed fetch first re-hashes the blocks on disk, with a \"checking\" bar of its own.\n" +
 			"A peer that sends a corrupt block is reported, the block is asked of other peers,\n" +
 			"and a peer that sent three is dropped and banned for 10 minutes; a resumed fetch\n" +

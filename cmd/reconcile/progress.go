@@ -80,6 +80,51 @@ type progress struct {
 	start    time.Time
 	last     time.Time
 	drawn    bool
+	// marks are what was done (of the session) about every second, the
+	// rate's base once the work has run longer than rateWindow.
+	marks []progressMark
+}
+
+// progressMark is the session's amount done at a time.
+type progressMark struct {
+	t time.Time
+	n int64
+}
+
+// rateWindow is how far back the rate and the time left look: a swarm's
+// rate grows as its first blocks spread (a 200-peer testnet's time left,
+// from its start, read 22 h, then 31 min at 1 %, for a run of 4 minutes),
+// and a fetch's changes as peers come and go.
+const rateWindow = 20 * time.Second
+
+// mark notes n done at now, at most once a second, keeping the marks
+// rateWindow needs.
+func (p *progress) mark(now time.Time, n int64) {
+	if k := len(p.marks); k > 0 && now.Sub(p.marks[k-1].t) < time.Second {
+		return
+	}
+	// The oldest mark kept is the last one at least rateWindow old.
+	drop := 0
+	for drop+1 < len(p.marks) && now.Sub(p.marks[drop+1].t) >= rateWindow {
+		drop++
+	}
+	p.marks = append(p.marks[drop:], progressMark{now, n})
+}
+
+// rateBase is where the rate at now is counted from: the start while the
+// work is younger than rateWindow, else the newest mark at least that old.
+func (p *progress) rateBase(now time.Time) progressMark {
+	base := progressMark{t: p.start}
+	if now.Sub(p.start) < rateWindow {
+		return base
+	}
+	for _, m := range p.marks {
+		if now.Sub(m.t) < rateWindow {
+			break
+		}
+		base = m
+	}
+	return base
 }
 
 // progressState is one snapshot of the work.
@@ -118,7 +163,10 @@ func (p *progress) sub(label string, bytes bool) *progress {
 // restart counts the rate and the time left from now on (after a phase whose
 // time is not the work's, such as checking the blocks on disk).
 func (p *progress) restart() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.start = p.now()
+	p.marks = p.marks[:0]
 }
 
 // status shows a text while there is nothing to count yet ("connecting"), on a bar only.
@@ -160,6 +208,11 @@ func (p *progress) update(s progressState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
+	session := s.session
+	if session < 0 {
+		session = s.done
+	}
+	p.mark(now, session)
 	end := s.total > 0 && s.done >= s.total
 	switch p.mode {
 	case progressBar:
@@ -226,10 +279,11 @@ func (p *progress) render(s progressState, now time.Time) string {
 	if session < 0 {
 		session = s.done
 	}
-	elapsed := now.Sub(p.start).Seconds()
+	base := p.rateBase(now)
+	elapsed := now.Sub(base.t).Seconds()
 	// The rate of the first second (often of a block or two) is noise.
-	if elapsed >= 1 && session > 0 {
-		rate := float64(session) / elapsed
+	if elapsed >= 1 && session > base.n {
+		rate := float64(session-base.n) / elapsed
 		if p.bytes {
 			parts = append(parts, humanBytes(int64(rate))+"/s")
 		}
