@@ -11,7 +11,10 @@
 // zeebo/blake3 3980-4130 MB/s on 64 KiB, 256 KiB and 1 MiB blocks (zeebo
 // takes 1.33-1.36x HashBlock's time), so the block hash stays on
 // lukechampine.com/blake3's kernels (AVX-512 where the CPU has it, AVX2
-// otherwise), which the library already depended on.
+// otherwise), which the library already depended on. On a later day the
+// same machine (its CPU model unchanged) gave HashBlock 2330-2360 MB/s and
+// zeebo/blake3 2360-2400 MB/s: the virtual machine's speed varies between
+// days, and the two implementations then tie.
 package hashbench
 
 import (
