@@ -51,14 +51,13 @@ func TestRunChurnLiars(t *testing.T) {
 			// The blocks stored end about where the progress expects them
 			// (peers that leave for good stop near their share; a block
 			// in flight as one leaves may be stored too).
-			t.Logf("blocks stored %d, expected %d", last.Blocks, last.Need)
 			if last.Done != res.Fetchers || float64(last.Blocks) < 0.95*float64(last.Need) || float64(last.Blocks) > 1.05*float64(last.Need) {
 				t.Errorf("last progress %+v for %d fetchers", last, res.Fetchers)
 			}
-			t.Logf("fetchers %d completed %d checked %d identical %d; left %d rejoined %d late %d resumed %d; liars %d (%d corrupt, %d phantom): lied %d corrupt %d missing, received %d corrupt, %d bans (%d honest); median %.2f max %.2f s, T* %.2f s",
+			t.Logf("fetchers %d completed %d checked %d identical %d; left %d rejoined %d late %d resumed %d; liars %d (%d corrupt, %d phantom): lied %d corrupt %d missing, received %d corrupt, %d bans (%d honest); median %.2f max %.2f s, T* %.2f s; blocks stored %d of %d expected",
 				res.Fetchers, res.Completed, res.Checked, res.Identical, res.Left, res.Rejoined, res.LateJoined, res.ResumedBlocks,
 				res.Liars, res.CorruptLiars, res.PhantomLiars, res.LiedCorrupt, res.LiedMissing, res.CorruptReceived, res.Bans, res.HonestBans,
-				res.MedianS, res.MaxS, res.TStarS)
+				res.MedianS, res.MaxS, res.TStarS, last.Blocks, last.Need)
 			if res.Completed != res.Fetchers || res.Identical != res.Checked || res.Missed != 0 {
 				t.Errorf("%d of %d completed, %d of %d identical, %d missed", res.Completed, res.Fetchers, res.Identical, res.Checked, res.Missed)
 			}

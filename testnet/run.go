@@ -435,26 +435,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	// What the honest fetchers that start with the run need, for the late
-	// joins.
+	// joins (need), and what all of them lack, for the progress (lack: a
+	// peer that leaves for good stores only up to its share).
 	need := max(1, startHonest*int64(m.BlockCount()))
-	for i, n := range nodes {
-		if n.fetch && roles[i].lateAt == 0 && !roles[i].liar {
-			need -= int64(n.store.HeldCount())
-		}
-	}
-	need = max(1, need)
-	// What all of them lack, for the progress: a peer that leaves for good
-	// stores only up to its share.
 	var lack int64
 	for i, n := range nodes {
-		if r := roles[i]; n.fetch && !r.liar {
-			want := m.BlockCount()
-			if !r.needed() {
-				want = int(math.Ceil(r.leaveAt * float64(want)))
-			}
-			lack += int64(max(0, want-n.store.HeldCount()))
+		r := roles[i]
+		if !n.fetch || r.liar {
+			continue
 		}
+		held := n.store.HeldCount()
+		if r.lateAt == 0 {
+			need -= int64(held)
+		}
+		want := m.BlockCount()
+		if !r.needed() {
+			want = int(math.Ceil(r.leaveAt * float64(want)))
+		}
+		lack += int64(max(0, want-held))
 	}
+	need = max(1, need)
 	stopSampling := sampleMemory(&res.PeakMemMiB)
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()

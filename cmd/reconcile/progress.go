@@ -137,6 +137,14 @@ type progressState struct {
 	extra string
 }
 
+// sessionDone is what this run did of done (session, or all of done).
+func (s progressState) sessionDone() int64 {
+	if s.session < 0 {
+		return s.done
+	}
+	return s.session
+}
+
 // newProgressWriter returns a progress drawn on w in the given mode.
 func newProgressWriter(w io.Writer, mode progressMode, label string, bytes bool) *progress {
 	now := time.Now()
@@ -208,11 +216,7 @@ func (p *progress) update(s progressState) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	session := s.session
-	if session < 0 {
-		session = s.done
-	}
-	p.mark(now, session)
+	p.mark(now, s.sessionDone())
 	end := s.total > 0 && s.done >= s.total
 	switch p.mode {
 	case progressBar:
@@ -275,10 +279,7 @@ func (p *progress) render(s progressState, now time.Time) string {
 	} else {
 		parts = append(parts, fmt.Sprintf("%d/%d", s.done, s.total))
 	}
-	session := s.session
-	if session < 0 {
-		session = s.done
-	}
+	session := s.sessionDone()
 	base := p.rateBase(now)
 	elapsed := now.Sub(base.t).Seconds()
 	// The rate of the first second (often of a block or two) is noise.
