@@ -132,6 +132,9 @@ type Report struct {
 //  2. mu guards the in-memory state: the held set, pending and dirty, closed, and
 //     the output-file cache. It is never held across an fsync or a block's IO.
 //
+// writeMu[k] is taken alone, around one write to output file k, with neither
+// of the two held.
+//
 // The cache's reference counts are atomic: a cache hit takes mu for reading only,
 // and eviction, which takes mu for writing, sees every reference taken before it.
 type Store struct {
@@ -151,6 +154,11 @@ type Store struct {
 	files   []*os.File     // lazily opened output files, at most about maxOpen at once
 	rdonly  []bool         // files[k] was opened read-only (a complete store's read-only mode)
 	refs    []atomic.Int32 // users of files[k] between openFile and release
+	// writeMu[k] serializes the writes to output file k. The kernel takes
+	// the file's inode lock for each buffered write and spins on it while
+	// another writer holds it; parking here instead leaves the CPU to the
+	// writers' hashing and to the network.
+	writeMu []sync.Mutex
 	nopen   int            // non-nil entries of files
 	maxOpen int            // handles kept open before unused ones are closed
 	evictAt int            // where the next eviction scan starts
@@ -174,7 +182,7 @@ func newStore(p *place, m *Manifest, cfg storeConfig) *Store {
 		place: *p, m: m, cfg: cfg,
 		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
 		files: make([]*os.File, len(m.files)), rdonly: make([]bool, len(m.files)),
-		refs: make([]atomic.Int32, len(m.files)), maxOpen: maxOpenFiles,
+		refs: make([]atomic.Int32, len(m.files)), writeMu: make([]sync.Mutex, len(m.files)), maxOpen: maxOpenFiles,
 		log: heldLog{dir: p.meta, name: heldFile, id: m.id, seed: logSeed(m.id)},
 	}
 }

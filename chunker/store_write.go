@@ -31,7 +31,9 @@ func (s *Store) PutBlock(i int, data []byte) error {
 			return err
 		}
 		written = append(written, g.file)
+		s.writeMu[g.file].Lock()
 		_, err = f.WriteAt(data[g.pos:g.pos+g.n], g.off)
+		s.writeMu[g.file].Unlock()
 		s.release(g.file)
 		if err != nil {
 			return fmt.Errorf("chunker: write block %d: %w", i, err)
