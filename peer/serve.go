@@ -33,6 +33,18 @@ type serverStream struct {
 	// admit, when set, is called with the length of the next frame before
 	// its bytes are read (wire.Reader.NextAdmit).
 	admit func(n int) error
+	// key is the stream's share key (shareKey), worked out when the stream
+	// is accepted: formatting the peer id is too dear for every block.
+	key string
+}
+
+// shareKey returns the share key of the stream's peer: ss.key when set,
+// otherwise the function shareKey's.
+func (ss *serverStream) shareKey() string {
+	if ss.key != "" {
+		return ss.key
+	}
+	return shareKey(ss.s.Conn())
 }
 
 // next reads a frame of at most max bytes within the idle deadline (and
@@ -104,7 +116,7 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 		untrack = func(untrack func()) func() { return func() { admitted.release(); untrack() } }(untrack)
 		ok = p.goroutine(func() {
 			defer untrack()
-			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle}
+			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, key: shareKey(s.Conn())}
 			err := p.serve(ss, serve)
 			remote := s.Conn().RemotePeer()
 			switch {
@@ -205,7 +217,7 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	}()
 	ss.admit = func(n int) error {
 		ss.admit = nil
-		key := shareKey(ss.s.Conn())
+		key := ss.shareKey()
 		if !p.allowFilter(key, n) {
 			return p.busy(ss, "the peer sends more filter bytes per second than its share")
 		}
@@ -312,7 +324,7 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 	wantMax := 1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint
 	var idx []int
 	var hdr [1 + binaryMaxVarint]byte
-	key := shareKey(ss.s.Conn())
+	key := ss.shareKey()
 	remote := ss.s.Conn().RemotePeer()
 	sends := c.repeatsFor(ss.hello.Coded, limit)
 	for {
@@ -398,7 +410,7 @@ var doneCtx = func() context.Context {
 func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 	c := ss.c
 	n := c.man.BlockLen(i)
-	key, evict := shareKey(ss.s.Conn()), func() { ss.s.Reset() }
+	key, evict := ss.shareKey(), func() { ss.s.Reset() }
 	// Room is there most of the time: take it without a timer first.
 	held, err := p.serveMem.acquire(doneCtx, key, int64(n), evict)
 	if err != nil {
@@ -466,7 +478,7 @@ func (p *Service) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) er
 // holds the most). When it cannot, it tells the peer "busy" and returns an
 // error wrapping ErrBusy.
 func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
-	key := shareKey(ss.s.Conn())
+	key := ss.shareKey()
 	if isPeerKey(key) && p.slots.usedBy(key) >= int64(p.cfg.limits.ReconcilesPerPeer) {
 		return nil, p.busy(ss, "the peer holds its share of the reconcile slots")
 	}
