@@ -154,14 +154,15 @@ type Store struct {
 	files   []*os.File     // lazily opened output files, at most about maxOpen at once
 	rdonly  []bool         // files[k] was opened read-only (a complete store's read-only mode)
 	refs    []atomic.Int32 // users of files[k] between openFile and release
+	nopen   int            // non-nil entries of files
+	maxOpen int            // handles kept open before unused ones are closed
+	evictAt int            // where the next eviction scan starts
+
 	// writeMu[k] serializes the writes to output file k. The kernel takes
 	// the file's inode lock for each buffered write and spins on it while
 	// another writer holds it; parking here instead leaves the CPU to the
 	// writers' hashing and to the network.
 	writeMu []sync.Mutex
-	nopen   int            // non-nil entries of files
-	maxOpen int            // handles kept open before unused ones are closed
-	evictAt int            // where the next eviction scan starts
 
 	flushMu sync.Mutex // taken before mu; guards log
 	log     heldLog
