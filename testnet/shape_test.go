@@ -76,12 +76,14 @@ func TestLinkStreamPipelines(t *testing.T) {
 	start := time.Now()
 	var want []byte
 	for i := range 20 {
-		p := bytes.Repeat([]byte{byte(i)}, 1000)
+		// Sizes on both sides of minPooled: slices made and pooled ones.
+		n := 700 + 300*i
+		p := bytes.Repeat([]byte{byte(i)}, n)
 		if n, err := ls.Write(p); n != len(p) || err != nil {
 			t.Fatalf("write %d: %d, %v", i, n, err)
 		}
 		p[0] = 0xff // the caller may reuse its buffer
-		want = append(want, bytes.Repeat([]byte{byte(i)}, 1000)...)
+		want = append(want, bytes.Repeat([]byte{byte(i)}, n)...)
 	}
 	if d := time.Since(start); d > lat/2 {
 		t.Errorf("20 writes took %v: a write waited for the latency", d)
@@ -193,3 +195,71 @@ func TestLinkStreamReset(t *testing.T) {
 		t.Errorf("below: reset %v, %d bytes delivered (want reset, none)", below.reset, len(below.got))
 	}
 }
+
+// TestWriteBuf: a write's slice has room for its bytes and at most twice
+// that (so what is in flight holds at most twice its bytes), and a slice
+// given back is only ever reused for a write of its own size class.
+func TestWriteBuf(t *testing.T) {
+	for _, tc := range []struct{ n, cap int }{
+		{1, 1}, {minPooled - 1, minPooled - 1}, {minPooled, minPooled},
+		{minPooled + 1, 2 * minPooled}, {16 << 10, 16 << 10}, {16<<10 + 7, 32 << 10},
+		{3 << 20, 4 << 20},
+	} {
+		b := getWriteBuf(tc.n)
+		if len(b) != 0 || cap(b) != tc.cap {
+			t.Errorf("getWriteBuf(%d): len %d cap %d, want 0 and %d", tc.n, len(b), cap(b), tc.cap)
+		}
+		putWriteBuf(b)
+	}
+	for range 100 { // a pool may drop what it holds: try until one comes back
+		b := append(getWriteBuf(5000), 0xab)
+		putWriteBuf(b)
+		if c := getWriteBuf(3000); cap(c) != 4096 || c[:1][0] == 0xab {
+			t.Fatalf("a 3000-byte write got a slice of %d bytes, or the 8 KiB one given back", cap(c))
+		}
+		c := getWriteBuf(7000)
+		if len(c) != 0 || cap(c) != 8192 {
+			t.Fatalf("a 7000-byte write got len %d cap %d", len(c), cap(c))
+		}
+		if c[:1][0] == 0xab {
+			return // the slice given back
+		}
+	}
+	t.Error("a slice given back was never reused")
+}
+
+// BenchmarkLinkStream measures a 16 KiB write through a link stream to a
+// stream below that keeps nothing: the model's cost per block, paid for
+// every block of a testnet run. "uplink" books each write on a 1 GB/s
+// uplink, so that every write sleeps (16 µs) on a timer as a testnet
+// peer's do: its time is mostly the timers' granularity (about 1 ms here),
+// its allocations the figure to watch.
+func BenchmarkLinkStream(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		links *ts.Links
+	}{
+		{"plain", nil},
+		{"uplink", ts.NewLinks([]float64{1e9, 0}, []float64{0, 0})},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			ls := testLink(discardStream{}, bc.links, 0, defaultWindow)
+			p := make([]byte, 16<<10)
+			b.SetBytes(int64(len(p)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ls.Write(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ls.Close()
+		})
+	}
+}
+
+// discardStream is a stream below that drops what it is written.
+type discardStream struct{ network.Stream }
+
+func (discardStream) Write(b []byte) (int, error) { return len(b), nil }
+func (discardStream) CloseWrite() error           { return nil }
+func (discardStream) CloseRead() error            { return nil }
