@@ -14,12 +14,18 @@ import (
 // zeroManifest is the manifest of one file of n zero blocks: a freshly created
 // store's sparse file already holds the right bytes.
 func zeroManifest(t testing.TB, n, bs int) *Manifest {
-	h := HashBlock(make([]byte, bs))
+	return repeatManifest(t, "zeros.bin", make([]byte, bs), n)
+}
+
+// repeatManifest is the manifest of one file, path, of n blocks that are all
+// block.
+func repeatManifest(t testing.TB, path string, block []byte, n int) *Manifest {
+	h := HashBlock(block)
 	hashes := make([][HashSize]byte, n)
 	for i := range hashes {
 		hashes[i] = h
 	}
-	m, err := NewManifest([]File{{Path: "zeros.bin", Size: int64(n) * int64(bs), Mode: 0o644}}, bs, hashes)
+	m, err := NewManifest([]File{{Path: path, Size: int64(n) * int64(len(block)), Mode: 0o644}}, len(block), hashes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,14 +66,7 @@ func BenchmarkPutBlock(b *testing.B) {
 	bs := DefaultBlockSize
 	data := randBytes(5, bs)
 	const n = 64
-	hashes := make([][HashSize]byte, n)
-	for i := range hashes {
-		hashes[i] = HashBlock(data)
-	}
-	m, err := NewManifest([]File{{Path: "f", Size: int64(n * bs), Mode: 0o644}}, bs, hashes)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := repeatManifest(b, "f", data, n)
 	for _, every := range []int{1, 64} {
 		b.Run(fmt.Sprintf("syncEvery=%d", every), func(b *testing.B) {
 			b.SetBytes(int64(bs))
@@ -79,6 +78,7 @@ func BenchmarkPutBlock(b *testing.B) {
 					if s != nil {
 						s.Close()
 					}
+					var err error
 					if s, err = CreateStore(context.Background(), b.TempDir(), m, WithSyncEvery(every)); err != nil {
 						b.Fatal(err)
 					}
@@ -103,14 +103,7 @@ func BenchmarkPutBlockConcurrent(b *testing.B) {
 	const n, writers = 1024, 8
 	bs := DefaultBlockSize
 	data := randBytes(6, bs)
-	hashes := make([][HashSize]byte, n)
-	for i := range hashes {
-		hashes[i] = HashBlock(data)
-	}
-	m, err := NewManifest([]File{{Path: "f", Size: int64(n * bs), Mode: 0o644}}, bs, hashes)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := repeatManifest(b, "f", data, n)
 	b.SetBytes(int64(n * bs))
 	root := b.TempDir()
 	for k := 0; b.Loop(); k++ {
