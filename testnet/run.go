@@ -393,7 +393,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := time.Now()
 	cpu0, sched0 := cpuTime(), schedSample()
-	tr.begin(start, cfg.Method.String(), seedNode)
+	tr.begin(start, cfg.Method.String(), seedNode, scale, res.TStarS)
 	tr.plan(roles, trees)
 	w.tr = tr
 	w.ctx, w.start = rctx, start

@@ -18,7 +18,8 @@ import (
 // schedule can be studied afterwards (who sent which block when, which
 // answers offered what):
 //
-//	start METHOD SEED                        the fetches begin; SEED is the seed's node (-1: none)
+//	start METHOD SEED SCALE TSTAR            the fetches begin; SEED is the seed's node (-1: none), SCALE
+//	                                         the time scale, TSTAR T* in described seconds (0: none)
 //	sent T FROM TO UNIT                      node FROM wrote unit UNIT to node TO
 //	answered T FROM TO FOUND OFFERED         node FROM answered a reconciliation of node TO
 //	busy T FROM TO                           node FROM turned a request of node TO away "busy"
@@ -32,13 +33,24 @@ import (
 //
 // The lines are kept in memory and written out when the run ends, so that
 // writing them never holds up the peers (a serving goroutine tells the
-// tracer of each block it sends).
+// tracer of each block it sends). Lines of what happened before the
+// fetches began (a seed's first pushes down stripe trees) come right after
+// the start line, with their negative times.
 type tracer struct {
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	out   io.Writer
 	index map[lpeer.ID]int
-	start time.Time
+	start time.Time // zero until begin
+	early []earlyLine
+}
+
+// earlyLine is a timed line from before begin: its time is known only
+// then.
+type earlyLine struct {
+	at     time.Time
+	format string // the time's verb first
+	args   []any
 }
 
 // newTracer returns a tracer writing to w, or nil when w is nil.
@@ -46,18 +58,34 @@ func newTracer(w io.Writer, index map[lpeer.ID]int) *tracer {
 	if w == nil {
 		return nil
 	}
-	return &tracer{out: w, index: index, start: time.Now()}
+	return &tracer{out: w, index: index}
 }
 
-// begin marks the start of the fetches.
-func (t *tracer) begin(at time.Time, method string, seed int) {
+// timed writes a line whose first verb is its time, in seconds since the
+// fetches began (t.mu held).
+func (t *tracer) timed(format string, args ...any) {
+	now := time.Now()
+	if t.start.IsZero() {
+		t.early = append(t.early, earlyLine{at: now, format: format, args: args})
+		return
+	}
+	fmt.Fprintf(&t.buf, format, append([]any{now.Sub(t.start).Seconds()}, args...)...)
+}
+
+// begin marks the start of the fetches, of a run at time scale scale
+// whose T* is tstar (described seconds, 0: none).
+func (t *tracer) begin(at time.Time, method string, seed int, scale, tstar float64) {
 	if t == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.start = at
-	fmt.Fprintf(&t.buf, "start %s %d\n", method, seed)
+	fmt.Fprintf(&t.buf, "start %s %d %g %.4f\n", method, seed, scale, tstar)
+	for _, l := range t.early {
+		fmt.Fprintf(&t.buf, l.format, append([]any{l.at.Sub(at).Seconds()}, l.args...)...)
+	}
+	t.early = nil
 }
 
 // served writes what node from served.
@@ -68,20 +96,19 @@ func (t *tracer) served(from int, ev peer.ServeEvent) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	s := time.Since(t.start).Seconds()
 	switch ev.Kind {
 	case peer.EventBlockSent:
 		if ev.Pushed {
-			fmt.Fprintf(&t.buf, "pushed %.4f %d %d %d\n", s, from, to, ev.Index)
+			t.timed("pushed %.4f %d %d %d\n", from, to, ev.Index)
 			break
 		}
-		fmt.Fprintf(&t.buf, "sent %.4f %d %d %d\n", s, from, to, ev.Index)
+		t.timed("sent %.4f %d %d %d\n", from, to, ev.Index)
 	case peer.EventAnswered:
-		fmt.Fprintf(&t.buf, "answered %.4f %d %d %d %d\n", s, from, to, len(ev.Found), len(ev.Offered))
+		t.timed("answered %.4f %d %d %d %d\n", from, to, len(ev.Found), len(ev.Offered))
 	case peer.EventBusy:
-		fmt.Fprintf(&t.buf, "busy %.4f %d %d\n", s, from, to)
+		t.timed("busy %.4f %d %d\n", from, to)
 	case peer.EventAdopted:
-		fmt.Fprintf(&t.buf, "adopted %.4f %d %d %d\n", s, from, to, ev.Index)
+		t.timed("adopted %.4f %d %d %d\n", from, to, ev.Index)
 	}
 }
 
@@ -102,7 +129,7 @@ func (t *tracer) event(what string, i int) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	fmt.Fprintf(&t.buf, "%s %.4f %d\n", what, time.Since(t.start).Seconds(), i)
+	t.timed(what+" %.4f %d\n", i)
 }
 
 // plan writes each node's role and place in the stripe trees.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
@@ -16,7 +17,11 @@ import (
 func TestTracer(t *testing.T) {
 	var buf bytes.Buffer
 	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2})
-	tr.begin(tr.start, "complete", 0)
+	// A push before the fetches begin comes right after the start line,
+	// at a negative time.
+	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 1, Pushed: true})
+	time.Sleep(time.Millisecond)
+	tr.begin(time.Now(), "complete", 0, 15, 6.71)
 	roles := []role{{}, {liar: true, lie: LiarCorrupt}, {leaveAt: 0.5, rejoin: true}, {lateAt: 0.25}}
 	trees := &ts.StripeTrees{Roots: []int{1}, Kids: [][][]int32{{nil, {2, 3}, nil, nil}}}
 	tr.plan(roles, trees)
@@ -31,13 +36,17 @@ func TestTracer(t *testing.T) {
 	var got []string
 	for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		f := strings.Fields(l)
+		if len(f) == 5 && f[0] == "pushed" && f[3] == "1" && !strings.HasPrefix(f[1], "-") {
+			t.Errorf("a push before the start: time %s, want a negative one", f[1])
+		}
 		if len(f) > 1 && (f[0] == "left" || f[0] == "sent" || f[0] == "pushed" || f[0] == "busy" || f[0] == "adopted") {
 			f[1] = "T" // times vary
 		}
 		got = append(got, strings.Join(f, " "))
 	}
 	want := []string{
-		"start complete 0",
+		"start complete 0 15 6.7100",
+		"pushed T 0 1 1",
 		"role 1 liar " + LiarCorrupt.String(),
 		"role 2 leave 0.500 true",
 		"role 3 late 0.250",
