@@ -127,11 +127,51 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes and blocks to move, the sources of a fetch, T* and the cores; 1: real time"},
 			&cli.IntFlag{Name: "trees", Usage: "place the peers in this many stripe trees: the seed pushes each block once down its stripe's tree, the fetches repair what the trees do not bring (as sim swarm --trees --trees-by-delay, placed by latency; one seed, block methods; default method: complete)"},
 			&cli.DurationFlag{Name: "repair-after", Usage: "with --trees, how long a stripe may go without a push before the fetches ask their sources for its blocks, in the described network's time (0: package peer's default, 2s)"},
-			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers)"},
+			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED SCALE TSTAR; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers); reconcile testnet trace FILE summarizes it"},
 			progressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
 		},
-		Action: runTestnet,
+		Action:      runTestnet,
+		Subcommands: []*cli.Command{testnetTraceCommand()},
+	}
+}
+
+func testnetTraceCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "trace",
+		Usage:     "summarize a trace that reconcile testnet --trace wrote",
+		ArgsUsage: "FILE",
+		Description: "Reads a trace (reconcile testnet --trace FILE) and prints, for each run in it: when\n" +
+			"the peers that never left were done (median, the last, over T*); how many of the units\n" +
+			"honest peers received from honest peers they had received already, pushed and fetched,\n" +
+			"until the seed had sent every unit once and after; the pushes to peers already done;\n" +
+			"what the seed pushed and sent on request (and how much of that while ten or more honest\n" +
+			"peers held the unit); with --trees, the stripes by when the peers that never left got\n" +
+			"their last unit, slowest first, with the stripe's inner nodes that left or lied. Times\n" +
+			"are at the described rates (the trace's, divided by its time scale).\n\n" +
+			"Example:\n" +
+			"   reconcile testnet --trees 16 --churn 0.1 --liars 0.1 --up 20Mbit --down 100Mbit --trace run.trace\n" +
+			"   reconcile testnet trace run.trace",
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return usagef("want one trace FILE, got %d arguments", c.NArg())
+			}
+			f, err := os.Open(c.Args().First())
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			runs, err := testnet.ReadTrace(f)
+			if err != nil {
+				return fmt.Errorf("%s: %w", c.Args().First(), err)
+			}
+			for _, st := range runs {
+				if err := st.WriteText(c.App.Writer); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
 	}
 }
 

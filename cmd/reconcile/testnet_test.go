@@ -165,7 +165,8 @@ func TestTestnetCommand(t *testing.T) {
 		{[]string{"testnet", "--time-scale", "0.5"}, "--time-scale"},
 		{[]string{"testnet", "--time-scale", "fast"}, "--time-scale"},
 		{[]string{"testnet", "--mem-limit", "much", "--nodes", "2"}, "--mem-limit"},
-		{[]string{"testnet", "extra"}, "unexpected argument"},
+		{[]string{"testnet", "extra"}, `unknown command "extra"`},
+		{[]string{"testnet", "trac"}, `did you mean "trace"?`},
 		{[]string{"testnet", "--nodes", "4", "--neighbours", "random", "--degree", "4", "--preset", "small"}, "random neighbours"},
 	} {
 		if _, err := run(t, "", tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
@@ -230,5 +231,36 @@ func TestCPUWarning(t *testing.T) {
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestTestnetTrace writes a trace of a small run with stripe trees and a
+// liar, and summarizes it with reconcile testnet trace.
+func TestTestnetTrace(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "run.trace")
+	out, err := run(t, "", "testnet", "--peers", "8", "--size", "256KiB", "--block-size", "16KiB", "--preset", "small",
+		"--up", "64Mbit", "--down", "128Mbit", "--trees", "2", "--liars", "0.15", "--trace", trace)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	out, err = run(t, "", "testnet", "trace", trace)
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	for _, want := range []string{"complete: seed node ", ", T* ", "1 liars, 0 left mid-fetch", "6 peers that never left: done at ",
+		"until the seed had sent every unit once", "stripes, slowest first", "    stripe "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := run(t, "", "testnet", "trace"); err == nil || !strings.Contains(out+err.Error(), "want one trace FILE") {
+		t.Errorf("no FILE: %v, %q", err, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.trace")
+	if err := os.WriteFile(bad, []byte("start complete 0\npushed 1 x 2 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run(t, "", "testnet", "trace", bad); err == nil || !strings.Contains(out+err.Error(), "line 2") {
+		t.Errorf("malformed trace: %v, %q", err, out)
 	}
 }
