@@ -11,12 +11,11 @@ import (
 	"strings"
 )
 
-// TraceStats summarizes one run of a trace (Config.Trace, Result's run):
-// when the peers that never left completed, how many of the units honest
-// peers received they had received before, what the seed sent, and, with
-// stripe trees, which stripes came in last and what broke their trees.
-// Times are in the described network's seconds (a trace's times divided by
-// its time scale).
+// TraceStats summarizes one run of a trace (Config.Trace): when the peers
+// that never left completed, how many of the units honest peers received
+// they had received before, what the seed sent, and, with stripe trees,
+// which stripes came in last and what broke their trees. Times are in the
+// described network's seconds (a trace's times divided by its time scale).
 type TraceStats struct {
 	Method  string
 	Seed    int     // the seed's node, -1 for none
@@ -293,11 +292,10 @@ func (r *traceRun) stats() TraceStats {
 		}
 	}
 	type key struct{ node, unit int }
-	got := map[key]bool{}
-	holders := map[int]int{} // unit -> honest peers that received it
-	first := map[key]float64{}
+	first := map[key]float64{} // when each honest peer first received each unit
+	holders := map[int]int{}   // unit -> honest peers that received it
 	for _, u := range r.units {
-		if u.from == st.Seed {
+		if st.Seed >= 0 && u.from == st.Seed {
 			if u.pushed {
 				st.SeedPushed++
 			} else {
@@ -311,7 +309,7 @@ func (r *traceRun) stats() TraceStats {
 			continue
 		}
 		k := key{u.to, u.unit}
-		again := got[k]
+		_, again := first[k]
 		span := &st.Before
 		if st.Seed >= 0 && u.t/sc > st.SeedOutS {
 			span = &st.After
@@ -331,7 +329,6 @@ func (r *traceRun) stats() TraceStats {
 			}
 		}
 		if !again {
-			got[k] = true
 			holders[u.unit]++
 			first[k] = u.t
 		}
@@ -351,22 +348,23 @@ func (r *traceRun) stats() TraceStats {
 	st.StayedMedianS, st.StayedMaxS = quantile(times, 0.5), quantile(times, 1)
 
 	if r.stripes > 0 && len(nodes) > 0 {
-		// When each peer that never left got each stripe's last unit.
-		lastOf := map[int][]float64{}
+		// When each peer that never left got each stripe's last unit (0
+		// for a stripe it got nothing of; memory as the units, not as
+		// peers times stripes).
+		isStayed := map[int]bool{}
 		for _, n := range nodes {
-			lastOf[n] = make([]float64, r.stripes)
+			isStayed[n] = true
 		}
+		lastOf := map[[2]int]float64{} // {node, stripe}
 		for k, t := range first {
-			if l := lastOf[k.node]; l != nil {
-				s := k.unit % r.stripes
-				l[s] = max(l[s], t/sc)
+			if isStayed[k.node] {
+				ns := [2]int{k.node, k.unit % r.stripes}
+				lastOf[ns] = max(lastOf[ns], t/sc)
 			}
 		}
 		last := make([][]float64, r.stripes)
-		for _, n := range nodes {
-			for s, t := range lastOf[n] {
-				last[s] = append(last[s], t)
-			}
+		for ns, t := range lastOf {
+			last[ns[1]] = append(last[ns[1]], t)
 		}
 		broken := map[int][]TraceRole{}
 		for k := range r.inner {
@@ -376,13 +374,28 @@ func (r *traceRun) stats() TraceStats {
 		}
 		for s := range r.stripes {
 			slices.Sort(last[s])
+			zeros := len(nodes) - len(last[s])
 			b := broken[s]
 			slices.SortFunc(b, func(x, y TraceRole) int { return cmp.Compare(x.Node, y.Node) })
-			st.Stripes = append(st.Stripes, StripeStats{Stripe: s, LastMedianS: quantile(last[s], 0.5), LastMaxS: quantile(last[s], 1), BrokenInner: b})
+			st.Stripes = append(st.Stripes, StripeStats{Stripe: s, LastMedianS: quantileZeros(last[s], zeros, 0.5), LastMaxS: quantileZeros(last[s], zeros, 1), BrokenInner: b})
 		}
 		slices.SortStableFunc(st.Stripes, func(a, b StripeStats) int { return cmp.Compare(b.LastMedianS, a.LastMedianS) })
 	}
 	return st
+}
+
+// quantileZeros is quantile of sorted xs (none negative) after zeros
+// zeros.
+func quantileZeros(xs []float64, zeros int, q float64) float64 {
+	n := zeros + len(xs)
+	if n == 0 {
+		return 0
+	}
+	i := min(max(int(q*float64(n)+0.999999)-1, 0), n-1)
+	if i < zeros {
+		return 0
+	}
+	return xs[i-zeros]
 }
 
 // traceNode parses a node number: -1 (none) or more, below 1<<24.

@@ -208,3 +208,19 @@ func FuzzReadTrace(f *testing.F) {
 		}
 	})
 }
+
+// TestQuantileZeros checks quantileZeros against quantile over the zeros
+// and the values together.
+func TestQuantileZeros(t *testing.T) {
+	for _, tc := range []struct {
+		xs    []float64
+		zeros int
+	}{{nil, 0}, {nil, 3}, {[]float64{1}, 0}, {[]float64{1, 2}, 1}, {[]float64{0.5, 2, 3}, 2}, {[]float64{1, 4, 9, 16}, 5}} {
+		all := append(make([]float64, tc.zeros), tc.xs...)
+		for _, q := range []float64{0, 0.25, 0.5, 0.95, 1} {
+			if got, want := quantileZeros(tc.xs, tc.zeros, q), quantile(all, q); got != want {
+				t.Errorf("%v after %d zeros, q %g: %g, want %g", tc.xs, tc.zeros, q, got, want)
+			}
+		}
+	}
+}
