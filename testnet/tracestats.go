@@ -17,61 +17,67 @@ import (
 // which stripes came in last and what broke their trees. Times are in the
 // described network's seconds (a trace's times divided by its time scale).
 type TraceStats struct {
-	Method  string
-	Seed    int     // the seed's node, -1 for none
-	Scale   float64 // the run's time scale (1 for a trace that does not say)
-	TStarS  float64 // T*, 0 when the trace does not say
-	Lines   int     // the run's lines
-	Liars   int     // peers that lied
-	Leavers int     // peers that left mid-fetch
-	Late    int     // peers that joined late
+	Method  string  `json:"method"`
+	Seed    int     `json:"seed"`    // the seed's node, -1 for none
+	Scale   float64 `json:"scale"`   // the run's time scale (1 for a trace that does not say)
+	TStarS  float64 `json:"tstar_s"` // T*, 0 when the trace does not say
+	Lines   int     `json:"lines"`   // the run's lines
+	Liars   int     `json:"liars"`   // peers that lied
+	Leavers int     `json:"leavers"` // peers that left mid-fetch
+	Late    int     `json:"late"`    // peers that joined late
 
 	// Stayed counts the honest peers that were there from start to end
 	// and ended their fetching (a done line); StayedMedianS and
 	// StayedMaxS are when.
-	Stayed                    int
-	StayedMedianS, StayedMaxS float64
+	Stayed        int     `json:"stayed"`
+	StayedMedianS float64 `json:"stayed_median_s"`
+	StayedMaxS    float64 `json:"stayed_max_s"`
 
 	// SeedOutS is when the seed had sent every unit it sent once (0: no
 	// seed); Before and After count the units honest peers received from
 	// honest peers (pushed and fetched, with how many the receiver had
 	// received before) up to then and after.
-	SeedOutS      float64
-	Before, After TraceReceived
+	SeedOutS float64       `json:"seed_out_s"`
+	Before   TraceReceived `json:"before"`
+	After    TraceReceived `json:"after"`
 	// PushedDone counts the units pushed to peers that never left after
 	// they were done.
-	PushedDone int
+	PushedDone int `json:"pushed_done"`
 
 	// SeedPushed and SeedSent count the units the seed pushed and sent on
 	// request; SeedSentHeld those it sent on request while WidelyHeld or
 	// more honest peers had received the unit.
-	SeedPushed, SeedSent, SeedSentHeld int
+	SeedPushed   int `json:"seed_pushed"`
+	SeedSent     int `json:"seed_sent"`
+	SeedSentHeld int `json:"seed_sent_held"`
 
 	// Stripes holds, with stripe trees, each stripe's figures, the
 	// slowest first.
-	Stripes []StripeStats
+	Stripes []StripeStats `json:"stripes,omitempty"`
 }
 
 // TraceReceived counts the units received in a span of a run.
 type TraceReceived struct {
-	Pushed, PushedAgain   int // pushed, and of those received before
-	Fetched, FetchedAgain int // sent on request, and of those received before
+	Pushed       int `json:"pushed"`        // units pushed
+	PushedAgain  int `json:"pushed_again"`  // of those, units the receiver had received before
+	Fetched      int `json:"fetched"`       // units sent on request
+	FetchedAgain int `json:"fetched_again"` // of those, units the receiver had received before
 }
 
 // StripeStats are one stripe tree's figures in a trace: when the peers that
 // never left got the stripe's last unit (median, max), and the stripe's
 // inner nodes (peers with children in it) that left or lied.
 type StripeStats struct {
-	Stripe      int
-	LastMedianS float64
-	LastMaxS    float64
-	BrokenInner []TraceRole
+	Stripe      int         `json:"stripe"`
+	LastMedianS float64     `json:"last_median_s"`
+	LastMaxS    float64     `json:"last_max_s"`
+	BrokenInner []TraceRole `json:"broken_inner,omitempty"`
 }
 
 // TraceRole is a node's part in a run, as a trace's role line gives it.
 type TraceRole struct {
-	Node int
-	Role string // "liar", "leave" or "late"
+	Node int    `json:"node"`
+	Role string `json:"role"` // "liar", "leave" or "late"
 }
 
 // WidelyHeld is how many honest peers must have received a unit for

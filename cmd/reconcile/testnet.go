@@ -152,6 +152,7 @@ func testnetTraceCommand() *cli.Command {
 			"Example:\n" +
 			"   reconcile testnet --trees 16 --churn 0.1 --liars 0.1 --up 20Mbit --down 100Mbit --trace run.trace\n" +
 			"   reconcile testnet trace run.trace",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array, a document per run"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
 				return usagef("want one trace FILE, got %d arguments", c.NArg())
@@ -164,6 +165,9 @@ func testnetTraceCommand() *cli.Command {
 			runs, err := testnet.ReadTrace(f)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Args().First(), err)
+			}
+			if c.Bool("json") {
+				return writeJSON(c.App.Writer, runs)
 			}
 			for _, st := range runs {
 				if err := st.WriteText(c.App.Writer); err != nil {

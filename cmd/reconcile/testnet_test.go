@@ -253,6 +253,11 @@ func TestTestnetTrace(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	out, err = run(t, "", "testnet", "trace", "--json", trace)
+	var runs []testnet.TraceStats
+	if err != nil || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 1 || runs[0].Stayed != 6 || runs[0].Liars != 1 || runs[0].TStarS <= 0 || len(runs[0].Stripes) != 2 {
+		t.Errorf("--json: %v, %q", err, out)
+	}
 	if out, err := run(t, "", "testnet", "trace"); err == nil || !strings.Contains(out+err.Error(), "want one trace FILE") {
 		t.Errorf("no FILE: %v, %q", err, out)
 	}
