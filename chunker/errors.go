@@ -35,6 +35,9 @@ var (
 	// ErrIncomplete is returned by Store.RemoveState for a store that does not hold
 	// every block.
 	ErrIncomplete = errors.New("chunker: store is not complete")
+	// ErrNoSpace is returned when creating a store's output file finds the
+	// disk too small for it (its space is reserved as it is created).
+	ErrNoSpace = errors.New("chunker: not enough disk space")
 	// ErrNotFile is returned when a single-file store is asked for content that is
 	// not exactly one file.
 	ErrNotFile = errors.New("chunker: content is not a single file")

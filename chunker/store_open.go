@@ -17,7 +17,9 @@ import (
 // touching nothing, if dir already holds a store of m or any of m's files; the
 // stores of other manifests in dir stay as they are. Cancelling ctx stops it
 // between output files (the store is then left half made, and OpenOrCreateStore
-// completes it).
+// completes it). Each output file's disk space is reserved as it is created (on
+// Linux, fallocate(2)), so that a disk too small fails here, with ErrNoSpace (the
+// store left half made as by a cancel), rather than partway through a fetch.
 func CreateStore(ctx context.Context, dir string, m *Manifest, opts ...StoreOption) (*Store, error) {
 	return openTree(ctx, dir, m, opts, modeCreate)
 }
@@ -311,8 +313,9 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 	return s, nil
 }
 
-// createFile creates (or truncates) output file k at its size and fsyncs it; it adds
-// its folder and their parents to dirs, which the caller fsyncs.
+// createFile creates (or truncates) output file k at its size, reserves its space
+// (preallocate) and fsyncs it; it adds its folder and their parents to dirs, which
+// the caller fsyncs.
 func (s *Store) createFile(k int, dirs map[string]struct{}) error {
 	f := s.m.files[k]
 	name := s.diskPath(k)
@@ -326,6 +329,13 @@ func (s *Store) createFile(k int, dirs map[string]struct{}) error {
 	}
 	if err := fh.Truncate(f.Size); err != nil {
 		fh.Close()
+		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
+	}
+	if err := preallocate(fh, f.Size); err != nil {
+		fh.Close()
+		if errors.Is(err, ErrNoSpace) {
+			return fmt.Errorf("output file %s: %w", f.Path, err)
+		}
 		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
 	}
 	if err := fh.Sync(); err != nil {

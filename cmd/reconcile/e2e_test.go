@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -323,4 +324,41 @@ func fileSize(p string) int64 {
 		return -1
 	}
 	return fi.Size()
+}
+
+// TestE2EFetchNoSpace: a fetch to a disk too small for the file fails as it
+// creates the output file, in one line that says how much space is needed
+// and what to do, rather than after the disk has filled up (Linux, root:
+// it mounts a 1 MiB tmpfs).
+func TestE2EFetchNoSpace(t *testing.T) {
+	if runtime.GOOS != "linux" || os.Geteuid() != 0 {
+		t.Skip("mounts a tmpfs: Linux and root only")
+	}
+	bin := e2eBinary(t)
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	if err := os.Mkdir(small, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("mount a tmpfs: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", small).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v: %s", err, out)
+		}
+	})
+	src := filepath.Join(dir, "src.bin")
+	writeRandom(t, src, 4<<20)
+	tk := startSeed(t, bin, dir, src)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "fetch", "--ticket-file", tk, "--out", filepath.Join(small, "src.bin"), "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none")
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	msg := strings.TrimSpace(stderr.String())
+	if err == nil || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "not enough disk space: 4194304 bytes needed") || !strings.Contains(msg, "choose another --out") {
+		t.Fatalf("exit %v, stderr %q; want one line on the disk space", err, msg)
+	}
 }

@@ -183,6 +183,10 @@ func runFetch(c *cli.Context) error {
 			// download (its state is removed) or a file of the user's.
 			return oneLine(fmt.Errorf("%w (a finished download keeps no resume state; remove it or choose another --out)", err))
 		}
+		if errors.Is(err, chunker.ErrNoSpace) {
+			// The output file's space is reserved as it is created.
+			return oneLine(fmt.Errorf("%w (free some space and run again, or choose another --out)", err))
+		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
 			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}
