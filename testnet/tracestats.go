@@ -437,7 +437,11 @@ func (st *TraceStats) WriteText(w io.Writer) error {
 		}
 		return fmt.Sprintf(" (%.1f%% had it already)", 100*float64(n)/float64(of))
 	}
-	fmt.Fprintf(&b, "%s: seed node %d, time scale %g", st.Method, st.Seed, st.Scale)
+	if st.Seed >= 0 {
+		fmt.Fprintf(&b, "%s: seed node %d, time scale %g", st.Method, st.Seed, st.Scale)
+	} else {
+		fmt.Fprintf(&b, "%s: no seed, time scale %g", st.Method, st.Scale)
+	}
 	if st.TStarS > 0 {
 		fmt.Fprintf(&b, ", T* %.2f s", st.TStarS)
 	}

@@ -123,6 +123,10 @@ func TestReadTraceRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var b bytes.Buffer
+	if err := runs[1].WriteText(&b); err != nil || !strings.HasPrefix(b.String(), "bitfield: no seed, time scale 2;") || !strings.Contains(b.String(), "in all: ") {
+		t.Errorf("text of a run without a seed: %v\n%s", err, b.String())
+	}
 	if len(runs) != 2 || runs[0].Method != "complete" || runs[0].Stayed != 1 || runs[1].Method != "bitfield" || runs[1].Seed != -1 || runs[1].Stayed != 2 || runs[1].StayedMaxS != 1.5 {
 		t.Errorf("runs: %+v", runs)
 	}
