@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -341,29 +342,22 @@ func (r *traceRun) stats() TraceStats {
 	}
 
 	var times []float64
-	var nodes []int
 	for n, d := range r.done {
 		if stayed(n) {
 			times = append(times, d/sc)
-			nodes = append(nodes, n)
 		}
 	}
 	slices.Sort(times)
-	slices.Sort(nodes)
 	st.Stayed = len(times)
 	st.StayedMedianS, st.StayedMaxS = quantile(times, 0.5), quantile(times, 1)
 
-	if r.stripes > 0 && len(nodes) > 0 {
+	if r.stripes > 0 && st.Stayed > 0 {
 		// When each peer that never left got each stripe's last unit (0
 		// for a stripe it got nothing of; memory as the units, not as
 		// peers times stripes).
-		isStayed := map[int]bool{}
-		for _, n := range nodes {
-			isStayed[n] = true
-		}
 		lastOf := map[[2]int]float64{} // {node, stripe}
 		for k, t := range first {
-			if isStayed[k.node] {
+			if _, done := r.done[k.node]; done && stayed(k.node) {
 				ns := [2]int{k.node, k.unit % r.stripes}
 				lastOf[ns] = max(lastOf[ns], t/sc)
 			}
@@ -380,7 +374,7 @@ func (r *traceRun) stats() TraceStats {
 		}
 		for s := range r.stripes {
 			slices.Sort(last[s])
-			zeros := len(nodes) - len(last[s])
+			zeros := st.Stayed - len(last[s])
 			b := broken[s]
 			slices.SortFunc(b, func(x, y TraceRole) int { return cmp.Compare(x.Node, y.Node) })
 			st.Stripes = append(st.Stripes, StripeStats{Stripe: s, LastMedianS: quantileZeros(last[s], zeros, 0.5), LastMaxS: quantileZeros(last[s], zeros, 1), BrokenInner: b})
@@ -416,7 +410,7 @@ func traceNode(s string) (int, error) {
 // traceFloat parses a finite number.
 func traceFloat(s string) (float64, error) {
 	v, err := strconv.ParseFloat(s, 64)
-	if err != nil || v != v || v > 1e300 || v < -1e300 {
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("%q: want a number", s)
 	}
 	return v, nil
