@@ -574,11 +574,18 @@ func TestPhantomParentRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(4<<20))
+	// The seed serves slowly, so that the phantom is asked for stripe 0's
+	// blocks (left to no parent: fetched at once) and found out while the
+	// seed still sends them; stripe 1, the phantom's, is held for its
+	// pushes far longer than the fetch takes, so that only the refusal
+	// lets the fetch complete in time (without it, the repair time let it
+	// go at 2 s, and the phantom was found out, or not, in a race with the
+	// seed's last blocks).
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(1<<20))
 	phantom, _ := phantomPeer(ctx, t, src, 16<<10)
 	tk.Peers = append([]AddrInfo{phantom.AddrInfo()}, tk.Peers...)
 	fetcher := newTestPeer(t)
-	st := Stripes{Parents: []lpeer.ID{seed.ID(), phantom.ID()}}
+	st := Stripes{Parents: []lpeer.ID{"", phantom.ID()}, RepairAfter: time.Minute}
 	if _, err := fetcher.Fetch(ctx, tk, filepath.Join(dir, "out"), WithStripes(st)); err != nil {
 		t.Fatal(err)
 	}
