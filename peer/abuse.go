@@ -3,76 +3,39 @@ package peer
 import (
 	"context"
 	"fmt"
-	"math"
+	"net"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/reconcile-p2p/reconcile/peer/admit"
 )
 
 // helloTimeout is the time a stream has to deliver its hello (a few dozen
 // bytes) before the stream is reset.
 const helloTimeout = 5 * time.Second
 
-// Abuse scores. A remote peer earns points for what costs a server and
-// serves no fetch; the points halve every scoreHalfLife, and a peer that
-// reaches banScore is banned for banFor. So three malformed frames, or about
-// twenty blocks asked for beyond the repeat limit, or about twenty streams
-// that never said hello, within a few seconds (more when spread over
-// minutes) get a peer banned; a peer that slips once is not.
+// The abuse scores of package admit, and the bounds of the deny-list and
+// the score table.
 const (
-	strikeMalformed = 34
-	strikeRepeat    = 5
-	strikeSlow      = 5
-	banScore        = 100
-	scoreHalfLife   = time.Minute
+	strikeMalformed = admit.StrikeMalformed
+	strikeRepeat    = admit.StrikeRepeat
+	strikeSlow      = admit.StrikeSlow
+	maxBanned       = admit.MaxKeys
+	maxScored       = admit.MaxKeys
 )
-
-// maxBanned bounds the deny-list; maxScored bounds the abuse scores kept.
-const (
-	maxBanned = 4096
-	maxScored = 4096
-)
-
-type abuseScore struct {
-	score float64
-	at    time.Time
-}
-
-// decayed returns the score at now.
-func (a abuseScore) decayed(now time.Time) float64 {
-	return a.score * math.Exp2(-float64(now.Sub(a.at))/float64(scoreHalfLife))
-}
 
 // strike adds w points to the abuse score of c's remote peer and bans it
 // when the score reaches banScore.
 func (p *Service) strike(c network.Conn, w float64, why string) {
 	id := c.RemotePeer()
-	now := time.Now()
 	p.mu.Lock()
-	if len(p.scores) >= maxScored {
-		if _, ok := p.scores[id]; !ok {
-			for k, a := range p.scores { // forget the small, then anyone
-				if a.decayed(now) < 1 || len(p.scores) >= maxScored {
-					delete(p.scores, k)
-					if len(p.scores) < maxScored*3/4 {
-						break
-					}
-				}
-			}
-		}
-	}
-	a := p.scores[id]
-	a = abuseScore{score: a.decayed(now) + w, at: now}
-	p.scores[id] = a
+	ban := p.scores.Strike(id, w, time.Now())
 	p.mu.Unlock()
-	if a.score >= banScore {
+	if ban {
 		p.log.Warn("banned abusive peer", "peer", id, "for", banFor, "last", why)
 		p.ban(id)
-		p.mu.Lock()
-		delete(p.scores, id)
-		p.mu.Unlock()
 	}
 }
 
@@ -89,50 +52,27 @@ var alreadyDone = func() context.Context {
 // protocol are served, one peer holds at most Limits.StreamsPerPeer of
 // them, and when they are all taken a peer under its fair share gets one
 // by resetting the oldest stream of the peer that holds the most.
-func (p *Service) admit(s network.Stream) (*holding, error) {
+func (p *Service) admit(s network.Stream) (*admit.Holding, error) {
 	key := shareKey(s.Conn())
 	pool := p.streamPool(s.Protocol())
-	if isPeerKey(key) && pool.usedBy(key) >= int64(p.cfg.limits.StreamsPerPeer) {
+	if isPeerKey(key) && pool.UsedBy(key) >= int64(p.cfg.limits.StreamsPerPeer) {
 		return nil, fmt.Errorf("%w: the peer holds its %d streams", ErrBusy, p.cfg.limits.StreamsPerPeer)
 	}
-	return pool.acquire(alreadyDone, key, 1, func() { s.Reset() })
+	return pool.Acquire(alreadyDone, key, 1, func() { s.Reset() })
 }
 
 func isPeerKey(k string) bool { return len(k) > 5 && k[:5] == "peer/" }
 
 // streamPool returns the stream pool of a protocol.
-func (p *Service) streamPool(proto protocol.ID) *fairPool {
+func (p *Service) streamPool(proto protocol.ID) *admit.FairPool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	fp := p.streamPools[proto]
 	if fp == nil {
-		fp = newFairPool(int64(p.cfg.limits.Streams))
+		fp = admit.NewFairPool(int64(p.cfg.limits.Streams))
 		p.streamPools[proto] = fp
 	}
 	return fp
-}
-
-// pruneBannedLocked makes room on the deny-list for one more entry: it drops
-// the expired entries and, if the list is still full, the one that expires
-// first.
-func (p *Service) pruneBannedLocked(now time.Time) {
-	if len(p.banned) < maxBanned {
-		return
-	}
-	var first lpeer.ID
-	var at time.Time
-	for k, until := range p.banned {
-		if now.After(until) {
-			delete(p.banned, k)
-			continue
-		}
-		if at.IsZero() || until.Before(at) {
-			first, at = k, until
-		}
-	}
-	if len(p.banned) >= maxBanned {
-		delete(p.banned, first)
-	}
 }
 
 // allowFilter reports whether the peer of key may have a reconciliation
@@ -142,7 +82,7 @@ func (p *Service) pruneBannedLocked(now time.Time) {
 // cannot help with) gets one answered a second, while the small filters of
 // ordinary fetches are never held back.
 func (p *Service) allowFilter(key string, n int) bool {
-	return p.filterRates.allow(key, n, time.Now())
+	return p.filterRates.Allow(key, n, time.Now())
 }
 
 // Streams opened per second: a remote peer may open streamRate streams of
@@ -161,7 +101,7 @@ const (
 
 // allowStream reports whether the remote peer of c may open one more stream.
 func (p *Service) allowStream(c network.Conn) bool {
-	return p.streamRates.allow(c.RemotePeer().String(), 1, time.Now())
+	return p.streamRates.Allow(c.RemotePeer().String(), 1, time.Now())
 }
 
 // sweepEvery is how often the service gives back what no peer used lately:
@@ -189,18 +129,31 @@ func (p *Service) sweep(now time.Time) {
 	for _, c := range p.contents {
 		contents = append(contents, c)
 	}
-	for id, a := range p.scores {
-		if a.decayed(now) < 1 {
-			delete(p.scores, id)
-		}
-	}
+	p.scores.Sweep(now)
 	p.mu.Unlock()
-	p.filterRates.sweep(now)
-	p.streamRates.sweep(now)
+	p.filterRates.Sweep(now)
+	p.streamRates.Sweep(now)
 	for _, c := range contents {
 		c.recon.trim()
 		if cb := c.codedSet(); cb != nil {
 			cb.recon.trim()
 		}
 	}
+}
+
+// shareKey is the key a connection's peer shares resources under: its IP
+// prefix (/32 for IPv4, /48 for IPv6) when it connects from a public
+// address, so that many identities on one host or network share one share;
+// otherwise (loopback, private networks, relayed connections) its peer id.
+func shareKey(c network.Conn) string {
+	addr := c.RemoteMultiaddr()
+	if addr != nil && !isRelayed(addr) && manet.IsPublicAddr(addr) {
+		if ip, err := manet.ToIP(addr); err == nil {
+			if v4 := ip.To4(); v4 != nil {
+				return "ip4/" + v4.String()
+			}
+			return "ip6/" + ip.Mask(net.CIDRMask(48, 128)).String()
+		}
+	}
+	return "peer/" + c.RemotePeer().String()
 }

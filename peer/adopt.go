@@ -86,7 +86,7 @@ const spareHolders = 2
 // othersHold reports whether spareHolders or more of this peer's watchers
 // hold block i, by their filters: it may leave the block to them.
 func (t *pushTrees) othersHold(i int) bool {
-	return t.c.tally.holders(i, spareHolders) >= spareHolders
+	return t.c.tally.Holders(i, spareHolders) >= spareHolders
 }
 
 // adoptHops bounds how many peers one orphan asks in turn (each answer
@@ -276,9 +276,9 @@ func (t *pushTrees) fetchElsewhere(idx []int) {
 	now := time.Now()
 	f.mu.Lock()
 	for _, i := range idx {
-		f.pick.see(i, now)
+		f.pick.See(i, now)
 	}
-	f.pick.release++
+	f.pick.Releases++
 	f.mu.Unlock()
 	f.notify()
 }

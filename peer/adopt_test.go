@@ -13,6 +13,7 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -333,9 +334,9 @@ func TestAdopteeLacks(t *testing.T) {
 	}
 	tr.known.set(0)
 	for _, w := range []string{"w1", "w2"} {
-		c.tally.set(lpeer.ID(w), watchFilter(t, c.tally.u, []int{0, 2, 6}))
+		c.tally.Set(lpeer.ID(w), watchFilter(t, c.tally.U, []int{0, 2, 6}))
 	}
-	c.tally.set("w3", watchFilter(t, c.tally.u, []int{4}))
+	c.tally.Set("w3", watchFilter(t, c.tally.U, []int{4}))
 	for _, tc := range []struct {
 		name      string
 		id        lpeer.ID
@@ -466,7 +467,7 @@ func TestPushSeedSpares(t *testing.T) {
 			sc := w.seed.lookup(root[:])
 			waitWatchers(ctx, t, sc.tally, 0)
 			for j := range watchers {
-				sc.tally.set(lpeer.ID(fmt.Sprint("watcher", j)), watchFilter(t, sc.tally.u, seq(0, w.man.BlockCount())))
+				sc.tally.Set(lpeer.ID(fmt.Sprint("watcher", j)), watchFilter(t, sc.tally.U, seq(0, w.man.BlockCount())))
 			}
 			// c takes the seed as its parent after the seed pushed every
 			// block: it asks to be caught up as its fetch starts.
@@ -494,12 +495,10 @@ func TestPushSeedSpares(t *testing.T) {
 }
 
 // waitWatchers waits until tally keeps the filters of n watchers.
-func waitWatchers(ctx context.Context, t *testing.T, tally *neighbourTally, n int) {
+func waitWatchers(ctx context.Context, t *testing.T, tally *sched.NeighbourTally[lpeer.ID], n int) {
 	t.Helper()
 	for {
-		tally.mu.Lock()
-		got := len(tally.filters)
-		tally.mu.Unlock()
+		got := tally.Watchers()
 		if got == n {
 			return
 		}

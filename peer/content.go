@@ -9,6 +9,8 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 )
 
 // maxSwarm bounds the peers remembered per content for peer exchange.
@@ -19,17 +21,17 @@ const maxSwarm = 1024
 type content struct {
 	man   *chunker.Manifest
 	store *chunker.Store
-	coded *codedBlocks // Byers: coded blocks served, nil when not offered
-	recon *responder   // answers reconciliation requests
-	sends *repeats     // blocks sent per peer, to bound repeats (peer/repeat.go)
-	super *superSeed   // the offer policy of WithSuperSeeding, nil when off
+	coded *codedBlocks               // Byers: coded blocks served, nil when not offered
+	recon *responder                 // answers reconciliation requests
+	sends *admit.Repeats             // blocks sent per peer, to bound repeats (peer/repeat.go)
+	super *sched.SuperSeed[lpeer.ID] // the offer policy of WithSuperSeeding, nil when off
 	// tally sums the filters of the content's watchers (BlockRarestFilters).
-	tally *neighbourTally
+	tally *sched.NeighbourTally[lpeer.ID]
 	// fresh is uploadQueueFresh, stretched by the service's time scale.
 	fresh time.Duration
 
 	mu         sync.Mutex
-	codedSends *repeats // sends of coded blocks, made on first use
+	codedSends *admit.Repeats // sends of coded blocks, made on first use
 	swarm      map[lpeer.ID]struct{}
 	sent       map[lpeer.ID]int64
 	fetch      *fetch
@@ -160,7 +162,7 @@ func (p *Service) addContent(st *chunker.Store, cb *codedBlocks, super bool) err
 	}
 	c.coded = cb
 	if super {
-		c.super = newSuperSeed(st.Manifest().BlockCount(), p.cfg.stretch(superSeedHold))
+		c.super = p.newSuperSeed(st.Manifest().BlockCount())
 	}
 	return p.add(c)
 }
@@ -170,8 +172,8 @@ func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &content{man: m, store: s, recon: r, sends: newRepeats(m.BlockCount()), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh,
-		tally: newNeighbourTally(r.u)}, nil
+	return &content{man: m, store: s, recon: r, sends: admit.NewRepeats(m.BlockCount(), maxSwarm), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh,
+		tally: sched.NewNeighbourTally[lpeer.ID](r.u)}, nil
 }
 
 func (c *content) noteSwarm(id lpeer.ID) {
@@ -275,14 +277,20 @@ func (c *content) close() error {
 
 // repeatsFor returns the repeat counts of the blocks (or, coded, of the n
 // coded blocks) of the content.
-func (c *content) repeatsFor(coded bool, n int) *repeats {
+func (c *content) repeatsFor(coded bool, n int) *admit.Repeats {
 	if !coded {
 		return c.sends
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.codedSends == nil || c.codedSends.blocks != n {
-		c.codedSends = newRepeats(n)
+	if c.codedSends == nil || c.codedSends.Blocks() != n {
+		c.codedSends = admit.NewRepeats(n, maxSwarm)
 	}
 	return c.codedSends
+}
+
+// newSuperSeed returns the super-seeding policy of content of blocks
+// blocks (WithSuperSeeding), its hold stretched by the time scale.
+func (p *Service) newSuperSeed(blocks int) *sched.SuperSeed[lpeer.ID] {
+	return sched.NewSuperSeed[lpeer.ID](blocks, p.cfg.stretch(sched.SuperSeedHold), time.Now)
 }

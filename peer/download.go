@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -23,7 +24,7 @@ func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
 		units = append(units, i)
 	}
 	f.mu.Lock()
-	f.pick.unclaim(src.id, &src.offers, units)
+	f.pick.Unclaim(src.id, &src.offers, units)
 	f.mu.Unlock()
 	f.notify()
 }
@@ -51,7 +52,7 @@ func (f *fetch) offer(src *source, offered []int) error {
 		// Not the blocks it sent corrupt once: others are asked for them.
 		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
 	}
-	f.pick.offerFrom(&src.offers, offered, full)
+	f.pick.OfferFrom(&src.offers, offered, full)
 	f.seeFromLocked(src, offered)
 	return nil
 }
@@ -61,8 +62,8 @@ func (f *fetch) offer(src *source, offered []int) error {
 // nothing left to give.
 func (f *fetch) download(src *source) (err error) {
 	win := &src.flow
-	win.max, win.fixed = f.p.cfg.window, f.p.cfg.fixedWindow
-	inflight := make(map[int]struct{}, win.max)
+	win.Max, win.Fixed = f.p.cfg.window, f.p.cfg.fixedWindow
+	inflight := make(map[int]struct{}, win.Max)
 	defer func() { f.unclaim(src, inflight) }()
 	var cs *clientStream
 	var wants *wantWriter
@@ -82,7 +83,7 @@ func (f *fetch) download(src *source) (err error) {
 		}
 	}()
 	limit := f.t.count()
-	var gaps stallClock
+	var gaps sched.Stall
 	for {
 		if f.ctx.Err() != nil {
 			return nil
@@ -91,7 +92,7 @@ func (f *fetch) download(src *source) (err error) {
 		// arrived, so that wants go out in batches rather than one small
 		// message per block.
 		var batch []int
-		window := win.size()
+		window := win.Size()
 		slack := (window + 3) / 4
 		if window >= 8 {
 			slack = window / 2
@@ -100,9 +101,9 @@ func (f *fetch) download(src *source) (err error) {
 		// for nothing more until it has reconciled again (see recheck).
 		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
-			batch = f.pick.claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= f.p.cfg.stretch(endgameWait) {
-				batch = f.pick.endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
+			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
+			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= f.p.cfg.stretch(sched.EndgameWait) {
+				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
 			}
 			if len(batch) > 0 {
 				src.useful = time.Now()
@@ -110,7 +111,7 @@ func (f *fetch) download(src *source) (err error) {
 			f.mu.Unlock()
 		}
 		if len(batch) > 0 {
-			win.sent(time.Now(), len(inflight) == 0)
+			win.Sent(time.Now(), len(inflight) == 0)
 		}
 		for _, i := range batch {
 			inflight[i] = struct{}{}
@@ -124,7 +125,7 @@ func (f *fetch) download(src *source) (err error) {
 				f.mu.Lock()
 				src.cs = cs
 				f.mu.Unlock()
-				wants = startWantWriter(cs, win.max)
+				wants = startWantWriter(cs, win.Max)
 			}
 			sort.Ints(batch)
 			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {
@@ -141,8 +142,8 @@ func (f *fetch) download(src *source) (err error) {
 		f.mu.Lock()
 		others := f.active > 1
 		f.mu.Unlock()
-		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.timeout(f.p.cfg.stallTimeout, f.p.cfg.stretch(stallMin), others))
-		gaps.arrived(time.Now())
+		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.Timeout(f.p.cfg.stallTimeout, f.p.cfg.stretch(sched.StallMin), others))
+		gaps.Arrived(time.Now())
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
 				return ferr
@@ -165,7 +166,7 @@ func (f *fetch) download(src *source) (err error) {
 			// source is not asked again until it reconciles again.
 			f.putBuf(fr)
 			f.mu.Lock()
-			f.pick.drop(src.id, i)
+			f.pick.Drop(src.id, i)
 			f.mu.Unlock()
 			f.notify()
 			if src.missing == nil {
@@ -176,7 +177,7 @@ func (f *fetch) download(src *source) (err error) {
 			continue
 		}
 		now := time.Now()
-		win.arrived(now)
+		win.Arrived(now)
 		f.mu.Lock()
 		src.useful = now
 		f.mu.Unlock()
@@ -214,8 +215,8 @@ func (f *fetch) waitForRoom(src *source) bool {
 	deadline := time.Now().Add(f.p.cfg.stretch(roomWait))
 	for waited := false; ; waited = true {
 		f.mu.Lock()
-		full := len(f.pick.claimed) >= f.pick.limit
-		more := len(src.offers.queue) > 0 && !src.recheck
+		full := len(f.pick.Claimed) >= f.pick.Limit
+		more := len(src.offers.Queue) > 0 && !src.recheck
 		f.mu.Unlock()
 		// Only a download that found the fetch full waits, and only while
 		// it stays full: with room and nothing claimed, the source has
@@ -428,13 +429,13 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	if f.t.has(i) {
 		f.mu.Lock()
 		f.sum.Redundant++
-		f.pick.done(i, false)
+		f.pick.Done(i, false)
 		f.mu.Unlock()
 		return nil
 	}
 	err := f.t.put(i, data)
 	f.mu.Lock()
-	f.pick.done(i, err != nil)
+	f.pick.Done(i, err != nil)
 	if err != nil {
 		if errors.Is(err, ErrBadBlock) {
 			f.sum.Rejected++
@@ -481,41 +482,4 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		f.doneOnce.Do(func() { close(f.done) })
 	}
 	return nil
-}
-
-// stallClock learns how often a source's blocks arrive, so that a source
-// that stalls is given up (its claimed blocks going to others) after a few
-// times its usual gap rather than the whole stall timeout, when other
-// sources are there to take them.
-type stallClock struct {
-	last time.Time
-	gap  time.Duration // moving average of the gaps between blocks
-	n    int
-}
-
-// stallMin is the shortest stall a source is given up for.
-const stallMin = time.Second
-
-// arrived notes a block (or a failed wait) at t.
-func (c *stallClock) arrived(t time.Time) {
-	if !c.last.IsZero() {
-		g := t.Sub(c.last)
-		if c.n == 0 {
-			c.gap = g
-		} else {
-			c.gap = (7*c.gap + g) / 8
-		}
-		c.n++
-	}
-	c.last = t
-}
-
-// timeout is how long to wait for the next block: max, or, once a few gaps
-// are known and others can take over, least (stallMin, stretched by the
-// time scale) and eight times the usual gap.
-func (c *stallClock) timeout(max, least time.Duration, others bool) time.Duration {
-	if !others || c.n < 4 {
-		return max
-	}
-	return min(max, least+8*c.gap)
 }

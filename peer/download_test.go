@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 )
 
 // TestFrameBufsAllocs checks that a block's frame buffer, once the pools are
@@ -55,9 +57,9 @@ func BenchmarkFrameBufs(b *testing.B) {
 func TestWaitForRoom(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := &fetch{p: &Service{cfg: defaultConfig()}, ctx: ctx, pick: newPicker(func(int) bool { return false }, 2)}
+	f := &fetch{p: &Service{cfg: defaultConfig()}, ctx: ctx, pick: sched.NewPicker[lpeer.ID](func(int) bool { return false }, 2)}
 	src := &source{id: "a"}
-	f.pick.offer(&src.offers, []int{0, 1, 2, 3})
+	f.pick.Offer(&src.offers, []int{0, 1, 2, 3})
 	// Room, and offers nothing can be claimed of now (a source to be
 	// reconciled with again): no wait, and no spin either.
 	src.recheck = true
@@ -65,13 +67,13 @@ func TestWaitForRoom(t *testing.T) {
 		t.Fatal("waitForRoom: true for a source asked for nothing")
 	}
 	src.recheck = false
-	if got := f.pick.claim(src.id, &src.offers, 4); len(got) != 2 {
+	if got := f.pick.Claim(src.id, &src.offers, 4); len(got) != 2 {
 		t.Fatalf("claimed %v, want 2 blocks (the limit)", got)
 	}
 	go func() {
 		time.Sleep(20 * time.Millisecond)
 		f.mu.Lock()
-		f.pick.done(0, false)
+		f.pick.Done(0, false)
 		f.mu.Unlock()
 	}()
 	start := time.Now()
@@ -82,7 +84,7 @@ func TestWaitForRoom(t *testing.T) {
 		t.Fatalf("waitForRoom returned after %v, before the room was made", d)
 	}
 	// At the limit again, and nothing frees it: it gives up after roomWait.
-	f.pick.claim(src.id, &src.offers, 1)
+	f.pick.Claim(src.id, &src.offers, 1)
 	start = time.Now()
 	if f.waitForRoom(src) {
 		t.Fatal("waitForRoom: true with no room")
@@ -92,13 +94,13 @@ func TestWaitForRoom(t *testing.T) {
 	}
 	// Room from the start: no wait (the download found nothing to claim
 	// for other reasons).
-	f.pick.done(1, false)
+	f.pick.Done(1, false)
 	start = time.Now()
 	if f.waitForRoom(src) || time.Since(start) > roomPoll*5 {
 		t.Fatalf("waitForRoom with room: true or slow (%v)", time.Since(start))
 	}
 	// Nothing more offered: no wait.
-	src.offers.queue = nil
+	src.offers.Queue = nil
 	if f.waitForRoom(src) {
 		t.Fatal("waitForRoom: true with nothing offered")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -39,7 +40,7 @@ func TestEndgameFetch(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, src, filepath.Join(out, "data.bin"))
-	if sum.Fetched != sum.Blocks || sum.Redundant > endgameBlocks {
+	if sum.Fetched != sum.Blocks || sum.Redundant > sched.EndgameBlocks {
 		t.Errorf("summary %+v", sum)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -29,7 +30,7 @@ type fetch struct {
 	doneOnce sync.Once
 
 	mu      sync.Mutex
-	pick    *picker
+	pick    *sched.Picker[lpeer.ID]
 	sources map[lpeer.ID]*source
 	banned  map[lpeer.ID]string
 	shares  map[lpeer.ID]*PeerShare
@@ -94,8 +95,8 @@ const unknownRetries = 5
 // source is one remote peer a fetch downloads from.
 type source struct {
 	id       lpeer.ID
-	offers   offers     // what it offered and was not yet given (under fetch.mu)
-	share    *PeerShare // in fetch.shares
+	offers   sched.Offers // what it offered and was not yet given (under fetch.mu)
+	share    *PeerShare   // in fetch.shares
 	failures int
 	busy     int           // "busy" answers (retried, not failures)
 	unknown  int           // "unknown root" answers in a row
@@ -122,7 +123,7 @@ type source struct {
 	// it became a source), for rotation (under fetch.mu).
 	useful time.Time
 	// flow sizes its window of requested blocks (its worker only).
-	flow flowWindow
+	flow sched.FlowWindow
 	// push is set for a parent of the stripe trees (Service.Push): its
 	// blocks are pushed, it has no worker.
 	push bool
@@ -138,7 +139,7 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 	f := &fetch{
 		p: p, c: c, t: t, fc: fc,
 		done:    make(chan struct{}),
-		pick:    newPicker(t.has, max(2, fetchMemory/t.unitSize())),
+		pick:    sched.NewPicker[lpeer.ID](t.has, max(2, fetchMemory/t.unitSize())),
 		sources: make(map[lpeer.ID]*source),
 		banned:  make(map[lpeer.ID]string),
 		shares:  make(map[lpeer.ID]*PeerShare),
@@ -146,10 +147,10 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 		pushSrc: make(map[lpeer.ID]*source),
 		wake:    make(chan struct{}),
 	}
-	f.pick.hold = f.holds
-	f.pick.setChoice(fc.choice, nil)
+	f.pick.Hold = f.holds
+	f.pick.SetChoice(fc.choice, nil)
 	if fc.choice == BlockRarestFilters {
-		f.pick.rarityOf = c.tally.count
+		f.pick.RarityOf = c.tally.Count
 	}
 	return f
 }
@@ -222,7 +223,7 @@ loop:
 			if f.active > 0 {
 				f.lastLive = time.Now()
 			}
-			if f.pick.inFlight() > 0 {
+			if f.pick.InFlight() > 0 {
 				f.lastProgress = time.Now()
 			}
 			idle, stuck, active := time.Since(f.lastLive), time.Since(f.lastProgress), f.active
@@ -326,7 +327,7 @@ func (f *fetch) work(src *source) {
 		f.mu.Lock()
 		f.active--
 		delete(f.sources, src.id)
-		f.pick.forget(&src.offers)
+		f.pick.Forget(&src.offers)
 		f.fillLocked()
 		f.mu.Unlock()
 		f.notify()
@@ -411,7 +412,7 @@ func (f *fetch) work(src *source) {
 		// have gained blocks meanwhile.
 		f.mu.Lock()
 		w := f.wake
-		claimable := f.pick.claimable(&src.offers)
+		claimable := f.pick.Claimable(&src.offers)
 		if err == nil && !claimable && f.rotateLocked(src) {
 			f.mu.Unlock()
 			return
@@ -552,7 +553,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 		return nil, err
 	}
 	if trips > 0 {
-		src.flow.noteRTT(time.Since(began) / time.Duration(trips))
+		src.flow.NoteRTT(time.Since(began) / time.Duration(trips))
 	}
 	if watch {
 		cs.stop() // the watch ends it (close or end), or the fetch's end does

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"path/filepath"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/peer/admit"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -131,7 +131,7 @@ func TestManifestRetried(t *testing.T) {
 
 // TestRepeatedBlockBounded: a peer that asks for the same block again and
 // again is sent it 1+maxRepeats times in the window, is told "missing"
-// after that, and is banned once its abuse score reaches banScore; another
+// after that, and is banned once its abuse score reaches admit.BanScore; another
 // peer still fetches.
 func TestRepeatedBlockBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -145,7 +145,7 @@ func TestRepeatedBlockBounded(t *testing.T) {
 	}
 	defer cs.reset()
 	sent, missing := 0, 0
-	for range 2 * banScore / strikeRepeat {
+	for range 2 * admit.BanScore / strikeRepeat {
 		if err := cs.send(wire.AppendWant(nil, []int{0})); err != nil {
 			break
 		}
@@ -166,10 +166,10 @@ func TestRepeatedBlockBounded(t *testing.T) {
 			missing++
 		}
 	}
-	if sent != 1+maxRepeats {
-		t.Errorf("block 0 sent %d times, want %d", sent, 1+maxRepeats)
+	if sent != 1+admit.MaxRepeats {
+		t.Errorf("block 0 sent %d times, want %d", sent, 1+admit.MaxRepeats)
 	}
-	if want := banScore / strikeRepeat; missing < want || missing > want+1 {
+	if want := admit.BanScore / strikeRepeat; missing < want || missing > want+1 {
 		t.Errorf("%d answers of missing before the ban, want about %d", missing, want)
 	}
 	if !seed.isBanned(evil.ID()) {
@@ -183,13 +183,13 @@ func TestRepeatedBlockBounded(t *testing.T) {
 }
 
 // TestMalformedBanned: a peer that keeps sending malformed frames is banned
-// after ceil(banScore/strikeMalformed) of them.
+// after ceil(admit.BanScore/strikeMalformed) of them.
 func TestMalformedBanned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	seed, tk, _ := seedFile(t, t.TempDir(), 64<<10, 16<<10)
 	evil := connectedPeer(ctx, t, seed)
-	n := (banScore + strikeMalformed - 1) / strikeMalformed
+	n := (admit.BanScore + strikeMalformed - 1) / strikeMalformed
 	for i := range n {
 		if seed.isBanned(evil.ID()) {
 			t.Fatalf("banned after %d malformed frames", i)
@@ -252,36 +252,4 @@ func TestStreamChurnBanned(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, src, filepath.Join(out, "data.bin"))
-}
-
-// TestRateTable: a key gets its burst at once, then the rate; keys are
-// independent; full buckets are swept; the table never holds more than
-// maxScored buckets.
-func TestRateTable(t *testing.T) {
-	rt := newRateTable(10, 5)
-	now := time.Now()
-	for i := range 5 {
-		if !rt.allow("a", 1, now) {
-			t.Fatalf("token %d of the burst refused", i)
-		}
-	}
-	if rt.allow("a", 1, now) {
-		t.Error("a token beyond the burst allowed")
-	}
-	if !rt.allow("b", 5, now) {
-		t.Error("another key's burst refused")
-	}
-	if !rt.allow("a", 1, now.Add(100*time.Millisecond)) {
-		t.Error("a token refused after 1/rate")
-	}
-	rt.sweep(now.Add(time.Second))
-	if n := len(rt.m); n != 0 {
-		t.Errorf("%d buckets after every key was idle for the whole burst", n)
-	}
-	for i := range maxScored + 10 {
-		rt.allow(fmt.Sprint(i), 1, now)
-	}
-	if n := len(rt.m); n > maxScored {
-		t.Errorf("%d buckets, more than maxScored", n)
-	}
 }

@@ -242,7 +242,7 @@ func TestServeBytes(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if h, err := seed.serveMem.acquire(alreadyDone, "check", int64(budget), nil); err != nil || h.n != int64(budget) {
+		if h, err := seed.serveMem.Acquire(alreadyDone, "check", int64(budget), nil); err != nil || h.N() != int64(budget) {
 			t.Errorf("budget %d: not all of it was given back", budget)
 		}
 	}

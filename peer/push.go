@@ -944,23 +944,13 @@ func (f *fetch) updateHeld() {
 			opened = true
 		}
 	}
-	// The blocks whose deadlines passed (picker.see) are let go: holds
+	// The blocks whose deadlines passed (Picker.See) are let go: holds
 	// lets them be claimed from now on, and the sources look again.
-	pk := f.pick
-	kept := pk.seenLog[:0]
-	for _, i := range pk.seenLog {
-		d, ok := pk.seen[i]
-		switch {
-		case !ok:
-		case now.Before(d):
-			kept = append(kept, i)
-		case !pk.has(i):
-			opened = true
-		}
+	if f.pick.ExpireSeen(now) {
+		opened = true
 	}
-	pk.seenLog = kept
 	if opened {
-		f.pick.release++
+		f.pick.Releases++
 	}
 	f.mu.Unlock()
 	if opened {
@@ -981,7 +971,7 @@ const lateAfter = 4
 // seed, or a peer done: its pushes come in their own time).
 func (f *fetch) seeFromLocked(src *source, idx []int) {
 	t := f.c.pushes()
-	if t == nil || src.offers.full || f.pick.hold == nil {
+	if t == nil || src.offers.Full || f.pick.Hold == nil {
 		return
 	}
 	now := time.Now()
@@ -989,9 +979,9 @@ func (f *fetch) seeFromLocked(src *source, idx []int) {
 	defer t.mu.Unlock()
 	for _, i := range idx {
 		if t.parents[t.stripe(i)] == src.id {
-			f.pick.see(i, now.Add(t.repair))
+			f.pick.See(i, now.Add(t.repair))
 		} else {
-			f.pick.see(i, now.Add(lateAfter*t.repair))
+			f.pick.See(i, now.Add(lateAfter*t.repair))
 		}
 	}
 }

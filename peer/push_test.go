@@ -656,9 +656,9 @@ func TestPushShed(t *testing.T) {
 			odd = append(odd, i)
 		}
 	}
-	c.tally.set("w1", watchFilter(t, c.tally.u, even))
-	c.tally.set("w2", watchFilter(t, c.tally.u, even))
-	c.tally.set("w3", watchFilter(t, c.tally.u, odd))
+	c.tally.Set("w1", watchFilter(t, c.tally.U, even))
+	c.tally.Set("w2", watchFilter(t, c.tally.U, even))
+	c.tally.Set("w3", watchFilter(t, c.tally.U, odd))
 	for _, tc := range []struct {
 		name       string
 		q          []int

@@ -109,7 +109,7 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 		c.coded = cb
 	}
 	if sc.superSeed {
-		c.super = newSuperSeed(m.BlockCount(), p.cfg.stretch(superSeedHold))
+		c.super = p.newSuperSeed(m.BlockCount())
 	}
 	if err := p.add(c); err != nil {
 		s.Close()

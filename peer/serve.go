@@ -13,6 +13,8 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -113,7 +115,7 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 			s.Reset()
 			return
 		}
-		untrack = func(untrack func()) func() { return func() { admitted.release(); untrack() } }(untrack)
+		untrack = func(untrack func()) func() { return func() { admitted.Release(); untrack() } }(untrack)
 		ok = p.goroutine(func() {
 			defer untrack()
 			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, key: shareKey(s.Conn())}
@@ -209,10 +211,10 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	// The memory of the session is claimed (a share of ReconcileBytes) when
 	// the length of its first message has arrived, before its bytes are
 	// buffered, and kept until the session ends.
-	var recv *holding
+	var recv *admit.Holding
 	defer func() {
 		if recv != nil {
-			recv.release()
+			recv.Release()
 		}
 	}()
 	ss.admit = func(n int) error {
@@ -223,7 +225,7 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		}
 		ctx, cancel := context.WithTimeoutCause(p.ctx, ss.idle, errors.New("no room for the filter"))
 		defer cancel()
-		h, err := p.recvMem.acquire(ctx, key, 3*int64(n), func() { ss.s.Reset() })
+		h, err := p.recvMem.Acquire(ctx, key, 3*int64(n), func() { ss.s.Reset() })
 		if err != nil {
 			return p.busy(ss, err.Error())
 		}
@@ -255,16 +257,16 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	}
 	remote := ss.s.Conn().RemotePeer()
 	var trim func([]uint32) []uint32
-	var sw *superWatch
+	var sw *sched.SuperWatch[lpeer.ID]
 	if super := c.super; super != nil && !ss.hello.Coded {
-		trim = super.trim
+		trim = super.Trim
 		if ss.hello.Watch {
 			trim = func(found []uint32) []uint32 {
 				var first []uint32
 				if sw != nil {
-					super.unwatch(sw)
+					super.Unwatch(sw)
 				}
-				sw, first = super.watch(remote, found)
+				sw, first = super.Watch(remote, found)
 				return first
 			}
 		}
@@ -274,7 +276,7 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	method, offered, found, theirs, err := p.answerSession(ss, r, slot, trim, ss.hello.Watch && !ss.hello.Coded)
 	watching := err == nil && ss.hello.Watch && !ss.hello.Coded && method != reconcile.IBLT
 	if sw != nil && !watching {
-		c.super.unwatch(sw)
+		c.super.Unwatch(sw)
 	}
 	if errors.Is(err, ErrBusy) {
 		// Told so; the fetcher retries later.
@@ -300,16 +302,16 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	// The session's memory and time limit end with it; the watch holds the
 	// stream only.
 	if recv != nil {
-		recv.release()
+		recv.Release()
 		recv = nil
 	}
 	ss.until = time.Time{}
 	if sw != nil {
-		defer c.super.unwatch(sw)
+		defer c.super.Unwatch(sw)
 	}
 	if theirs != nil {
-		c.tally.set(remote, theirs)
-		defer c.tally.drop(remote, theirs)
+		c.tally.Set(remote, theirs)
+		defer c.tally.Drop(remote, theirs)
 	}
 	return p.serveWatch(ss, cursor, sw)
 }
@@ -354,10 +356,10 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			return p.busy(ss, "the upload queue is full")
 		}
 		if super != nil {
-			super.ask(remote, idx)
+			super.Ask(remote, idx)
 		}
 		for k, i := range idx {
-			if !sends.allow(key, i, time.Now()) {
+			if !sends.Allow(key, i, time.Now()) {
 				p.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			} else if ss.hello.Coded {
@@ -372,13 +374,13 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			}
 			if super != nil {
-				super.done(remote, idx[k:k+1]) // sent (counted) or not
+				super.Done(remote, idx[k:k+1]) // sent (counted) or not
 			} else {
 				c.unqueue(key, 1, time.Now())
 			}
 			if err != nil {
 				if super != nil {
-					super.done(remote, idx[k+1:])
+					super.Done(remote, idx[k+1:])
 				} else {
 					c.unqueue(key, len(idx)-k-1, time.Now())
 				}
@@ -412,10 +414,10 @@ func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 	n := c.man.BlockLen(i)
 	key, evict := ss.shareKey(), func() { ss.s.Reset() }
 	// Room is there most of the time: take it without a timer first.
-	held, err := p.serveMem.acquire(doneCtx, key, int64(n), evict)
+	held, err := p.serveMem.Acquire(doneCtx, key, int64(n), evict)
 	if err != nil {
 		ctx, cancel := context.WithTimeout(p.ctx, ss.idle)
-		held, err = p.serveMem.acquire(ctx, key, int64(n), evict)
+		held, err = p.serveMem.Acquire(ctx, key, int64(n), evict)
 		cancel()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && p.ctx.Err() == nil {
@@ -424,7 +426,7 @@ func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 			return err
 		}
 	}
-	defer held.release()
+	defer held.Release()
 	bp, _ := p.serveBufs.Get().(*[]byte)
 	if bp == nil {
 		bp = new([]byte)
@@ -479,19 +481,19 @@ func (p *Service) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) er
 // error wrapping ErrBusy.
 func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
 	key := ss.shareKey()
-	if isPeerKey(key) && p.slots.usedBy(key) >= int64(p.cfg.limits.ReconcilesPerPeer) {
+	if isPeerKey(key) && p.slots.UsedBy(key) >= int64(p.cfg.limits.ReconcilesPerPeer) {
 		return nil, p.busy(ss, "the peer holds its share of the reconcile slots")
 	}
 	ctx, cancel := context.WithTimeoutCause(p.ctx, p.cfg.streamIdle, errors.New("every reconcile slot is taken"))
 	defer cancel()
-	h, err := p.slots.acquire(ctx, key, 1, func() { ss.s.Reset() })
+	h, err := p.slots.Acquire(ctx, key, 1, func() { ss.s.Reset() })
 	if err != nil {
 		if p.ctx.Err() != nil {
 			return nil, p.ctx.Err()
 		}
 		return nil, p.busy(ss, err.Error())
 	}
-	return h.release, nil
+	return h.Release, nil
 }
 
 // refuse answers ss with an error frame saying why.
@@ -523,7 +525,7 @@ func (p *Service) noteSent(ss *serverStream, i, n int) {
 	remote := ss.s.Conn().RemotePeer()
 	ss.c.noteSent(remote, n)
 	if super := ss.c.super; super != nil && !ss.hello.Coded {
-		super.noteSent(remote, i)
+		super.NoteSent(remote, i)
 	}
 	if p.cfg.observer != nil {
 		p.observe(ServeEvent{Kind: EventBlockSent, Peer: remote, Root: ss.c.man.ID(), Coded: ss.hello.Coded, Index: i, Bytes: n})

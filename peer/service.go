@@ -16,6 +16,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/admit"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -75,29 +76,29 @@ type Service struct {
 
 	// slots are the reconciliations answered at once (Limits.Reconciles),
 	// shared among peers.
-	slots *fairPool
+	slots *admit.FairPool
 	// upload caps the rate of served blocks; nil means no cap.
 	upload *rate.Limiter
 	// serveMem shares the bytes of blocks read for serving held at once
 	// (Limits.ServeBytes) among peers; serveBufs recycles those buffers.
-	serveMem  *fairPool
+	serveMem  *admit.FairPool
 	serveBufs sync.Pool
 	// recvMem shares the memory of the reconciliation sessions answered at
 	// once (Limits.ReconcileBytes) among peers.
-	recvMem *fairPool
+	recvMem *admit.FairPool
 
 	mu       sync.Mutex
 	contents map[chunker.ID]*content
-	banned   map[lpeer.ID]time.Time // the deny-list: misbehaving peers, until when
+	banned   *admit.DenyList[lpeer.ID] // the deny-list: misbehaving peers, until when
 	// streams are the open streams of this service's protocols, per remote
 	// peer, so that a ban resets them (and only them).
 	streams map[lpeer.ID]map[network.Stream]struct{}
 	// streamPools share the inbound streams of each protocol among peers
 	// (peer/abuse.go); scores are the abuse scores of remote peers.
-	streamPools map[protocol.ID]*fairPool
-	scores      map[lpeer.ID]abuseScore
-	filterRates *rateTable // filter bytes per share key (allowFilter)
-	streamRates *rateTable // streams opened per peer (allowStream)
+	streamPools map[protocol.ID]*admit.FairPool
+	scores      *admit.Scores[lpeer.ID]
+	filterRates *admit.RateTable // filter bytes per share key (allowFilter)
+	streamRates *admit.RateTable // streams opened per peer (allowStream)
 	closed      bool
 }
 
@@ -129,15 +130,15 @@ func newService(h host.Host, cfg config) *Service {
 	p := &Service{
 		h: h, cfg: cfg, log: cfg.log,
 		contents:    make(map[chunker.ID]*content),
-		banned:      make(map[lpeer.ID]time.Time),
+		banned:      admit.NewDenyList[lpeer.ID](),
 		streams:     make(map[lpeer.ID]map[network.Stream]struct{}),
-		streamPools: make(map[protocol.ID]*fairPool),
-		scores:      make(map[lpeer.ID]abuseScore),
-		filterRates: newRateTable(float64(cfg.limits.MaxFilterBytes), 2*cfg.limits.MaxFilterBytes+1<<20),
-		streamRates: newRateTable(streamRate, streamBurst),
-		slots:       newFairPool(int64(cfg.limits.Reconciles)),
-		serveMem:    newFairPool(int64(cfg.limits.ServeBytes)),
-		recvMem:     newFairPool(int64(cfg.limits.ReconcileBytes)),
+		streamPools: make(map[protocol.ID]*admit.FairPool),
+		scores:      admit.NewScores[lpeer.ID](),
+		filterRates: admit.NewRateTable(float64(cfg.limits.MaxFilterBytes), 2*cfg.limits.MaxFilterBytes+1<<20),
+		streamRates: admit.NewRateTable(streamRate, streamBurst),
+		slots:       admit.NewFairPool(int64(cfg.limits.Reconciles)),
+		serveMem:    admit.NewFairPool(int64(cfg.limits.ServeBytes)),
+		recvMem:     admit.NewFairPool(int64(cfg.limits.ReconcileBytes)),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.serveRate > 0 {
@@ -172,11 +173,7 @@ func (p *Service) ban(id lpeer.ID) (until time.Time) {
 // banUntil is ban with the end of the ban given (a saved ban, peer/bans.go).
 func (p *Service) banUntil(id lpeer.ID, until time.Time) time.Time {
 	p.mu.Lock()
-	p.pruneBannedLocked(time.Now())
-	if u, ok := p.banned[id]; ok && u.After(until) {
-		until = u
-	}
-	p.banned[id] = until
+	until = p.banned.Ban(id, until, time.Now())
 	var open []network.Stream
 	for s := range p.streams[id] {
 		open = append(open, s)
@@ -198,8 +195,7 @@ const banTag = "reconcile-banned"
 func (p *Service) isBanned(id lpeer.ID) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	until, ok := p.banned[id]
-	return ok && time.Now().Before(until)
+	return p.banned.Banned(id, time.Now())
 }
 
 // track records an open stream of ours until the returned func is called.
@@ -208,7 +204,7 @@ func (p *Service) track(s network.Stream) (untrack func(), ok bool) {
 	id := s.Conn().RemotePeer()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if until, banned := p.banned[id]; p.closed || (banned && time.Now().Before(until)) {
+	if p.closed || p.banned.Banned(id, time.Now()) {
 		return nil, false
 	}
 	m := p.streams[id]

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -30,7 +32,7 @@ const haveFrameMax = 1 + binaryMaxVarint + maxHave*binaryMaxVarint
 // cursor on (and, for a super-seed's watcher sw, of the offers dealt to it),
 // and reads the watcher's own have frames, until the watcher closes the
 // stream (nil), the service closes or the stream fails.
-func (p *Service) serveWatch(ss *serverStream, cursor int, sw *superWatch) error {
+func (p *Service) serveWatch(ss *serverStream, cursor int, sw *sched.SuperWatch[lpeer.ID]) error {
 	c := ss.c
 	read := make(chan error, 1)
 	if !p.goroutine(func() { read <- p.readWatcher(ss, sw) }) {
@@ -41,8 +43,8 @@ func (p *Service) serveWatch(ss *serverStream, cursor int, sw *superWatch) error
 	// nothing else happens (the offers of idle watchers expire).
 	var tick <-chan time.Time
 	if sw != nil {
-		wake = sw.wake
-		t := time.NewTicker(c.super.hold / 4)
+		wake = sw.Wake
+		t := time.NewTicker(c.super.Hold / 4)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -51,7 +53,7 @@ func (p *Service) serveWatch(ss *serverStream, cursor int, sw *superWatch) error
 	for {
 		idx, cursor, grew = c.gainsSince(idx[:0], cursor)
 		if sw != nil {
-			idx = append(idx, c.super.take(sw)...)
+			idx = append(idx, c.super.Take(sw)...)
 		}
 		for len(idx) > 0 {
 			n := min(len(idx), maxHave)
@@ -69,7 +71,7 @@ func (p *Service) serveWatch(ss *serverStream, cursor int, sw *superWatch) error
 		case <-grew:
 		case <-wake:
 		case <-tick:
-			c.super.pump()
+			c.super.Pump()
 		case err := <-read:
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -83,7 +85,7 @@ func (p *Service) serveWatch(ss *serverStream, cursor int, sw *superWatch) error
 
 // readWatcher reads the have frames of a watcher until its stream ends (a
 // clean end is io.EOF), telling a super-seed (sw, if set) what it got.
-func (p *Service) readWatcher(ss *serverStream, sw *superWatch) error {
+func (p *Service) readWatcher(ss *serverStream, sw *sched.SuperWatch[lpeer.ID]) error {
 	limit := ss.c.man.BlockCount()
 	var idx []int
 	for {
@@ -99,9 +101,9 @@ func (p *Service) readWatcher(ss *serverStream, sw *superWatch) error {
 			return err
 		}
 		if sw != nil {
-			ss.c.super.has(sw, idx)
+			ss.c.super.Has(sw, idx)
 		}
-		ss.c.tally.have(ss.s.Conn().RemotePeer(), idx)
+		ss.c.tally.Have(ss.s.Conn().RemotePeer(), idx)
 	}
 }
 
@@ -150,7 +152,7 @@ func (f *fetch) readHaves(src *source, w *watchConn) {
 			_, refused := src.refused[i]
 			return refused || f.t.has(i)
 		})
-		f.pick.add(&src.offers, idx)
+		f.pick.Add(&src.offers, idx)
 		f.seeFromLocked(src, idx)
 		src.share.Haves += len(idx)
 		f.mu.Unlock()

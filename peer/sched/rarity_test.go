@@ -1,11 +1,9 @@
-package peer
+package sched
 
 import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -29,7 +27,7 @@ func TestNeighbourTally(t *testing.T) {
 		exact bool
 	}{{"roomy", 1 << 14, true}, {"sized for their sets", 0, false}, {"loaded", 64, false}} {
 		t.Run(tc.name, func(t *testing.T) {
-			tally := newNeighbourTally(u)
+			tally := NewNeighbourTally[string](u)
 			holders := make([]int, n)
 			sets := make([][]bool, watchers)
 			filters := make([]*cbfalgebra.CBF, watchers)
@@ -51,7 +49,7 @@ func TestNeighbourTally(t *testing.T) {
 					holders[i]++
 				}
 				filters[w] = c
-				tally.set(lpeer.ID(fmt.Sprint("w", w)), c)
+				tally.Set(string(fmt.Sprint("w", w)), c)
 			}
 			// Blocks announced later, some of them held already.
 			for w := range watchers {
@@ -64,11 +62,11 @@ func TestNeighbourTally(t *testing.T) {
 						holders[i]++
 					}
 				}
-				tally.have(lpeer.ID(fmt.Sprint("w", w)), idx)
+				tally.Have(string(fmt.Sprint("w", w)), idx)
 			}
 			off, offEach := 0, 0
 			for i := range n {
-				got, each := tally.count(i), tally.holders(i, watchers)
+				got, each := tally.Count(i), tally.Holders(i, watchers)
 				if got < holders[i] || each < holders[i] {
 					t.Fatalf("block %d: counted %d holders (%d by each filter), %d hold it", i, got, each, holders[i])
 				}
@@ -78,7 +76,7 @@ func TestNeighbourTally(t *testing.T) {
 				if got != holders[i] {
 					off++
 				}
-				if h := min(holders[i], 2); tally.holders(i, 2) < h {
+				if h := min(holders[i], 2); tally.Holders(i, 2) < h {
 					t.Fatalf("block %d: counted fewer than %d holders, stopping at 2", i, h)
 				}
 				if each != holders[i] {
@@ -91,18 +89,18 @@ func TestNeighbourTally(t *testing.T) {
 			t.Logf("%d of %d blocks counted above their holders, %d by each filter", off, n, offEach)
 			// An older watch of w0 ending leaves the newer filter; its own
 			// end takes it out.
-			w0 := lpeer.ID("w0")
-			tally.drop(w0, filters[1])
-			if tally.count(0) < holders[0] {
+			w0 := string("w0")
+			tally.Drop(w0, filters[1])
+			if tally.Count(0) < holders[0] {
 				t.Fatal("dropping another filter took w0's out")
 			}
-			before := tally.count(5)
-			tally.drop(w0, filters[0])
+			before := tally.Count(5)
+			tally.Drop(w0, filters[0])
 			want := holders[5]
 			if sets[0][5] {
 				want--
 			}
-			if got := tally.count(5); got < want || got > before {
+			if got := tally.Count(5); got < want || got > before {
 				t.Fatalf("after w0 left, block 5 counted %d (before %d, holders now %d)", got, before, want)
 			}
 		})
@@ -134,11 +132,14 @@ func heldFilter(t testing.TB, u *reconcile.Universe, cfg reconcile.Config, idx [
 }
 
 // watchFilter returns the CBF of the blocks idx of u that a watcher sends
-// (sized for all of u's blocks, see watchParams).
+// (sized for all of u's blocks, as a watch sizes it).
 func watchFilter(t testing.TB, u *reconcile.Universe, idx []int) *cbfalgebra.CBF {
 	t.Helper()
-	m, k := watchParams(reconcile.Complete, u.Blocks())
-	return heldFilter(t, u, reconcile.Config{M: m, K: k}, idx)
+	p, err := reconcile.Config{Method: reconcile.Complete}.Params(u.Blocks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return heldFilter(t, u, reconcile.Config{M: p.M, K: p.K}, idx)
 }
 
 // BenchmarkNeighbourTally reads a block's count from 24 watchers' filters of
@@ -151,7 +152,7 @@ func BenchmarkNeighbourTally(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tally := newNeighbourTally(u)
+	tally := NewNeighbourTally[string](u)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for w := range watchers {
 		var idx []int
@@ -160,16 +161,16 @@ func BenchmarkNeighbourTally(b *testing.B) {
 				idx = append(idx, i)
 			}
 		}
-		tally.set(lpeer.ID(fmt.Sprint("w", w)), watchFilter(b, u, idx))
+		tally.Set(string(fmt.Sprint("w", w)), watchFilter(b, u, idx))
 	}
 	b.Run("count", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			tally.count(i % n)
+			tally.Count(i % n)
 		}
 	})
 	b.Run("holders", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
-			tally.holders(i%n, watchers+1)
+			tally.Holders(i%n, watchers+1)
 		}
 	})
 }

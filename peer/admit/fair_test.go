@@ -1,16 +1,11 @@
-package peer
+package admit
 
 import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/network"
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 )
 
 // TestFairPool: a peer alone may take everything; once the pool is full, a
@@ -18,15 +13,15 @@ import (
 // and a holder over its share is refused (with a done context) rather than
 // taking anyone's room.
 func TestFairPool(t *testing.T) {
-	fp := newFairPool(8)
+	fp := NewFairPool(8)
 	var evicted []string
-	take := func(key string, n int64) (*holding, error) {
-		var h *holding
-		name := fmt.Sprintf("%s%d", key, fp.usedBy(key))
-		h, err := fp.acquire(alreadyDone, key, n, func() { evicted = append(evicted, name) })
+	take := func(key string, n int64) (*Holding, error) {
+		var h *Holding
+		name := fmt.Sprintf("%s%d", key, fp.UsedBy(key))
+		h, err := fp.Acquire(alreadyDone, key, n, func() { evicted = append(evicted, name) })
 		return h, err
 	}
-	var a []*holding
+	var a []*Holding
 	for i := range 8 {
 		h, err := take("a", 1)
 		if err != nil {
@@ -56,37 +51,37 @@ func TestFairPool(t *testing.T) {
 			t.Fatalf("c's holding %d: %v", i, err)
 		}
 	}
-	if fp.usedBy("a")+fp.usedBy("b")+fp.usedBy("c") != 8 || fp.usedBy("c") != 2 {
-		t.Fatalf("a %d, b %d, c %d", fp.usedBy("a"), fp.usedBy("b"), fp.usedBy("c"))
+	if fp.UsedBy("a")+fp.UsedBy("b")+fp.UsedBy("c") != 8 || fp.UsedBy("c") != 2 {
+		t.Fatalf("a %d, b %d, c %d", fp.UsedBy("a"), fp.UsedBy("b"), fp.UsedBy("c"))
 	}
 	// Released twice counts once; evicted holdings were released already.
 	for _, h := range a {
-		h.release()
-		h.release()
+		h.Release()
+		h.Release()
 	}
-	if fp.usedBy("a") != 0 {
-		t.Fatalf("a holds %d after releasing everything", fp.usedBy("a"))
+	if fp.UsedBy("a") != 0 {
+		t.Fatalf("a holds %d after releasing everything", fp.UsedBy("a"))
 	}
 }
 
 // TestFairPoolWaits: a holder over its share waits for room and gets it when
 // another releases, within its context.
 func TestFairPoolWaits(t *testing.T) {
-	fp := newFairPool(2)
-	h1, _ := fp.acquire(alreadyDone, "a", 1, nil)
-	h2, _ := fp.acquire(alreadyDone, "a", 1, nil)
+	fp := NewFairPool(2)
+	h1, _ := fp.Acquire(alreadyDone, "a", 1, nil)
+	h2, _ := fp.Acquire(alreadyDone, "a", 1, nil)
 	go func() {
 		time.Sleep(20 * time.Millisecond)
-		h1.release()
+		h1.Release()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h3, err := fp.acquire(ctx, "a", 1, nil)
+	h3, err := fp.Acquire(ctx, "a", 1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h2.release()
-	h3.release()
+	h2.Release()
+	h3.Release()
 	if fp.used != 0 || len(fp.keys) != 0 {
 		t.Fatalf("used %d by %d keys after every release", fp.used, len(fp.keys))
 	}
@@ -100,12 +95,12 @@ func TestFairPoolProperty(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 50 {
 		capacity := int64(1 + r.IntN(20))
-		fp := newFairPool(capacity)
-		var live []*holding
+		fp := NewFairPool(capacity)
+		var live []*Holding
 		for range 300 {
 			if len(live) > 0 && r.IntN(3) == 0 {
 				i := r.IntN(len(live))
-				live[i].release()
+				live[i].Release()
 				live = append(live[:i], live[i+1:]...)
 				continue
 			}
@@ -124,7 +119,7 @@ func TestFairPoolProperty(t *testing.T) {
 				}
 			}
 			fp.mu.Unlock()
-			h, err := fp.acquire(alreadyDone, key, n, func() {})
+			h, err := fp.Acquire(alreadyDone, key, n, func() {})
 			if err == nil {
 				live = append(live, h)
 			} else if mine+n <= share && overShare && n <= capacity {
@@ -149,35 +144,10 @@ func TestFairPoolProperty(t *testing.T) {
 	}
 }
 
-// addrConn is a connection with only a remote peer and address.
-type addrConn struct {
-	network.Conn
-	id   lpeer.ID
-	addr ma.Multiaddr
-}
-
-func (c addrConn) RemotePeer() lpeer.ID          { return c.id }
-func (c addrConn) RemoteMultiaddr() ma.Multiaddr { return c.addr }
-
-// TestShareKey: peers on public addresses share by IPv4 address or IPv6
-// /48; on loopback, private networks and through relays, by peer id.
-func TestShareKey(t *testing.T) {
-	cases := []struct{ addr, want string }{
-		{"/ip4/8.8.8.8/tcp/4001", "ip4/8.8.8.8"},
-		{"/ip4/8.8.8.8/udp/4001/quic-v1", "ip4/8.8.8.8"},
-		{"/ip6/2001:4860:4860:1234:5678::1/tcp/4001", "ip6/2001:4860:4860::"},
-		{"/ip4/127.0.0.1/tcp/4001", "peer/P"},
-		{"/ip4/192.168.1.5/tcp/4001", "peer/P"},
-		{"/ip4/8.8.8.8/tcp/4001/p2p/12D3KooWGRUVh9RR6kN6Xv9Mhq5Lb8DyAhJBJ9sSJUTyPzbsbKyB/p2p-circuit", "peer/P"},
-	}
-	for _, tc := range cases {
-		a, err := ma.NewMultiaddr(tc.addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := strings.Replace(tc.want, "peer/P", "peer/"+lpeer.ID("P").String(), 1)
-		if got := shareKey(addrConn{id: "P", addr: a}); got != want {
-			t.Errorf("%s: %q, want %q", tc.addr, got, want)
-		}
-	}
-}
+// alreadyDone is a context that has ended: an acquire with it takes room
+// only if there is some (or may be made) at once.
+var alreadyDone = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()

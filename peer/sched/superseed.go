@@ -1,4 +1,4 @@
-package peer
+package sched
 
 import (
 	"cmp"
@@ -6,11 +6,9 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
-// superSeed is the offer policy of a seed that spreads its upload over the
+// SuperSeed is the offer policy of a seed that spreads its upload over the
 // file (BitTorrent's super-seeding, WithSuperSeeding): it offers each fetcher
 // only a few blocks at a time, those it has sent least often, so that while
 // its upload is the swarm's scarcest resource (one seed, many fetchers) it
@@ -29,7 +27,7 @@ import (
 // block once before any twice, and no watcher is handed several of the
 // rarest blocks at once while others have none. A fetcher that does not
 // watch gets superSeedOffer blocks per reconciliation (trim).
-type superSeed struct {
+type SuperSeed[K comparable] struct {
 	mu      sync.Mutex
 	sent    []int32     // times each block was sent
 	asked   []int32     // requests of each block being served
@@ -39,16 +37,16 @@ type superSeed struct {
 	rng     *rand.Rand
 	now     func() time.Time
 	scratch []superSeedRank
-	// hold is superSeedHold, stretched by the service's time scale.
-	hold time.Duration
+	// Hold is superSeedHold, stretched by the service's time scale.
+	Hold time.Duration
 
-	watchers map[lpeer.ID]*superWatch
+	watchers map[K]*SuperWatch[K]
 }
 
-// superWatch is the state of one watcher of a super-seed (under
+// SuperWatch is the state of one watcher of a super-seed (under
 // superSeed.mu).
-type superWatch struct {
-	id lpeer.ID
+type SuperWatch[K comparable] struct {
+	id K
 	// lacks holds the blocks it lacks as far as the seed knows: those its
 	// reconciliation found (no false negatives), less those it was sent or
 	// said it got.
@@ -64,22 +62,22 @@ type superWatch struct {
 	asked time.Time
 	// out holds offers made and not yet written to its stream (take).
 	out []int
-	// wake has a value when out has offers.
-	wake chan struct{}
+	// Wake has a value when out has offers.
+	Wake chan struct{}
 }
 
-// superSeedOffer is how many blocks one answer of a super-seed offers a
+// SuperSeedOffer is how many blocks one answer of a super-seed offers a
 // fetcher that does not watch it.
-const superSeedOffer = 4
+const SuperSeedOffer = 4
 
-// superOpen is how many offers a watcher of a super-seed holds that it has
+// SuperOpen is how many offers a watcher of a super-seed holds that it has
 // not asked for yet.
-const superOpen = 2
+const SuperOpen = 2
 
-// superSeedHold is how long a block offered to one peer is not offered to
+// SuperSeedHold is how long a block offered to one peer is not offered to
 // another while blocks sent as often are left: about a wide-area round trip
 // and a block's queueing, the time the peer takes to ask for it.
-const superSeedHold = 2 * time.Second
+const SuperSeedHold = 2 * time.Second
 
 type superSeedRank struct {
 	i      uint32
@@ -88,20 +86,21 @@ type superSeedRank struct {
 	tie    uint32
 }
 
-// newSuperSeed returns the policy of a seed of blocks blocks whose offers
-// are held for hold (superSeedHold, stretched by the time scale).
-func newSuperSeed(blocks int, hold time.Duration) *superSeed {
-	return &superSeed{hold: hold, sent: make([]int32, blocks), asked: make([]int32, blocks), offered: make([]time.Time, blocks),
-		offers: make([]int32, blocks), unsent: blocks, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now: time.Now,
-		watchers: make(map[lpeer.ID]*superWatch)}
+// NewSuperSeed returns the policy of a seed of blocks blocks whose offers
+// are held for hold (SuperSeedHold, stretched by the time scale); now is
+// its clock.
+func NewSuperSeed[K comparable](blocks int, hold time.Duration, now func() time.Time) *SuperSeed[K] {
+	return &SuperSeed[K]{Hold: hold, sent: make([]int32, blocks), asked: make([]int32, blocks), offered: make([]time.Time, blocks),
+		offers: make([]int32, blocks), unsent: blocks, rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())), now: now,
+		watchers: make(map[K]*SuperWatch[K])}
 }
 
-// trim returns the blocks to offer out of lacking (the blocks a fetcher that
+// Trim returns the blocks to offer out of lacking (the blocks a fetcher that
 // does not watch lacks, increasing): at most superSeedOffer of them, the
 // least loaded first (sends, requests being served and offers each count
 // one), ties in random order, and only unloaded ones while some block was
 // never sent; increasing, as offers are. It notes them offered.
-func (ss *superSeed) trim(lacking []uint32) []uint32 {
+func (ss *SuperSeed[K]) Trim(lacking []uint32) []uint32 {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	now := ss.now()
@@ -111,7 +110,7 @@ func (ss *superSeed) trim(lacking []uint32) []uint32 {
 			continue
 		}
 		t := ss.offered[i]
-		recent := !t.IsZero() && now.Sub(t) < ss.hold
+		recent := !t.IsZero() && now.Sub(t) < ss.Hold
 		load := ss.sent[i] + ss.asked[i] + ss.offers[i]
 		if recent {
 			load++
@@ -124,8 +123,8 @@ func (ss *superSeed) trim(lacking []uint32) []uint32 {
 	slices.SortFunc(rank, func(a, b superSeedRank) int {
 		return cmp.Or(cmp.Compare(a.load, b.load), cmp.Compare(b2i(a.recent), b2i(b.recent)), cmp.Compare(a.tie, b.tie))
 	})
-	out := make([]uint32, 0, superSeedOffer)
-	for _, r := range rank[:min(len(rank), superSeedOffer)] {
+	out := make([]uint32, 0, SuperSeedOffer)
+	for _, r := range rank[:min(len(rank), SuperSeedOffer)] {
 		out = append(out, r.i)
 		ss.offered[r.i] = now
 	}
@@ -141,16 +140,16 @@ func b2i(b bool) int {
 	return 0
 }
 
-// watch makes id a watcher that lacks the blocks found (in place of any
-// earlier watch of id), deals out offers and returns it with the offers it
+// Watch makes id a watcher that lacks the blocks found (in place of any
+// earlier Watch of id), deals out offers and returns it with the offers it
 // got (increasing), to answer its reconciliation with.
-func (ss *superSeed) watch(id lpeer.ID, found []uint32) (*superWatch, []uint32) {
+func (ss *SuperSeed[K]) Watch(id K, found []uint32) (*SuperWatch[K], []uint32) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if old := ss.watchers[id]; old != nil {
 		ss.unwatchLocked(old)
 	}
-	w := &superWatch{id: id, lacks: make([]bool, len(ss.sent)), open: make(map[int]time.Time), wake: make(chan struct{}, 1), asked: ss.now()}
+	w := &SuperWatch[K]{id: id, lacks: make([]bool, len(ss.sent)), open: make(map[int]time.Time), Wake: make(chan struct{}, 1), asked: ss.now()}
 	for _, i := range found {
 		if int(i) < len(w.lacks) {
 			w.lacks[i] = true
@@ -167,8 +166,8 @@ func (ss *superSeed) watch(id lpeer.ID, found []uint32) (*superWatch, []uint32) 
 	return w, first
 }
 
-// unwatch ends w's watch: its open offers go back to the others.
-func (ss *superSeed) unwatch(w *superWatch) {
+// Unwatch ends w's watch: its open offers go back to the others.
+func (ss *SuperSeed[K]) Unwatch(w *SuperWatch[K]) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.watchers[w.id] == w {
@@ -177,7 +176,7 @@ func (ss *superSeed) unwatch(w *superWatch) {
 	}
 }
 
-func (ss *superSeed) unwatchLocked(w *superWatch) {
+func (ss *SuperSeed[K]) unwatchLocked(w *SuperWatch[K]) {
 	for i := range w.open {
 		ss.offers[i]--
 	}
@@ -185,8 +184,8 @@ func (ss *superSeed) unwatchLocked(w *superWatch) {
 	delete(ss.watchers, w.id)
 }
 
-// take returns the offers dealt to w since the last take.
-func (ss *superSeed) take(w *superWatch) []int {
+// Take returns the offers dealt to w since the last Take.
+func (ss *SuperSeed[K]) Take(w *SuperWatch[K]) []int {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	out := slices.Clone(w.out)
@@ -194,8 +193,8 @@ func (ss *superSeed) take(w *superWatch) []int {
 	return out
 }
 
-// has notes that w holds the blocks idx (its have frame).
-func (ss *superSeed) has(w *superWatch, idx []int) {
+// Has notes that w holds the blocks idx (its have frame).
+func (ss *SuperSeed[K]) Has(w *SuperWatch[K], idx []int) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	for _, i := range idx {
@@ -207,16 +206,16 @@ func (ss *superSeed) has(w *superWatch, idx []int) {
 	ss.pumpLocked()
 }
 
-// pump deals out offers (see pumpLocked), so that offers that expired
+// Pump deals out offers (see pumpLocked), so that offers that expired
 // make room even when nothing else happens.
-func (ss *superSeed) pump() {
+func (ss *SuperSeed[K]) Pump() {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	ss.pumpLocked()
 }
 
 // closeOffer ends w's open offer of block i, if any.
-func (ss *superSeed) closeOffer(w *superWatch, i int) {
+func (ss *SuperSeed[K]) closeOffer(w *SuperWatch[K], i int) {
 	if _, ok := w.open[i]; ok {
 		delete(w.open, i)
 		ss.offers[i]--
@@ -229,28 +228,28 @@ func (ss *superSeed) closeOffer(w *superWatch, i int) {
 // (only a never sent one while some are), until no watcher can take one.
 // First the offers of watchers that asked for nothing for superSeedHold go
 // back.
-func (ss *superSeed) pumpLocked() {
+func (ss *SuperSeed[K]) pumpLocked() {
 	if len(ss.watchers) == 0 {
 		return
 	}
 	now := ss.now()
-	order := make([]*superWatch, 0, len(ss.watchers))
+	order := make([]*SuperWatch[K], 0, len(ss.watchers))
 	for _, w := range ss.watchers {
-		if w.pending == 0 && now.Sub(w.asked) >= ss.hold {
+		if w.pending == 0 && now.Sub(w.asked) >= ss.Hold {
 			for i := range w.open {
 				ss.closeOffer(w, i)
 			}
 		}
-		if len(w.open) < superOpen {
+		if len(w.open) < SuperOpen {
 			order = append(order, w)
 		}
 	}
 	ss.rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
-	slices.SortStableFunc(order, func(a, b *superWatch) int { return cmp.Compare(a.got, b.got) })
+	slices.SortStableFunc(order, func(a, b *SuperWatch[K]) int { return cmp.Compare(a.got, b.got) })
 	for dealt := true; dealt; {
 		dealt = false
 		for _, w := range order {
-			if len(w.open) >= superOpen {
+			if len(w.open) >= SuperOpen {
 				continue
 			}
 			i := ss.pickFor(w)
@@ -261,7 +260,7 @@ func (ss *superSeed) pumpLocked() {
 			ss.offers[i]++
 			w.out = append(w.out, i)
 			select {
-			case w.wake <- struct{}{}:
+			case w.Wake <- struct{}{}:
 			default:
 			}
 			dealt = true
@@ -272,7 +271,7 @@ func (ss *superSeed) pumpLocked() {
 // pickFor returns the block to offer w next, or -1: among those it lacks and
 // is not offered, one offered to nobody, the least sent and asked for (only
 // a never sent one while some are), ties at random.
-func (ss *superSeed) pickFor(w *superWatch) int {
+func (ss *SuperSeed[K]) pickFor(w *SuperWatch[K]) int {
 	best, bestLoad, ties := -1, int32(0), 0
 	for i, lacks := range w.lacks {
 		if !lacks || ss.offers[i] > 0 {
@@ -296,8 +295,8 @@ func (ss *superSeed) pickFor(w *superWatch) int {
 	return best
 }
 
-// noteSent counts block i as sent to id once more.
-func (ss *superSeed) noteSent(id lpeer.ID, i int) {
+// NoteSent counts block i as sent to id once more.
+func (ss *SuperSeed[K]) NoteSent(id K, i int) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if i < 0 || i >= len(ss.sent) {
@@ -313,10 +312,10 @@ func (ss *superSeed) noteSent(id lpeer.ID, i int) {
 	}
 }
 
-// ask counts the requests of id for the blocks idx as being served (until
+// Ask counts the requests of id for the blocks idx as being served (until
 // done); they are no longer open offers to id, and count in its share until
 // done.
-func (ss *superSeed) ask(id lpeer.ID, idx []int) {
+func (ss *SuperSeed[K]) Ask(id K, idx []int) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	w := ss.watchers[id]
@@ -333,9 +332,9 @@ func (ss *superSeed) ask(id lpeer.ID, idx []int) {
 	ss.pumpLocked()
 }
 
-// done ends the requests of id for idx counted by ask (sent or not), and
+// Done ends the requests of id for idx counted by ask (sent or not), and
 // deals out the offers they make room for.
-func (ss *superSeed) done(id lpeer.ID, idx []int) {
+func (ss *SuperSeed[K]) Done(id K, idx []int) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	w := ss.watchers[id]

@@ -1,12 +1,10 @@
-package peer
+package sched
 
 import (
 	"cmp"
 	"math/rand/v2"
 	"slices"
 	"time"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // BlockChoice is how a fetch chooses, among the blocks a source offered,
@@ -49,33 +47,33 @@ func (c BlockChoice) String() string {
 	return "unknown"
 }
 
-// rarest reports whether c orders blocks by rarity.
-func (c BlockChoice) rarest() bool { return c == BlockRarest || c == BlockRarestFilters }
+// Rarest reports whether c orders blocks by rarity.
+func (c BlockChoice) Rarest() bool { return c == BlockRarest || c == BlockRarestFilters }
 
-// picker decides which source fetches which unit (block, or coded block) of
+// Picker decides which source fetches which unit (block, or coded block) of
 // a fetch: a unit is claimed by one source at a time, so no two peers are
 // asked for the same unit unless one fails, stalls or lacks it; then the
 // claim is released and the unit goes to another source that offered it.
 // It does no IO and takes no lock: the fetch holds its own lock around every
 // call. The request strategy of anacrolix/torrent is kept apart from its
 // connections in the same way.
-type picker struct {
+type Picker[K comparable] struct {
 	// has reports whether a unit is already held (and so never claimed).
 	has func(i int) bool
-	// limit bounds the units claimed at once over all sources (the blocks a
+	// Limit bounds the units claimed at once over all sources (the blocks a
 	// fetch holds in flight, queued or being written).
-	limit int
+	Limit int
 
-	claimed map[int]lpeer.ID
-	// release counts releases: a source whose offers were deferred because
+	Claimed map[int]K
+	// Releases counts releases: a source whose offers were deferred because
 	// other sources held their claims looks at them again once it moves.
-	release uint64
+	Releases uint64
 
 	// choice orders each source's queue (see BlockChoice); rarityOf, when
 	// set, is the rarity of BlockRarestFilters (the count of is used
 	// otherwise).
 	choice   BlockChoice
-	rarityOf func(i int) int
+	RarityOf func(i int) int
 	// count holds, per unit, how many sources' current offers hold it;
 	// gen changes whenever count does.
 	count map[int]int32
@@ -87,60 +85,60 @@ type picker struct {
 	full    int
 	// second holds the endgame's second claims: unit -> the other source
 	// asked for it (see endgame).
-	second map[int]lpeer.ID
-	// redundant counts the endgame's second claims.
-	redundant int
-	// hold, when set, reports the units left to other means for now (the
+	second map[int]K
+	// Redundant counts the endgame's second claims.
+	Redundant int
+	// Hold, when set, reports the units left to other means for now (the
 	// pushes of stripe trees): they are deferred, not claimed. It is given
 	// the unit's deadline (see; zero when it has none, past once it has
 	// passed): seen keeps them until the unit arrives, seenLog (each
-	// once) until the deadline has passed, and only while hold is set.
-	hold    func(i int, deadline time.Time) bool
+	// once) until the deadline has passed, and only while Hold is set.
+	Hold    func(i int, deadline time.Time) bool
 	seen    map[int]time.Time
 	seenLog []int
 }
 
-// endgameBlocks bounds the blocks an endgame asks of a second source at once.
-const endgameBlocks = 8
+// EndgameBlocks bounds the blocks an endgame asks of a second source at once.
+const EndgameBlocks = 8
 
-// endgameWait is how long a fetch goes without storing a block before its
+// EndgameWait is how long a fetch goes without storing a block before its
 // last blocks are asked of a second source: a fetch whose last blocks are
 // merely on their way does not pay for them twice.
-const endgameWait = 2 * time.Second
+const EndgameWait = 2 * time.Second
 
-// offers are the units one source offered and has not yet been given.
-type offers struct {
-	queue    []int            // offered units not yet tried
+// Offers are the units one source offered and has not yet been given.
+type Offers struct {
+	Queue    []int            // offered units not yet tried
 	deferred []int            // offered units claimed by other sources when tried
 	seen     uint64           // picker.release when deferred was last moved to queue
 	all      []int            // the units of the last offer and its haves, counted in picker.count
 	in       map[int]struct{} // the units of all, once haves were added
 	sorted   uint64           // picker.gen when queue was last sorted by rarity
-	// full says the source offered every unit the fetch lacked: a seed, or
+	// Full says the source offered every unit the fetch lacked: a seed, or
 	// a peer done with its own download.
-	full bool
+	Full bool
 }
 
-// newPicker makes a picker that claims offered units in the order offered
+// NewPicker makes a picker that claims offered units in the order offered
 // (BlockInOrder); setChoice changes that.
-func newPicker(has func(int) bool, limit int) *picker {
-	return &picker{has: has, limit: max(limit, 1), claimed: make(map[int]lpeer.ID), choice: BlockInOrder,
-		count: make(map[int]int32), partial: make(map[int]int32), second: make(map[int]lpeer.ID), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+func NewPicker[K comparable](has func(int) bool, limit int) *Picker[K] {
+	return &Picker[K]{has: has, Limit: max(limit, 1), Claimed: make(map[int]K), choice: BlockInOrder,
+		count: make(map[int]int32), partial: make(map[int]int32), second: make(map[int]K), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 }
 
-// setChoice sets how units are chosen; rng (nil: a random one) breaks ties.
-func (pk *picker) setChoice(c BlockChoice, rng *rand.Rand) {
+// SetChoice sets how units are chosen; rng (nil: a random one) breaks ties.
+func (pk *Picker[K]) SetChoice(c BlockChoice, rng *rand.Rand) {
 	pk.choice = c
 	if rng != nil {
 		pk.rng = rng
 	}
 }
 
-// offer replaces the offers of a source with a new reconciliation answer.
+// Offer replaces the offers of a source with a new reconciliation answer.
 // It takes units over.
-func (pk *picker) offer(o *offers, units []int) { pk.offerFrom(o, units, false) }
+func (pk *Picker[K]) Offer(o *Offers, units []int) { pk.OfferFrom(o, units, false) }
 
-// offerFrom is offer for a source that offered every unit the fetch lacks
+// OfferFrom is offer for a source that offered every unit the fetch lacks
 // (full) or not.
 //
 // While a fetch has one full source only (the seed, early in a swarm),
@@ -148,10 +146,10 @@ func (pk *picker) offer(o *offers, units []int) { pk.offerFrom(o, units, false) 
 // full offered too, so that the seed's upload, the swarm's scarcest, goes to
 // blocks no other peer near this one can send. Once several sources are
 // full (peers done with their download), none is spared.
-func (pk *picker) offerFrom(o *offers, units []int, full bool) {
-	pk.forget(o)
+func (pk *Picker[K]) OfferFrom(o *Offers, units []int, full bool) {
+	pk.Forget(o)
 	o.all = append(o.all[:0], units...)
-	o.full = full
+	o.Full = full
 	if full {
 		pk.full++
 	}
@@ -167,12 +165,12 @@ func (pk *picker) offerFrom(o *offers, units []int, full bool) {
 		// random order.
 		pk.rng.Shuffle(len(units), func(a, b int) { units[a], units[b] = units[b], units[a] })
 	}
-	o.queue, o.deferred, o.seen, o.sorted = units, nil, pk.release, 0
+	o.Queue, o.deferred, o.seen, o.sorted = units, nil, pk.Releases, 0
 }
 
-// add adds the units a source announced since its last offer (the have
+// Add adds the units a source announced since its last offer (the have
 // frames of its watch) to its offers; those offered already are left out.
-func (pk *picker) add(o *offers, units []int) {
+func (pk *Picker[K]) Add(o *Offers, units []int) {
 	if len(units) == 0 {
 		return
 	}
@@ -189,9 +187,9 @@ func (pk *picker) add(o *offers, units []int) {
 		}
 		o.in[i] = struct{}{}
 		o.all = append(o.all, i)
-		o.queue = append(o.queue, i)
+		o.Queue = append(o.Queue, i)
 		pk.count[i]++
-		if !o.full {
+		if !o.Full {
 			pk.partial[i]++
 		}
 		added = true
@@ -201,10 +199,10 @@ func (pk *picker) add(o *offers, units []int) {
 	}
 }
 
-// see gives unit i the deadline d (for hold), unless it has an earlier
+// See gives unit i the deadline d (for hold), unless it has an earlier
 // one or is held.
-func (pk *picker) see(i int, d time.Time) {
-	if pk.hold == nil || pk.has(i) {
+func (pk *Picker[K]) See(i int, d time.Time) {
+	if pk.Hold == nil || pk.has(i) {
 		return
 	}
 	if pk.seen == nil {
@@ -219,144 +217,144 @@ func (pk *picker) see(i int, d time.Time) {
 	}
 }
 
-// held reports whether unit i is left to other means for now (hold).
-func (pk *picker) held(i int) bool {
-	return pk.hold != nil && pk.hold(i, pk.seen[i])
+// Held reports whether unit i is left to other means for now (hold).
+func (pk *Picker[K]) Held(i int) bool {
+	return pk.Hold != nil && pk.Hold(i, pk.seen[i])
 }
 
-// forget takes a source's offers out of the rarity counts (it left the
+// Forget takes a source's offers out of the rarity counts (it left the
 // fetch, or is about to offer anew).
-func (pk *picker) forget(o *offers) {
+func (pk *Picker[K]) Forget(o *Offers) {
 	for _, i := range o.all {
 		if pk.count[i]--; pk.count[i] <= 0 {
 			delete(pk.count, i)
 		}
-		if o.full {
+		if o.Full {
 			continue
 		}
 		if pk.partial[i]--; pk.partial[i] <= 0 {
 			delete(pk.partial, i)
 		}
 	}
-	if o.full {
+	if o.Full {
 		pk.full--
 	}
-	if len(o.all) > 0 || o.full {
+	if len(o.all) > 0 || o.Full {
 		pk.gen++
 	}
-	o.all, o.full, o.in = o.all[:0], false, nil
+	o.all, o.Full, o.in = o.all[:0], false, nil
 }
 
-// rarity is how many sources' current offers hold unit i.
-func (pk *picker) rarity(i int) int { return int(pk.count[i]) }
+// Rarity is how many sources' current offers hold unit i.
+func (pk *Picker[K]) Rarity(i int) int { return int(pk.count[i]) }
 
-// claim gives source id up to n of its offered units that nobody holds or
+// Claim gives source id up to n of its offered units that nobody holds or
 // has claimed, in the order offered.
-func (pk *picker) claim(id lpeer.ID, o *offers, n int) []int {
-	n = min(n, pk.limit-len(pk.claimed))
-	if len(o.queue) == 0 && o.seen != pk.release {
-		o.queue, o.deferred = o.deferred, nil
-		o.seen = pk.release
+func (pk *Picker[K]) Claim(id K, o *Offers, n int) []int {
+	n = min(n, pk.Limit-len(pk.Claimed))
+	if len(o.Queue) == 0 && o.seen != pk.Releases {
+		o.Queue, o.deferred = o.deferred, nil
+		o.seen = pk.Releases
 		o.sorted = 0
 	}
-	if o.sorted != pk.gen && len(o.queue) > 1 {
+	if o.sorted != pk.gen && len(o.Queue) > 1 {
 		switch {
 		case pk.choice == BlockRandom:
-			pk.rng.Shuffle(len(o.queue), func(a, b int) { o.queue[a], o.queue[b] = o.queue[b], o.queue[a] })
-		case pk.choice == BlockRarestFilters && pk.rarityOf != nil:
-			rank := make(map[int]int, len(o.queue))
-			for _, i := range o.queue {
-				rank[i] = pk.rarityOf(i)
+			pk.rng.Shuffle(len(o.Queue), func(a, b int) { o.Queue[a], o.Queue[b] = o.Queue[b], o.Queue[a] })
+		case pk.choice == BlockRarestFilters && pk.RarityOf != nil:
+			rank := make(map[int]int, len(o.Queue))
+			for _, i := range o.Queue {
+				rank[i] = pk.RarityOf(i)
 			}
-			slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(rank[a], rank[b]) })
-		case pk.choice.rarest():
-			slices.SortStableFunc(o.queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
+			slices.SortStableFunc(o.Queue, func(a, b int) int { return cmp.Compare(rank[a], rank[b]) })
+		case pk.choice.Rarest():
+			slices.SortStableFunc(o.Queue, func(a, b int) int { return cmp.Compare(pk.count[a], pk.count[b]) })
 		}
 		o.sorted = pk.gen
 	}
 	spare := pk.spares(o)
 	var out []int
-	for n > 0 && len(o.queue) > 0 {
-		i := o.queue[0]
-		o.queue = o.queue[1:]
+	for n > 0 && len(o.Queue) > 0 {
+		i := o.Queue[0]
+		o.Queue = o.Queue[1:]
 		if pk.has(i) {
 			continue
 		}
-		if spare && pk.partial[i] > 0 || pk.held(i) {
+		if spare && pk.partial[i] > 0 || pk.Held(i) {
 			// Another source offered it: the seed is spared (it is looked
 			// at again on a release, or at the next reconciliation). Or it
 			// is held for its pushes.
 			o.deferred = append(o.deferred, i)
 			continue
 		}
-		if _, c := pk.claimed[i]; c {
+		if _, c := pk.Claimed[i]; c {
 			o.deferred = append(o.deferred, i)
 			continue
 		}
-		pk.claimed[i] = id
+		pk.Claimed[i] = id
 		out = append(out, i)
 		n--
 	}
 	return out
 }
 
-// unclaim releases the claims id holds on units (that did not arrive), for
+// Unclaim releases the claims id holds on units (that did not arrive), for
 // other sources; id keeps them among its own offers, deferred.
-func (pk *picker) unclaim(id lpeer.ID, o *offers, units []int) {
+func (pk *Picker[K]) Unclaim(id K, o *Offers, units []int) {
 	for _, i := range units {
 		pk.release1(id, i)
 		o.deferred = append(o.deferred, i)
 	}
 	if len(units) > 0 {
-		pk.release++
+		pk.Releases++
 	}
 }
 
-// drop releases id's claim on unit i without keeping it among id's offers
+// Drop releases id's claim on unit i without keeping it among id's offers
 // (the source lacks it after all).
-func (pk *picker) drop(id lpeer.ID, i int) {
+func (pk *Picker[K]) Drop(id K, i int) {
 	if pk.release1(id, i) {
-		pk.release++
+		pk.Releases++
 	}
 }
 
 // release1 ends id's claim on unit i, first or second; the second claimant
 // of a unit whose first lets go becomes its first. It reports whether the
 // unit is free now.
-func (pk *picker) release1(id lpeer.ID, i int) bool {
+func (pk *Picker[K]) release1(id K, i int) bool {
 	if s, ok := pk.second[i]; ok && s == id {
 		delete(pk.second, i)
 		return false
 	}
-	if pk.claimed[i] != id {
+	if pk.Claimed[i] != id {
 		return false
 	}
 	if s, ok := pk.second[i]; ok {
-		pk.claimed[i] = s
+		pk.Claimed[i] = s
 		delete(pk.second, i)
 		return false
 	}
-	delete(pk.claimed, i)
+	delete(pk.Claimed, i)
 	return true
 }
 
-// endgame gives source id up to n units it offered that another source has
+// Endgame gives source id up to n units it offered that another source has
 // claimed, as second claims, when missing (the units the fetch lacks, at
 // most endgameBlocks) are all claimed: the last blocks of a fetch then come
 // from whichever of two sources sends them first, rather than waiting on a
 // slow one. A unit has two claims at most; the copy that arrives second is
 // counted redundant and dropped.
-func (pk *picker) endgame(id lpeer.ID, o *offers, n, missing int) []int {
-	if missing <= 0 || missing > endgameBlocks || len(pk.claimed) < missing {
+func (pk *Picker[K]) Endgame(id K, o *Offers, n, missing int) []int {
+	if missing <= 0 || missing > EndgameBlocks || len(pk.Claimed) < missing {
 		return nil
 	}
-	n = min(n, endgameBlocks-len(pk.second))
+	n = min(n, EndgameBlocks-len(pk.second))
 	var out []int
 	for _, i := range o.all {
 		if n == 0 {
 			break
 		}
-		c, claimed := pk.claimed[i]
+		c, claimed := pk.Claimed[i]
 		if !claimed || c == id || pk.has(i) {
 			continue
 		}
@@ -364,45 +362,65 @@ func (pk *picker) endgame(id lpeer.ID, o *offers, n, missing int) []int {
 			continue
 		}
 		pk.second[i] = id
-		pk.redundant++
+		pk.Redundant++
 		out = append(out, i)
 		n--
 	}
 	return out
 }
 
-// done ends the claim on unit i, which arrived. If it is still needed
+// Done ends the claim on unit i, which arrived. If it is still needed
 // (it failed verification or could not be stored), retry makes the sources
 // that deferred it look again.
-func (pk *picker) done(i int, retry bool) {
-	delete(pk.claimed, i)
+func (pk *Picker[K]) Done(i int, retry bool) {
+	delete(pk.Claimed, i)
 	delete(pk.second, i)
 	if !retry && pk.seen != nil {
 		delete(pk.seen, i) // held: its entry in seenLog goes
 	}
 	if retry {
-		pk.release++
+		pk.Releases++
 	}
 }
 
 // spares reports whether o's source is spared (see offerFrom).
-func (pk *picker) spares(o *offers) bool {
-	return pk.choice.rarest() && o.full && pk.full == 1
+func (pk *Picker[K]) spares(o *Offers) bool {
+	return pk.choice.Rarest() && o.Full && pk.full == 1
 }
 
-// claimable reports whether o holds deferred units that are now free.
-func (pk *picker) claimable(o *offers) bool {
-	if o.seen == pk.release {
+// Claimable reports whether o holds deferred units that are now free.
+func (pk *Picker[K]) Claimable(o *Offers) bool {
+	if o.seen == pk.Releases {
 		return false
 	}
 	spare := pk.spares(o)
 	for _, i := range o.deferred {
-		if _, c := pk.claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) && !pk.held(i) {
+		if _, c := pk.Claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) && !pk.Held(i) {
 			return true
 		}
 	}
 	return false
 }
 
-// inFlight is the number of units claimed.
-func (pk *picker) inFlight() int { return len(pk.claimed) }
+// InFlight is the number of units claimed.
+func (pk *Picker[K]) InFlight() int { return len(pk.Claimed) }
+
+// ExpireSeen forgets the deadlines of See that passed by now, and reports
+// whether a unit not yet held was among them: it may be claimed from now
+// on (Hold is given a past deadline), so the caller should make the
+// sources look again (Releases++).
+func (pk *Picker[K]) ExpireSeen(now time.Time) (opened bool) {
+	kept := pk.seenLog[:0]
+	for _, i := range pk.seenLog {
+		d, ok := pk.seen[i]
+		switch {
+		case !ok:
+		case now.Before(d):
+			kept = append(kept, i)
+		case !pk.has(i):
+			opened = true
+		}
+	}
+	pk.seenLog = kept
+	return opened
+}

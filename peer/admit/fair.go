@@ -1,15 +1,11 @@
-package peer
+package admit
 
 import (
 	"context"
-	"net"
 	"sync"
-
-	"github.com/libp2p/go-libp2p/core/network"
-	manet "github.com/multiformats/go-multiaddr/net"
 )
 
-// fairPool divides a capacity (streams, or bytes) among remote peers so that
+// FairPool divides a capacity (streams, or bytes) among remote peers so that
 // none can take more than its fair share while others want some: the fair
 // share is the capacity over the number of peers holding or asking. A peer
 // under its share that finds the pool full evicts a holding of the peer that
@@ -17,10 +13,10 @@ import (
 // whatever a group of peers took first, a newcomer gets in. A peer over its
 // share waits (until its context ends) for room that takes nobody's share.
 //
-// Peers are grouped by share key (shareKey): the peer id, or the IP prefix of
+// Peers are grouped by share key (package peer's shareKey): the peer id, or the IP prefix of
 // a public address, so that many identities behind one public address share
 // one share.
-type fairPool struct {
+type FairPool struct {
 	mu      sync.Mutex
 	cap     int64
 	used    int64
@@ -31,26 +27,27 @@ type fairPool struct {
 
 type poolKey struct {
 	used     int64
-	holdings []*holding // oldest first
+	holdings []*Holding // oldest first
 }
 
-// A holding is what one acquire took; release returns it (once).
-type holding struct {
-	p     *fairPool
+// A Holding is what one acquire took; release returns it (once).
+type Holding struct {
+	p     *FairPool
 	key   string
 	n     int64
 	evict func()
 	done  bool
 }
 
-func newFairPool(capacity int64) *fairPool {
-	return &fairPool{cap: max(1, capacity), keys: make(map[string]*poolKey), waiting: make(map[string]int), changed: make(chan struct{})}
+// NewFairPool returns a pool of capacity (at least 1) to share out.
+func NewFairPool(capacity int64) *FairPool {
+	return &FairPool{cap: max(1, capacity), keys: make(map[string]*poolKey), waiting: make(map[string]int), changed: make(chan struct{})}
 }
 
-// acquire takes n for key, waiting until ctx ends; n above the capacity is
+// Acquire takes n for key, waiting until ctx ends; n above the capacity is
 // taken as the whole capacity. evict, called without the pool's lock, must
 // end the use of the holding (the holding is released by the pool then).
-func (fp *fairPool) acquire(ctx context.Context, key string, n int64, evict func()) (*holding, error) {
+func (fp *FairPool) Acquire(ctx context.Context, key string, n int64, evict func()) (*Holding, error) {
 	n = min(n, fp.cap)
 	fp.mu.Lock()
 	fp.waiting[key]++
@@ -85,7 +82,7 @@ func (fp *fairPool) acquire(ctx context.Context, key string, n int64, evict func
 }
 
 // share is the fair share of a key while the given keys hold or ask.
-func (fp *fairPool) shareLocked(key string) int64 {
+func (fp *FairPool) shareLocked(key string) int64 {
 	k := len(fp.keys)
 	if _, ok := fp.keys[key]; !ok {
 		k++
@@ -100,14 +97,14 @@ func (fp *fairPool) shareLocked(key string) int64 {
 
 // tryLocked grants n to key if there is room, or picks holdings to evict
 // when key is entitled to room that others took beyond their share.
-func (fp *fairPool) tryLocked(key string, n int64, evict func()) (*holding, []*holding) {
+func (fp *FairPool) tryLocked(key string, n int64, evict func()) (*Holding, []*Holding) {
 	mine := int64(0)
 	if pk := fp.keys[key]; pk != nil {
 		mine = pk.used
 	}
 	share := fp.shareLocked(key)
 	if fp.used+n <= fp.cap && (mine+n <= max(share, n) || len(fp.waiting) <= 1) {
-		h := &holding{p: fp, key: key, n: n, evict: evict}
+		h := &Holding{p: fp, key: key, n: n, evict: evict}
 		pk := fp.keys[key]
 		if pk == nil {
 			pk = &poolKey{}
@@ -123,7 +120,7 @@ func (fp *fairPool) tryLocked(key string, n int64, evict func()) (*holding, []*h
 	}
 	// Entitled: evict the oldest holdings of the largest holder while it is
 	// over its share and the room is short.
-	var victims []*holding
+	var victims []*Holding
 	need := fp.used + n - fp.cap
 	for need > 0 {
 		var big string
@@ -148,15 +145,15 @@ func (fp *fairPool) tryLocked(key string, n int64, evict func()) (*holding, []*h
 	return nil, victims
 }
 
-// release returns the holding to the pool (once; later calls do nothing).
-func (h *holding) release() {
+// Release returns the holding to the pool (once; later calls do nothing).
+func (h *Holding) Release() {
 	fp := h.p
 	fp.mu.Lock()
 	fp.releaseLocked(h)
 	fp.mu.Unlock()
 }
 
-func (fp *fairPool) releaseLocked(h *holding) {
+func (fp *FairPool) releaseLocked(h *Holding) {
 	if h.done {
 		return
 	}
@@ -177,8 +174,8 @@ func (fp *fairPool) releaseLocked(h *holding) {
 	fp.changed = make(chan struct{})
 }
 
-// usedBy returns what key holds.
-func (fp *fairPool) usedBy(key string) int64 {
+// UsedBy returns what key holds.
+func (fp *FairPool) UsedBy(key string) int64 {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()
 	if pk := fp.keys[key]; pk != nil {
@@ -187,19 +184,5 @@ func (fp *fairPool) usedBy(key string) int64 {
 	return 0
 }
 
-// shareKey is the key a connection's peer shares resources under: its IP
-// prefix (/32 for IPv4, /48 for IPv6) when it connects from a public
-// address, so that many identities on one host or network share one share;
-// otherwise (loopback, private networks, relayed connections) its peer id.
-func shareKey(c network.Conn) string {
-	addr := c.RemoteMultiaddr()
-	if addr != nil && !isRelayed(addr) && manet.IsPublicAddr(addr) {
-		if ip, err := manet.ToIP(addr); err == nil {
-			if v4 := ip.To4(); v4 != nil {
-				return "ip4/" + v4.String()
-			}
-			return "ip6/" + ip.Mask(net.CIDRMask(48, 128)).String()
-		}
-	}
-	return "peer/" + c.RemotePeer().String()
-}
+// N is what the holding took.
+func (h *Holding) N() int64 { return h.n }

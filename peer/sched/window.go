@@ -1,8 +1,8 @@
-package peer
+package sched
 
 import "time"
 
-// flowWindow sizes the blocks a fetch keeps requested from one source: about
+// FlowWindow sizes the blocks a fetch keeps requested from one source: about
 // one round trip of blocks at the rate the source delivers, plus one, and
 // never more than the configured window. A source that sends slowly to this
 // fetcher (a seed shared by many, a narrow uplink) gets a block or two at a
@@ -10,48 +10,48 @@ import "time"
 // recently, while a fast one gets a full window. It starts at 2 and grows
 // as a slow start does: while the window limits the rate, the gap between
 // blocks shrinks as the window grows.
-type flowWindow struct {
-	max   int
-	fixed bool
+type FlowWindow struct {
+	Max   int
+	Fixed bool
 	rtt   time.Duration // base round trip to the source (the smallest seen)
 	gap   time.Duration // moving average of the gaps between blocks while some are in flight
 	last  time.Time     // the last arrival, or the request that found the pipe empty
 	n     int
 }
 
-// flowStart is the window before any gap is known.
-const flowStart = 2
+// FlowStart is the window before any gap is known.
+const FlowStart = 2
 
-// size is the number of blocks to keep requested.
-func (w *flowWindow) size() int {
-	if w.fixed {
-		return w.max
+// Size is the number of blocks to keep requested.
+func (w *FlowWindow) Size() int {
+	if w.Fixed {
+		return w.Max
 	}
 	if w.n == 0 || w.rtt <= 0 || w.gap <= 0 {
-		return min(w.max, flowStart)
+		return min(w.Max, FlowStart)
 	}
 	// Twice the round trip's worth, so that jitter and the top-up batching
 	// leave no bubble.
 	k := 1 + int((2*w.rtt+w.gap-1)/w.gap)
-	return max(1, min(w.max, k))
+	return max(1, min(w.Max, k))
 }
 
-// noteRTT records a round trip measured to the source.
-func (w *flowWindow) noteRTT(d time.Duration) {
+// NoteRTT records a round trip measured to the source.
+func (w *FlowWindow) NoteRTT(d time.Duration) {
 	if d > 0 && (w.rtt == 0 || d < w.rtt) {
 		w.rtt = d
 	}
 }
 
-// sent notes requests sent at t; empty says none were in flight before.
-func (w *flowWindow) sent(t time.Time, empty bool) {
+// Sent notes requests Sent at t; empty says none were in flight before.
+func (w *FlowWindow) Sent(t time.Time, empty bool) {
 	if empty {
 		w.last = t
 	}
 }
 
-// arrived notes a block at t.
-func (w *flowWindow) arrived(t time.Time) {
+// Arrived notes a block at t.
+func (w *FlowWindow) Arrived(t time.Time) {
 	if w.last.IsZero() {
 		w.last = t
 		return

@@ -1,4 +1,4 @@
-package peer
+package sched
 
 import (
 	"maps"
@@ -6,77 +6,75 @@ import (
 	"slices"
 	"testing"
 	"time"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 func TestPickerClaims(t *testing.T) {
 	held := map[int]bool{2: true}
-	pk := newPicker(func(i int) bool { return held[i] }, 100)
-	var a, b offers
-	pk.offer(&a, []int{0, 1, 2, 3, 4})
-	pk.offer(&b, []int{3, 4, 5})
-	if got := pk.claim("a", &a, 3); !slices.Equal(got, []int{0, 1, 3}) {
+	pk := NewPicker[string](func(i int) bool { return held[i] }, 100)
+	var a, b Offers
+	pk.Offer(&a, []int{0, 1, 2, 3, 4})
+	pk.Offer(&b, []int{3, 4, 5})
+	if got := pk.Claim("a", &a, 3); !slices.Equal(got, []int{0, 1, 3}) {
 		t.Fatalf("a claims %v, want [0 1 3] (2 is held)", got)
 	}
-	if got := pk.claim("b", &b, 10); !slices.Equal(got, []int{4, 5}) {
+	if got := pk.Claim("b", &b, 10); !slices.Equal(got, []int{4, 5}) {
 		t.Fatalf("b claims %v, want [4 5] (3 is a's)", got)
 	}
-	if pk.claimable(&b) {
+	if pk.Claimable(&b) {
 		t.Fatal("b's deferred 3 is still claimed by a")
 	}
 	// a stalls on 3: it goes back, and b may take it.
-	pk.unclaim("a", &a, []int{3})
-	if !pk.claimable(&b) {
+	pk.Unclaim("a", &a, []int{3})
+	if !pk.Claimable(&b) {
 		t.Fatal("3 is free again, b should see it")
 	}
-	if got := pk.claim("b", &b, 10); !slices.Equal(got, []int{3}) {
+	if got := pk.Claim("b", &b, 10); !slices.Equal(got, []int{3}) {
 		t.Fatalf("b claims %v after a released 3, want [3]", got)
 	}
 	// a's own offers still hold 4 (claimed by b: deferred) and 3 (b's now).
-	if got := pk.claim("a", &a, 10); len(got) != 0 {
+	if got := pk.Claim("a", &a, 10); len(got) != 0 {
 		t.Fatalf("a claims %v, want nothing: every unit left is b's", got)
 	}
-	pk.done(3, false)
-	pk.done(4, false)
-	pk.done(5, false)
+	pk.Done(3, false)
+	pk.Done(4, false)
+	pk.Done(5, false)
 	held[3], held[4], held[5] = true, true, true
-	if pk.inFlight() != 2 {
-		t.Fatalf("%d in flight, want 2 (0 and 1)", pk.inFlight())
+	if pk.InFlight() != 2 {
+		t.Fatalf("%d in flight, want 2 (0 and 1)", pk.InFlight())
 	}
 }
 
 func TestPickerLimit(t *testing.T) {
-	pk := newPicker(func(int) bool { return false }, 4)
-	var a, b offers
-	pk.offer(&a, []int{0, 1, 2, 3, 4, 5})
-	pk.offer(&b, []int{6, 7, 8})
-	if got := pk.claim("a", &a, 3); len(got) != 3 {
+	pk := NewPicker[string](func(int) bool { return false }, 4)
+	var a, b Offers
+	pk.Offer(&a, []int{0, 1, 2, 3, 4, 5})
+	pk.Offer(&b, []int{6, 7, 8})
+	if got := pk.Claim("a", &a, 3); len(got) != 3 {
 		t.Fatalf("a got %v", got)
 	}
-	if got := pk.claim("b", &b, 3); len(got) != 1 {
+	if got := pk.Claim("b", &b, 3); len(got) != 1 {
 		t.Fatalf("b got %v, want 1: the limit is 4 in flight", got)
 	}
-	pk.done(0, false)
-	if got := pk.claim("b", &b, 3); len(got) != 1 {
+	pk.Done(0, false)
+	if got := pk.Claim("b", &b, 3); len(got) != 1 {
 		t.Fatalf("b got %v, want 1 after one arrived", got)
 	}
 }
 
 func TestPickerDrop(t *testing.T) {
-	pk := newPicker(func(int) bool { return false }, 10)
-	var a, b offers
-	pk.offer(&a, []int{0})
-	pk.offer(&b, []int{0})
-	pk.claim("a", &a, 1)
-	if got := pk.claim("b", &b, 1); len(got) != 0 {
+	pk := NewPicker[string](func(int) bool { return false }, 10)
+	var a, b Offers
+	pk.Offer(&a, []int{0})
+	pk.Offer(&b, []int{0})
+	pk.Claim("a", &a, 1)
+	if got := pk.Claim("b", &b, 1); len(got) != 0 {
 		t.Fatalf("b got %v while a holds 0", got)
 	}
-	pk.drop("a", 0) // a lacks it after all
-	if got := pk.claim("b", &b, 1); !slices.Equal(got, []int{0}) {
+	pk.Drop("a", 0) // a lacks it after all
+	if got := pk.Claim("b", &b, 1); !slices.Equal(got, []int{0}) {
 		t.Fatalf("b got %v, want [0]", got)
 	}
-	if got := pk.claim("a", &a, 1); len(got) != 0 {
+	if got := pk.Claim("a", &a, 1); len(got) != 0 {
 		t.Fatalf("a got %v: a dropped unit is not offered by a again", got)
 	}
 }
@@ -89,9 +87,9 @@ func TestPickerProperty(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 7))
 		n := 1 + r.IntN(60)
 		held := make([]bool, n)
-		pk := newPicker(func(i int) bool { return held[i] }, 1+r.IntN(20))
-		ids := []lpeer.ID{"a", "b", "c", "d"}
-		offs := make([]offers, len(ids))
+		pk := NewPicker[string](func(i int) bool { return held[i] }, 1+r.IntN(20))
+		ids := []string{"a", "b", "c", "d"}
+		offs := make([]Offers, len(ids))
 		lacks := make([]map[int]bool, len(ids))
 		for s := range ids {
 			lacks[s] = map[int]bool{}
@@ -105,7 +103,7 @@ func TestPickerProperty(t *testing.T) {
 				}
 			}
 			r.Shuffle(len(units), func(i, j int) { units[i], units[j] = units[j], units[i] })
-			pk.offer(&offs[s], units)
+			pk.Offer(&offs[s], units)
 		}
 		for step := 0; step < 100000; step++ {
 			done := true
@@ -116,51 +114,51 @@ func TestPickerProperty(t *testing.T) {
 				break
 			}
 			s := r.IntN(len(ids))
-			got := pk.claim(ids[s], &offs[s], 1+r.IntN(4))
+			got := pk.Claim(ids[s], &offs[s], 1+r.IntN(4))
 			for _, i := range got {
-				if owner := pk.claimed[i]; owner != ids[s] {
+				if owner := pk.Claimed[i]; owner != ids[s] {
 					t.Fatalf("seed %d: unit %d claimed by %s, handed to %s", seed, i, owner, ids[s])
 				}
 				switch {
 				case lacks[s][i]:
-					pk.drop(ids[s], i)
+					pk.Drop(ids[s], i)
 				case r.IntN(4) == 0:
-					pk.unclaim(ids[s], &offs[s], []int{i})
+					pk.Unclaim(ids[s], &offs[s], []int{i})
 				default:
 					held[i] = true
-					pk.done(i, false)
+					pk.Done(i, false)
 				}
 			}
 			if step == 99999 {
 				t.Fatalf("seed %d: not every unit delivered", seed)
 			}
 		}
-		if pk.inFlight() != 0 {
-			t.Fatalf("seed %d: %d still claimed", seed, pk.inFlight())
+		if pk.InFlight() != 0 {
+			t.Fatalf("seed %d: %d still claimed", seed, pk.InFlight())
 		}
 	}
 }
 
 // TestStallClock: the wait for a block is the stall timeout until a few
-// gaps are known, then a few times the usual gap (at least stallMin) when
+// gaps are known, then a few times the usual gap (at least StallMin) when
 // other sources can take over, and the stall timeout again when not.
 func TestStallClock(t *testing.T) {
-	var c stallClock
+	var c Stall
 	t0 := time.Unix(0, 0)
-	if got := c.timeout(10*time.Second, stallMin, true); got != 10*time.Second {
+	if got := c.Timeout(10*time.Second, StallMin, true); got != 10*time.Second {
 		t.Fatalf("no gap known: %v", got)
 	}
 	for i := range 6 {
-		c.arrived(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+		c.Arrived(t0.Add(time.Duration(i) * 10 * time.Millisecond))
 	}
-	if got := c.timeout(10*time.Second, stallMin, true); got != stallMin+80*time.Millisecond {
-		t.Fatalf("10 ms gaps, others there: %v, want %v", got, stallMin+80*time.Millisecond)
+	if got := c.Timeout(10*time.Second, StallMin, true); got != StallMin+80*time.Millisecond {
+		t.Fatalf("10 ms gaps, others there: %v, want %v", got, StallMin+80*time.Millisecond)
 	}
-	if got := c.timeout(10*time.Second, stallMin, false); got != 10*time.Second {
+	if got := c.Timeout(10*time.Second, StallMin, false); got != 10*time.Second {
 		t.Fatalf("alone: %v, want the stall timeout", got)
 	}
-	c.arrived(t0.Add(time.Hour)) // a long gap raises the average
-	if got := c.timeout(10*time.Second, stallMin, true); got != 10*time.Second {
+	c.Arrived(t0.Add(time.Hour)) // a long gap raises the average
+	if got := c.Timeout(10*time.Second, StallMin, true); got != 10*time.Second {
 		t.Fatalf("after an hour's gap: %v, want the stall timeout (the cap)", got)
 	}
 }
@@ -183,13 +181,13 @@ func TestPickerRarest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pk := newPicker(func(i int) bool { return i == 10 }, 100)
-			pk.setChoice(BlockRarest, rand.New(rand.NewPCG(1, 2)))
-			offs := make([]offers, len(tc.offers))
+			pk := NewPicker[string](func(i int) bool { return i == 10 }, 100)
+			pk.SetChoice(BlockRarest, rand.New(rand.NewPCG(1, 2)))
+			offs := make([]Offers, len(tc.offers))
 			for s, u := range tc.offers {
-				pk.offer(&offs[s], slices.Clone(u))
+				pk.Offer(&offs[s], slices.Clone(u))
 			}
-			got := pk.claim("a", &offs[0], tc.n)
+			got := pk.Claim("a", &offs[0], tc.n)
 			if len(got) != tc.n {
 				t.Fatalf("claimed %v, want %d units", got, tc.n)
 			}
@@ -212,31 +210,31 @@ func TestPickerRarest(t *testing.T) {
 	t.Run("ties in random order", func(t *testing.T) {
 		firsts := map[int]bool{}
 		for seed := range uint64(40) {
-			pk := newPicker(func(int) bool { return false }, 100)
-			pk.setChoice(BlockRarest, rand.New(rand.NewPCG(seed, 3)))
-			var a offers
-			pk.offer(&a, []int{0, 1, 2, 3, 4, 5, 6, 7})
-			firsts[pk.claim("a", &a, 1)[0]] = true
+			pk := NewPicker[string](func(int) bool { return false }, 100)
+			pk.SetChoice(BlockRarest, rand.New(rand.NewPCG(seed, 3)))
+			var a Offers
+			pk.Offer(&a, []int{0, 1, 2, 3, 4, 5, 6, 7})
+			firsts[pk.Claim("a", &a, 1)[0]] = true
 		}
 		if len(firsts) < 4 {
 			t.Fatalf("first claims over 40 seeds: %v; ties should be broken at random", firsts)
 		}
 	})
 	t.Run("counts follow offers", func(t *testing.T) {
-		pk := newPicker(func(int) bool { return false }, 100)
-		pk.setChoice(BlockRarest, nil)
-		var a, b offers
-		pk.offer(&a, []int{0, 1})
-		pk.offer(&b, []int{1, 2})
-		if pk.rarity(1) != 2 || pk.rarity(0) != 1 || pk.rarity(3) != 0 {
-			t.Fatalf("rarities %d %d %d, want 2 1 0", pk.rarity(1), pk.rarity(0), pk.rarity(3))
+		pk := NewPicker[string](func(int) bool { return false }, 100)
+		pk.SetChoice(BlockRarest, nil)
+		var a, b Offers
+		pk.Offer(&a, []int{0, 1})
+		pk.Offer(&b, []int{1, 2})
+		if pk.Rarity(1) != 2 || pk.Rarity(0) != 1 || pk.Rarity(3) != 0 {
+			t.Fatalf("rarities %d %d %d, want 2 1 0", pk.Rarity(1), pk.Rarity(0), pk.Rarity(3))
 		}
-		pk.offer(&b, []int{2, 3}) // b reconciled again
-		if pk.rarity(1) != 1 || pk.rarity(3) != 1 {
-			t.Fatalf("after b's new offer: rarities of 1 and 3 are %d %d, want 1 1", pk.rarity(1), pk.rarity(3))
+		pk.Offer(&b, []int{2, 3}) // b reconciled again
+		if pk.Rarity(1) != 1 || pk.Rarity(3) != 1 {
+			t.Fatalf("after b's new offer: rarities of 1 and 3 are %d %d, want 1 1", pk.Rarity(1), pk.Rarity(3))
 		}
-		pk.forget(&b) // b left
-		if pk.rarity(2) != 0 || len(pk.count) != 2 {
+		pk.Forget(&b) // b left
+		if pk.Rarity(2) != 0 || len(pk.count) != 2 {
 			t.Fatalf("after b left: count %v, want 0 and 1 once each", pk.count)
 		}
 	})
@@ -252,10 +250,10 @@ func TestPickerRarestProperty(t *testing.T) {
 		r := rand.New(rand.NewPCG(seed, 11))
 		n := 1 + r.IntN(60)
 		held := make([]bool, n)
-		pk := newPicker(func(i int) bool { return held[i] }, 1+r.IntN(20))
-		pk.setChoice(BlockRarest, rand.New(rand.NewPCG(seed, 12)))
-		ids := []lpeer.ID{"a", "b", "c", "d"}
-		offs := make([]offers, len(ids))
+		pk := NewPicker[string](func(i int) bool { return held[i] }, 1+r.IntN(20))
+		pk.SetChoice(BlockRarest, rand.New(rand.NewPCG(seed, 12)))
+		ids := []string{"a", "b", "c", "d"}
+		offs := make([]Offers, len(ids))
 		current := make([][]int, len(ids))
 		reoffer := func(s int) {
 			var units []int
@@ -265,7 +263,7 @@ func TestPickerRarestProperty(t *testing.T) {
 				}
 			}
 			current[s] = slices.Clone(units)
-			pk.offer(&offs[s], units)
+			pk.Offer(&offs[s], units)
 		}
 		for s := range ids {
 			reoffer(s)
@@ -290,33 +288,33 @@ func TestPickerRarestProperty(t *testing.T) {
 			if !maps.Equal(want, pk.count) {
 				t.Fatalf("seed %d: counts %v, want %v", seed, pk.count, want)
 			}
-			got := pk.claim(ids[s], &offs[s], 1+r.IntN(4))
+			got := pk.Claim(ids[s], &offs[s], 1+r.IntN(4))
 			worst := -1
 			for _, i := range got {
-				if owner := pk.claimed[i]; owner != ids[s] {
+				if owner := pk.Claimed[i]; owner != ids[s] {
 					t.Fatalf("seed %d: unit %d claimed by %s, handed to %s", seed, i, owner, ids[s])
 				}
-				worst = max(worst, pk.rarity(i))
+				worst = max(worst, pk.Rarity(i))
 			}
 			if len(got) > 0 {
-				for _, i := range offs[s].queue {
-					if _, c := pk.claimed[i]; !c && !held[i] && pk.rarity(i) < worst {
-						t.Fatalf("seed %d: %s was given %v (rarity up to %d) while %d (rarity %d) waited", seed, ids[s], got, worst, i, pk.rarity(i))
+				for _, i := range offs[s].Queue {
+					if _, c := pk.Claimed[i]; !c && !held[i] && pk.Rarity(i) < worst {
+						t.Fatalf("seed %d: %s was given %v (rarity up to %d) while %d (rarity %d) waited", seed, ids[s], got, worst, i, pk.Rarity(i))
 					}
 				}
 			}
 			for _, i := range got {
 				switch {
 				case r.IntN(4) == 0:
-					pk.unclaim(ids[s], &offs[s], []int{i})
+					pk.Unclaim(ids[s], &offs[s], []int{i})
 				default:
 					held[i] = true
-					pk.done(i, false)
+					pk.Done(i, false)
 				}
 			}
 		}
-		if pk.inFlight() != 0 {
-			t.Fatalf("seed %d: %d still claimed", seed, pk.inFlight())
+		if pk.InFlight() != 0 {
+			t.Fatalf("seed %d: %d still claimed", seed, pk.InFlight())
 		}
 	}
 }
@@ -325,30 +323,30 @@ func TestPickerRarestProperty(t *testing.T) {
 // gives it only units no other source offered; once a second source is full,
 // none is spared; BlockInOrder never spares.
 func TestPickerSparesSeed(t *testing.T) {
-	pk := newPicker(func(int) bool { return false }, 100)
-	pk.setChoice(BlockRarest, nil)
-	var seed, a, b offers
-	pk.offerFrom(&seed, []int{0, 1, 2, 3}, true)
-	pk.offerFrom(&a, []int{0, 1}, false)
-	got := pk.claim("seed", &seed, 4)
+	pk := NewPicker[string](func(int) bool { return false }, 100)
+	pk.SetChoice(BlockRarest, nil)
+	var seed, a, b Offers
+	pk.OfferFrom(&seed, []int{0, 1, 2, 3}, true)
+	pk.OfferFrom(&a, []int{0, 1}, false)
+	got := pk.Claim("seed", &seed, 4)
 	slices.Sort(got)
 	if !slices.Equal(got, []int{2, 3}) {
 		t.Fatalf("the seed was given %v, want [2 3]: a offered 0 and 1", got)
 	}
-	pk.release++ // another source let go of something
-	if pk.claimable(&seed) {
+	pk.Releases++ // another source let go of something
+	if pk.Claimable(&seed) {
 		t.Fatal("the seed's spared units 0 and 1 count as claimable")
 	}
-	pk.offerFrom(&b, []int{0, 1, 2, 3}, true) // a second full source
-	pk.offerFrom(&seed, []int{0, 1}, true)    // the seed reconciles again
-	if got := pk.claim("seed", &seed, 4); len(got) != 2 {
+	pk.OfferFrom(&b, []int{0, 1, 2, 3}, true) // a second full source
+	pk.OfferFrom(&seed, []int{0, 1}, true)    // the seed reconciles again
+	if got := pk.Claim("seed", &seed, 4); len(got) != 2 {
 		t.Fatalf("with two full sources the seed was given %v, want 0 and 1", got)
 	}
-	in := newPicker(func(int) bool { return false }, 100)
-	var s2, a2 offers
-	in.offerFrom(&s2, []int{0, 1}, true)
-	in.offerFrom(&a2, []int{0, 1}, false)
-	if got := in.claim("seed", &s2, 2); !slices.Equal(got, []int{0, 1}) {
+	in := NewPicker[string](func(int) bool { return false }, 100)
+	var s2, a2 Offers
+	in.OfferFrom(&s2, []int{0, 1}, true)
+	in.OfferFrom(&a2, []int{0, 1}, false)
+	if got := in.Claim("seed", &s2, 2); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("in order: the seed was given %v, want [0 1]", got)
 	}
 }
@@ -359,40 +357,40 @@ func TestPickerSparesSeed(t *testing.T) {
 // claim to the second.
 func TestPickerEndgame(t *testing.T) {
 	held := map[int]bool{}
-	pk := newPicker(func(i int) bool { return held[i] }, 100)
-	var a, b, c offers
-	pk.offer(&a, []int{0, 1})
-	pk.offer(&b, []int{0, 1})
-	pk.offer(&c, []int{1})
-	if got := pk.endgame("b", &b, 2, 2); len(got) != 0 {
+	pk := NewPicker[string](func(i int) bool { return held[i] }, 100)
+	var a, b, c Offers
+	pk.Offer(&a, []int{0, 1})
+	pk.Offer(&b, []int{0, 1})
+	pk.Offer(&c, []int{1})
+	if got := pk.Endgame("b", &b, 2, 2); len(got) != 0 {
 		t.Fatalf("endgame before everything is claimed gave %v", got)
 	}
-	pk.claim("a", &a, 2)
-	if got := pk.endgame("b", &b, 2, endgameBlocks+1); len(got) != 0 {
+	pk.Claim("a", &a, 2)
+	if got := pk.Endgame("b", &b, 2, EndgameBlocks+1); len(got) != 0 {
 		t.Fatalf("endgame with too many units missing gave %v", got)
 	}
-	if got := pk.endgame("a", &a, 2, 2); len(got) != 0 {
+	if got := pk.Endgame("a", &a, 2, 2); len(got) != 0 {
 		t.Fatalf("a was given its own claims again: %v", got)
 	}
-	got := pk.endgame("b", &b, 2, 2)
+	got := pk.Endgame("b", &b, 2, 2)
 	if slices.Sort(got); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("b's endgame: %v, want [0 1]", got)
 	}
-	if got := pk.endgame("c", &c, 2, 2); len(got) != 0 {
+	if got := pk.Endgame("c", &c, 2, 2); len(got) != 0 {
 		t.Fatalf("a third claim on 1: %v", got)
 	}
 	// 0 arrives from a: both claims end.
 	held[0] = true
-	pk.done(0, false)
-	if _, ok := pk.second[0]; ok || pk.inFlight() != 1 {
-		t.Fatalf("after 0 arrived: second %v, %d in flight", pk.second, pk.inFlight())
+	pk.Done(0, false)
+	if _, ok := pk.second[0]; ok || pk.InFlight() != 1 {
+		t.Fatalf("after 0 arrived: second %v, %d in flight", pk.second, pk.InFlight())
 	}
 	// a stalls on 1: b, which asked for it too, holds the claim now.
-	pk.unclaim("a", &a, []int{1})
-	if pk.claimed[1] != "b" || len(pk.second) != 0 {
-		t.Fatalf("after a let go of 1: claimed %v, second %v", pk.claimed, pk.second)
+	pk.Unclaim("a", &a, []int{1})
+	if pk.Claimed[1] != "b" || len(pk.second) != 0 {
+		t.Fatalf("after a let go of 1: claimed %v, second %v", pk.Claimed, pk.second)
 	}
-	if pk.redundant != 2 {
-		t.Fatalf("%d second claims counted, want 2", pk.redundant)
+	if pk.Redundant != 2 {
+		t.Fatalf("%d second claims counted, want 2", pk.Redundant)
 	}
 }

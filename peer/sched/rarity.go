@@ -1,15 +1,13 @@
-package peer
+package sched
 
 import (
 	"sync"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-// neighbourTally sums the counting Bloom filters this peer's watchers sent
+// NeighbourTally sums the counting Bloom filters this peer's watchers sent
 // it (the CBF of their held blocks, in the reconciliation that started each
 // watch), kept up to date with the blocks their have frames announce: by the
 // algebra's T8, the sum of CBF(S_1), ..., CBF(S_n) is the CBF of their
@@ -23,12 +21,12 @@ import (
 // set, so neighbours' filters need not be homologous); a block's count is
 // the sum of its counts in each group, still never below the number of
 // watchers holding it. Safe for concurrent use.
-type neighbourTally struct {
-	u *reconcile.Universe
+type NeighbourTally[K comparable] struct {
+	U *reconcile.Universe
 
 	mu      sync.Mutex
 	groups  map[cbfalgebra.Params]*cbfalgebra.Tally
-	filters map[lpeer.ID]*cbfalgebra.CBF
+	filters map[K]*cbfalgebra.CBF
 	bytes   int // encoded size of the filters kept
 	locs    []uint32
 }
@@ -47,13 +45,13 @@ const (
 	maxTallyCounters = 1 << 20
 )
 
-func newNeighbourTally(u *reconcile.Universe) *neighbourTally {
-	return &neighbourTally{u: u, groups: make(map[cbfalgebra.Params]*cbfalgebra.Tally), filters: make(map[lpeer.ID]*cbfalgebra.CBF)}
+func NewNeighbourTally[K comparable](u *reconcile.Universe) *NeighbourTally[K] {
+	return &NeighbourTally[K]{U: u, groups: make(map[cbfalgebra.Params]*cbfalgebra.Tally), filters: make(map[K]*cbfalgebra.CBF)}
 }
 
-// set makes c (which the tally keeps and changes) the filter of watcher id,
+// Set makes c (which the tally keeps and changes) the filter of watcher id,
 // in place of its earlier one.
-func (t *neighbourTally) set(id lpeer.ID, c *cbfalgebra.CBF) {
+func (t *NeighbourTally[K]) Set(id K, c *cbfalgebra.CBF) {
 	if c == nil {
 		return
 	}
@@ -81,9 +79,9 @@ func (t *neighbourTally) set(id lpeer.ID, c *cbfalgebra.CBF) {
 	}
 }
 
-// have inserts the blocks idx, which watcher id announced, into its filter
+// Have inserts the blocks idx, which watcher id announced, into its filter
 // and the sum.
-func (t *neighbourTally) have(id lpeer.ID, idx []int) {
+func (t *NeighbourTally[K]) Have(id K, idx []int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	c := t.filters[id]
@@ -92,7 +90,7 @@ func (t *neighbourTally) have(id lpeer.ID, idx []int) {
 	}
 	g := t.groups[c.Params()]
 	for _, i := range idx {
-		locs, err := t.u.Locations(c.Params(), t.locs[:0], i)
+		locs, err := t.U.Locations(c.Params(), t.locs[:0], i)
 		if err != nil {
 			continue
 		}
@@ -108,9 +106,9 @@ func (t *neighbourTally) have(id lpeer.ID, idx []int) {
 	}
 }
 
-// drop takes watcher id's filter c out of the sum, unless a later watch of
+// Drop takes watcher id's filter c out of the sum, unless a later watch of
 // id set another.
-func (t *neighbourTally) drop(id lpeer.ID, c *cbfalgebra.CBF) {
+func (t *NeighbourTally[K]) Drop(id K, c *cbfalgebra.CBF) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.filters[id] == c {
@@ -118,7 +116,7 @@ func (t *neighbourTally) drop(id lpeer.ID, c *cbfalgebra.CBF) {
 	}
 }
 
-func (t *neighbourTally) dropLocked(id lpeer.ID) {
+func (t *NeighbourTally[K]) dropLocked(id K) {
 	c := t.filters[id]
 	if c == nil {
 		return
@@ -135,13 +133,13 @@ func (t *neighbourTally) dropLocked(id lpeer.ID) {
 	}
 }
 
-// count estimates how many watchers hold block i: never fewer than do.
-func (t *neighbourTally) count(i int) int {
+// Count estimates how many watchers hold block i: never fewer than do.
+func (t *NeighbourTally[K]) Count(i int) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
 	for p, g := range t.groups {
-		locs, err := t.u.Locations(p, t.locs[:0], i)
+		locs, err := t.U.Locations(p, t.locs[:0], i)
 		if err != nil {
 			continue
 		}
@@ -151,14 +149,14 @@ func (t *neighbourTally) count(i int) int {
 	return n
 }
 
-// holders counts the watchers whose filter holds block i, up to most:
+// Holders counts the watchers whose filter holds block i, up to most:
 // never fewer than hold it, more by the false positives of each filter
 // alone. Unlike count, a block no watcher holds is not counted up by the
 // load of the others' blocks in the sum (with two dozen watchers holding
 // half of the content each, the sum's counters hold about eight each), so
 // it answers "do several neighbours hold it?" where count ranks blocks by
 // rarity.
-func (t *neighbourTally) holders(i, most int) int {
+func (t *NeighbourTally[K]) Holders(i, most int) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := 0
@@ -166,7 +164,7 @@ func (t *neighbourTally) holders(i, most int) int {
 	ok := false
 	for _, c := range t.filters {
 		if !ok || c.Params() != at {
-			locs, err := t.u.Locations(c.Params(), t.locs[:0], i)
+			locs, err := t.U.Locations(c.Params(), t.locs[:0], i)
 			if ok = err == nil; !ok {
 				continue
 			}
@@ -179,4 +177,11 @@ func (t *neighbourTally) holders(i, most int) int {
 		}
 	}
 	return n
+}
+
+// Watchers is the number of watchers whose filters are summed.
+func (t *NeighbourTally[K]) Watchers() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.filters)
 }
