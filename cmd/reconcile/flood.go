@@ -21,7 +21,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
-	"github.com/reconcile-p2p/reconcile/peer/flood"
+	"github.com/reconcile-p2p/reconcile/internal/flood"
 )
 
 func init() { register(floodCommand()) }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
-	"github.com/reconcile-p2p/reconcile/peer/flood"
+	"github.com/reconcile-p2p/reconcile/internal/flood"
 )
 
 // seed starts a seed of a random file of size bytes on loopback.
