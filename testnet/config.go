@@ -252,7 +252,7 @@ type Config struct {
 	// machine's cores (AutoTimeScale); 1 runs in real time.
 	TimeScale float64
 	// Trees, when positive, gives the peers places in that many stripe
-	// trees (transitstub.NewStripeTrees, every fetcher placed under the
+	// trees (stripes.Plan, every fetcher placed under the
 	// parent it would hear from first; peer.Service.Push): the seed pushes
 	// each block once to its stripe's root and every peer passes each block
 	// it gains on to its children in that stripe, while the fetches ask

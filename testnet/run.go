@@ -17,6 +17,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
@@ -163,9 +164,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Stripe trees: their parent-child pairs join the overlay's, with their
 	// latencies.
-	var trees *ts.StripeTrees
+	var trees *stripes.Trees
 	if cfg.Trees > 0 {
-		trees = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573)))
+		if trees, err = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573))); err != nil {
+			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
+		}
 	}
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.

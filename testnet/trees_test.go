@@ -10,6 +10,7 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
@@ -104,7 +105,10 @@ func TestStripesOf(t *testing.T) {
 			order = append(order, i)
 		}
 	}
-	trees := ts.NewStripeTrees(n, k, order, nil, seed, nil, 0)
+	trees, err := stripes.Plan(stripes.Config{Peers: n, Stripes: k, Order: order, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := make([]lpeer.ID, n)
 	for i := range ids {
 		ids[i] = lpeer.ID(fmt.Sprint("node", i))
@@ -164,7 +168,10 @@ func TestBuildTreesLateLeaves(t *testing.T) {
 		for _, i := range late {
 			roles[i].lateAt = 0.3
 		}
-		trees := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, roles, rand.New(rand.NewPCG(1, 2)))
+		trees, err := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, roles, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for s := range k {
 			placed := map[int]bool{trees.Roots[s]: true}
 			for p, kids := range trees.Kids[s] {

@@ -115,25 +115,3 @@ func ExampleRunSwarm_central() {
 	// central: 199 of 199 completed, median 1.32x T*, max 1.4x, no block twice: true
 	// trees-8+by-delay: 199 of 199 completed, median 1.37x T*, max 1.5x, no block twice: true
 }
-
-// ExampleNewStripeTrees deals six fetchers (peers 1 to 6; peer 0 seeds)
-// into two stripe trees breadth first. Each tree needs five child places,
-// ten in all, taken two a fetcher in order: peers 1 and 2 are inner nodes
-// of stripe 0's tree, 4 and 5 of stripe 1's, peer 3's places straddle the
-// two (a child in each), and peer 6 is a leaf of both. No fetcher has more
-// than two children.
-func ExampleNewStripeTrees() {
-	t := ts.NewStripeTrees(7, 2, []int{1, 2, 3, 4, 5, 6}, nil, 0, nil, 0)
-	for s, root := range t.Roots {
-		fmt.Printf("stripe %d: seed -> %d", s, root)
-		for p, kids := range t.Kids[s] {
-			if len(kids) > 0 {
-				fmt.Printf(", %d -> %v", p, kids)
-			}
-		}
-		fmt.Println()
-	}
-	// Output:
-	// stripe 0: seed -> 1, 1 -> [2 3], 2 -> [4 5], 3 -> [6]
-	// stripe 1: seed -> 3, 3 -> [4], 4 -> [5 1], 5 -> [2 6]
-}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -538,7 +539,11 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 		if cfg.TreesByDelay {
 			delay = func(a, b int) float64 { return float64(tm.delay(a, b)) }
 		}
-		tm.trees = NewStripeTrees(n, cfg.Trees, order, caps, seedPeer, delay, tm.blockMS)
+		trees, err := stripes.Plan(stripes.Config{Peers: n, Stripes: cfg.Trees, Order: order, Up: caps, Seed: seedPeer, Delay: delay, BlockMS: tm.blockMS})
+		if err != nil {
+			return nil, err
+		}
+		tm.trees = trees
 		tm.start()
 	}
 	sim.Run(inf)
