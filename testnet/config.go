@@ -15,6 +15,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // Sentinel errors callers can test with errors.Is.
@@ -170,8 +171,8 @@ type Config struct {
 	// SeedUp, when positive, is the seed's upload capacity in the one-seed
 	// scenario, instead of its class's.
 	SeedUp float64
-	// Topology are the Transit-Stub parameters. Default transitstub.Paper().
-	Topology ts.Params
+	// Topology are the Transit-Stub parameters. Default topology.Paper().
+	Topology topology.Params
 	// Neighbours chooses whom a peer may connect to. Default NeighboursChord.
 	Neighbours Neighbours
 	// Successors is the Chord successor-list length. Default 8 (as sim swarm).
@@ -283,8 +284,8 @@ func (c Config) withDefaults() Config {
 	if c.Method == 0 {
 		c.Method = reconcile.Complete
 	}
-	if c.Topology == (ts.Params{}) {
-		c.Topology = ts.Paper()
+	if c.Topology == (topology.Params{}) {
+		c.Topology = topology.Paper()
 	}
 	if c.Successors == 0 {
 		c.Successors = 8

@@ -20,6 +20,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // fileName is the name of the file distributed in every store.
@@ -53,7 +54,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	t0 := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7465_73746e6574))
-	net, err := ts.NewNetwork(cfg.Topology, ts.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, cfg.Seed)
+	net, err := ts.NewNetwork(cfg.Topology, topology.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("testnet: topology: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // TestRunTrees runs complete reconciliation's fetches with the peers placed
@@ -24,7 +25,7 @@ func TestRunTrees(t *testing.T) {
 	const nodes, size = 12, 1 << 20
 	for _, k := range []int{1, 3, 20} {
 		cfg := Config{Nodes: nodes, Size: size, BlockSize: 64 << 10, Up: 4e6, Down: 20e6, Trees: k, Method: reconcile.Complete,
-			Topology: ts.Small(), Dir: t.TempDir(), Seed: 5, Timeout: time.Minute}
+			Topology: topology.Small(), Dir: t.TempDir(), Seed: 5, Timeout: time.Minute}
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("%d trees: %v", k, err)
@@ -64,7 +65,7 @@ func TestRunTreesChurnLiars(t *testing.T) {
 	}
 	const nodes = 20
 	res, err := Run(context.Background(), Config{Nodes: nodes, Size: 1 << 20, BlockSize: 32 << 10, Trees: 4,
-		Churn: Churn{Leave: 0.2, Rejoin: 0.1, Late: 0.1}, Liars: 0.2, LiarKind: LiarMixed, Topology: ts.Small(), Dir: t.TempDir(),
+		Churn: Churn{Leave: 0.2, Rejoin: 0.1, Late: 0.1}, Liars: 0.2, LiarKind: LiarMixed, Topology: topology.Small(), Dir: t.TempDir(),
 		Seed: 3, Up: 8e6, Down: 16e6, Method: reconcile.Complete})
 	if err != nil {
 		t.Fatalf("%v (result %+v)", err, res)

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // pushSwarm is a one-seed swarm of 32 blocks of 64 KiB over access links of
@@ -98,7 +99,7 @@ func TestTrees(t *testing.T) {
 // (at once and a delay late) and the stripe trees on 200 peers and 16 MiB
 // in 256 KiB blocks, the testnet's goal parameters.
 func BenchmarkPushSchedules200(b *testing.B) {
-	net, err := NewNetwork(Paper(), DefaultBandwidth, 200, ChordConfig{}, 1)
+	net, err := NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ChordConfig{}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

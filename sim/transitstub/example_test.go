@@ -4,26 +4,12 @@ import (
 	"fmt"
 
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
-
-// Generate the paper's network and route between two routers.
-func ExampleGenerate() {
-	t, err := ts.Generate(ts.Paper(), 1)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(t.Routers(), "routers, connected:", t.Connected())
-	paths, _ := ts.NewPaths(t, ts.DefaultBandwidth, 0)
-	r := paths.Route(0, 4000)
-	fmt.Println("route has a delay:", r.DelayMS > 0, "bottleneck ≤ access link:", r.BottleneckBps <= ts.DefaultBandwidth.Access)
-	// Output:
-	// 5050 routers, connected: true
-	// route has a delay: true bottleneck ≤ access link: true
-}
 
 // Build a Chord ring of 200 peers and look a peer up hop by hop.
 func ExampleOverlay_Lookup() {
-	net, err := ts.NewNetwork(ts.Paper(), ts.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
+	net, err := ts.NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
 	if err != nil {
 		panic(err)
 	}
@@ -69,7 +55,7 @@ func ExampleFluidBound() {
 // cost nothing (FreeControl), the best that announcing blocks faster could
 // give. Costs of zero leave the reconciliations' compute out.
 func ExampleRunSwarm_watch() {
-	net, err := ts.NewNetwork(ts.Paper(), ts.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
+	net, err := ts.NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
 	if err != nil {
 		panic(err)
 	}
@@ -93,7 +79,7 @@ func ExampleRunSwarm_watch() {
 // model's swarm: the central schedule, which knows every peer's blocks at
 // once, and pushes down stripe trees, which need no such knowledge.
 func ExampleRunSwarm_central() {
-	net, err := ts.NewNetwork(ts.Paper(), ts.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
+	net, err := ts.NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
 	if err != nil {
 		panic(err)
 	}

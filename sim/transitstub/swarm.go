@@ -10,6 +10,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 type swarmPeer struct {
@@ -193,7 +194,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	// then y's downlink delivers them (booked when they reach it, in the
 	// order they arrive), as package testnet's links do. It returns when
 	// x's uplink has sent them (now without access links).
-	transfer := func(x, y int, route Route, b int, now float64, arrived func()) float64 {
+	transfer := func(x, y int, route topology.Route, b int, now float64, arrived func()) float64 {
 		if links == nil {
 			sim.At(now+route.TransferMS(b), arrived)
 			return now

@@ -3,6 +3,7 @@ package transitstub
 import (
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // The stripe trees (SwarmConfig.Trees) are a push protocol that needs no
@@ -33,8 +34,8 @@ type treeModel struct {
 	noDelay  bool
 	blockMS  float64 // a block's time on the seed's uplink
 	res      *SwarmResult
-	route    func(a, b int) Route
-	transfer func(x, y int, route Route, b int, now float64, arrived func()) float64
+	route    func(a, b int) topology.Route
+	transfer func(x, y int, route topology.Route, b int, now float64, arrived func()) float64
 	complete func(a int)
 	seedOut  *seedOut
 	seed     int

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // The watch model (SwarmConfig.Watch) times the exchanges of package peer's
@@ -69,9 +71,9 @@ const (
 // watchLink is a fetcher's watch of one source.
 type watchLink struct {
 	fetcher, src int
-	route        Route   // between them (no delay with NoDelay)
-	offered      []bool  // blocks the source offered or announced
-	queue        []int32 // offered blocks not yet asked for
+	route        topology.Route // between them (no delay with NoDelay)
+	offered      []bool         // blocks the source offered or announced
+	queue        []int32        // offered blocks not yet asked for
 	inflight     int
 	retryAt      float64 // when the source may be asked again after busy
 	backoff      float64
@@ -175,10 +177,10 @@ type watchModel struct {
 	// answerMS is the source's compute for an answer over its set.
 	answerMS func(setB, newBlocks int) float64
 	complete func(a int)
-	route    func(a, b int) Route
+	route    func(a, b int) topology.Route
 	// transfer is RunSwarm's: it moves bytes over the access links and a
 	// route, and returns when the sender's uplink has sent them.
-	transfer func(x, y int, route Route, b int, now float64, arrived func()) float64
+	transfer func(x, y int, route topology.Route, b int, now float64, arrived func()) float64
 	seedOut  *seedOut
 	// leaves is SwarmConfig.SeedLeaves (one seed, the fetchers empty);
 	// gone says the seed has left; elsewhere marks the blocks some fetcher
@@ -321,7 +323,7 @@ func (m *watchModel) ctl(d float64) float64 {
 
 // linkRoute is the route between peers a and b, without its delay with
 // NoDelay.
-func (m *watchModel) linkRoute(a, b int) Route {
+func (m *watchModel) linkRoute(a, b int) topology.Route {
 	r := m.route(a, b)
 	if m.noDelay {
 		r.DelayMS = 0
