@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
-	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
@@ -526,25 +525,13 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	if cfg.Trees > 0 {
 		tm := &treeModel{sim: &sim, peers: peers, u: u, blockLen: pr.blocksBytes([]uint32{0}), noDelay: cfg.NoDelay,
 			res: res, route: o.Route, transfer: transfer, complete: complete, seedOut: out, seed: seedPeer, blockMS: 1000 * float64(pr.blocksBytes([]uint32{0})) / up[seedPeer]}
-		var order []int
-		for _, a := range rng.Perm(n) {
-			if a != seedPeer {
-				order = append(order, a)
-			}
-		}
 		var caps []float64
 		if len(cfg.Classes) > 0 {
 			caps = up
 		}
-		var delay func(a, b int) float64
-		if cfg.TreesByDelay {
-			delay = func(a, b int) float64 { return float64(tm.delay(a, b)) }
-		}
-		trees, err := stripes.Plan(stripes.Config{Peers: n, Stripes: cfg.Trees, Order: order, Up: caps, Seed: seedPeer, Delay: delay, BlockMS: tm.blockMS})
-		if err != nil {
+		if err := tm.plan(n, cfg.Trees, rng, caps, cfg.TreesByDelay); err != nil {
 			return nil, err
 		}
-		tm.trees = trees
 		tm.start()
 	}
 	sim.Run(inf)

@@ -1,6 +1,8 @@
 package transitstub
 
 import (
+	"math/rand/v2"
+
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
@@ -40,6 +42,29 @@ type treeModel struct {
 	seedOut  *seedOut
 	seed     int
 	trees    *stripes.Trees
+}
+
+// plan deals the n peers' fetchers, in an order drawn from rng, into k
+// stripe trees: in proportion to the upload capacities caps (nil: all
+// alike), breadth first or, byDelay, each under the parent it would hear
+// from first.
+func (m *treeModel) plan(n, k int, rng *rand.Rand, caps []float64, byDelay bool) error {
+	var order []int
+	for _, a := range rng.Perm(n) {
+		if a != m.seed {
+			order = append(order, a)
+		}
+	}
+	var delay func(a, b int) float64
+	if byDelay {
+		delay = func(a, b int) float64 { return float64(m.delay(a, b)) }
+	}
+	trees, err := stripes.Plan(stripes.Config{Peers: n, Stripes: k, Order: order, Up: caps, Seed: m.seed, Delay: delay, BlockMS: m.blockMS})
+	if err != nil {
+		return err
+	}
+	m.trees = trees
+	return nil
 }
 
 // delay is the one-way delay from a to b in ms (0 with NoDelay).
