@@ -509,70 +509,7 @@ wait:
 	stopSampling()
 	progress()
 
-	var checked []int
-	if seedNode >= 0 {
-		checked = append(checked, seedNode)
-	}
-	for i, o := range w.outs {
-		n, r := nodes[i], roles[i]
-		if !n.fetch || r.liar {
-			continue
-		}
-		for _, sum := range o.sums {
-			if sum == nil {
-				continue
-			}
-			res.BlocksReceived += (sum.Received + int64(m.BlockSize()) - 1) / int64(m.BlockSize())
-			res.Redundant += int64(sum.Redundant)
-			res.Pushed += int64(sum.Pushed)
-			res.FalseOffers += int64(sum.FalseOffers)
-			res.Rejected += int64(sum.Rejected)
-			res.DecodeSeconds += sum.DecodeSeconds
-		}
-		if o.left {
-			res.Left++
-		}
-		if o.late {
-			res.LateJoined++
-		}
-		if o.rejoined {
-			res.Rejoined++
-			if len(o.sums) == 2 && o.sums[1] != nil {
-				res.ResumedBlocks += int64(o.sums[1].Resumed)
-				res.BackCorrupt += int64(o.sums[1].Rejected)
-			}
-		}
-		if !r.needed() {
-			continue
-		}
-		checked = append(checked, i)
-		if o.err != nil {
-			if len(res.Errors) < 10 {
-				res.Errors = append(res.Errors, fmt.Sprintf("node %d: %v", i, o.err))
-			}
-			continue
-		}
-		if nodes[i].store.Complete() {
-			res.Completed++
-			res.Completions = append(res.Completions, o.at.Seconds()/scale)
-			if !o.left {
-				res.StayedMaxS = max(res.StayedMaxS, o.at.Seconds()/scale)
-			}
-			if o.rejoined {
-				res.BackMaxS = max(res.BackMaxS, (o.at-o.away).Seconds()/scale)
-			}
-		}
-	}
-	for _, r := range roles {
-		if r.liar {
-			res.Liars++
-			if r.lie == LiarCorrupt {
-				res.CorruptLiars++
-			} else {
-				res.PhantomLiars++
-			}
-		}
-	}
+	checked := w.tally(res, seedNode, m.BlockSize(), scale)
 	res.LiedCorrupt, res.LiedMissing = cnt.liedCorrupt.Load(), cnt.liedMissing.Load()
 	res.CorruptReceived, res.Bans, res.HonestBans = cnt.corrupt.Load(), cnt.bans.Load(), cnt.honestBans.Load()
 	res.Restarts = cnt.restarts.Load()
@@ -617,23 +554,7 @@ wait:
 	// Every peer's file must re-hash to the root.
 	if !cfg.SkipVerify {
 		t1 := time.Now()
-		res.Identical = 0
-		for _, i := range checked {
-			n := nodes[i]
-			mm, err := chunker.ChunkPath(ctx, filepath.Join(n.dir, fileName), cfg.BlockSize)
-			switch {
-			case err != nil:
-				if len(res.Errors) < 10 {
-					res.Errors = append(res.Errors, fmt.Sprintf("node %d: verify: %v", i, err))
-				}
-			case mm.ID() != m.ID():
-				if len(res.Errors) < 10 {
-					res.Errors = append(res.Errors, fmt.Sprintf("node %d: root %s, want %s", i, mm.ID(), m.ID()))
-				}
-			default:
-				res.Identical++
-			}
-		}
+		verify(ctx, res, nodes, checked, cfg.BlockSize, m.ID())
 		res.VerifySeconds = time.Since(t1).Seconds()
 	}
 	res.Checked = len(checked)
@@ -642,24 +563,4 @@ wait:
 			res.Completed, res.Fetchers, res.Identical, res.Checked)
 	}
 	return res, nil
-}
-
-// heldElsewhere reports whether each of the n blocks is stored by some node
-// other than the seed.
-func heldElsewhere(nodes []*node, mu *sync.Mutex, seed, n int) bool {
-	mu.Lock()
-	defer mu.Unlock()
-	for b := range n {
-		held := false
-		for i, nd := range nodes {
-			if i != seed && nd != nil && nd.store != nil && nd.store.Has(b) {
-				held = true
-				break
-			}
-		}
-		if !held {
-			return false
-		}
-	}
-	return true
 }
