@@ -16,7 +16,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
-	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // TestRunChurnLiars is the short form of the churn and liar scenarios CI
@@ -43,7 +43,7 @@ func TestRunChurnLiars(t *testing.T) {
 			const nodes = 20
 			var last Progress
 			res, err := Run(context.Background(), Config{Nodes: nodes, Size: 1 << 20, BlockSize: 64 << 10, Hold: tc.hold,
-				Churn: tc.churn, Liars: tc.liars, LiarKind: tc.kind, Topology: ts.Small(), Dir: t.TempDir(), Seed: 3,
+				Churn: tc.churn, Liars: tc.liars, LiarKind: tc.kind, Topology: topology.Small(), Dir: t.TempDir(), Seed: 3,
 				Up: 8e6, Down: 16e6, Method: reconcile.Complete, Progress: func(p Progress) { last = p }})
 			if err != nil {
 				t.Fatalf("%v (result %+v)", err, res)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 func TestParseRate(t *testing.T) {
@@ -146,9 +147,9 @@ func TestBuildOverlay(t *testing.T) {
 		{Nodes: 30, Neighbours: NeighboursRandom, Degree: 5},
 		{Nodes: 30, Neighbours: NeighboursRandom, Degree: 5, Latency: LatencyNone},
 	} {
-		cfg.Topology, cfg.Dir = ts.Small(), "x"
+		cfg.Topology, cfg.Dir = topology.Small(), "x"
 		cfg = cfg.withDefaults()
-		net, err := ts.NewNetwork(cfg.Topology, ts.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, 3)
+		net, err := ts.NewNetwork(cfg.Topology, topology.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, 3)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
-	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 	"github.com/reconcile-p2p/reconcile/testnet"
 )
 
@@ -24,7 +24,7 @@ func ExampleRun() {
 		Nodes:    8,
 		Size:     1 << 20,
 		Method:   reconcile.Complete,
-		Topology: ts.Small(),
+		Topology: topology.Small(),
 		Dir:      dir,
 	})
 	if err != nil {

@@ -17,8 +17,10 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // fileName is the name of the file distributed in every store.
@@ -52,7 +54,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	t0 := time.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7465_73746e6574))
-	net, err := ts.NewNetwork(cfg.Topology, ts.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, cfg.Seed)
+	net, err := ts.NewNetwork(cfg.Topology, topology.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("testnet: topology: %w", err)
 	}
@@ -163,9 +165,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Stripe trees: their parent-child pairs join the overlay's, with their
 	// latencies.
-	var trees *ts.StripeTrees
+	var trees *stripes.Trees
 	if cfg.Trees > 0 {
-		trees = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573)))
+		if trees, err = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573))); err != nil {
+			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
+		}
 	}
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.
@@ -505,70 +509,7 @@ wait:
 	stopSampling()
 	progress()
 
-	var checked []int
-	if seedNode >= 0 {
-		checked = append(checked, seedNode)
-	}
-	for i, o := range w.outs {
-		n, r := nodes[i], roles[i]
-		if !n.fetch || r.liar {
-			continue
-		}
-		for _, sum := range o.sums {
-			if sum == nil {
-				continue
-			}
-			res.BlocksReceived += (sum.Received + int64(m.BlockSize()) - 1) / int64(m.BlockSize())
-			res.Redundant += int64(sum.Redundant)
-			res.Pushed += int64(sum.Pushed)
-			res.FalseOffers += int64(sum.FalseOffers)
-			res.Rejected += int64(sum.Rejected)
-			res.DecodeSeconds += sum.DecodeSeconds
-		}
-		if o.left {
-			res.Left++
-		}
-		if o.late {
-			res.LateJoined++
-		}
-		if o.rejoined {
-			res.Rejoined++
-			if len(o.sums) == 2 && o.sums[1] != nil {
-				res.ResumedBlocks += int64(o.sums[1].Resumed)
-				res.BackCorrupt += int64(o.sums[1].Rejected)
-			}
-		}
-		if !r.needed() {
-			continue
-		}
-		checked = append(checked, i)
-		if o.err != nil {
-			if len(res.Errors) < 10 {
-				res.Errors = append(res.Errors, fmt.Sprintf("node %d: %v", i, o.err))
-			}
-			continue
-		}
-		if nodes[i].store.Complete() {
-			res.Completed++
-			res.Completions = append(res.Completions, o.at.Seconds()/scale)
-			if !o.left {
-				res.StayedMaxS = max(res.StayedMaxS, o.at.Seconds()/scale)
-			}
-			if o.rejoined {
-				res.BackMaxS = max(res.BackMaxS, (o.at-o.away).Seconds()/scale)
-			}
-		}
-	}
-	for _, r := range roles {
-		if r.liar {
-			res.Liars++
-			if r.lie == LiarCorrupt {
-				res.CorruptLiars++
-			} else {
-				res.PhantomLiars++
-			}
-		}
-	}
+	checked := w.tally(res, seedNode, m.BlockSize(), scale)
 	res.LiedCorrupt, res.LiedMissing = cnt.liedCorrupt.Load(), cnt.liedMissing.Load()
 	res.CorruptReceived, res.Bans, res.HonestBans = cnt.corrupt.Load(), cnt.bans.Load(), cnt.honestBans.Load()
 	res.Restarts = cnt.restarts.Load()
@@ -613,23 +554,7 @@ wait:
 	// Every peer's file must re-hash to the root.
 	if !cfg.SkipVerify {
 		t1 := time.Now()
-		res.Identical = 0
-		for _, i := range checked {
-			n := nodes[i]
-			mm, err := chunker.ChunkPath(ctx, filepath.Join(n.dir, fileName), cfg.BlockSize)
-			switch {
-			case err != nil:
-				if len(res.Errors) < 10 {
-					res.Errors = append(res.Errors, fmt.Sprintf("node %d: verify: %v", i, err))
-				}
-			case mm.ID() != m.ID():
-				if len(res.Errors) < 10 {
-					res.Errors = append(res.Errors, fmt.Sprintf("node %d: root %s, want %s", i, mm.ID(), m.ID()))
-				}
-			default:
-				res.Identical++
-			}
-		}
+		verify(ctx, res, nodes, checked, cfg.BlockSize, m.ID())
 		res.VerifySeconds = time.Since(t1).Seconds()
 	}
 	res.Checked = len(checked)
@@ -638,24 +563,4 @@ wait:
 			res.Completed, res.Fetchers, res.Identical, res.Checked)
 	}
 	return res, nil
-}
-
-// heldElsewhere reports whether each of the n blocks is stored by some node
-// other than the seed.
-func heldElsewhere(nodes []*node, mu *sync.Mutex, seed, n int) bool {
-	mu.Lock()
-	defer mu.Unlock()
-	for b := range n {
-		held := false
-		for i, nd := range nodes {
-			if i != seed && nd != nil && nd.store != nil && nd.store.Has(b) {
-				held = true
-				break
-			}
-		}
-		if !held {
-			return false
-		}
-	}
-	return true
 }

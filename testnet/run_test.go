@@ -11,6 +11,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // TestRunCI is the short testnet run CI runs: 20 peers over the mock network
@@ -27,7 +28,7 @@ func TestRunCI(t *testing.T) {
 	} {
 		var last Progress
 		res, err := Run(context.Background(), Config{Nodes: nodes, Size: size, Method: tc.method, Hold: tc.hold,
-			Topology: ts.Small(), Dir: t.TempDir(), Seed: 7, Progress: func(p Progress) { last = p }})
+			Topology: topology.Small(), Dir: t.TempDir(), Seed: 7, Progress: func(p Progress) { last = p }})
 		if err != nil {
 			t.Fatalf("%v hold %g: %v (errors %v)", tc.method, tc.hold, err, res)
 		}
@@ -76,7 +77,7 @@ func TestRunCI(t *testing.T) {
 func TestRunOtherMethods(t *testing.T) {
 	for _, m := range []reconcile.Method{reconcile.CCBF, reconcile.Bitfield, reconcile.IBLT} {
 		res, err := Run(context.Background(), Config{Nodes: 12, Size: 1 << 20, Method: m, Hold: 0.3,
-			Topology: ts.Small(), Dir: t.TempDir(), Seed: 5})
+			Topology: topology.Small(), Dir: t.TempDir(), Seed: 5})
 		if err != nil {
 			t.Fatalf("%v: %v", m, err)
 		}
@@ -93,7 +94,7 @@ func TestRunTCP(t *testing.T) {
 	}
 	for _, m := range []reconcile.Method{reconcile.Complete, reconcile.Byers} {
 		res, err := Run(context.Background(), Config{Nodes: 6, Size: 1 << 20, Method: m, Transport: TransportTCP,
-			Topology: ts.Small(), Dir: t.TempDir()})
+			Topology: topology.Small(), Dir: t.TempDir()})
 		if err != nil {
 			t.Fatalf("%v: %v", m, err)
 		}
@@ -136,7 +137,7 @@ func TestRunConfigErrors(t *testing.T) {
 func TestRunCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Run(ctx, Config{Nodes: 4, Size: 1 << 20, Topology: ts.Small(), Dir: t.TempDir()})
+	_, err := Run(ctx, Config{Nodes: 4, Size: 1 << 20, Topology: topology.Small(), Dir: t.TempDir()})
 	if err == nil {
 		t.Fatal("a cancelled run succeeded")
 	}
@@ -163,7 +164,7 @@ func TestRunAccessLinks(t *testing.T) {
 		{"classes", Config{Classes: []ts.AccessClass{{Share: 0.5, Down: 8e6, Up: 4e6}, {Share: 0.5, Down: 4e6, Up: 2e6}}, SeedUp: 8e6}, size / 4e6, true},
 	} {
 		cfg := tc.cfg
-		cfg.Nodes, cfg.Size, cfg.Method, cfg.Topology, cfg.Dir, cfg.Seed = nodes, size, reconcile.Complete, ts.Small(), t.TempDir(), 3
+		cfg.Nodes, cfg.Size, cfg.Method, cfg.Topology, cfg.Dir, cfg.Seed = nodes, size, reconcile.Complete, topology.Small(), t.TempDir(), 3
 		// Every neighbour a source (a fetch keeps its first MaxSources
 		// sources even when they have nothing), and a bound on a stall.
 		cfg.MaxSources, cfg.Timeout = nodes, time.Minute
@@ -201,7 +202,7 @@ func TestRunSeedLeaves(t *testing.T) {
 		var trace bytes.Buffer
 		res, err := Run(context.Background(), Config{Nodes: nodes, Size: size, BlockSize: 32 << 10, Method: reconcile.Complete,
 			Up: 4e6, Down: 20e6, SuperSeed: true, SeedLeaves: true, Choice: choice, MaxSources: nodes, Timeout: time.Minute,
-			Topology: ts.Small(), Dir: t.TempDir(), Seed: 3, Trace: &trace})
+			Topology: topology.Small(), Dir: t.TempDir(), Seed: 3, Trace: &trace})
 		if err != nil {
 			t.Fatalf("%v: %v", choice, err)
 		}

@@ -37,3 +37,23 @@ func (o *seedOut) done() time.Time {
 	defer o.mu.Unlock()
 	return o.at
 }
+
+// heldElsewhere reports whether each of the n blocks is stored by some node
+// other than the seed.
+func heldElsewhere(nodes []*node, mu *sync.Mutex, seed, n int) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	for b := range n {
+		held := false
+		for i, nd := range nodes {
+			if i != seed && nd != nil && nd.store != nil && nd.store.Has(b) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			return false
+		}
+	}
+	return true
+}

@@ -10,7 +10,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
-	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
 // tracer writes Config.Trace: a line for what each node serves, with the
@@ -133,7 +133,7 @@ func (t *tracer) event(what string, i int) {
 }
 
 // plan writes each node's role and place in the stripe trees.
-func (t *tracer) plan(roles []role, trees *ts.StripeTrees) {
+func (t *tracer) plan(roles []role, trees *stripes.Trees) {
 	if t == nil {
 		return
 	}

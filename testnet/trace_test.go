@@ -9,7 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
-	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
 // TestTracer checks the trace's lines: the plan (roles, tree places), the
@@ -23,7 +23,7 @@ func TestTracer(t *testing.T) {
 	time.Sleep(time.Millisecond)
 	tr.begin(time.Now(), "complete", 0, 15, 6.71)
 	roles := []role{{}, {liar: true, lie: LiarCorrupt}, {leaveAt: 0.5, rejoin: true}, {lateAt: 0.25}}
-	trees := &ts.StripeTrees{Roots: []int{1}, Kids: [][][]int32{{nil, {2, 3}, nil, nil}}}
+	trees := &stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2, 3}, nil, nil}}}
 	tr.plan(roles, trees)
 	tr.event("left", 2)
 	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 7})

@@ -12,7 +12,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
-	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
 // smallTrace is a run of a seed (node 0) and four fetchers in two stripe
@@ -172,7 +172,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2, "c": 3})
 	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 0, Pushed: true})
 	tr.begin(time.Now(), "complete", 0, 15, 6.71)
-	tr.plan([]role{{}, {}, {}, {liar: true, lie: LiarPhantom}}, &ts.StripeTrees{Roots: []int{1}, Kids: [][][]int32{{nil, {2}, nil, nil}}})
+	tr.plan([]role{{}, {}, {}, {liar: true, lie: LiarPhantom}}, &stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2}, nil, nil}}})
 	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 0, Pushed: true})
 	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 1})
 	tr.served(0, peer.ServeEvent{Kind: peer.EventAnswered, Peer: "b"})

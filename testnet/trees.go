@@ -9,13 +9,14 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
 // stripesOf returns node i's place in the stripe trees (peer.Stripes):
 // its parent, grandparent and children in each tree, by their peer ids.
 // The seed's parents are none; a stripe's root takes it from the seed.
-func stripesOf(trees *ts.StripeTrees, seed, i int, ids []lpeer.ID, repair time.Duration) peer.Stripes {
+func stripesOf(trees *stripes.Trees, seed, i int, ids []lpeer.ID, repair time.Duration) peer.Stripes {
 	k := len(trees.Roots)
 	st := peer.Stripes{Parents: make([]lpeer.ID, k), Children: make([][]lpeer.ID, k), Grandparents: make([]lpeer.ID, k), RepairAfter: repair}
 	for s, root := range trees.Roots {
@@ -38,7 +39,7 @@ func stripesOf(trees *ts.StripeTrees, seed, i int, ids []lpeer.ID, repair time.D
 
 // parentIn returns node n's parent in stripe s's tree: the seed for the
 // stripe's root, -1 for none (the seed, or a node not in the tree).
-func parentIn(trees *ts.StripeTrees, s, n, seed int) int {
+func parentIn(trees *stripes.Trees, s, n, seed int) int {
 	switch {
 	case n == seed:
 		return -1
@@ -61,8 +62,8 @@ func parentIn(trees *ts.StripeTrees, s, n, seed int) int {
 // with the seed), so that they are linked and shaped as the overlay's
 // are. The late joiners (roles) are leaves only: they are not there when
 // the trees are drawn, and an inner node absent would cut its subtree off
-// until it joins.
-func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, roles []role, rng *rand.Rand) *ts.StripeTrees {
+// until it joins. It fails only where the planner refuses its input.
+func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, roles []role, rng *rand.Rand) (*stripes.Trees, error) {
 	var order []int
 	for _, a := range rng.Perm(cfg.Nodes) {
 		if a != seed {
@@ -94,8 +95,11 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 			caps[i] = 0
 		}
 	}
-	trees := ts.NewStripeTrees(cfg.Nodes, cfg.Trees, order, caps, seed,
-		func(a, b int) float64 { return float64(latency(a, b)) / float64(time.Millisecond) }, blockMS)
+	trees, err := stripes.Plan(stripes.Config{Peers: cfg.Nodes, Stripes: cfg.Trees, Order: order, Up: caps, Seed: seed,
+		Delay: func(a, b int) float64 { return float64(latency(a, b)) / float64(time.Millisecond) }, BlockMS: blockMS})
+	if err != nil {
+		return nil, err
+	}
 	have := map[[2]int]bool{}
 	for _, p := range ov.pairs {
 		have[[2]int{p.a, p.b}] = true
@@ -133,5 +137,5 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 		}
 	}
 	slices.SortFunc(ov.pairs, func(x, y pair) int { return cmp.Or(x.a-y.a, x.b-y.b) })
-	return trees
+	return trees, nil
 }

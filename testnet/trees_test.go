@@ -10,8 +10,10 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // TestRunTrees runs complete reconciliation's fetches with the peers placed
@@ -23,7 +25,7 @@ func TestRunTrees(t *testing.T) {
 	const nodes, size = 12, 1 << 20
 	for _, k := range []int{1, 3, 20} {
 		cfg := Config{Nodes: nodes, Size: size, BlockSize: 64 << 10, Up: 4e6, Down: 20e6, Trees: k, Method: reconcile.Complete,
-			Topology: ts.Small(), Dir: t.TempDir(), Seed: 5, Timeout: time.Minute}
+			Topology: topology.Small(), Dir: t.TempDir(), Seed: 5, Timeout: time.Minute}
 		res, err := Run(context.Background(), cfg)
 		if err != nil {
 			t.Fatalf("%d trees: %v", k, err)
@@ -63,7 +65,7 @@ func TestRunTreesChurnLiars(t *testing.T) {
 	}
 	const nodes = 20
 	res, err := Run(context.Background(), Config{Nodes: nodes, Size: 1 << 20, BlockSize: 32 << 10, Trees: 4,
-		Churn: Churn{Leave: 0.2, Rejoin: 0.1, Late: 0.1}, Liars: 0.2, LiarKind: LiarMixed, Topology: ts.Small(), Dir: t.TempDir(),
+		Churn: Churn{Leave: 0.2, Rejoin: 0.1, Late: 0.1}, Liars: 0.2, LiarKind: LiarMixed, Topology: topology.Small(), Dir: t.TempDir(),
 		Seed: 3, Up: 8e6, Down: 16e6, Method: reconcile.Complete})
 	if err != nil {
 		t.Fatalf("%v (result %+v)", err, res)
@@ -104,7 +106,10 @@ func TestStripesOf(t *testing.T) {
 			order = append(order, i)
 		}
 	}
-	trees := ts.NewStripeTrees(n, k, order, nil, seed, nil, 0)
+	trees, err := stripes.Plan(stripes.Config{Peers: n, Stripes: k, Order: order, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ids := make([]lpeer.ID, n)
 	for i := range ids {
 		ids[i] = lpeer.ID(fmt.Sprint("node", i))
@@ -164,7 +169,10 @@ func TestBuildTreesLateLeaves(t *testing.T) {
 		for _, i := range late {
 			roles[i].lateAt = 0.3
 		}
-		trees := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, roles, rand.New(rand.NewPCG(1, 2)))
+		trees, err := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, roles, rand.New(rand.NewPCG(1, 2)))
+		if err != nil {
+			t.Fatal(err)
+		}
 		for s := range k {
 			placed := map[int]bool{trees.Roots[s]: true}
 			for p, kids := range trees.Kids[s] {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 	"github.com/reconcile-p2p/reconcile/testnet"
 )
 
@@ -53,10 +54,10 @@ func simNetFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nodes", Usage: "Chord peers", Value: 200},
 		&cli.IntFlag{Name: "ring-bits", Usage: "Chord identifier bits (160 = SHA-1)", Value: 160},
 		&cli.IntFlag{Name: "successors", Usage: "Chord successor-list length", Value: 8},
-		&cli.Float64Flag{Name: "transit-mbps", Usage: "bandwidth of transit links, Mbit/s", Value: ts.DefaultBandwidth.Transit / 1e6},
-		&cli.Float64Flag{Name: "transit-stub-mbps", Usage: "bandwidth of transit-stub links, Mbit/s", Value: ts.DefaultBandwidth.TransitStub / 1e6},
-		&cli.Float64Flag{Name: "stub-mbps", Usage: "bandwidth of stub links, Mbit/s", Value: ts.DefaultBandwidth.Stub / 1e6},
-		&cli.Float64Flag{Name: "access-mbps", Usage: "bandwidth of a peer's access link, Mbit/s", Value: ts.DefaultBandwidth.Access / 1e6},
+		&cli.Float64Flag{Name: "transit-mbps", Usage: "bandwidth of transit links, Mbit/s", Value: topology.DefaultBandwidth.Transit / 1e6},
+		&cli.Float64Flag{Name: "transit-stub-mbps", Usage: "bandwidth of transit-stub links, Mbit/s", Value: topology.DefaultBandwidth.TransitStub / 1e6},
+		&cli.Float64Flag{Name: "stub-mbps", Usage: "bandwidth of stub links, Mbit/s", Value: topology.DefaultBandwidth.Stub / 1e6},
+		&cli.Float64Flag{Name: "access-mbps", Usage: "bandwidth of a peer's access link, Mbit/s", Value: topology.DefaultBandwidth.Access / 1e6},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay and the experiment", Value: 1},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 		plotFlag("draw a figure (topology: link delays; table4: Byers/complete time ratios, this run and the paper's; swarm: peers complete over time)"),
@@ -64,15 +65,15 @@ func simNetFlags() []cli.Flag {
 }
 
 // simParams returns the topology parameters from --preset and the overrides.
-func simParams(c *cli.Context) (ts.Params, error) {
-	var p ts.Params
+func simParams(c *cli.Context) (topology.Params, error) {
+	var p topology.Params
 	switch strings.ToLower(c.String("preset")) {
 	case "paper":
-		p = ts.Paper()
+		p = topology.Paper()
 	case "large":
-		p = ts.Large()
+		p = topology.Large()
 	case "small":
-		p = ts.Small()
+		p = topology.Small()
 	default:
 		return p, fmt.Errorf("sim: unknown --preset %q (want paper, large or small)", c.String("preset"))
 	}
@@ -83,7 +84,7 @@ func simParams(c *cli.Context) (ts.Params, error) {
 		}
 	}
 	if c.IsSet("stub-p") {
-		p.StubGraph = ts.GraphModel{Method: ts.PureRandom, Alpha: c.Float64("stub-p")}
+		p.StubGraph = topology.GraphModel{Method: topology.PureRandom, Alpha: c.Float64("stub-p")}
 	}
 	if err := p.Validate(); err != nil {
 		return p, fmt.Errorf("sim: %w", err)
@@ -91,8 +92,8 @@ func simParams(c *cli.Context) (ts.Params, error) {
 	return p, nil
 }
 
-func simBandwidth(c *cli.Context) ts.Bandwidth {
-	return ts.Bandwidth{Transit: c.Float64("transit-mbps") * 1e6, TransitStub: c.Float64("transit-stub-mbps") * 1e6,
+func simBandwidth(c *cli.Context) topology.Bandwidth {
+	return topology.Bandwidth{Transit: c.Float64("transit-mbps") * 1e6, TransitStub: c.Float64("transit-stub-mbps") * 1e6,
 		Stub: c.Float64("stub-mbps") * 1e6, Access: c.Float64("access-mbps") * 1e6}
 }
 
@@ -175,10 +176,10 @@ func simFilterFlags() []cli.Flag {
 // ---- topology ----
 
 type simTopologyReport struct {
-	ts.Stats
-	Params ts.Params      `json:"params"`
-	Seed   uint64         `json:"seed"`
-	Chord  ts.LookupStats `json:"chord"`
+	topology.Stats
+	Params topology.Params `json:"params"`
+	Seed   uint64          `json:"seed"`
+	Chord  ts.LookupStats  `json:"chord"`
 	// Paper's figures for comparison.
 	PaperRouters       int     `json:"paper_routers"`
 	PaperLinks         int     `json:"paper_links"`
@@ -256,7 +257,7 @@ type simTable4Report struct {
 	Compute     string         `json:"compute"`
 	DecodeCost  string         `json:"decode_cost"`
 	Chord       ts.LookupStats `json:"chord"`
-	Topology    ts.Stats       `json:"topology"`
+	Topology    topology.Stats `json:"topology"`
 	Peers       int            `json:"peers"`
 	Trials      int            `json:"trials"`
 	Seed        uint64         `json:"seed"`
@@ -425,7 +426,7 @@ func printTable4Others(out io.Writer, rep simTable4Report) {
 type simSwarmReport struct {
 	Runs        []*ts.SwarmResult `json:"runs"`
 	Costs       *ts.Costs         `json:"costs"`
-	Topology    ts.Stats          `json:"topology"`
+	Topology    topology.Stats    `json:"topology"`
 	Share       float64           `json:"share"`
 	Seed        uint64            `json:"seed"`
 	WallSeconds float64           `json:"wall_seconds"`

@@ -6,13 +6,14 @@ import (
 	"slices"
 
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 )
 
-func plotLinkDelays(t *ts.Topology, file string) error {
+func plotLinkDelays(t *topology.Topology, file string) error {
 	if file == "" {
 		return nil
 	}

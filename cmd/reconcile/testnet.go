@@ -24,6 +24,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 	"github.com/reconcile-p2p/reconcile/testnet"
 )
 
@@ -235,11 +236,11 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	switch strings.ToLower(c.String("preset")) {
 	case "paper":
-		cfg.Topology = ts.Paper()
+		cfg.Topology = topology.Paper()
 	case "large":
-		cfg.Topology = ts.Large()
+		cfg.Topology = topology.Large()
 	case "small":
-		cfg.Topology = ts.Small()
+		cfg.Topology = topology.Small()
 	default:
 		return fail("unknown --preset %q (want paper, large or small)", c.String("preset"))
 	}

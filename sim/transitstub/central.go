@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // The central schedule (SwarmConfig.Central) is not a protocol: it is a
@@ -97,8 +98,8 @@ type centralModel struct {
 	blockLen int
 	noDelay  bool
 	res      *SwarmResult
-	route    func(a, b int) Route
-	transfer func(x, y int, route Route, b int, now float64, arrived func()) float64
+	route    func(a, b int) topology.Route
+	transfer func(x, y int, route topology.Route, b int, now float64, arrived func()) float64
 	complete func(a int)
 	seedOut  *seedOut
 

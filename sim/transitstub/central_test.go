@@ -1,11 +1,10 @@
 package transitstub
 
 import (
-	"math/rand/v2"
-	"slices"
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // pushSwarm is a one-seed swarm of 32 blocks of 64 KiB over access links of
@@ -69,68 +68,6 @@ func TestCentralSchedule(t *testing.T) {
 	}
 }
 
-// TestStripeTrees: in every stripe's tree each fetcher has one parent and
-// hears from the seed through it (no cycle), and no fetcher has more
-// children over all stripes than its places (k, or in proportion to its
-// upload capacity: about one copy of the file), for swarm sizes around and
-// below the stripe count.
-func TestStripeTrees(t *testing.T) {
-	for _, n := range []int{1, 2, 3, 7, 30, 201} {
-		for _, k := range []int{1, 2, 4, 8, 16} {
-			for _, byDelay := range []bool{false, true} {
-				var delay func(a, b int) float64 // peer n is the seed
-				if byDelay {
-					delay = func(a, b int) float64 { return float64((a*7 + b*13) % 50) }
-				}
-				order := rand.New(rand.NewPCG(uint64(n), uint64(k))).Perm(n)
-				var up []float64
-				if n%2 == 1 {
-					up = make([]float64, n+1)
-					for i := range up {
-						up[i] = float64(1 + i%3)
-					}
-				}
-				m := NewStripeTrees(n+1, k, order, up, n, delay, 1)
-				load := make([]int, n+1)
-				for s := range k {
-					parent := make([]int, n+1)
-					for i := range parent {
-						parent[i] = -1
-					}
-					for p, kids := range m.Kids[s] {
-						load[p] += len(kids)
-						for _, c := range kids {
-							if parent[c] >= 0 || int(c) == m.Roots[s] {
-								t.Fatalf("n %d k %d: stripe %d: %d has two parents", n, k, s, c)
-							}
-							parent[c] = p
-						}
-					}
-					for _, a := range order {
-						hops := 0
-						for x := a; x != m.Roots[s]; x = parent[x] {
-							if parent[x] < 0 || hops > n {
-								t.Fatalf("n %d k %d by delay %v: stripe %d: %d does not hear from the root", n, k, byDelay, s, a)
-							}
-							hops++
-						}
-					}
-				}
-				want := treePlaces(order, up, k)
-				for a, l := range load {
-					places := k
-					if j := slices.Index(order, a); want != nil && j >= 0 {
-						places = want[j]
-					}
-					if l > places {
-						t.Fatalf("n %d k %d: fetcher %d has %d children, %d places", n, k, a, l, places)
-					}
-				}
-			}
-		}
-	}
-}
-
 // TestTrees: pushed down the stripe trees every block reaches every fetcher
 // once, the seed sends one copy, no peer beats T*, and a run is
 // deterministic, with access links alike and in two classes.
@@ -162,7 +99,7 @@ func TestTrees(t *testing.T) {
 // (at once and a delay late) and the stripe trees on 200 peers and 16 MiB
 // in 256 KiB blocks, the testnet's goal parameters.
 func BenchmarkPushSchedules200(b *testing.B) {
-	net, err := NewNetwork(Paper(), DefaultBandwidth, 200, ChordConfig{}, 1)
+	net, err := NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ChordConfig{}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

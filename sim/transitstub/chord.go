@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // ID is a Chord identifier: a big-endian number below 2^bits, bits <= 160.
@@ -106,14 +108,14 @@ type Overlay struct {
 	routers []int32
 	fingers [][]int32 // distinct finger peers, by increasing ring distance
 	succ    [][]int32 // successor lists
-	paths   *Paths
+	paths   *topology.Paths
 }
 
 // NewOverlay places n peers on random routers of paths' topology (distinct routers
 // while there are enough), gives each the SHA-1 of its seed and index as identifier
 // (reduced to cfg.Bits bits, redrawn on a collision), and builds finger tables and
 // successor lists from global knowledge, as a stabilised Chord ring has them.
-func NewOverlay(paths *Paths, n int, cfg ChordConfig, seed uint64) (*Overlay, error) {
+func NewOverlay(paths *topology.Paths, n int, cfg ChordConfig, seed uint64) (*Overlay, error) {
 	cfg = cfg.withDefaults()
 	switch {
 	case n < 2:
@@ -126,7 +128,7 @@ func NewOverlay(paths *Paths, n int, cfg ChordConfig, seed uint64) (*Overlay, er
 		return nil, fmt.Errorf("%w: successors and lookup bytes must be positive", ErrParams)
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x63686f7264)) // "chord"
-	nr := paths.t.Routers()
+	nr := paths.Topology().Routers()
 	var routers []int32
 	if n <= nr {
 		perm := rng.Perm(nr)[:n]
@@ -189,7 +191,7 @@ func (o *Overlay) Len() int { return len(o.ids) }
 func (o *Overlay) Config() ChordConfig { return o.cfg }
 
 // Paths returns the underlay path cache.
-func (o *Overlay) Paths() *Paths { return o.paths }
+func (o *Overlay) Paths() *topology.Paths { return o.paths }
 
 // ID returns peer i's identifier.
 func (o *Overlay) ID(i int) ID { return o.ids[i] }
@@ -230,7 +232,7 @@ func (o *Overlay) Successor(key ID) int {
 }
 
 // Route returns the underlay route between peers a and b.
-func (o *Overlay) Route(a, b int) Route {
+func (o *Overlay) Route(a, b int) topology.Route {
 	return o.paths.Route(int(o.routers[a]), int(o.routers[b]))
 }
 

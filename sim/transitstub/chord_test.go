@@ -6,6 +6,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 func bigOf(x ID) *big.Int { return new(big.Int).SetBytes(x[:]) }
@@ -85,7 +87,7 @@ func TestInHalfOpen(t *testing.T) {
 
 func smallNet(t testing.TB, peers int, cfg ChordConfig) *Network {
 	t.Helper()
-	net, err := NewNetwork(Small(), DefaultBandwidth, peers, cfg, 3)
+	net, err := NewNetwork(topology.Small(), topology.DefaultBandwidth, peers, cfg, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,8 +163,8 @@ func TestLookup(t *testing.T) {
 }
 
 func TestOverlayErrors(t *testing.T) {
-	tp, _ := Generate(Small(), 1)
-	paths, _ := NewPaths(tp, DefaultBandwidth, 0)
+	tp, _ := topology.Generate(topology.Small(), 1)
+	paths, _ := topology.NewPaths(tp, topology.DefaultBandwidth, 0)
 	for _, tc := range []struct {
 		n    int
 		cfg  ChordConfig
@@ -188,7 +190,7 @@ func TestOverlayErrors(t *testing.T) {
 }
 
 func BenchmarkLookup200(b *testing.B) {
-	net, err := NewNetwork(Paper(), DefaultBandwidth, 200, ChordConfig{}, 1)
+	net, err := NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ChordConfig{}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

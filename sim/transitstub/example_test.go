@@ -4,26 +4,12 @@ import (
 	"fmt"
 
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
-
-// Generate the paper's network and route between two routers.
-func ExampleGenerate() {
-	t, err := ts.Generate(ts.Paper(), 1)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(t.Routers(), "routers, connected:", t.Connected())
-	paths, _ := ts.NewPaths(t, ts.DefaultBandwidth, 0)
-	r := paths.Route(0, 4000)
-	fmt.Println("route has a delay:", r.DelayMS > 0, "bottleneck ≤ access link:", r.BottleneckBps <= ts.DefaultBandwidth.Access)
-	// Output:
-	// 5050 routers, connected: true
-	// route has a delay: true bottleneck ≤ access link: true
-}
 
 // Build a Chord ring of 200 peers and look a peer up hop by hop.
 func ExampleOverlay_Lookup() {
-	net, err := ts.NewNetwork(ts.Paper(), ts.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
+	net, err := ts.NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
 	if err != nil {
 		panic(err)
 	}
@@ -69,7 +55,7 @@ func ExampleFluidBound() {
 // cost nothing (FreeControl), the best that announcing blocks faster could
 // give. Costs of zero leave the reconciliations' compute out.
 func ExampleRunSwarm_watch() {
-	net, err := ts.NewNetwork(ts.Paper(), ts.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
+	net, err := ts.NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
 	if err != nil {
 		panic(err)
 	}
@@ -93,7 +79,7 @@ func ExampleRunSwarm_watch() {
 // model's swarm: the central schedule, which knows every peer's blocks at
 // once, and pushes down stripe trees, which need no such knowledge.
 func ExampleRunSwarm_central() {
-	net, err := ts.NewNetwork(ts.Paper(), ts.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
+	net, err := ts.NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ts.ChordConfig{}, 1)
 	if err != nil {
 		panic(err)
 	}
@@ -114,26 +100,4 @@ func ExampleRunSwarm_central() {
 	// Output:
 	// central: 199 of 199 completed, median 1.32x T*, max 1.4x, no block twice: true
 	// trees-8+by-delay: 199 of 199 completed, median 1.37x T*, max 1.5x, no block twice: true
-}
-
-// ExampleNewStripeTrees deals six fetchers (peers 1 to 6; peer 0 seeds)
-// into two stripe trees breadth first. Each tree needs five child places,
-// ten in all, taken two a fetcher in order: peers 1 and 2 are inner nodes
-// of stripe 0's tree, 4 and 5 of stripe 1's, peer 3's places straddle the
-// two (a child in each), and peer 6 is a leaf of both. No fetcher has more
-// than two children.
-func ExampleNewStripeTrees() {
-	t := ts.NewStripeTrees(7, 2, []int{1, 2, 3, 4, 5, 6}, nil, 0, nil, 0)
-	for s, root := range t.Roots {
-		fmt.Printf("stripe %d: seed -> %d", s, root)
-		for p, kids := range t.Kids[s] {
-			if len(kids) > 0 {
-				fmt.Printf(", %d -> %v", p, kids)
-			}
-		}
-		fmt.Println()
-	}
-	// Output:
-	// stripe 0: seed -> 1, 1 -> [2 3], 2 -> [4 5], 3 -> [6]
-	// stripe 1: seed -> 3, 3 -> [4], 4 -> [5 1], 5 -> [2 6]
 }

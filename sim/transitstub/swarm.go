@@ -9,6 +9,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 type swarmPeer struct {
@@ -192,7 +193,7 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	// then y's downlink delivers them (booked when they reach it, in the
 	// order they arrive), as package testnet's links do. It returns when
 	// x's uplink has sent them (now without access links).
-	transfer := func(x, y int, route Route, b int, now float64, arrived func()) float64 {
+	transfer := func(x, y int, route topology.Route, b int, now float64, arrived func()) float64 {
 		if links == nil {
 			sim.At(now+route.TransferMS(b), arrived)
 			return now
@@ -524,21 +525,13 @@ func RunSwarm(net *Network, cfg SwarmConfig, costs *Costs) (*SwarmResult, error)
 	if cfg.Trees > 0 {
 		tm := &treeModel{sim: &sim, peers: peers, u: u, blockLen: pr.blocksBytes([]uint32{0}), noDelay: cfg.NoDelay,
 			res: res, route: o.Route, transfer: transfer, complete: complete, seedOut: out, seed: seedPeer, blockMS: 1000 * float64(pr.blocksBytes([]uint32{0})) / up[seedPeer]}
-		var order []int
-		for _, a := range rng.Perm(n) {
-			if a != seedPeer {
-				order = append(order, a)
-			}
-		}
 		var caps []float64
 		if len(cfg.Classes) > 0 {
 			caps = up
 		}
-		var delay func(a, b int) float64
-		if cfg.TreesByDelay {
-			delay = func(a, b int) float64 { return float64(tm.delay(a, b)) }
+		if err := tm.plan(n, cfg.Trees, rng, caps, cfg.TreesByDelay); err != nil {
+			return nil, err
 		}
-		tm.trees = NewStripeTrees(n, cfg.Trees, order, caps, seedPeer, delay, tm.blockMS)
 		tm.start()
 	}
 	sim.Run(inf)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 func smallSwarm(m reconcile.Method) SwarmConfig {
@@ -134,7 +135,7 @@ func TestRunSwarmErrors(t *testing.T) {
 }
 
 func BenchmarkSwarm200(b *testing.B) {
-	net, err := NewNetwork(Paper(), DefaultBandwidth, 200, ChordConfig{}, 1)
+	net, err := NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ChordConfig{}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

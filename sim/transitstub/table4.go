@@ -10,36 +10,8 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/erasure"
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
-
-// Network is the simulated world: a topology, its path cache and a Chord overlay.
-type Network struct {
-	Topology *Topology
-	Paths    *Paths
-	Overlay  *Overlay
-}
-
-// rowBudget bounds the memory NewNetwork's path cache spends on full rows.
-const rowBudget = 512 << 20
-
-// NewNetwork generates a topology from p, attaches peers Chord peers to random
-// routers and returns the three layers. Everything derives from seed. The path
-// cache keeps as many full shortest-path rows as fit in 512 MiB.
-func NewNetwork(p Params, bw Bandwidth, peers int, chord ChordConfig, seed uint64) (*Network, error) {
-	t, err := Generate(p, seed)
-	if err != nil {
-		return nil, err
-	}
-	paths, err := NewPaths(t, bw, max(16, rowBudget/(8*t.Routers())))
-	if err != nil {
-		return nil, err
-	}
-	o, err := NewOverlay(paths, peers, chord, seed)
-	if err != nil {
-		return nil, err
-	}
-	return &Network{Topology: t, Paths: paths, Overlay: o}, nil
-}
 
 // Row is one row of the paper's Tables 3 and 4: kk blocks in the file (the universe),
 // n0 blocks shared by A and B, each of which holds n blocks.
@@ -323,7 +295,7 @@ func runRow(net *Network, cfg Table4Config, r Row, m reconcile.Method, pairs [][
 // messages one step sends leave once the step's compute time has passed.
 type pairRun struct {
 	sim    *Sim
-	route  Route
+	route  topology.Route
 	a, b   *reconcile.Session
 	da, db *reconcile.Driver
 	boxA   *outbox // what A sends
@@ -357,7 +329,7 @@ func (o *outbox) Send(m *reconcile.Message, encoded []byte) error {
 // Flush does nothing: pairRun.send schedules the outbox.
 func (o *outbox) Flush() error { return nil }
 
-func newPairRun(sim *Sim, route Route, a, b *reconcile.Session) *pairRun {
+func newPairRun(sim *Sim, route topology.Route, a, b *reconcile.Session) *pairRun {
 	p := &pairRun{sim: sim, route: route, a: a, b: b, boxA: &outbox{}, boxB: &outbox{}}
 	p.da = reconcile.NewDriver(a, p.boxA, reconcile.Limits{})
 	p.db = reconcile.NewDriver(b, p.boxB, reconcile.Limits{})

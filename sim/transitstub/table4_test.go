@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // fixedCosts are hand-set costs, so results do not depend on this machine.
@@ -179,7 +180,7 @@ func TestCalibrate(t *testing.T) {
 }
 
 func BenchmarkTable4Paper(b *testing.B) {
-	net, err := NewNetwork(Paper(), DefaultBandwidth, 200, ChordConfig{}, 1)
+	net, err := NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ChordConfig{}, 1)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 )
 
 // watchSwarm is a one-seed swarm of 32 blocks of 64 KiB over access links
@@ -187,7 +188,7 @@ func TestWatchSuperSeedFirstCopy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200 peers on the paper's topology")
 	}
-	net, err := NewNetwork(Paper(), DefaultBandwidth, 200, ChordConfig{}, 1)
+	net, err := NewNetwork(topology.Paper(), topology.DefaultBandwidth, 200, ChordConfig{}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package transitstub
+package topology
 
 import (
 	"errors"
@@ -8,13 +8,10 @@ import (
 	"sort"
 )
 
-// Sentinel errors of the package.
-var (
-	// ErrParams reports topology, overlay or experiment parameters that are out of range.
-	ErrParams = errors.New("transitstub: invalid parameters")
-	// ErrNoPeers reports an overlay or experiment that needs more peers than it has.
-	ErrNoPeers = errors.New("transitstub: not enough peers")
-)
+// ErrParams reports topology or bandwidth parameters that are out of range.
+// Package transitstub's ErrParams is the same error, so that errors.Is
+// matches either.
+var ErrParams = errors.New("transitstub: invalid parameters")
 
 // GraphMethod is the random-graph model used inside one level of the hierarchy.
 type GraphMethod uint8

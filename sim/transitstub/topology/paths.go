@@ -1,4 +1,4 @@
-package transitstub
+package topology
 
 import (
 	"fmt"
