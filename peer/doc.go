@@ -154,7 +154,7 @@
 // fetches them from its own sources. The trees come from the application:
 // every peer must be given the same ones (package testnet derives them
 // from the swarm's membership and latencies with
-// transitstub.NewStripeTrees), the seed's place best last: a push to a
+// package peer/stripes' Plan), the seed's place best last: a push to a
 // peer that has no place yet is refused, and tried again (with what was
 // queued) a repair time later.
 //

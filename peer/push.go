@@ -26,7 +26,7 @@ import (
 // within 1.22x of the fluid bound (median; 1.3x the last) where pulls take
 // 2.1x. Every
 // peer must be given the same trees (derived by all from one membership
-// list, as transitstub.NewStripeTrees does, or told by the application).
+// list, as stripes.Plan does, or told by the application).
 type Stripes struct {
 	// Parents holds, per stripe, the peer this one takes the stripe's blocks
 	// from ("" for none: a seed). Pushes from any other peer are refused,
