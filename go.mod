@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/ipfs/go-cid v0.6.2
+	github.com/jonboulle/clockwork v0.5.0
 	github.com/klauspost/compress v1.20.3
 	github.com/klauspost/reedsolomon v1.14.2
 	github.com/libp2p/go-libp2p v0.51.0
