@@ -219,28 +219,28 @@ func runBench(c *cli.Context) error {
 		}
 		return benchTCPSend(addr, c.String("file"), mode)
 	}
-	size, err := flagSize(c, "size", 1, 0)
+	size, err := FlagSize(c, "size", 1, 0)
 	if err != nil {
 		return err
 	}
-	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
 	nseeds, nfull, repeat := c.Int("seeds"), c.Int("full-seeds"), c.Int("repeat")
 	if nseeds < 0 || nseeds > 16 {
-		return usagef("--seeds %d: want 0 to 16", nseeds)
+		return Usagef("--seeds %d: want 0 to 16", nseeds)
 	}
 	if nfull < 0 || nfull > 16 {
-		return usagef("--full-seeds %d: want 0 to 16", nfull)
+		return Usagef("--full-seeds %d: want 0 to 16", nfull)
 	}
 	if repeat < 1 || repeat > 100 {
-		return usagef("--repeat %d: want 1 to 100", repeat)
+		return Usagef("--repeat %d: want 1 to 100", repeat)
 	}
 	if nfull == 1 {
 		nfull = 0 // the one-seed run
 	}
-	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: stepLog(c)}
+	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: StepLog(c)}
 	other := c.String("compare")
 	if other != "" {
 		if other, err = filepath.Abs(other); err != nil {
@@ -253,7 +253,7 @@ func runBench(c *cli.Context) error {
 	}
 	for _, name := range []string{"window", "sync-every"} {
 		if v := c.Int(name); v < 0 {
-			return usagef("--%s %d: want 0 (the default) or more", name, v)
+			return Usagef("--%s %d: want 0 (the default) or more", name, v)
 		} else if v > 0 {
 			bc.fetchArgs = append(bc.fetchArgs, "--"+name, fmt.Sprint(v))
 		}
@@ -273,17 +273,17 @@ func runBench(c *cli.Context) error {
 	if other == "this build" {
 		otherBin = bc.self
 	}
-	dir, done, err := workFolder(c, "bench")
+	dir, done, err := WorkFolder(c, "bench")
 	if err != nil {
 		return err
 	}
 	defer done()
 	bc.dir = dir
-	ctx, stop := signalContext()
+	ctx, stop := SignalContext()
 	defer stop()
 	logf := bc.logf
 	bc.file = filepath.Join(dir, "bench.bin")
-	logf("writing a %.0f MiB file...\n", mib(size))
+	logf("writing a %.0f MiB file...\n", MiB(size))
 	if err := writeDemoFile(bc.file, size, 42); err != nil {
 		return err
 	}
@@ -431,7 +431,7 @@ func runBench(c *cli.Context) error {
 	ratio("multi_seed_vs_one_seed", rep.MultiSeed, rep.OneSeed, &rep.MultiVsOne)
 	ratio("multi_seed_vs_tcp", rep.MultiSeed, rep.TCP, &rep.MultiVsTCP)
 	if c.Bool("json") {
-		return writeJSON(c.App.Writer, rep)
+		return WriteJSON(c.App.Writer, rep)
 	}
 	printBench(c.App.Writer, &rep)
 	return nil
@@ -444,12 +444,12 @@ func printBench(w io.Writer, rep *benchReport) {
 	if rep.Repeat > 1 {
 		reps = fmt.Sprintf("%d repetitions, medians (fastest-slowest)", rep.Repeat)
 	}
-	fmt.Fprintf(w, "%s file, %s blocks, loopback, every party its own process, %s\n", humanBytes(rep.Bytes), humanBytes(rep.BlockSize), reps)
+	fmt.Fprintf(w, "%s file, %s blocks, loopback, every party its own process, %s\n", HumanBytes(rep.Bytes), HumanBytes(rep.BlockSize), reps)
 	line := func(name string, r *benchRun) {
 		if r == nil {
 			return
 		}
-		fmt.Fprintf(w, "  %-36s %8.1f MiB/s  %.2f s", name, mib(rep.Bytes)/r.Seconds, r.Seconds)
+		fmt.Fprintf(w, "  %-36s %8.1f MiB/s  %.2f s", name, MiB(rep.Bytes)/r.Seconds, r.Seconds)
 		if rep.Repeat > 1 {
 			fmt.Fprintf(w, " (%.2f-%.2f s)", r.MinSeconds, r.MaxSeconds)
 		}

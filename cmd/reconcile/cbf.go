@@ -225,7 +225,7 @@ func cbfInfoCommand() *cli.Command {
 				}
 			}
 			if c.Bool("json") {
-				return writeJSON(c.App.Writer, info)
+				return WriteJSON(c.App.Writer, info)
 			}
 			w := c.App.Writer
 			fmt.Fprintf(w, "m %d  k %d  r %d  hash %s  seed %d\n", info.M, info.K, info.R, info.Hash, info.Seed)

@@ -20,7 +20,7 @@ func run(t *testing.T, stdin string, args ...string) (string, error) {
 	app.Writer = &out
 	app.ErrWriter = &out
 	full := append([]string{"reconcile"}, args...)
-	err := app.Run(permuteArgs(app, full))
+	err := app.Run(PermuteArgs(app, full))
 	return out.String(), err
 }
 
@@ -167,7 +167,7 @@ func TestPermuteArgs(t *testing.T) {
 		{"cbf query f -- -o", "cbf query f -- -o"},
 		{"experiment table1 --trials=3 --json", "experiment table1 --trials=3 --json"},
 	} {
-		got := strings.Join(permuteArgs(app, append([]string{"reconcile"}, strings.Fields(tc.in)...))[1:], " ")
+		got := strings.Join(PermuteArgs(app, append([]string{"reconcile"}, strings.Fields(tc.in)...))[1:], " ")
 		if got != tc.want {
 			t.Errorf("permuteArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}

@@ -82,7 +82,7 @@ func TestUsageErrorsOneLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		code, stdout, stderr := runCLI(t, tc.args...)
-		if code != exitUsage || stderr != tc.want+"\n" || stdout != "" {
+		if code != ExitUsage || stderr != tc.want+"\n" || stdout != "" {
 			t.Errorf("reconcile %s:\nexit %d, stdout %q\nstderr %q\nwant exit 2 and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
 		}
 	}
@@ -95,12 +95,12 @@ func TestRuntimeErrorWording(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	code, _, stderr := runCLI(t, "chunk", missing)
 	want := "reconcile chunk: " + missing + ": no such file or directory\n"
-	if code != exitFailure || stderr != want {
+	if code != ExitFailure || stderr != want {
 		t.Errorf("exit %d, stderr %q, want exit 1 and %q", code, stderr, want)
 	}
 	for _, args := range [][]string{{"-v", "chunk", missing}, {"chunk", missing, "--verbose"}} {
 		code, _, stderr := runCLI(t, args...)
-		if code != exitFailure || !strings.HasPrefix(stderr, "reconcile chunk: chunker: ") || !strings.Contains(stderr, "stat "+missing) || strings.Count(stderr, "\n") != 1 {
+		if code != ExitFailure || !strings.HasPrefix(stderr, "reconcile chunk: chunker: ") || !strings.Contains(stderr, "stat "+missing) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q, want the whole chain (chunker: ... stat %s ...)", args, code, stderr, missing)
 		}
 	}
@@ -128,7 +128,7 @@ func TestUserMessage(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "--version")
-	if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "reconcile ") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, "revision") {
+	if code != ExitOK || stderr != "" || !strings.HasPrefix(stdout, "reconcile ") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, "revision") {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/reconcile-p2p/reconcile/cmd", Version: "v0.3.1"},
@@ -164,7 +164,7 @@ func TestParseByteSize(t *testing.T) {
 		{"lots", 0, "want a size"},
 		{"MiB", 0, "want a size"},
 	} {
-		got, err := parseByteSize(tc.in)
+		got, err := ParseByteSize(tc.in)
 		if tc.err == "" && (err != nil || got != tc.want) {
 			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
 		}
@@ -179,10 +179,10 @@ type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { return c.t }
 
-func newTestProgress(mode progressMode) (*progress, *bytes.Buffer, *fakeClock) {
+func newTestProgress(mode ProgressMode) (*Progress, *bytes.Buffer, *fakeClock) {
 	var buf bytes.Buffer
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p := newProgressWriter(&buf, mode, "fetch", true)
+	p := NewProgressWriter(&buf, mode, "fetch", true)
 	p.now, p.start, p.last = clk.now, clk.t, clk.t
 	return p, &buf, clk
 }
@@ -191,17 +191,17 @@ func newTestProgress(mode progressMode) (*progress, *bytes.Buffer, *fakeClock) {
 // the total in IEC units, and a rate and time left from this run's bytes only
 // (8 MiB resumed from disk do not count as transferred).
 func TestProgressBar(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
-	p.status("connecting to 1 peer")
+	p, buf, clk := newTestProgress(ProgressBar)
+	p.Status("connecting to 1 peer")
 	clk.t = clk.t.Add(2 * time.Second)
 	// 8 MiB resumed + 2 MiB received in 2 s: 1 MiB/s, 6 MiB left: 6 s.
-	p.update(progressState{done: 10 << 20, total: 16 << 20, session: 2 << 20, extra: "40/64 blocks, 2 peers"})
+	p.Update(ProgressState{Done: 10 << 20, Total: 16 << 20, Session: 2 << 20, Extra: "40/64 blocks, 2 peers"})
 	clk.t = clk.t.Add(50 * time.Millisecond)
-	p.update(progressState{done: 11 << 20, total: 16 << 20, session: 3 << 20}) // too soon: not drawn
+	p.Update(ProgressState{Done: 11 << 20, Total: 16 << 20, Session: 3 << 20}) // too soon: not drawn
 	clk.t = clk.t.Add(4 * time.Second)
-	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"})
-	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"}) // the same end: not drawn again
-	p.finish(false)
+	p.Update(ProgressState{Done: 16 << 20, Total: 16 << 20, Session: 8 << 20, Extra: "64/64 blocks, 2 peers"})
+	p.Update(ProgressState{Done: 16 << 20, Total: 16 << 20, Session: 8 << 20, Extra: "64/64 blocks, 2 peers"}) // the same end: not drawn again
+	p.Finish(false)
 	want := "\r\033[Kfetch: connecting to 1 peer" +
 		"\r\033[Kfetch:  62% [===============>        ] 10 MiB / 16 MiB, 1 MiB/s, 6s left, 40/64 blocks, 2 peers" +
 		"\r\033[Kfetch: 100% [========================] 16 MiB / 16 MiB, 1.3 MiB/s, 64/64 blocks, 2 peers" +
@@ -214,23 +214,23 @@ func TestProgressBar(t *testing.T) {
 // TestProgressPlain: off a terminal, a plain line (no escapes) every 5 s at
 // most; with --progress none nothing at all.
 func TestProgressPlain(t *testing.T) {
-	p, buf, clk := newTestProgress(progressPlain)
-	p.status("connecting")
+	p, buf, clk := newTestProgress(ProgressPlain)
+	p.Status("connecting")
 	for i := 1; i <= 12; i++ { // a block every second for 12 s
 		clk.t = clk.t.Add(time.Second)
-		p.update(progressState{done: int64(i) << 20, total: 12 << 20, session: int64(i) << 20})
+		p.Update(ProgressState{Done: int64(i) << 20, Total: 12 << 20, Session: int64(i) << 20})
 	}
-	p.finish(true)
+	p.Finish(true)
 	want := "fetch:  41% 5 MiB / 12 MiB, 1 MiB/s, 7s left\n" +
 		"fetch:  83% 10 MiB / 12 MiB, 1 MiB/s, 2s left\n"
 	if got := buf.String(); got != want {
 		t.Errorf("plain output\n got %q\nwant %q", got, want)
 	}
-	p, buf, clk = newTestProgress(progressNone)
-	p.status("connecting")
+	p, buf, clk = newTestProgress(ProgressNone)
+	p.Status("connecting")
 	clk.t = clk.t.Add(time.Minute)
-	p.update(progressState{done: 1, total: 2})
-	p.finish(true)
+	p.Update(ProgressState{Done: 1, Total: 2})
+	p.Finish(true)
 	if buf.Len() != 0 {
 		t.Errorf("--progress none wrote %q", buf.String())
 	}
@@ -241,13 +241,13 @@ func TestProgressPlain(t *testing.T) {
 // bar takes over, its rate counted from the end of the check (the 4 s of
 // checking are not download time).
 func TestCheckProgressBar(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
+	p, buf, clk := newTestProgress(ProgressBar)
 	m, err := chunker.ChunkReader(context.Background(), "f", 0o644, bytes.NewReader(make([]byte, 10<<20)), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := checkProgress(p, m, "connecting to 1 peer")
-	p.status("connecting to 1 peer")
+	p.Status("connecting to 1 peer")
 	check(0, 10)
 	clk.t = clk.t.Add(2 * time.Second)
 	check(4, 10)
@@ -256,7 +256,7 @@ func TestCheckProgressBar(t *testing.T) {
 	clk.t = clk.t.Add(1950 * time.Millisecond)
 	check(10, 10)
 	clk.t = clk.t.Add(2 * time.Second)
-	p.update(progressState{done: 8 << 20, total: 10 << 20, session: 2 << 20, extra: "8/10 blocks, 1 peer"})
+	p.Update(ProgressState{Done: 8 << 20, Total: 10 << 20, Session: 2 << 20, Extra: "8/10 blocks, 1 peer"})
 	want := "\r\033[Kfetch: connecting to 1 peer" +
 		"\r\033[Kchecking:  40% [=========>              ] 4 MiB / 10 MiB, 2 MiB/s, 3s left, 4/10 blocks on disk" +
 		"\r\033[Kchecking: 100% [========================] 10 MiB / 10 MiB, 2.5 MiB/s, 10/10 blocks on disk" +
@@ -271,7 +271,7 @@ func TestCheckProgressBar(t *testing.T) {
 // TestCheckProgressPlain: off a terminal the check prints a line when it
 // starts, every 5 s and when it ends.
 func TestCheckProgressPlain(t *testing.T) {
-	p, buf, clk := newTestProgress(progressPlain)
+	p, buf, clk := newTestProgress(ProgressPlain)
 	check := checkProgress(p, nil, "connecting to 1 peer")
 	check(0, 100)
 	for i := 1; i <= 100; i++ { // a block every 100 ms for 10 s
@@ -289,14 +289,14 @@ func TestCheckProgressPlain(t *testing.T) {
 // TestProgressLineAboveBar: a fetch event (a peer sent a corrupt block) is
 // printed on a line of its own above the bar, which is drawn again below it.
 func TestProgressLineAboveBar(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
+	p, buf, clk := newTestProgress(ProgressBar)
 	clk.t = clk.t.Add(time.Second)
-	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
+	p.Update(ProgressState{Done: 1 << 20, Total: 2 << 20, Session: 1 << 20})
 	id, err := lpeer.Decode("12D3KooWLRPJAA5o6F8rXbVSEiLHaSfnJ2Gv6QkW4BGWbXrUyxjf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.println(fetchEventLine(peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}))
+	p.Println(fetchEventLine(peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}))
 	bar := "fetch:  50% [============>           ] 1 MiB / 2 MiB, 1 MiB/s, 1s left"
 	want := "\r\033[K" + bar +
 		"\r\033[Kfetch: peer 12D3Ko…rUyxjf sent a corrupt block (block 7); asking other peers for it\n" + bar
@@ -308,16 +308,16 @@ func TestProgressLineAboveBar(t *testing.T) {
 // TestProgressFinishKeepsBarOnly: a failed fetch keeps its bar (how far it
 // got) but clears a status such as "connecting", so the error stands alone.
 func TestProgressFinishKeepsBarOnly(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
-	p.status("connecting to 1 peer")
-	p.finish(true)
+	p, buf, clk := newTestProgress(ProgressBar)
+	p.Status("connecting to 1 peer")
+	p.Finish(true)
 	if got, want := buf.String(), "\r\033[Kfetch: connecting to 1 peer\r\033[K"; got != want {
 		t.Errorf("status then finish(true)\n got %q\nwant %q", got, want)
 	}
 	buf.Reset()
 	clk.t = clk.t.Add(time.Second)
-	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
-	p.finish(true)
+	p.Update(ProgressState{Done: 1 << 20, Total: 2 << 20, Session: 1 << 20})
+	p.Finish(true)
 	if got := buf.String(); !strings.HasSuffix(got, "1s left\n") {
 		t.Errorf("bar then finish(true): %q, want the bar kept on its line", got)
 	}
@@ -327,13 +327,13 @@ func TestProgressFinishKeepsBarOnly(t *testing.T) {
 // done), the time left up (never "0s left" before the end), and the first
 // second shows no rate (that of a block or two is noise).
 func TestProgressRounding(t *testing.T) {
-	p, _, clk := newTestProgress(progressBar)
+	p, _, clk := newTestProgress(ProgressBar)
 	clk.t = clk.t.Add(500 * time.Millisecond)
-	if got, want := p.render(progressState{done: 1 << 20, total: 400 << 20, session: 1 << 20}, clk.t), "fetch:   0% [>                       ] 1 MiB / 400 MiB"; got != want {
+	if got, want := p.render(ProgressState{Done: 1 << 20, Total: 400 << 20, Session: 1 << 20}, clk.t), "fetch:   0% [>                       ] 1 MiB / 400 MiB"; got != want {
 		t.Errorf("first second:\n got %q\nwant %q", got, want)
 	}
 	clk.t = clk.t.Add(1500 * time.Millisecond)
-	if got, want := p.render(progressState{done: 399 << 20, total: 400 << 20, session: 80 << 20}, clk.t), "fetch:  99% [=======================>] 399 MiB / 400 MiB, 40 MiB/s, 1s left"; got != want {
+	if got, want := p.render(ProgressState{Done: 399 << 20, Total: 400 << 20, Session: 80 << 20}, clk.t), "fetch:  99% [=======================>] 399 MiB / 400 MiB, 40 MiB/s, 1s left"; got != want {
 		t.Errorf("near the end:\n got %q\nwant %q", got, want)
 	}
 }
@@ -346,22 +346,22 @@ func TestProgressModeFlag(t *testing.T) {
 			args = append(args, "--progress", tc.flag)
 		}
 		app := newApp()
-		var mode progressMode = -1
+		var mode ProgressMode = -1
 		for _, c := range app.Commands {
 			if c.Name == "chunk" {
 				c.Action = func(c *cli.Context) error {
 					var err error
-					mode, err = progressModeOf(c)
+					mode, err = ProgressModeOf(c)
 					return err
 				}
 			}
 		}
 		var out bytes.Buffer
 		app.Writer, app.ErrWriter = &out, &out
-		if err := app.Run(permuteArgs(app, append([]string{"reconcile"}, args...))); err != nil {
+		if err := app.Run(PermuteArgs(app, append([]string{"reconcile"}, args...))); err != nil {
 			t.Fatal(err)
 		}
-		if got := map[progressMode]string{progressNone: "none", progressBar: "bar", progressPlain: "plain"}[mode]; got != tc.want {
+		if got := map[ProgressMode]string{ProgressNone: "none", ProgressBar: "bar", ProgressPlain: "plain"}[mode]; got != tc.want {
 			t.Errorf("--progress %q: mode %s, want %s", tc.flag, got, tc.want)
 		}
 	}
@@ -420,7 +420,7 @@ func TestFetchEventLines(t *testing.T) {
 // rate and the time left come from its last rateWindow, so a swarm that
 // speeds up (or a fetch that finds more peers) shows its new pace.
 func TestProgressRecentRate(t *testing.T) {
-	p, buf, clk := newTestProgress(progressPlain)
+	p, buf, clk := newTestProgress(ProgressPlain)
 	var done int64
 	for i := 1; i <= 60; i++ {
 		clk.t = clk.t.Add(time.Second)
@@ -429,7 +429,7 @@ func TestProgressRecentRate(t *testing.T) {
 		} else {
 			done += 4 << 20 // then 4 MiB/s
 		}
-		p.update(progressState{done: done, total: 300 << 20, session: -1})
+		p.Update(ProgressState{Done: done, Total: 300 << 20, Session: -1})
 	}
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	// At 15 s: from the start, 1 MiB/s, 285 MiB left. At 60 s (150 MiB

@@ -75,31 +75,31 @@ type demoFetcher struct {
 }
 
 func runDemo(c *cli.Context) error {
-	size, err := flagSize(c, "size", 1, 0)
+	size, err := FlagSize(c, "size", 1, 0)
 	if err != nil {
 		return err
 	}
-	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
 	nf := c.Int("fetchers")
 	if nf < 1 || nf > 16 {
-		return usagef("--fetchers %d: want 1 to 16", nf)
+		return Usagef("--fetchers %d: want 1 to 16", nf)
 	}
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
-		return usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
+		return Usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
 	}
 	if method == reconcile.Byers && size > peer.MaxByersBytes {
-		return usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), exactSize(peer.MaxByersBytes))
+		return Usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), ExactSize(peer.MaxByersBytes))
 	}
-	dir, done, err := workFolder(c, "demo")
+	dir, done, err := WorkFolder(c, "demo")
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, stop := signalContext()
+	ctx, stop := SignalContext()
 	defer stop()
 	quiet := c.Bool("json")
 	w := c.App.Writer
@@ -115,14 +115,14 @@ func runDemo(c *cli.Context) error {
 	}
 	m, err := chunker.ChunkPath(ctx, file, int(bs))
 	if err != nil {
-		return oneLine(err)
+		return OneLine(err)
 	}
-	say("made %s: %.1f MiB in %d blocks of %d KiB\n", file, mib(size), m.BlockCount(), bs>>10)
+	say("made %s: %.1f MiB in %d blocks of %d KiB\n", file, MiB(size), m.BlockCount(), bs>>10)
 
 	loop := peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0")
 	seed, err := peer.New(ctx, loop)
 	if err != nil {
-		return oneLine(err)
+		return OneLine(err)
 	}
 	defer seed.Close()
 	var sopts []peer.SeedOption
@@ -132,7 +132,7 @@ func runDemo(c *cli.Context) error {
 	}
 	tk, err := seed.Seed(ctx, file, sopts...)
 	if err != nil {
-		return oneLine(err)
+		return OneLine(err)
 	}
 	names := map[string]string{seed.ID().String(): "seed"}
 	order := []string{"seed"}
@@ -143,7 +143,7 @@ func runDemo(c *cli.Context) error {
 	for j := range fetchers {
 		p, err := peer.New(ctx, loop)
 		if err != nil {
-			return oneLine(err)
+			return OneLine(err)
 		}
 		defer p.Close()
 		fetchers[j] = p
@@ -158,7 +158,7 @@ func runDemo(c *cli.Context) error {
 			lo, hi := j*m.BlockCount()/(nf+1), (j+1)*m.BlockCount()/(nf+1)
 			n, err := prefillDemo(file, m, out, lo, hi)
 			if err != nil {
-				return oneLine(err)
+				return OneLine(err)
 			}
 			res[j].HeldAtStart = n
 			say("%-9s %s  holds blocks [%d, %d)\n", name, p.ID(), lo, hi)
@@ -187,7 +187,7 @@ func runDemo(c *cli.Context) error {
 	elapsed := time.Since(start)
 	for j, err := range errs {
 		if err != nil {
-			return oneLine(fmt.Errorf("%s: %w", res[j].Name, err))
+			return OneLine(fmt.Errorf("%s: %w", res[j].Name, err))
 		}
 	}
 
@@ -214,7 +214,7 @@ func runDemo(c *cli.Context) error {
 	}
 	rep.Fetchers = res
 	if quiet {
-		return writeJSON(w, rep)
+		return WriteJSON(w, rep)
 	}
 	printDemo(w, rep, elapsed)
 	if !rep.Identical {
@@ -257,7 +257,7 @@ func printDemo(w io.Writer, rep demoReport, elapsed time.Duration) {
 			ratio = float64(s.FilterBytes) / float64(s.Received)
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.2f MiB\t%.1f KiB\t%.4f%%\t%d\t%d\t%v\n", f.Name, f.HeldAtStart, s.Fetched,
-			mib(s.Received), float64(s.FilterBytes)/1024, 100*ratio, s.FalseOffers, s.Redundant, f.Identical)
+			MiB(s.Received), float64(s.FilterBytes)/1024, 100*ratio, s.FalseOffers, s.Redundant, f.Identical)
 	}
 	tw.Flush()
 	if rep.Identical {

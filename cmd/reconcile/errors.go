@@ -44,9 +44,9 @@ func (st *appState) noteVerbose(c *cli.Context) {
 	}
 }
 
-// verboseFlag is --verbose, -v; every command has it, so it works before or
+// VerboseFlag is --verbose, -v; every command has it, so it works before or
 // after the command's name.
-func verboseFlag() cli.Flag {
+func VerboseFlag() cli.Flag {
 	return &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "on error print the whole wrapped error chain; show libp2p's own logs"}
 }
 
@@ -74,8 +74,8 @@ func prepareCommands(cmds []*cli.Command, parent string, st *appState) []*cli.Co
 			}
 			cmd.Flags = append(cmd.Flags, f)
 		}
-		if findFlag(cmd.Flags, "verbose") == nil {
-			cmd.Flags = append(cmd.Flags, verboseFlag())
+		if FindFlag(cmd.Flags, "verbose") == nil {
+			cmd.Flags = append(cmd.Flags, VerboseFlag())
 		}
 		cmd.OnUsageError = usageErrorHandler(path, cmd)
 		before := orig.Before
@@ -132,9 +132,9 @@ type usageError struct {
 
 func (e *usageError) Error() string { return e.msg }
 
-// usagef returns a usage error of the running command (prepareCommands fills
+// Usagef returns a usage error of the running command (prepareCommands fills
 // in which): a flag value out of range, a missing argument.
-func usagef(format string, args ...any) error {
+func Usagef(format string, args ...any) error {
 	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
@@ -200,7 +200,7 @@ func flagErrorMessage(msg string, flags []cli.Flag) string {
 		return dashes(m[1]) + " needs a value"
 	}
 	if m := reInvalidValue.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("%s %q: %s", dashes(m[2]), m[1], wantFor(findFlag(flags, m[2])))
+		return fmt.Sprintf("%s %q: %s", dashes(m[2]), m[1], wantFor(FindFlag(flags, m[2])))
 	}
 	if m := reInvalidBool.FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("%s takes no value (or =true, =false)", dashes(m[2]))
@@ -278,7 +278,7 @@ func editDistance(a, b string) int {
 func reportError(w io.Writer, err error, verbose bool) int {
 	sig := caughtSignal()
 	if err == nil {
-		return exitOK
+		return ExitOK
 	}
 	cmd, inner := "reconcile", err
 	var ce *commandError
@@ -295,7 +295,7 @@ func reportError(w io.Writer, err error, verbose bool) int {
 			cmd = ue.cmd
 		}
 		fmt.Fprintf(w, "%s: %s (see %s --help)\n", cmd, oneLineString(ue.msg), cmd)
-		return exitUsage
+		return ExitUsage
 	}
 	if verbose {
 		fmt.Fprintf(w, "%s: %s\n", cmd, oneLineString(inner.Error()))
@@ -306,14 +306,14 @@ func reportError(w io.Writer, err error, verbose bool) int {
 		}
 		if strings.HasPrefix(msg, "--") { // a flag's value, found wanting by the command
 			fmt.Fprintf(w, "%s: %s (see %s --help)\n", cmd, msg, cmd)
-			return exitUsage
+			return ExitUsage
 		}
 		fmt.Fprintf(w, "%s: %s\n", cmd, msg)
 	}
 	if sig != 0 {
 		return 128 + sig
 	}
-	return exitFailure
+	return ExitFailure
 }
 
 // internalPrefix matches the package prefixes of the library's errors.
@@ -374,24 +374,24 @@ type flatError struct{ err error }
 func (e *flatError) Error() string { return oneLineString(e.err.Error()) }
 func (e *flatError) Unwrap() error { return e.err }
 
-// oneLine flattens an error to one line (errors.Join puts each on its own).
-func oneLine(err error) error {
+// OneLine flattens an error to one line (errors.Join puts each on its own).
+func OneLine(err error) error {
 	if err == nil {
 		return nil
 	}
 	return &flatError{err}
 }
 
-// signalNumber is the first SIGINT or SIGTERM a signalContext caught (0: none).
+// signalNumber is the first SIGINT or SIGTERM a SignalContext caught (0: none).
 var signalNumber atomic.Int32
 
 // caughtSignal returns the number of the interrupting signal, or 0.
 func caughtSignal() int { return int(signalNumber.Load()) }
 
-// signalContext is cancelled on SIGINT or SIGTERM, which it records for the
+// SignalContext is cancelled on SIGINT or SIGTERM, which it records for the
 // exit code (128 + the signal). After the first signal the default handling
 // is back, so a second Ctrl-C ends the process at once.
-func signalContext() (context.Context, context.CancelFunc) {
+func SignalContext() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)

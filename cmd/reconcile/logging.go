@@ -22,10 +22,10 @@ const (
 	verboseLibp2pLevel = slog.LevelInfo
 )
 
-// setLibp2pLogging routes go-libp2p's logs to w at libp2pLevel (off until
+// SetLibp2pLogging routes go-libp2p's logs to w at libp2pLevel (off until
 // --verbose). It must run before the first libp2p host is built. A user who
 // sets GOLOG_LOG_LEVEL keeps libp2p's own handling of it.
-func setLibp2pLogging(w io.Writer) {
+func SetLibp2pLogging(w io.Writer) {
 	if os.Getenv("GOLOG_LOG_LEVEL") != "" {
 		return
 	}
@@ -33,11 +33,11 @@ func setLibp2pLogging(w io.Writer) {
 	gologshim.SetDefaultHandler(slog.NewTextHandler(w, &slog.HandlerOptions{Level: &libp2pLevel}))
 }
 
-// lineHandler is the slog handler of the peer commands' own logs: one line a
+// LineHandler is the slog handler of the peer commands' own logs: one line a
 // record, "warning: source file a.bin changed: ... key=value", without the
 // time (the user is watching) and with the level a word a user reads (info
 // lines have none).
-type lineHandler struct {
+type LineHandler struct {
 	w      io.Writer
 	level  slog.Leveler
 	mu     *sync.Mutex
@@ -45,16 +45,16 @@ type lineHandler struct {
 	prefix string // group prefix of WithGroup ("g.")
 }
 
-// newLineHandler returns a lineHandler writing to w records at level or above.
-func newLineHandler(w io.Writer, level slog.Leveler) *lineHandler {
-	return &lineHandler{w: w, level: level, mu: new(sync.Mutex)}
+// NewLineHandler returns a LineHandler writing to w records at level or above.
+func NewLineHandler(w io.Writer, level slog.Leveler) *LineHandler {
+	return &LineHandler{w: w, level: level, mu: new(sync.Mutex)}
 }
 
 // Enabled reports whether l is at the handler's level or above.
-func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
+func (h *LineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level.Level() }
 
 // Handle writes r as one line.
-func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+func (h *LineHandler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
 	switch {
 	case r.Level >= slog.LevelError:
@@ -78,7 +78,7 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 // WithAttrs returns a handler that adds attrs to every line.
-func (h *lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+func (h *LineHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	var b strings.Builder
 	for _, a := range attrs {
 		writeAttr(&b, h.prefix, a)
@@ -89,7 +89,7 @@ func (h *lineHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 }
 
 // WithGroup returns a handler that prefixes the keys that follow with name.
-func (h *lineHandler) WithGroup(name string) slog.Handler {
+func (h *LineHandler) WithGroup(name string) slog.Handler {
 	h2 := *h
 	h2.prefix += name + "."
 	return &h2

@@ -17,7 +17,7 @@ func TestLibp2pLogsOffUnlessVerbose(t *testing.T) {
 		t.Skip("GOLOG_LOG_LEVEL is set: libp2p's logging is the user's")
 	}
 	var buf bytes.Buffer
-	setLibp2pLogging(&buf)
+	SetLibp2pLogging(&buf)
 	defer libp2pLevel.Set(libp2pOff)
 	log := gologshim.Logger("reconcile-test")
 	log.Error("an error libp2p would log")
@@ -26,7 +26,7 @@ func TestLibp2pLogsOffUnlessVerbose(t *testing.T) {
 		t.Fatalf("libp2p logged without --verbose: %q", buf.String())
 	}
 	// --verbose (any command) raises the level.
-	if code, _, _ := runCLI(t, "-v", "chunk", "/nonexistent/x"); code != exitFailure {
+	if code, _, _ := runCLI(t, "-v", "chunk", "/nonexistent/x"); code != ExitFailure {
 		t.Fatalf("exit %d", code)
 	}
 	log.Warn("a warning libp2p would log")
@@ -40,7 +40,7 @@ func TestLibp2pLogsOffUnlessVerbose(t *testing.T) {
 // when they hold spaces.
 func TestLineHandler(t *testing.T) {
 	var buf bytes.Buffer
-	log := slog.New(newLineHandler(&buf, slog.LevelInfo))
+	log := slog.New(NewLineHandler(&buf, slog.LevelInfo))
 	log.Warn("source file a.bin changed: block 3 no longer matches; not serving it")
 	log.With("peer", "12D3KooW").WithGroup("g").Info("dropping peer", "err", "bad block", "n", 3)
 	log.Debug("not shown")

@@ -36,9 +36,9 @@ func registerExperiment(c *cli.Command) { experiments = append(experiments, c) }
 
 // Exit codes of the command.
 const (
-	exitOK      = 0
-	exitFailure = 1
-	exitUsage   = 2
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
 )
 
 func init() {
@@ -87,7 +87,7 @@ func newApp() *cli.App {
 			"Run \"reconcile COMMAND --help\" for a command's flags and more examples.\n" +
 			"Exit status: 0 done, 1 failed, 2 bad command line, 130 interrupted (Ctrl-C).",
 		Commands:             cmds,
-		Flags:                []cli.Flag{verboseFlag()},
+		Flags:                []cli.Flag{VerboseFlag()},
 		EnableBashCompletion: true,
 		HideHelpCommand:      false,
 		Metadata:             map[string]any{stateKey: st},
@@ -115,16 +115,16 @@ func newApp() *cli.App {
 func runMain(args []string, stdout, stderr io.Writer) int {
 	app := newApp()
 	app.Writer, app.ErrWriter = stdout, stderr
-	err := app.Run(permuteArgs(app, args))
+	err := app.Run(PermuteArgs(app, args))
 	return reportError(stderr, err, stateOf(app).verbose)
 }
 
-// permuteArgs moves every flag (and its value) in front of the positional
+// PermuteArgs moves every flag (and its value) in front of the positional
 // arguments of the command it belongs to, so that "reconcile fetch TICKET --out
 // DIR" works: urfave/cli v2 stops parsing flags at the first positional
 // argument. Command names are recognised only before any positional argument,
 // and everything after "--" is left as it is.
-func permuteArgs(app *cli.App, args []string) []string {
+func PermuteArgs(app *cli.App, args []string) []string {
 	if len(args) == 0 {
 		return args
 	}
@@ -173,15 +173,15 @@ func findCommand(cmds []*cli.Command, name string) *cli.Command {
 // flagTakesValue reports whether the flag called name is defined in flags and
 // takes a value (bool flags do not; unknown flags are assumed not to).
 func flagTakesValue(flags []cli.Flag, name string) bool {
-	if f := findFlag(flags, name); f != nil {
+	if f := FindFlag(flags, name); f != nil {
 		tv, ok := f.(interface{ TakesValue() bool })
 		return ok && tv.TakesValue()
 	}
 	return false
 }
 
-// findFlag returns the flag called name (or with that alias), or nil.
-func findFlag(flags []cli.Flag, name string) cli.Flag {
+// FindFlag returns the flag called name (or with that alias), or nil.
+func FindFlag(flags []cli.Flag, name string) cli.Flag {
 	for _, f := range flags {
 		for _, n := range f.Names() {
 			if n == name {
@@ -193,8 +193,8 @@ func findFlag(flags []cli.Flag, name string) cli.Flag {
 }
 
 func main() {
-	setLibp2pLogging(os.Stderr)
-	stop := startEnvProfiles() // profile.go
+	SetLibp2pLogging(os.Stderr)
+	stop := StartEnvProfiles() // profile.go
 	code := runMain(os.Args, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)

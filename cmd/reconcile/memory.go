@@ -20,7 +20,7 @@ func memoryLimitFlag() cli.Flag {
 // GOMEMLIMIT is set. It is soft: a seed that needs more (a large Byers set
 // of coded blocks) gets it, at the cost of more garbage collection.
 func applyMemoryLimit(c *cli.Context) error {
-	n, err := flagSize(c, "memory-limit", 0, 0)
+	n, err := FlagSize(c, "memory-limit", 0, 0)
 	if err != nil {
 		return err
 	}

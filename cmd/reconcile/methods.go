@@ -41,7 +41,7 @@ func init() {
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "payload a redundant block costs when ranking the methods (chunker's default), up to 16MiB"},
 			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers). Filters are sized for n, as for offers: when the file is over 2n blocks, complete and ccbf offer many blocks A holds (an index each)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			progressFlag(),
+			ProgressFlag(),
 			plotFlag("draw bytes on the wire against d (log scales), missed blocks marked,"),
 		},
 		Action: runMethodsCommand,
@@ -52,7 +52,7 @@ func runMethodsCommand(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("methods takes no arguments, got %q", c.Args().First())
 	}
-	if err := checkAtLeast(c, map[string]int{"n": 1, "trials": 1, "nn": 1}); err != nil {
+	if err := CheckAtLeast(c, map[string]int{"n": 1, "trials": 1, "nn": 1}); err != nil {
 		return err
 	}
 	plotFile, err := checkPlotPath(c)
@@ -68,7 +68,7 @@ func runMethodsCommand(c *cli.Context) error {
 	case cfg.Trials < 1:
 		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
 	}
-	bs, err := flagSize(c, "block-size", 0, 16<<20)
+	bs, err := FlagSize(c, "block-size", 0, 16<<20)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func runMethodsCommand(c *cli.Context) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
-	rows, err := runWithProgress(c, "methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
+	rows, err := RunWithProgress(c, "methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
 		cfg.Progress = progress
 		return methods.Run(ctx, cfg)
 	})
@@ -103,7 +103,7 @@ func runMethodsCommand(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		err = writeJSON(c.App.Writer, struct {
+		err = WriteJSON(c.App.Writer, struct {
 			Rows []methods.Row  `json:"rows"`
 			Best map[int]string `json:"best_by_d"`
 		}{rows, methods.Best(rows, blockSize)})

@@ -5,8 +5,8 @@ import (
 	"io"
 )
 
-// writeJSON prints v as one indented JSON document.
-func writeJSON(w io.Writer, v any) error {
+// WriteJSON prints v as one indented JSON document.
+func WriteJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

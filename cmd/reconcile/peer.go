@@ -28,7 +28,7 @@ func peerFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default: every interface, TCP and QUIC, random ports)"},
 		&cli.StringFlag{Name: "key", Usage: "identity key file, created (mode 0600) on first use; default: a fresh identity"},
 		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
-		cpuProfileFlag(), // profile.go
+		CPUProfileFlag(), // profile.go
 	}, netFlags()...) // reach.go
 }
 
@@ -38,29 +38,29 @@ func peerFlags() []cli.Flag {
 func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return nil, usagef("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+		return nil, Usagef("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
 	if stateOf(c.App).verbose && !c.IsSet("log-level") {
 		level = slog.LevelInfo
 	}
-	opts := []peer.Option{peer.WithLogger(slog.New(newLineHandler(logTo, level)))}
+	opts := []peer.Option{peer.WithLogger(slog.New(NewLineHandler(logTo, level)))}
 	if l := c.StringSlice("listen"); len(l) > 0 {
 		for _, a := range l {
 			if _, err := ma.NewMultiaddr(a); err != nil {
-				return nil, usagef("--listen %q: %v", a, err)
+				return nil, Usagef("--listen %q: %v", a, err)
 			}
 		}
 		opts = append(opts, peer.WithListenAddrs(l...))
 	}
 	if c.String("rate") != "" {
-		n, err := flagSize(c, "rate", 1, 0)
+		n, err := FlagSize(c, "rate", 1, 0)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, peer.WithServeRate(float64(n)))
 	}
-	if findFlag(c.Command.Flags, "sync-every") != nil {
-		n, err := flagAtLeast(c, "sync-every", 0)
+	if FindFlag(c.Command.Flags, "sync-every") != nil {
+		n, err := FlagAtLeast(c, "sync-every", 0)
 		if err != nil {
 			return nil, err
 		}
@@ -68,17 +68,17 @@ func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 			opts = append(opts, peer.WithSyncEvery(n))
 		}
 	}
-	if findFlag(c.Command.Flags, "window") != nil && c.IsSet("window") {
-		n, err := flagAtLeast(c, "window", 1)
+	if FindFlag(c.Command.Flags, "window") != nil && c.IsSet("window") {
+		n, err := FlagAtLeast(c, "window", 1)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, peer.WithWindow(n))
 	}
-	if findFlag(c.Command.Flags, "stall-timeout") != nil {
+	if FindFlag(c.Command.Flags, "stall-timeout") != nil {
 		d := c.Duration("stall-timeout")
 		if d <= 0 {
-			return nil, usagef("--stall-timeout %v: want a positive duration such as 10s", d)
+			return nil, Usagef("--stall-timeout %v: want a positive duration such as 10s", d)
 		}
 		opts = append(opts, peer.WithStallTimeout(d))
 	}

@@ -87,8 +87,8 @@ func TestCount(t *testing.T) {
 		{1, "round trip", "1 round trip"},
 		{7, "round trip", "7 round trips"},
 	} {
-		if got := count(tc.n, tc.noun); got != tc.want {
-			t.Errorf("count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		if got := Count(tc.n, tc.noun); got != tc.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
 		}
 	}
 }
@@ -114,7 +114,7 @@ func TestFetchCompleteOutput(t *testing.T) {
 	start := time.Now()
 	code, stdout, stderr := runCLI(t, "fetch", tk, "--out", out, "--progress", "none")
 	want := fmt.Sprintf("%s already holds all 7 blocks (100 KiB) of %s: nothing to fetch\n", out, m.ID())
-	if code != exitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
+	if code != ExitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
 		t.Errorf("exit %d after %v, stdout %q, stderr %q; want %q", code, time.Since(start), stdout, stderr, want)
 	}
 	// One block missing: the fetch goes to the network (and fails there).

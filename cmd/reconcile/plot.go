@@ -32,10 +32,10 @@ func checkPlotPath(c *cli.Context) (string, error) {
 	}
 	ext := strings.ToLower(filepath.Ext(file))
 	if ext != ".png" && ext != ".svg" {
-		return "", usagef("--plot %q: want a file name ending in .png or .svg", file)
+		return "", Usagef("--plot %q: want a file name ending in .png or .svg", file)
 	}
 	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
-		return "", usagef("--plot %q: is a folder; want a file name ending in %s", file, ext)
+		return "", Usagef("--plot %q: is a folder; want a file name ending in %s", file, ext)
 	}
 	probe, err := os.CreateTemp(filepath.Dir(file), ".reconcile-plot-*"+ext)
 	if err != nil {
@@ -43,7 +43,7 @@ func checkPlotPath(c *cli.Context) (string, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return "", usagef("--plot %s: cannot write in %s: %v", file, filepath.Dir(file), err)
+		return "", Usagef("--plot %s: cannot write in %s: %v", file, filepath.Dir(file), err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())

@@ -20,15 +20,15 @@ const (
 	execTraceEnv = "RECONCILE_EXECTRACE"
 )
 
-// cpuProfileFlag is the hidden flag of seed and fetch that writes a CPU
+// CPUProfileFlag is the hidden flag of seed and fetch that writes a CPU
 // profile of the process (reconcile bench --profile passes it).
-func cpuProfileFlag() cli.Flag {
+func CPUProfileFlag() cli.Flag {
 	return &cli.StringFlag{Name: "cpuprofile", Hidden: true, Usage: "write a CPU profile of the whole run to this file (go tool pprof)"}
 }
 
-// startCPUProfile starts the CPU profile --cpuprofile asks for, if any; stop
+// StartCPUProfile starts the CPU profile --cpuprofile asks for, if any; stop
 // ends it and closes the file. stop is never nil.
-func startCPUProfile(c *cli.Context) (stop func(), err error) {
+func StartCPUProfile(c *cli.Context) (stop func(), err error) {
 	path := c.String("cpuprofile")
 	if path == "" {
 		return func() {}, nil
@@ -40,10 +40,10 @@ func startCPUProfile(c *cli.Context) (stop func(), err error) {
 	return stop, nil
 }
 
-// startEnvProfiles starts the profiles the environment asks for (profileEnv,
+// StartEnvProfiles starts the profiles the environment asks for (profileEnv,
 // execTraceEnv) and returns the function that ends them; a profile that
 // cannot start is reported on stderr and skipped.
-func startEnvProfiles() func() {
+func StartEnvProfiles() func() {
 	var stops []func()
 	for _, p := range []struct {
 		env   string

@@ -13,16 +13,16 @@ import (
 	"golang.org/x/term"
 )
 
-// progressMode says how a command shows its progress on standard error.
-type progressMode int
+// ProgressMode says how a command shows its progress on standard error.
+type ProgressMode int
 
 const (
-	// progressNone shows nothing.
-	progressNone progressMode = iota
-	// progressBar redraws one line in place (for a terminal).
-	progressBar
-	// progressPlain prints a line every plainEvery (for logs and pipes).
-	progressPlain
+	// ProgressNone shows nothing.
+	ProgressNone ProgressMode = iota
+	// ProgressBar redraws one line in place (for a terminal).
+	ProgressBar
+	// ProgressPlain prints a line every plainEvery (for logs and pipes).
+	ProgressPlain
 )
 
 const (
@@ -31,32 +31,32 @@ const (
 	barWidth   = 24
 )
 
-// progressFlag is --progress, for the commands that report progress.
-func progressFlag() cli.Flag {
+// ProgressFlag is --progress, for the commands that report progress.
+func ProgressFlag() cli.Flag {
 	return &cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress on stderr: bar (redrawn in place), plain (a line every 5 s, for logs), none; auto: bar on a terminal, plain otherwise"}
 }
 
-// progressModeOf reads --progress; auto (and commands without the flag) mean
+// ProgressModeOf reads --progress; auto (and commands without the flag) mean
 // a bar when standard error is a terminal and plain lines otherwise.
-func progressModeOf(c *cli.Context) (progressMode, error) {
+func ProgressModeOf(c *cli.Context) (ProgressMode, error) {
 	s := "auto"
-	if c.Command != nil && findFlag(c.Command.Flags, "progress") != nil {
+	if c.Command != nil && FindFlag(c.Command.Flags, "progress") != nil {
 		s = c.String("progress")
 	}
 	switch strings.ToLower(s) {
 	case "auto", "":
 		if isTerminalWriter(c.App.ErrWriter) {
-			return progressBar, nil
+			return ProgressBar, nil
 		}
-		return progressPlain, nil
+		return ProgressPlain, nil
 	case "bar":
-		return progressBar, nil
+		return ProgressBar, nil
 	case "plain":
-		return progressPlain, nil
+		return ProgressPlain, nil
 	case "none":
-		return progressNone, nil
+		return ProgressNone, nil
 	}
-	return progressNone, usagef("--progress %q: want bar, plain, none or auto", s)
+	return ProgressNone, Usagef("--progress %q: want bar, plain, none or auto", s)
 }
 
 // isTerminalWriter reports whether w is an interactive terminal.
@@ -67,13 +67,13 @@ func isTerminalWriter(w io.Writer) bool {
 
 // progress draws the progress of one piece of work: done of total items or
 // bytes, the percentage, the rate and the time left, and a free text.
-type progress struct {
+type Progress struct {
 	mu   sync.Mutex // a log line may come from any goroutine
 	w    io.Writer
 	line string // the bar drawn last, redrawn under a line printed above it
 	// isStatus: the line drawn last is a status, not figures (not kept by finish)
 	isStatus bool
-	mode     progressMode
+	mode     ProgressMode
 	label    string
 	bytes    bool // done and total are bytes (shown in IEC units), else counts
 	now      func() time.Time
@@ -99,7 +99,7 @@ const rateWindow = 20 * time.Second
 
 // mark notes n done at now, at most once a second, keeping the marks
 // rateWindow needs.
-func (p *progress) mark(now time.Time, n int64) {
+func (p *Progress) mark(now time.Time, n int64) {
 	if k := len(p.marks); k > 0 && now.Sub(p.marks[k-1].t) < time.Second {
 		return
 	}
@@ -113,7 +113,7 @@ func (p *progress) mark(now time.Time, n int64) {
 
 // rateBase is where the rate at now is counted from: the start while the
 // work is younger than rateWindow, else the newest mark at least that old.
-func (p *progress) rateBase(now time.Time) progressMark {
+func (p *Progress) rateBase(now time.Time) progressMark {
 	base := progressMark{t: p.start}
 	if now.Sub(p.start) < rateWindow {
 		return base
@@ -127,59 +127,59 @@ func (p *progress) rateBase(now time.Time) progressMark {
 	return base
 }
 
-// progressState is one snapshot of the work.
-type progressState struct {
-	done, total int64
+// ProgressState is one snapshot of the work.
+type ProgressState struct {
+	Done, Total int64
 	// session is the part of done that this run did (bytes transferred, not
 	// resumed), which the rate and the time left come from; -1 means all of done.
-	session int64
+	Session int64
 	// extra is shown after the figures: "40/64 blocks, 3 peers".
-	extra string
+	Extra string
 }
 
 // sessionDone is what this run did of done (session, or all of done).
-func (s progressState) sessionDone() int64 {
-	if s.session < 0 {
-		return s.done
+func (s ProgressState) sessionDone() int64 {
+	if s.Session < 0 {
+		return s.Done
 	}
-	return s.session
+	return s.Session
 }
 
-// newProgressWriter returns a progress drawn on w in the given mode.
-func newProgressWriter(w io.Writer, mode progressMode, label string, bytes bool) *progress {
+// NewProgressWriter returns a progress drawn on w in the given mode.
+func NewProgressWriter(w io.Writer, mode ProgressMode, label string, bytes bool) *Progress {
 	now := time.Now()
-	return &progress{w: w, mode: mode, label: label, bytes: bytes, now: time.Now, start: now, last: now}
+	return &Progress{w: w, mode: mode, label: label, bytes: bytes, now: time.Now, start: now, last: now}
 }
 
-// newProgress returns the progress of command c (see progressModeOf), on c's
+// NewProgress returns the progress of command c (see ProgressModeOf), on c's
 // standard error.
-func newProgress(c *cli.Context, label string, bytes bool) (*progress, error) {
-	mode, err := progressModeOf(c)
+func NewProgress(c *cli.Context, label string, bytes bool) (*Progress, error) {
+	mode, err := ProgressModeOf(c)
 	if err != nil {
 		return nil, err
 	}
-	return newProgressWriter(c.App.ErrWriter, mode, label, bytes), nil
+	return NewProgressWriter(c.App.ErrWriter, mode, label, bytes), nil
 }
 
-// sub returns a progress of its own drawn on p's writer in p's mode and
+// Sub returns a progress of its own drawn on p's writer in p's mode and
 // clock, for a phase of p's work ("checking" before "fetch").
-func (p *progress) sub(label string, bytes bool) *progress {
+func (p *Progress) Sub(label string, bytes bool) *Progress {
 	now := p.now()
-	return &progress{w: p.w, mode: p.mode, label: label, bytes: bytes, now: p.now, start: now, last: now}
+	return &Progress{w: p.w, mode: p.mode, label: label, bytes: bytes, now: p.now, start: now, last: now}
 }
 
-// restart counts the rate and the time left from now on (after a phase whose
+// Restart counts the rate and the time left from now on (after a phase whose
 // time is not the work's, such as checking the blocks on disk).
-func (p *progress) restart() {
+func (p *Progress) Restart() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.start = p.now()
 	p.marks = p.marks[:0]
 }
 
-// status shows a text while there is nothing to count yet ("connecting"), on a bar only.
-func (p *progress) status(text string) {
-	if p.mode != progressBar {
+// Status shows a text while there is nothing to count yet ("connecting"), on a bar only.
+func (p *Progress) Status(text string) {
+	if p.mode != ProgressBar {
 		return
 	}
 	p.mu.Lock()
@@ -189,12 +189,12 @@ func (p *progress) status(text string) {
 	p.drawn, p.isStatus = true, true
 }
 
-// println prints a line of its own: above the bar, which is drawn again
+// Println prints a line of its own: above the bar, which is drawn again
 // below it, or as is in the other modes (including none: it is not progress).
-func (p *progress) println(line string) {
+func (p *Progress) Println(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mode != progressBar || !p.drawn {
+	if p.mode != ProgressBar || !p.drawn {
 		fmt.Fprintln(p.w, line)
 		return
 	}
@@ -202,24 +202,24 @@ func (p *progress) println(line string) {
 }
 
 // Write writes b (whole lines, such as a logger's) above the bar, as println.
-func (p *progress) Write(b []byte) (int, error) {
-	p.println(strings.TrimSuffix(string(b), "\n"))
+func (p *Progress) Write(b []byte) (int, error) {
+	p.Println(strings.TrimSuffix(string(b), "\n"))
 	return len(b), nil
 }
 
-// update shows s if enough time has passed since the last line (a bar also
+// Update shows s if enough time has passed since the last line (a bar also
 // shows the end of the work at once).
-func (p *progress) update(s progressState) {
-	if p.mode == progressNone {
+func (p *Progress) Update(s ProgressState) {
+	if p.mode == ProgressNone {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	p.mark(now, s.sessionDone())
-	end := s.total > 0 && s.done >= s.total
+	end := s.Total > 0 && s.Done >= s.Total
 	switch p.mode {
-	case progressBar:
+	case ProgressBar:
 		if !end && now.Sub(p.last) < barEvery {
 			return
 		}
@@ -230,7 +230,7 @@ func (p *progress) update(s progressState) {
 		p.line = line
 		fmt.Fprintf(p.w, "\r\033[K%s", p.line)
 		p.drawn, p.isStatus = true, false
-	case progressPlain:
+	case ProgressPlain:
 		if now.Sub(p.last) < plainEvery {
 			return
 		}
@@ -239,18 +239,18 @@ func (p *progress) update(s progressState) {
 	p.last = now
 }
 
-// counts is update for work counted in items (trials, blocks).
-func (p *progress) counts(done, total int) {
-	p.update(progressState{done: int64(done), total: int64(total), session: -1})
+// Counts is update for work counted in items (trials, blocks).
+func (p *Progress) Counts(done, total int) {
+	p.Update(ProgressState{Done: int64(done), Total: int64(total), Session: -1})
 }
 
-// finish ends the progress: a bar is cleared, or kept on its own line when
+// Finish ends the progress: a bar is cleared, or kept on its own line when
 // keep is set (an interrupted fetch shows how far it got); a status
 // ("connecting") is always cleared.
-func (p *progress) finish(keep bool) {
+func (p *Progress) Finish(keep bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.mode != progressBar || !p.drawn {
+	if p.mode != ProgressBar || !p.drawn {
 		return
 	}
 	if keep && !p.isStatus {
@@ -263,21 +263,21 @@ func (p *progress) finish(keep bool) {
 
 // render writes one progress line: "label  42% [=====>    ] 6.7 MiB / 16 MiB,
 // 2.1 MiB/s, 5s left, extra" (without the bar in plain mode).
-func (p *progress) render(s progressState, now time.Time) string {
+func (p *Progress) render(s ProgressState, now time.Time) string {
 	var parts []string
 	pct := 0.0
-	if s.total > 0 {
-		pct = 100 * float64(s.done) / float64(s.total)
+	if s.Total > 0 {
+		pct = 100 * float64(s.Done) / float64(s.Total)
 	}
 	// Rounded down: 100% only once all is done.
 	head := fmt.Sprintf("%s: %3d%%", p.label, int(pct))
-	if p.mode == progressBar {
+	if p.mode == ProgressBar {
 		head += " " + bar(pct, barWidth)
 	}
 	if p.bytes {
-		parts = append(parts, fmt.Sprintf("%s / %s", humanBytes(s.done), humanBytes(s.total)))
+		parts = append(parts, fmt.Sprintf("%s / %s", HumanBytes(s.Done), HumanBytes(s.Total)))
 	} else {
-		parts = append(parts, fmt.Sprintf("%d/%d", s.done, s.total))
+		parts = append(parts, fmt.Sprintf("%d/%d", s.Done, s.Total))
 	}
 	session := s.sessionDone()
 	base := p.rateBase(now)
@@ -286,14 +286,14 @@ func (p *progress) render(s progressState, now time.Time) string {
 	if elapsed >= 1 && session > base.n {
 		rate := float64(session-base.n) / elapsed
 		if p.bytes {
-			parts = append(parts, humanBytes(int64(rate))+"/s")
+			parts = append(parts, HumanBytes(int64(rate))+"/s")
 		}
-		if left := s.total - s.done; left > 0 {
+		if left := s.Total - s.Done; left > 0 {
 			parts = append(parts, roundETA(time.Duration(float64(left)/rate*float64(time.Second))).String()+" left")
 		}
 	}
-	if s.extra != "" {
-		parts = append(parts, s.extra)
+	if s.Extra != "" {
+		parts = append(parts, s.Extra)
 	}
 	return head + " " + strings.Join(parts, ", ")
 }
@@ -319,25 +319,25 @@ func roundETA(d time.Duration) time.Duration {
 }
 
 // count writes n and the noun, in the plural unless n is 1: "1 peer", "3 peers".
-func count(n int, noun string) string {
+func Count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// runWithProgress runs fn with a context cancelled by Ctrl-C or SIGTERM and a
-// progress callback that shows "label done/total" (see newProgress): the frame
+// RunWithProgress runs fn with a context cancelled by Ctrl-C or SIGTERM and a
+// progress callback that shows "label done/total" (see NewProgress): the frame
 // of every long experiment command.
-func runWithProgress[R any](c *cli.Context, label string, fn func(ctx context.Context, progress func(done, total int)) (R, error)) (R, error) {
-	pr, err := newProgress(c, label, false)
+func RunWithProgress[R any](c *cli.Context, label string, fn func(ctx context.Context, progress func(done, total int)) (R, error)) (R, error) {
+	pr, err := NewProgress(c, label, false)
 	if err != nil {
 		var zero R
 		return zero, err
 	}
-	ctx, stop := signalContext()
+	ctx, stop := SignalContext()
 	defer stop()
-	r, err := fn(ctx, pr.counts)
-	pr.finish(false)
+	r, err := fn(ctx, pr.Counts)
+	pr.Finish(false)
 	return r, err
 }

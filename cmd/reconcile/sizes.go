@@ -13,7 +13,7 @@ import (
 // Sizes on the command line and in the output count in powers of 1024 (IEC
 // units: KiB, MiB, GiB), the units the chunker's block sizes come in.
 
-// sizeUnits are the suffixes parseByteSize knows, longest first.
+// sizeUnits are the suffixes ParseByteSize knows, longest first.
 var sizeUnits = []struct {
 	suffix string
 	mult   float64
@@ -25,10 +25,10 @@ var sizeUnits = []struct {
 // errSizeSyntax is the one message for a size that does not parse.
 var errSizeSyntax = errors.New("want a size such as 4096, 64KiB, 16MiB or 1.5GiB")
 
-// parseByteSize parses a size: "262144", "256KiB", "256K", "1.5GiB" (powers
+// ParseByteSize parses a size: "262144", "256KiB", "256K", "1.5GiB" (powers
 // of 1024). "MB", "KB" and "GB" are refused with a hint rather than guessed
 // (they mean powers of 1000 elsewhere).
-func parseByteSize(s string) (int64, error) {
+func ParseByteSize(s string) (int64, error) {
 	t := strings.ToUpper(strings.TrimSpace(s))
 	for _, si := range []string{"KB", "MB", "GB", "TB"} {
 		if strings.HasSuffix(t, si) {
@@ -50,17 +50,17 @@ func parseByteSize(s string) (int64, error) {
 	return int64(math.Round(f * mult)), nil
 }
 
-// flagSize reads the size flag name and checks lo <= size <= hi (hi 0: no upper
+// FlagSize reads the size flag name and checks lo <= size <= hi (hi 0: no upper
 // bound). Every size flag of every command goes through it, so they take the
 // same forms and fail with the same words.
-func flagSize(c *cli.Context, name string, lo, hi int64) (int64, error) {
+func FlagSize(c *cli.Context, name string, lo, hi int64) (int64, error) {
 	s := c.String(name)
-	n, err := parseByteSize(s)
+	n, err := ParseByteSize(s)
 	if err != nil {
-		return 0, usagef("--%s %q: %v", name, s, err)
+		return 0, Usagef("--%s %q: %v", name, s, err)
 	}
 	if n < lo || hi > 0 && n > hi {
-		return 0, usagef("--%s %s: %s", name, s, sizeRange(lo, hi))
+		return 0, Usagef("--%s %s: %s", name, s, sizeRange(lo, hi))
 	}
 	return n, nil
 }
@@ -69,15 +69,15 @@ func flagSize(c *cli.Context, name string, lo, hi int64) (int64, error) {
 func sizeRange(lo, hi int64) string {
 	switch {
 	case hi > 0:
-		return fmt.Sprintf("want %s to %s", exactSize(lo), exactSize(hi))
+		return fmt.Sprintf("want %s to %s", ExactSize(lo), ExactSize(hi))
 	case lo > 0:
-		return fmt.Sprintf("want at least %s", exactSize(lo))
+		return fmt.Sprintf("want at least %s", ExactSize(lo))
 	}
 	return "want a size"
 }
 
-// exactSize writes n in the largest IEC unit that divides it: 1KiB, 16MiB, 1000 B.
-func exactSize(n int64) string {
+// ExactSize writes n in the largest IEC unit that divides it: 1KiB, 16MiB, 1000 B.
+func ExactSize(n int64) string {
 	for _, u := range []struct {
 		name string
 		mult int64
@@ -89,8 +89,8 @@ func exactSize(n int64) string {
 	return fmt.Sprintf("%d B", n)
 }
 
-// humanBytes writes n in IEC units with one decimal: 512 B, 1.5 KiB, 16 MiB.
-func humanBytes(n int64) string {
+// HumanBytes writes n in IEC units with one decimal: 512 B, 1.5 KiB, 16 MiB.
+func HumanBytes(n int64) string {
 	const unit = 1024
 	if n < unit {
 		return fmt.Sprintf("%d B", n)
@@ -107,25 +107,25 @@ func humanBytes(n int64) string {
 	return s + " " + []string{"", "KiB", "MiB", "GiB", "TiB", "PiB"}[u]
 }
 
-// mib converts bytes to MiB.
-func mib(n int64) float64 { return float64(n) / (1 << 20) }
+// MiB converts bytes to MiB.
+func MiB(n int64) float64 { return float64(n) / (1 << 20) }
 
-// flagAtLeast reads the int flag name and checks it is at least lo.
-func flagAtLeast(c *cli.Context, name string, lo int) (int, error) {
+// FlagAtLeast reads the int flag name and checks it is at least lo.
+func FlagAtLeast(c *cli.Context, name string, lo int) (int, error) {
 	v := c.Int(name)
 	if v < lo {
-		return 0, usagef("--%s %d: want at least %d", name, v, lo)
+		return 0, Usagef("--%s %d: want at least %d", name, v, lo)
 	}
 	return v, nil
 }
 
-// checkAtLeast checks every int flag of mins that c's command has against its
+// CheckAtLeast checks every int flag of mins that c's command has against its
 // lowest sensible value, in the order of the command's flags, before any work.
-func checkAtLeast(c *cli.Context, mins map[string]int) error {
+func CheckAtLeast(c *cli.Context, mins map[string]int) error {
 	for _, f := range c.Command.Flags {
 		name := f.Names()[0]
 		if lo, ok := mins[name]; ok {
-			if _, err := flagAtLeast(c, name, lo); err != nil {
+			if _, err := FlagAtLeast(c, name, lo); err != nil {
 				return err
 			}
 		}

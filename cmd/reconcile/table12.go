@@ -31,7 +31,7 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same figures)"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 (the paper's) or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]} with fp and fn as fractions"},
-			progressFlag(),
+			ProgressFlag(),
 			plotFlag("draw measured against expected fp"),
 		},
 		Action: runTable1Command,
@@ -48,7 +48,7 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			progressFlag(),
+			ProgressFlag(),
 		},
 		Action: runTable2Command,
 	})
@@ -61,7 +61,7 @@ func hashAndTrials(c *cli.Context) (cbfalgebra.HashFamily, int, error) {
 		return h, 0, err
 	}
 	if t := c.Int("trials"); t < 1 {
-		return h, 0, usagef("--trials %d: want at least 1", t)
+		return h, 0, Usagef("--trials %d: want at least 1", t)
 	}
 	return h, c.Int("trials"), nil
 }
@@ -77,7 +77,7 @@ func runTable1Command(c *cli.Context) error {
 	}
 	cfg := paperexp.DefaultTable1()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := runWithProgress(c, "table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
+	rows, err := RunWithProgress(c, "table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable1(ctx, cfg)
 	})
@@ -85,7 +85,7 @@ func runTable1Command(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		err = writeJSON(c.App.Writer, struct {
+		err = WriteJSON(c.App.Writer, struct {
 			Rows []paperexp.Table1Row `json:"rows"`
 		}{rows})
 	} else {
@@ -244,7 +244,7 @@ func runTable2Command(c *cli.Context) error {
 	}
 	cfg := paperexp.DefaultTable2()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := runWithProgress(c, "table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
+	rows, err := RunWithProgress(c, "table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable2(ctx, cfg)
 	})
@@ -252,7 +252,7 @@ func runTable2Command(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return writeJSON(c.App.Writer, struct {
+		return WriteJSON(c.App.Writer, struct {
 			Rows []paperexp.Table2Row `json:"rows"`
 		}{rows})
 	}

@@ -34,7 +34,7 @@ func init() {
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family of the filters: sha1 (the paper's) or fast"},
 			&cli.StringFlag{Name: "block-size", Value: "64", Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64), up to 16MiB"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			progressFlag(),
+			ProgressFlag(),
 			plotFlag("draw mean times by row"),
 		},
 		Action: runTable3Command,
@@ -53,16 +53,16 @@ func runTable3Command(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	bs, err := flagSize(c, "block-size", 64, 16<<20)
+	bs, err := FlagSize(c, "block-size", 64, 16<<20)
 	if err != nil {
 		return err
 	}
 	if bs%64 != 0 {
-		return usagef("--block-size %s: want a multiple of 64 bytes", c.String("block-size"))
+		return Usagef("--block-size %s: want a multiple of 64 bytes", c.String("block-size"))
 	}
 	cfg := table3.Default()
 	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = trials, c.Uint64("seed"), int(bs), h
-	rows, err := runWithProgress(c, "table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
+	rows, err := RunWithProgress(c, "table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
 		cfg.Progress = progress
 		return table3.Run(ctx, cfg)
 	})
@@ -70,7 +70,7 @@ func runTable3Command(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		err = writeJSON(c.App.Writer, struct {
+		err = WriteJSON(c.App.Writer, struct {
 			Rows []table3.Row `json:"rows"`
 		}{rows})
 	} else {

@@ -184,23 +184,23 @@ func TestTestnetProgress(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		p    testnet.Progress
-		want progressState
+		want ProgressState
 	}{
 		{"mid-run", testnet.Progress{Done: 0, Fetchers: 199, Blocks: 50944, Need: 203776},
-			progressState{done: 50944, total: 203776, session: -1, extra: "0/199 fetchers done"}},
+			ProgressState{Done: 50944, Total: 203776, Session: -1, Extra: "0/199 fetchers done"}},
 		{"all stored, fetchers still running", testnet.Progress{Done: 198, Fetchers: 199, Blocks: 203790, Need: 203776},
-			progressState{done: 203775, total: 203776, session: -1, extra: "198/199 fetchers done"}},
+			ProgressState{Done: 203775, Total: 203776, Session: -1, Extra: "198/199 fetchers done"}},
 		{"done, leavers short", testnet.Progress{Done: 169, Fetchers: 169, Blocks: 190000, Need: 200000},
-			progressState{done: 200000, total: 200000, session: -1, extra: "169/169 fetchers done"}},
+			ProgressState{Done: 200000, Total: 200000, Session: -1, Extra: "169/169 fetchers done"}},
 		{"nothing to fetch", testnet.Progress{Done: 0, Fetchers: 3},
-			progressState{done: 0, total: 1, session: -1, extra: "0/3 fetchers done"}},
+			ProgressState{Done: 0, Total: 1, Session: -1, Extra: "0/3 fetchers done"}},
 	} {
 		if got := testnetProgressState(tc.p); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 	// A quarter of the blocks in 10 s: 30 s left, while no fetcher is done.
-	pr, buf, clk := newTestProgress(progressPlain)
+	pr, buf, clk := newTestProgress(ProgressPlain)
 	pr.label, pr.bytes = "complete blocks stored", false
 	clk.t = clk.t.Add(10 * time.Second)
 	testnetProgress(pr)(testnet.Progress{Fetchers: 199, Blocks: 50944, Need: 203776})

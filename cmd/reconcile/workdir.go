@@ -7,10 +7,10 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// workFolder returns the folder a command that makes its own files works in:
+// WorkFolder returns the folder a command that makes its own files works in:
 // the --dir folder (created if missing, kept), or a new temporary folder
 // named after name that done removes. done is never nil.
-func workFolder(c *cli.Context, name string) (dir string, done func(), err error) {
+func WorkFolder(c *cli.Context, name string) (dir string, done func(), err error) {
 	if dir = c.String("dir"); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return "", func() {}, fmt.Errorf("--dir: %w", err)
@@ -23,9 +23,9 @@ func workFolder(c *cli.Context, name string) (dir string, done func(), err error
 	return dir, func() { os.RemoveAll(dir) }, nil
 }
 
-// stepLog returns a printf to standard error for the steps of a long
+// StepLog returns a printf to standard error for the steps of a long
 // command, silent with --json (whose output is one JSON document).
-func stepLog(c *cli.Context) func(format string, args ...any) {
+func StepLog(c *cli.Context) func(format string, args ...any) {
 	quiet := c.Bool("json")
 	return func(format string, args ...any) {
 		if !quiet {
