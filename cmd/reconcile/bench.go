@@ -26,10 +26,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
-
-func init() { register(benchCommand()) }
 
 func benchCommand() *cli.Command {
 	return &cli.Command{
@@ -219,28 +218,28 @@ func runBench(c *cli.Context) error {
 		}
 		return benchTCPSend(addr, c.String("file"), mode)
 	}
-	size, err := FlagSize(c, "size", 1, 0)
+	size, err := cliutil.FlagSize(c, "size", 1, 0)
 	if err != nil {
 		return err
 	}
-	bs, err := FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
 	nseeds, nfull, repeat := c.Int("seeds"), c.Int("full-seeds"), c.Int("repeat")
 	if nseeds < 0 || nseeds > 16 {
-		return Usagef("--seeds %d: want 0 to 16", nseeds)
+		return cliutil.Usagef("--seeds %d: want 0 to 16", nseeds)
 	}
 	if nfull < 0 || nfull > 16 {
-		return Usagef("--full-seeds %d: want 0 to 16", nfull)
+		return cliutil.Usagef("--full-seeds %d: want 0 to 16", nfull)
 	}
 	if repeat < 1 || repeat > 100 {
-		return Usagef("--repeat %d: want 1 to 100", repeat)
+		return cliutil.Usagef("--repeat %d: want 1 to 100", repeat)
 	}
 	if nfull == 1 {
 		nfull = 0 // the one-seed run
 	}
-	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: StepLog(c)}
+	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: cliutil.StepLog(c)}
 	other := c.String("compare")
 	if other != "" {
 		if other, err = filepath.Abs(other); err != nil {
@@ -253,7 +252,7 @@ func runBench(c *cli.Context) error {
 	}
 	for _, name := range []string{"window", "sync-every"} {
 		if v := c.Int(name); v < 0 {
-			return Usagef("--%s %d: want 0 (the default) or more", name, v)
+			return cliutil.Usagef("--%s %d: want 0 (the default) or more", name, v)
 		} else if v > 0 {
 			bc.fetchArgs = append(bc.fetchArgs, "--"+name, fmt.Sprint(v))
 		}
@@ -273,17 +272,17 @@ func runBench(c *cli.Context) error {
 	if other == "this build" {
 		otherBin = bc.self
 	}
-	dir, done, err := WorkFolder(c, "bench")
+	dir, done, err := cliutil.WorkFolder(c, "bench")
 	if err != nil {
 		return err
 	}
 	defer done()
 	bc.dir = dir
-	ctx, stop := SignalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	logf := bc.logf
 	bc.file = filepath.Join(dir, "bench.bin")
-	logf("writing a %.0f MiB file...\n", MiB(size))
+	logf("writing a %.0f MiB file...\n", cliutil.MiB(size))
 	if err := writeDemoFile(bc.file, size, 42); err != nil {
 		return err
 	}
@@ -431,7 +430,7 @@ func runBench(c *cli.Context) error {
 	ratio("multi_seed_vs_one_seed", rep.MultiSeed, rep.OneSeed, &rep.MultiVsOne)
 	ratio("multi_seed_vs_tcp", rep.MultiSeed, rep.TCP, &rep.MultiVsTCP)
 	if c.Bool("json") {
-		return WriteJSON(c.App.Writer, rep)
+		return cliutil.WriteJSON(c.App.Writer, rep)
 	}
 	printBench(c.App.Writer, &rep)
 	return nil
@@ -444,12 +443,12 @@ func printBench(w io.Writer, rep *benchReport) {
 	if rep.Repeat > 1 {
 		reps = fmt.Sprintf("%d repetitions, medians (fastest-slowest)", rep.Repeat)
 	}
-	fmt.Fprintf(w, "%s file, %s blocks, loopback, every party its own process, %s\n", HumanBytes(rep.Bytes), HumanBytes(rep.BlockSize), reps)
+	fmt.Fprintf(w, "%s file, %s blocks, loopback, every party its own process, %s\n", cliutil.HumanBytes(rep.Bytes), cliutil.HumanBytes(rep.BlockSize), reps)
 	line := func(name string, r *benchRun) {
 		if r == nil {
 			return
 		}
-		fmt.Fprintf(w, "  %-36s %8.1f MiB/s  %.2f s", name, MiB(rep.Bytes)/r.Seconds, r.Seconds)
+		fmt.Fprintf(w, "  %-36s %8.1f MiB/s  %.2f s", name, cliutil.MiB(rep.Bytes)/r.Seconds, r.Seconds)
 		if rep.Repeat > 1 {
 			fmt.Fprintf(w, " (%.2f-%.2f s)", r.MinSeconds, r.MaxSeconds)
 		}

@@ -12,10 +12,12 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
-func init() {
-	register(&cli.Command{
+// cbfCommand is reconcile cbf and its subcommands.
+func cbfCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "cbf",
 		Usage: "build, combine, query and inspect counting Bloom filter files",
 		Description: "Items are read one per input line (the line's bytes without its line ending).\n\n" +
@@ -25,7 +27,7 @@ func init() {
 			"   reconcile cbf op complement --universe u.cbf s.cbf -o not-s.cbf\n" +
 			"   printf 'a\\nc\\n' | reconcile cbf query not-s.cbf      # prints c",
 		Subcommands: []*cli.Command{cbfBuildCommand(), cbfOpCommand(), cbfQueryCommand(), cbfInfoCommand()},
-	})
+	}
 }
 
 func cbfBuildCommand() *cli.Command {
@@ -225,7 +227,7 @@ func cbfInfoCommand() *cli.Command {
 				}
 			}
 			if c.Bool("json") {
-				return WriteJSON(c.App.Writer, info)
+				return cliutil.WriteJSON(c.App.Writer, info)
 			}
 			w := c.App.Writer
 			fmt.Fprintf(w, "m %d  k %d  r %d  hash %s  seed %d\n", info.M, info.K, info.R, info.Hash, info.Seed)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
 // run runs the CLI with args and stdin, returning stdout and the error.
@@ -20,7 +21,7 @@ func run(t *testing.T, stdin string, args ...string) (string, error) {
 	app.Writer = &out
 	app.ErrWriter = &out
 	full := append([]string{"reconcile"}, args...)
-	err := app.Run(PermuteArgs(app, full))
+	err := app.Run(cliutil.PermuteArgs(app, full))
 	return out.String(), err
 }
 
@@ -167,7 +168,7 @@ func TestPermuteArgs(t *testing.T) {
 		{"cbf query f -- -o", "cbf query f -- -o"},
 		{"experiment table1 --trials=3 --json", "experiment table1 --trials=3 --json"},
 	} {
-		got := strings.Join(PermuteArgs(app, append([]string{"reconcile"}, strings.Fields(tc.in)...))[1:], " ")
+		got := strings.Join(cliutil.PermuteArgs(app, append([]string{"reconcile"}, strings.Fields(tc.in)...))[1:], " ")
 		if got != tc.want {
 			t.Errorf("permuteArgs(%q) = %q, want %q", tc.in, got, tc.want)
 		}

@@ -19,11 +19,10 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
-
-func init() { register(demoCommand()) }
 
 func demoCommand() *cli.Command {
 	return &cli.Command{
@@ -75,31 +74,31 @@ type demoFetcher struct {
 }
 
 func runDemo(c *cli.Context) error {
-	size, err := FlagSize(c, "size", 1, 0)
+	size, err := cliutil.FlagSize(c, "size", 1, 0)
 	if err != nil {
 		return err
 	}
-	bs, err := FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
 	nf := c.Int("fetchers")
 	if nf < 1 || nf > 16 {
-		return Usagef("--fetchers %d: want 1 to 16", nf)
+		return cliutil.Usagef("--fetchers %d: want 1 to 16", nf)
 	}
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
-		return Usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
+		return cliutil.Usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
 	}
 	if method == reconcile.Byers && size > peer.MaxByersBytes {
-		return Usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), ExactSize(peer.MaxByersBytes))
+		return cliutil.Usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), cliutil.ExactSize(peer.MaxByersBytes))
 	}
-	dir, done, err := WorkFolder(c, "demo")
+	dir, done, err := cliutil.WorkFolder(c, "demo")
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, stop := SignalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	quiet := c.Bool("json")
 	w := c.App.Writer
@@ -115,14 +114,14 @@ func runDemo(c *cli.Context) error {
 	}
 	m, err := chunker.ChunkPath(ctx, file, int(bs))
 	if err != nil {
-		return OneLine(err)
+		return cliutil.OneLine(err)
 	}
-	say("made %s: %.1f MiB in %d blocks of %d KiB\n", file, MiB(size), m.BlockCount(), bs>>10)
+	say("made %s: %.1f MiB in %d blocks of %d KiB\n", file, cliutil.MiB(size), m.BlockCount(), bs>>10)
 
 	loop := peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0")
 	seed, err := peer.New(ctx, loop)
 	if err != nil {
-		return OneLine(err)
+		return cliutil.OneLine(err)
 	}
 	defer seed.Close()
 	var sopts []peer.SeedOption
@@ -132,7 +131,7 @@ func runDemo(c *cli.Context) error {
 	}
 	tk, err := seed.Seed(ctx, file, sopts...)
 	if err != nil {
-		return OneLine(err)
+		return cliutil.OneLine(err)
 	}
 	names := map[string]string{seed.ID().String(): "seed"}
 	order := []string{"seed"}
@@ -143,7 +142,7 @@ func runDemo(c *cli.Context) error {
 	for j := range fetchers {
 		p, err := peer.New(ctx, loop)
 		if err != nil {
-			return OneLine(err)
+			return cliutil.OneLine(err)
 		}
 		defer p.Close()
 		fetchers[j] = p
@@ -158,7 +157,7 @@ func runDemo(c *cli.Context) error {
 			lo, hi := j*m.BlockCount()/(nf+1), (j+1)*m.BlockCount()/(nf+1)
 			n, err := prefillDemo(file, m, out, lo, hi)
 			if err != nil {
-				return OneLine(err)
+				return cliutil.OneLine(err)
 			}
 			res[j].HeldAtStart = n
 			say("%-9s %s  holds blocks [%d, %d)\n", name, p.ID(), lo, hi)
@@ -187,7 +186,7 @@ func runDemo(c *cli.Context) error {
 	elapsed := time.Since(start)
 	for j, err := range errs {
 		if err != nil {
-			return OneLine(fmt.Errorf("%s: %w", res[j].Name, err))
+			return cliutil.OneLine(fmt.Errorf("%s: %w", res[j].Name, err))
 		}
 	}
 
@@ -214,7 +213,7 @@ func runDemo(c *cli.Context) error {
 	}
 	rep.Fetchers = res
 	if quiet {
-		return WriteJSON(w, rep)
+		return cliutil.WriteJSON(w, rep)
 	}
 	printDemo(w, rep, elapsed)
 	if !rep.Identical {
@@ -257,7 +256,7 @@ func printDemo(w io.Writer, rep demoReport, elapsed time.Duration) {
 			ratio = float64(s.FilterBytes) / float64(s.Received)
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.2f MiB\t%.1f KiB\t%.4f%%\t%d\t%d\t%v\n", f.Name, f.HeldAtStart, s.Fetched,
-			MiB(s.Received), float64(s.FilterBytes)/1024, 100*ratio, s.FalseOffers, s.Redundant, f.Identical)
+			cliutil.MiB(s.Received), float64(s.FilterBytes)/1024, 100*ratio, s.FalseOffers, s.Redundant, f.Identical)
 	}
 	tw.Flush()
 	if rep.Identical {

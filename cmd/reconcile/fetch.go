@@ -14,6 +14,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -62,7 +63,7 @@ func fetchCommand() *cli.Command {
 			&cli.IntFlag{Name: "sync-every", Usage: "blocks per fsync group (0: as many as make 8 MiB; 1: each block durable before the next); above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
 			&cli.IntFlag{Name: "window", Value: 16, Usage: "blocks kept requested from one peer at a time, at most (at least 1); each peer's window adapts to its rate and round trip below that"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Usage: "move a peer's blocks to others after it sends nothing for this long"},
-			ProgressFlag(),
+			cliutil.ProgressFlag(),
 		),
 		Action: runFetch,
 	}
@@ -72,7 +73,7 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 	var s string
 	switch {
 	case c.String("ticket-file") != "" && c.NArg() > 0:
-		return peer.Ticket{}, Usagef("give the ticket as the argument or with --ticket-file, not both")
+		return peer.Ticket{}, cliutil.Usagef("give the ticket as the argument or with --ticket-file, not both")
 	case c.String("ticket-file") != "":
 		b, err := os.ReadFile(c.String("ticket-file"))
 		if err != nil {
@@ -82,7 +83,7 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 	case c.NArg() == 1:
 		s = c.Args().First()
 	default:
-		return peer.Ticket{}, Usagef("want one TICKET, got %d arguments", c.NArg())
+		return peer.Ticket{}, cliutil.Usagef("want one TICKET, got %d arguments", c.NArg())
 	}
 	if root, ok := parseRootArg(s); ok { // reach.go: reconcile fetch ROOT
 		return peer.Ticket{Root: root}, nil
@@ -97,23 +98,23 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 func runFetch(c *cli.Context) error {
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
-		return Usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
+		return cliutil.Usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
 	}
 	if d := c.Duration("no-peer-timeout"); d <= 0 {
-		return Usagef("--no-peer-timeout %v: want a positive duration such as 10s", d)
+		return cliutil.Usagef("--no-peer-timeout %v: want a positive duration such as 10s", d)
 	}
 	if c.String("out") == "" {
-		return Usagef("--out is empty: want a folder")
+		return cliutil.Usagef("--out is empty: want a folder")
 	}
 	var extra []ma.Multiaddr
 	for _, s := range c.StringSlice("peer") {
 		a, err := ma.NewMultiaddr(s)
 		if err != nil {
-			return Usagef("--peer %q: %v", s, err)
+			return cliutil.Usagef("--peer %q: %v", s, err)
 		}
 		extra = append(extra, a)
 	}
-	pr, err := NewProgress(c, "fetch", true)
+	pr, err := cliutil.NewProgress(c, "fetch", true)
 	if err != nil {
 		return err
 	}
@@ -121,7 +122,7 @@ func runFetch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	stopProfile, err := StartCPUProfile(c) // profile.go
+	stopProfile, err := cliutil.StartCPUProfile(c) // profile.go
 	if err != nil {
 		return err
 	}
@@ -133,19 +134,19 @@ func runFetch(c *cli.Context) error {
 	sum, onDisk := completeOutput(c.String("out"), tk, method)
 	if sum != nil && !c.Bool("seed-after") {
 		if c.Bool("json") {
-			return WriteJSON(c.App.Writer, sum)
+			return cliutil.WriteJSON(c.App.Writer, sum)
 		}
-		fmt.Fprintf(c.App.Writer, "%s already holds all %d blocks (%s) of %s: nothing to fetch\n", sum.Out, sum.Blocks, HumanBytes(sum.Bytes), sum.Root)
+		fmt.Fprintf(c.App.Writer, "%s already holds all %d blocks (%s) of %s: nothing to fetch\n", sum.Out, sum.Blocks, cliutil.HumanBytes(sum.Bytes), sum.Root)
 		return nil
 	}
-	ctx, stop := SignalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	p, err := newCLIPeer(ctx, c, popts, ticketRelays(tk)...)
 	if err != nil {
-		return OneLine(err)
+		return cliutil.OneLine(err)
 	}
 	defer p.Close()
-	connecting := fmt.Sprintf("connecting to %s", Count(len(tk.Peers)+len(extra), "peer"))
+	connecting := fmt.Sprintf("connecting to %s", cliutil.Count(len(tk.Peers)+len(extra), "peer"))
 	rootOnly := len(tk.Peers) == 0 && len(extra) == 0
 	if rootOnly {
 		connecting = "looking for peers that have " + tk.Root.String()[:16] + "… (DHT, LAN)"
@@ -155,7 +156,7 @@ func runFetch(c *cli.Context) error {
 		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.Println(fetchEventLine(ev)) })}
 	pr.Status(connecting)
 	progress := func(x peer.Progress) { pr.Update(fetchProgress(x)) }
-	if pr.mode != ProgressBar {
+	if pr.Mode() != cliutil.ProgressBar {
 		progress = firstBlockLog(processStart, c.App.ErrWriter, progress) // reach.go
 	}
 	opts = append(opts, peer.WithProgress(progress))
@@ -170,30 +171,30 @@ func runFetch(c *cli.Context) error {
 	pr.Finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
 		if ctx.Err() != nil { // interrupted, whatever the step cut short made of it ("could not connect")
-			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
+			return cliutil.Interrupted("interrupted; every verified block is kept, run the same command to resume", err)
 		}
 		if rootOnly && errors.Is(err, peer.ErrNoPeers) {
-			return OneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
 		}
 		if sum == nil && errors.Is(err, peer.ErrNoPeers) {
-			return OneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
 		}
 		if errors.Is(err, chunker.ErrExists) && !errors.Is(err, chunker.ErrManifestMismatch) {
 			// A file of the same name and no resume state: a finished
 			// download (its state is removed) or a file of the user's.
-			return OneLine(fmt.Errorf("%w (a finished download keeps no resume state; remove it or choose another --out)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (a finished download keeps no resume state; remove it or choose another --out)", err))
 		}
 		if errors.Is(err, chunker.ErrNoSpace) {
 			// The output file's space is reserved as it is created.
-			return OneLine(fmt.Errorf("%w (free some space and run again, or choose another --out)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (free some space and run again, or choose another --out)", err))
 		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
-			return OneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
+			return cliutil.OneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}
-		return OneLine(err)
+		return cliutil.OneLine(err)
 	}
 	if c.Bool("json") {
-		if err := WriteJSON(c.App.Writer, sum); err != nil {
+		if err := cliutil.WriteJSON(c.App.Writer, sum); err != nil {
 			return err
 		}
 	} else {
@@ -204,7 +205,7 @@ func runFetch(c *cli.Context) error {
 		fmt.Fprintln(c.App.ErrWriter, peer.Ticket{Root: tk.Root, Peers: append(tk.Peers[:0:0], p.AddrInfo())}.String())
 		<-ctx.Done()
 	}
-	return OneLine(p.Close())
+	return cliutil.OneLine(p.Close())
 }
 
 // completeOutput returns the summary of a fetch that has nothing to do, when
@@ -235,9 +236,9 @@ func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.
 // fetchProgress is the progress line of a fetch: bytes held of the content's
 // bytes; the rate and the time left come from the bytes received in this run
 // only (blocks resumed from disk were not transferred).
-func fetchProgress(x peer.Progress) ProgressState {
-	return ProgressState{Done: x.Bytes, Total: x.TotalBytes, Session: x.Received,
-		Extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, Count(x.Peers, "peer"))}
+func fetchProgress(x peer.Progress) cliutil.ProgressState {
+	return cliutil.ProgressState{Done: x.Bytes, Total: x.TotalBytes, Session: x.Received,
+		Extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, cliutil.Count(x.Peers, "peer"))}
 }
 
 // fetchEventLine words what happened to a peer of the fetch, for a line above
@@ -263,9 +264,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		rate = int64(float64(s.Received) / s.Seconds)
 	}
 	fmt.Fprintf(w, "fetched %s into %s\n", s.Root, s.Out)
-	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, HumanBytes(rate), HumanBytes(s.Received))
+	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, cliutil.HumanBytes(rate), cliutil.HumanBytes(s.Received))
 	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
-	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", HumanBytes(s.Bytes), HumanBytes(s.FilterBytes), s.Method, s.FalseOffers)
+	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", cliutil.HumanBytes(s.Bytes), cliutil.HumanBytes(s.FilterBytes), s.Method, s.FalseOffers)
 	if s.Cells > 0 {
 		fmt.Fprintf(w, "  iblt        %d cells sent\n", s.Cells)
 	}
@@ -283,7 +284,7 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		if total > 0 {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
-		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, Count(ps.Blocks, "block"), HumanBytes(ps.Bytes), Count(ps.Rounds, "round"), Count(ps.RoundTrips, "round trip"))
+		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, cliutil.Count(ps.Blocks, "block"), cliutil.HumanBytes(ps.Bytes), cliutil.Count(ps.Rounds, "round"), cliutil.Count(ps.RoundTrips, "round trip"))
 		if ps.Rejected > 0 {
 			line += fmt.Sprintf(", %d corrupt", ps.Rejected)
 		}
@@ -339,19 +340,19 @@ func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error
 // fetch's progress pr takes over, showing the status after and counting its
 // rate from then on. man is the manifest of the store on disk (for the
 // bytes); nil shows the blocks only.
-func checkProgress(pr *Progress, man *chunker.Manifest, after string) func(done, total int) {
-	var cp *Progress
+func checkProgress(pr *cliutil.Progress, man *chunker.Manifest, after string) func(done, total int) {
+	var cp *cliutil.Progress
 	return func(done, total int) {
-		if pr.mode == ProgressNone {
+		if pr.Mode() == cliutil.ProgressNone {
 			return
 		}
 		if cp == nil {
 			cp = pr.Sub("checking", man != nil)
-			if pr.mode == ProgressPlain {
-				fmt.Fprintf(pr.w, "fetch: checking %s on disk\n", Count(total, "block"))
+			if pr.Mode() == cliutil.ProgressPlain {
+				pr.Println(fmt.Sprintf("fetch: checking %s on disk", cliutil.Count(total, "block")))
 			}
 		}
-		s := ProgressState{Done: int64(done), Total: int64(total), Session: -1,
+		s := cliutil.ProgressState{Done: int64(done), Total: int64(total), Session: -1,
 			Extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
 		if man != nil {
 			s.Done, s.Total = min(int64(done)*int64(man.BlockSize()), man.TotalSize()), man.TotalSize()
@@ -363,8 +364,8 @@ func checkProgress(pr *Progress, man *chunker.Manifest, after string) func(done,
 			cp.Update(s)
 			return
 		}
-		if pr.mode == ProgressPlain {
-			fmt.Fprintln(cp.w, cp.render(s, cp.now())) // the end, always
+		if pr.Mode() == cliutil.ProgressPlain {
+			cp.Println(cp.Line(s)) // the end, always
 		} else {
 			cp.Update(s)
 		}

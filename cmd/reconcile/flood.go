@@ -20,11 +20,10 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/peer/flood"
 )
-
-func init() { register(floodCommand()) }
 
 func floodCommand() *cli.Command {
 	return &cli.Command{
@@ -97,11 +96,11 @@ type floodReport struct {
 }
 
 func runFlood(c *cli.Context) error {
-	size, err := FlagSize(c, "size", 1, 0)
+	size, err := cliutil.FlagSize(c, "size", 1, 0)
 	if err != nil {
 		return err
 	}
-	bs, err := FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
@@ -110,16 +109,16 @@ func runFlood(c *cli.Context) error {
 	}
 	ids, streams, fetches := c.Int("identities"), c.Int("streams"), c.Int("fetches")
 	if ids < 1 || ids > 1000 {
-		return Usagef("--identities %d: want 1 to 1000", ids)
+		return cliutil.Usagef("--identities %d: want 1 to 1000", ids)
 	}
 	if streams < 1 || streams > 64 {
-		return Usagef("--streams %d: want 1 to 64", streams)
+		return cliutil.Usagef("--streams %d: want 1 to 64", streams)
 	}
 	if fetches < 1 {
-		return Usagef("--fetches %d: want at least 1", fetches)
+		return cliutil.Usagef("--fetches %d: want at least 1", fetches)
 	}
 	if c.Duration("duration") <= 0 || c.Duration("after") < 0 {
-		return Usagef("--duration must be positive and --after not negative")
+		return cliutil.Usagef("--duration must be positive and --after not negative")
 	}
 	attacks, err := floodAttacks(c)
 	if err != nil {
@@ -129,16 +128,16 @@ func runFlood(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	dir, done, err := WorkFolder(c, "flood")
+	dir, done, err := cliutil.WorkFolder(c, "flood")
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, stop := SignalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
-	logf := StepLog(c)
+	logf := cliutil.StepLog(c)
 	file := filepath.Join(dir, "flood.bin")
-	logf("writing a %.0f MiB file...\n", MiB(size))
+	logf("writing a %.0f MiB file...\n", cliutil.MiB(size))
 	if err := writeDemoFile(file, size, 7); err != nil {
 		return err
 	}
@@ -262,7 +261,7 @@ func runFlood(c *cli.Context) error {
 		}
 	} else {
 		w := c.App.Writer
-		fmt.Fprintf(w, "seed of %.0f MiB under %d identities x %d streams: %s\n", MiB(size), ids, streams, strings.Join(rep.Attacks, ", "))
+		fmt.Fprintf(w, "seed of %.0f MiB under %d identities x %d streams: %s\n", cliutil.MiB(size), ids, streams, strings.Join(rep.Attacks, ", "))
 		fmt.Fprintf(w, "  fetch without attack   median %.3f s (%d fetches)\n", base, len(rep.Baseline))
 		if len(rep.UnderAttack) > 0 {
 			fmt.Fprintf(w, "  fetch under attack     median %.3f s = %.2fx, max %.3f s = %.2fx (%d fetches, all byte-identical)\n",
@@ -292,7 +291,7 @@ func floodAttacks(c *cli.Context) ([]flood.Attack, error) {
 		for _, name := range strings.Split(s, ",") {
 			a, err := flood.ParseAttack(strings.TrimSpace(name))
 			if err != nil {
-				return nil, Usagef("--attacks: %v", err)
+				return nil, cliutil.Usagef("--attacks: %v", err)
 			}
 			attacks = append(attacks, a)
 		}
@@ -312,13 +311,13 @@ type attackCounts struct {
 func runAttacker(c *cli.Context, ticket, file string, bs int64) error {
 	tk, err := peer.ParseTicket(ticket)
 	if err != nil || len(tk.Peers) == 0 {
-		return Usagef("--attack-ticket: %v", err)
+		return cliutil.Usagef("--attack-ticket: %v", err)
 	}
 	attacks, err := floodAttacks(c)
 	if err != nil {
 		return err
 	}
-	ctx, stop := SignalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	m, err := chunker.ChunkPath(context.Background(), file, int(bs))
 	if err != nil {

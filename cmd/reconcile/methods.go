@@ -14,12 +14,14 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/methods"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-func init() {
-	registerExperiment(&cli.Command{
+// methodsCommand is reconcile experiment methods.
+func methodsCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "methods",
 		Usage: "every reconciliation method on the same work: bytes, round trips, compute, missed and redundant blocks",
 		Description: "Two peers hold n blocks each of a file of n + d blocks, each lacking d of the other's\n" +
@@ -41,18 +43,18 @@ func init() {
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "payload a redundant block costs when ranking the methods (chunker's default), up to 16MiB"},
 			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers). Filters are sized for n, as for offers: when the file is over 2n blocks, complete and ccbf offer many blocks A holds (an index each)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			ProgressFlag(),
+			cliutil.ProgressFlag(),
 			plotFlag("draw bytes on the wire against d (log scales), missed blocks marked,"),
 		},
 		Action: runMethodsCommand,
-	})
+	}
 }
 
 func runMethodsCommand(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("methods takes no arguments, got %q", c.Args().First())
 	}
-	if err := CheckAtLeast(c, map[string]int{"n": 1, "trials": 1, "nn": 1}); err != nil {
+	if err := cliutil.CheckAtLeast(c, map[string]int{"n": 1, "trials": 1, "nn": 1}); err != nil {
 		return err
 	}
 	plotFile, err := checkPlotPath(c)
@@ -68,7 +70,7 @@ func runMethodsCommand(c *cli.Context) error {
 	case cfg.Trials < 1:
 		return fmt.Errorf("--trials must be at least 1, got %d", cfg.Trials)
 	}
-	bs, err := FlagSize(c, "block-size", 0, 16<<20)
+	bs, err := cliutil.FlagSize(c, "block-size", 0, 16<<20)
 	if err != nil {
 		return err
 	}
@@ -95,7 +97,7 @@ func runMethodsCommand(c *cli.Context) error {
 			cfg.Methods = append(cfg.Methods, m)
 		}
 	}
-	rows, err := RunWithProgress(c, "methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
+	rows, err := cliutil.RunWithProgress(c, "methods trials", func(ctx context.Context, progress func(int, int)) ([]methods.Row, error) {
 		cfg.Progress = progress
 		return methods.Run(ctx, cfg)
 	})
@@ -103,7 +105,7 @@ func runMethodsCommand(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		err = WriteJSON(c.App.Writer, struct {
+		err = cliutil.WriteJSON(c.App.Writer, struct {
 			Rows []methods.Row  `json:"rows"`
 			Best map[int]string `json:"best_by_d"`
 		}{rows, methods.Best(rows, blockSize)})

@@ -15,6 +15,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -75,24 +76,6 @@ func TestE2EFetchMethods(t *testing.T) {
 	}
 }
 
-func TestCount(t *testing.T) {
-	for _, tc := range []struct {
-		n    int
-		noun string
-		want string
-	}{
-		{0, "peer", "0 peers"},
-		{1, "peer", "1 peer"},
-		{2, "peer", "2 peers"},
-		{1, "round trip", "1 round trip"},
-		{7, "round trip", "7 round trips"},
-	} {
-		if got := Count(tc.n, tc.noun); got != tc.want {
-			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
-		}
-	}
-}
-
 // TestFetchCompleteOutput: a fetch into a folder that already holds every
 // block of the ticket's content says so and contacts no peer (the ticket's
 // only peer is dead, so any network work would end in a timeout).
@@ -114,7 +97,7 @@ func TestFetchCompleteOutput(t *testing.T) {
 	start := time.Now()
 	code, stdout, stderr := runCLI(t, "fetch", tk, "--out", out, "--progress", "none")
 	want := fmt.Sprintf("%s already holds all 7 blocks (100 KiB) of %s: nothing to fetch\n", out, m.ID())
-	if code != ExitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
+	if code != cliutil.ExitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
 		t.Errorf("exit %d after %v, stdout %q, stderr %q; want %q", code, time.Since(start), stdout, stderr, want)
 	}
 	// One block missing: the fetch goes to the network (and fails there).

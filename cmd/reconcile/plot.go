@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
 // plotFlag is --plot for a command that draws a figure.
@@ -32,10 +34,10 @@ func checkPlotPath(c *cli.Context) (string, error) {
 	}
 	ext := strings.ToLower(filepath.Ext(file))
 	if ext != ".png" && ext != ".svg" {
-		return "", Usagef("--plot %q: want a file name ending in .png or .svg", file)
+		return "", cliutil.Usagef("--plot %q: want a file name ending in .png or .svg", file)
 	}
 	if fi, err := os.Stat(file); err == nil && fi.IsDir() {
-		return "", Usagef("--plot %q: is a folder; want a file name ending in %s", file, ext)
+		return "", cliutil.Usagef("--plot %q: is a folder; want a file name ending in %s", file, ext)
 	}
 	probe, err := os.CreateTemp(filepath.Dir(file), ".reconcile-plot-*"+ext)
 	if err != nil {
@@ -43,7 +45,7 @@ func checkPlotPath(c *cli.Context) (string, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return "", Usagef("--plot %s: cannot write in %s: %v", file, filepath.Dir(file), err)
+		return "", cliutil.Usagef("--plot %s: cannot write in %s: %v", file, filepath.Dir(file), err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())

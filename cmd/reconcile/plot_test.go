@@ -9,6 +9,8 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
 // TestPlotPathChecked: --plot is checked before the work starts: a name that
@@ -36,7 +38,7 @@ func TestPlotPathChecked(t *testing.T) {
 		if tc.args[0] == "testnet" || tc.args[1] == "topology" {
 			code, stdout, stderr = runCLI(t, tc.args...)
 		}
-		if code != ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--plot") {
+		if code != cliutil.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--plot") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, one line containing %q", tc.args, code, stdout, stderr, tc.want)
 		}
 	}
@@ -56,7 +58,7 @@ func TestPlotFormats(t *testing.T) {
 	for ext, magic := range map[string]string{".png": "\x89PNG", ".svg": "<?xml"} {
 		file := filepath.Join(dir, "t3"+ext)
 		code, stdout, stderr := runCLI(t, "experiment", "table3", "--trials", "1", "--plot", file, "--progress", "none")
-		if code != ExitOK || stderr != "" || !strings.Contains(stdout, "Byers time / complete time") {
+		if code != cliutil.ExitOK || stderr != "" || !strings.Contains(stdout, "Byers time / complete time") {
 			t.Fatalf("%s: exit %d, stderr %q, stdout %q", ext, code, stderr, stdout)
 		}
 		b, err := os.ReadFile(file)

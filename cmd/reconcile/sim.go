@@ -13,13 +13,15 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
 )
 
-func init() {
-	register(&cli.Command{
+// simCommand is reconcile sim and its subcommands.
+func simCommand() *cli.Command {
+	return &cli.Command{
 		Name:  "sim",
 		Usage: "simulate reconciliation time on a transit-stub network with a Chord overlay",
 		Description: "A GT-ITM-style transit-stub topology (link delay = rounded length in ms), peers on\n" +
@@ -34,7 +36,7 @@ func init() {
 		// "reconcile sim" alone runs table4.
 		Flags:  simTable4Command().Flags,
 		Action: simTable4Command().Action,
-	})
+	}
 }
 
 // simMins are the lowest sensible values of the sim commands' int flags.
@@ -107,10 +109,10 @@ func simNetwork(c *cli.Context) (*ts.Network, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	if c.Int("nodes") < 2 {
-		return nil, Usagef("--nodes %d: want at least 2", c.Int("nodes"))
+		return nil, cliutil.Usagef("--nodes %d: want at least 2", c.Int("nodes"))
 	}
 	if b := c.Int("ring-bits"); b > 160 {
-		return nil, Usagef("--ring-bits %d: want 1 to 160", b)
+		return nil, cliutil.Usagef("--ring-bits %d: want 1 to 160", b)
 	}
 	net, err := ts.NewNetwork(p, bw, c.Int("nodes"),
 		ts.ChordConfig{Bits: c.Int("ring-bits"), Successors: c.Int("successors")}, c.Uint64("seed"))
@@ -154,7 +156,7 @@ func parseMethods(list string) (methods []reconcile.Method, ok bool) {
 // simFilter returns the filter parameters from the flags.
 func simFilter(c *cli.Context) (ts.FilterConfig, error) {
 	f := ts.PaperFilter()
-	bs, err := FlagSize(c, "block-size", 1, 16<<20)
+	bs, err := cliutil.FlagSize(c, "block-size", 1, 16<<20)
 	if err != nil {
 		return f, err
 	}
@@ -200,7 +202,7 @@ func simTopologyCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
-			if err := CheckAtLeast(c, simMins); err != nil {
+			if err := cliutil.CheckAtLeast(c, simMins); err != nil {
 				return err
 			}
 			plotFile, err := checkPlotPath(c)
@@ -222,7 +224,7 @@ func simTopologyCommand() *cli.Command {
 			}
 			rep.Seconds = time.Since(t0).Seconds()
 			if c.Bool("json") {
-				if err := WriteJSON(c.App.Writer, rep); err != nil {
+				if err := cliutil.WriteJSON(c.App.Writer, rep); err != nil {
 					return err
 				}
 				return plotLinkDelays(net.Topology, plotFile)
@@ -283,7 +285,7 @@ func simTable4Command() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
-			if err := CheckAtLeast(c, simMins); err != nil {
+			if err := cliutil.CheckAtLeast(c, simMins); err != nil {
 				return err
 			}
 			plotFile, err := checkPlotPath(c)
@@ -341,7 +343,7 @@ func simTable4Command() *cli.Command {
 			}
 			rep.WallSeconds = time.Since(t0).Seconds()
 			if c.Bool("json") {
-				if err := WriteJSON(c.App.Writer, rep); err != nil {
+				if err := cliutil.WriteJSON(c.App.Writer, rep); err != nil {
 					return err
 				}
 			} else {
@@ -494,7 +496,7 @@ func simSwarmCommand() *cli.Command {
 		),
 		Action: func(c *cli.Context) error {
 			t0 := time.Now()
-			if err := CheckAtLeast(c, simMins); err != nil {
+			if err := cliutil.CheckAtLeast(c, simMins); err != nil {
 				return err
 			}
 			plotFile, err := checkPlotPath(c)
@@ -534,7 +536,7 @@ func simSwarmCommand() *cli.Command {
 				// A push schedule moves blocks with no reconciliation: one run,
 				// labelled complete (the default).
 				if c.IsSet("method") && !slices.Equal(methods, []reconcile.Method{reconcile.Complete}) || c.IsSet("rarity") || c.IsSet("rarest-first") {
-					return Usagef("--central and --trees time a schedule of pushes, not a reconciliation method or block choice: give no --rarity or --rarest-first, and no --method but complete")
+					return cliutil.Usagef("--central and --trees time a schedule of pushes, not a reconciliation method or block choice: give no --rarity or --rarest-first, and no --method but complete")
 				}
 				methods = []reconcile.Method{reconcile.Complete}
 			}
@@ -565,7 +567,7 @@ func simSwarmCommand() *cli.Command {
 			rep.WallSeconds = time.Since(t0).Seconds()
 			rep.MaxRSSMiB = maxRSSMiB()
 			if c.Bool("json") {
-				if err := WriteJSON(c.App.Writer, rep); err != nil {
+				if err := cliutil.WriteJSON(c.App.Writer, rep); err != nil {
 					return err
 				}
 				return plotSwarm(rep.Runs, plotFile)
@@ -619,7 +621,7 @@ func simSwarmCommand() *cli.Command {
 			fmt.Fprintf(w, "method\tcompleted\tmedian ms\tp95 ms\tmax ms\trounds/peer\tfilter MiB\tblocks MiB\tredundant\tmissed\twall s\t\n")
 			for _, r := range rep.Runs {
 				fmt.Fprintf(w, "%v\t%d/%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.2f\t%.2f\t%d\t%d\t%.1f\t\n", swarmLabel(r, len(choices)), r.Completed, r.Fetchers,
-					r.MedianMS, r.P95MS, r.MaxMS, r.MeanRounds, MiB(r.Bytes["filter"]), MiB(r.Bytes["blocks"]),
+					r.MedianMS, r.P95MS, r.MaxMS, r.MeanRounds, cliutil.MiB(r.Bytes["filter"]), cliutil.MiB(r.Bytes["blocks"]),
 					r.RedundantBlocks, r.MissedBlocks, r.WallSeconds)
 			}
 			w.Flush()

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
 )
@@ -19,14 +20,14 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 		dst  *float64
 	}{{"up", &sc.Up}, {"down", &sc.Down}, {"seed-up", &sc.SeedUp}} {
 		if *r.dst, err = testnet.ParseRate(c.String(r.name)); err != nil {
-			return sc, Usagef("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
+			return sc, cliutil.Usagef("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
 		}
 	}
 	if sc.Classes, err = testnet.ParseClasses(c.String("classes")); err != nil {
-		return sc, Usagef("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
+		return sc, cliutil.Usagef("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
 	}
 	if len(sc.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
-		return sc, Usagef("--classes replaces --up and --down: give one or the other")
+		return sc, cliutil.Usagef("--classes replaces --up and --down: give one or the other")
 	}
 	sc.Parallel, sc.MaxBlocks, sc.RarestFirst, sc.LeastServed = c.Int("parallel"), c.Int("window"), c.Bool("rarest-first"), c.Bool("least-served")
 	sc.UploadSlots, sc.Watch = c.Int("upload-slots"), c.Bool("watch")
@@ -35,43 +36,43 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 		sc.Central = &ts.CentralSchedule{Lag: c.Bool("central-lag"), Neighbours: c.Bool("central-neighbours"),
 			Receiver: c.String("central-receiver"), RandomBlocks: c.String("central-block") == "random"}
 		if r := sc.Central.Receiver; r != "neediest" && r != "random" && r != "nearest" {
-			return sc, Usagef("--central-receiver %q: want neediest, random or nearest", r)
+			return sc, cliutil.Usagef("--central-receiver %q: want neediest, random or nearest", r)
 		}
 		if b := c.String("central-block"); b != "rarest" && b != "random" {
-			return sc, Usagef("--central-block %q: want rarest or random", b)
+			return sc, cliutil.Usagef("--central-block %q: want rarest or random", b)
 		}
 	} else if c.IsSet("central-lag") || c.IsSet("central-neighbours") || c.IsSet("central-receiver") || c.IsSet("central-block") {
-		return sc, Usagef("--central-lag, --central-neighbours, --central-receiver and --central-block need --central")
+		return sc, cliutil.Usagef("--central-lag, --central-neighbours, --central-receiver and --central-block need --central")
 	}
 	switch l := c.String("latency"); l {
 	case "transitstub":
 	case "none":
 		sc.NoDelay = true
 	default:
-		return sc, Usagef("--latency %q: want transitstub or none", l)
+		return sc, cliutil.Usagef("--latency %q: want transitstub or none", l)
 	}
 	sc.Trees, sc.TreesByDelay = c.Int("trees"), c.Bool("trees-by-delay")
 	if sc.Trees < 0 {
-		return sc, Usagef("--trees must not be negative")
+		return sc, cliutil.Usagef("--trees must not be negative")
 	}
 	if sc.TreesByDelay && sc.Trees == 0 {
-		return sc, Usagef("--trees-by-delay needs --trees")
+		return sc, cliutil.Usagef("--trees-by-delay needs --trees")
 	}
 	if sc.Trees > 0 && (sc.Central != nil || sc.Watch || sc.FreeControl || sc.UploadRarest) {
-		return sc, Usagef("--trees replaces the peers' protocol: it takes no --central, --watch, --free-control or --upload-rarest")
+		return sc, cliutil.Usagef("--trees replaces the peers' protocol: it takes no --central, --watch, --free-control or --upload-rarest")
 	}
 	if sc.Trees > 0 && (c.Float64("share") != 0 || !sc.HasAccessLinks()) {
-		return sc, Usagef("--trees needs one seed (--share 0) and access links (--up, --down or --classes)")
+		return sc, cliutil.Usagef("--trees needs one seed (--share 0) and access links (--up, --down or --classes)")
 	}
 	if sc.Central != nil {
 		switch {
 		case sc.Watch || sc.FreeControl || sc.UploadRarest:
-			return sc, Usagef("--central replaces the peers' protocol: it takes no --watch, --free-control or --upload-rarest")
+			return sc, cliutil.Usagef("--central replaces the peers' protocol: it takes no --watch, --free-control or --upload-rarest")
 		case c.Float64("share") != 0 || !sc.HasAccessLinks():
-			return sc, Usagef("--central needs one seed (--share 0) and access links (--up, --down or --classes)")
+			return sc, cliutil.Usagef("--central needs one seed (--share 0) and access links (--up, --down or --classes)")
 		}
 	} else if !sc.Watch && sc.Trees == 0 && (sc.NoDelay || sc.FreeControl || sc.UploadRarest) {
-		return sc, Usagef("--free-control and --upload-rarest need --watch; --latency none needs --watch, --central or --trees")
+		return sc, cliutil.Usagef("--free-control and --upload-rarest need --watch; --latency none needs --watch, --central or --trees")
 	}
 	if sc.Watch {
 		// As the testnet's fetches: 16 sources, a window of 16 blocks.
@@ -87,13 +88,13 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 	}
 	sc.NoSuperSeed, sc.SeedLeaves = !c.Bool("super-seed"), c.Bool("seed-leaves")
 	if (c.IsSet("super-seed") || sc.SeedLeaves) && (!sc.Watch || c.Float64("share") != 0) {
-		return sc, Usagef("--super-seed and --seed-leaves are of the watch model's one seed: they need --watch and --share 0")
+		return sc, cliutil.Usagef("--super-seed and --seed-leaves are of the watch model's one seed: they need --watch and --share 0")
 	}
 	if sc.UploadSlots < 0 {
-		return sc, Usagef("--upload-slots must not be negative")
+		return sc, cliutil.Usagef("--upload-slots must not be negative")
 	}
 	if sc.Parallel < 1 || sc.MaxBlocks < 0 {
-		return sc, Usagef("--parallel must be at least 1 and --window not negative")
+		return sc, cliutil.Usagef("--parallel must be at least 1 and --window not negative")
 	}
 	return sc, nil
 }
@@ -106,10 +107,10 @@ func swarmChoices(c *cli.Context) ([]func(*ts.SwarmConfig), error) {
 		return []func(*ts.SwarmConfig){func(*ts.SwarmConfig) {}}, nil
 	}
 	if c.IsSet("rarest-first") {
-		return nil, Usagef("--rarity replaces --rarest-first: give one or the other")
+		return nil, cliutil.Usagef("--rarity replaces --rarest-first: give one or the other")
 	}
 	if c.Int("window") == 0 && !c.Bool("watch") {
-		return nil, Usagef("--rarity needs --window: without it an exchange takes every block offered")
+		return nil, cliutil.Usagef("--rarity needs --window: without it an exchange takes every block offered")
 	}
 	var out []func(*ts.SwarmConfig)
 	for _, name := range strings.Split(c.String("rarity"), ",") {
@@ -121,7 +122,7 @@ func swarmChoices(c *cli.Context) ([]func(*ts.SwarmConfig), error) {
 		case "filters":
 			out = append(out, func(sc *ts.SwarmConfig) { sc.RarestFirst, sc.RarityFromFilters = true, true })
 		default:
-			return nil, Usagef("--rarity %q: want random, exact, filters or a comma list of them", c.String("rarity"))
+			return nil, cliutil.Usagef("--rarity %q: want random, exact, filters or a comma list of them", c.String("rarity"))
 		}
 	}
 	return out, nil

@@ -15,11 +15,13 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/paperexp"
 )
 
-func init() {
-	registerExperiment(&cli.Command{
+// table1Command is reconcile experiment table1.
+func table1Command() *cli.Command {
+	return &cli.Command{
 		Name:  "table1",
 		Usage: "paper Table 1: fp and fn of every algebra result against the CBF of its set",
 		Description: "u = 12000 random strings, |S1| = |S2| = 6000, |S1 ∩ S2| = 2000, r = 4,\n" +
@@ -31,12 +33,16 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed (same seed, same figures)"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 (the paper's) or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]} with fp and fn as fractions"},
-			ProgressFlag(),
+			cliutil.ProgressFlag(),
 			plotFlag("draw measured against expected fp"),
 		},
 		Action: runTable1Command,
-	})
-	registerExperiment(&cli.Command{
+	}
+}
+
+// table2Command is reconcile experiment table2.
+func table2Command() *cli.Command {
+	return &cli.Command{
 		Name:  "table2",
 		Usage: "paper Table 2: counter probes and fp/fn of the algebra against double-CBF queries",
 		Description: "For alpha = |S1 ∩ S2| / |S1| ∈ {1/3, 1/2, 2/3} and every (m, k) of Table 1, every\n" +
@@ -48,10 +54,10 @@ func init() {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			ProgressFlag(),
+			cliutil.ProgressFlag(),
 		},
 		Action: runTable2Command,
-	})
+	}
 }
 
 // hashAndTrials reads the --hash and --trials flags every paper experiment has.
@@ -61,7 +67,7 @@ func hashAndTrials(c *cli.Context) (cbfalgebra.HashFamily, int, error) {
 		return h, 0, err
 	}
 	if t := c.Int("trials"); t < 1 {
-		return h, 0, Usagef("--trials %d: want at least 1", t)
+		return h, 0, cliutil.Usagef("--trials %d: want at least 1", t)
 	}
 	return h, c.Int("trials"), nil
 }
@@ -77,7 +83,7 @@ func runTable1Command(c *cli.Context) error {
 	}
 	cfg := paperexp.DefaultTable1()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := RunWithProgress(c, "table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
+	rows, err := cliutil.RunWithProgress(c, "table1 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table1Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable1(ctx, cfg)
 	})
@@ -85,7 +91,7 @@ func runTable1Command(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		err = WriteJSON(c.App.Writer, struct {
+		err = cliutil.WriteJSON(c.App.Writer, struct {
 			Rows []paperexp.Table1Row `json:"rows"`
 		}{rows})
 	} else {
@@ -244,7 +250,7 @@ func runTable2Command(c *cli.Context) error {
 	}
 	cfg := paperexp.DefaultTable2()
 	cfg.Trials, cfg.Seed, cfg.Hash = trials, c.Uint64("seed"), h
-	rows, err := RunWithProgress(c, "table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
+	rows, err := cliutil.RunWithProgress(c, "table2 trials", func(ctx context.Context, progress func(int, int)) ([]paperexp.Table2Row, error) {
 		cfg.Progress = progress
 		return paperexp.RunTable2(ctx, cfg)
 	})
@@ -252,7 +258,7 @@ func runTable2Command(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		return WriteJSON(c.App.Writer, struct {
+		return cliutil.WriteJSON(c.App.Writer, struct {
 			Rows []paperexp.Table2Row `json:"rows"`
 		}{rows})
 	}

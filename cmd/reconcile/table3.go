@@ -13,11 +13,13 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/table3"
 )
 
-func init() {
-	registerExperiment(&cli.Command{
+// table3Command is reconcile experiment table3.
+func table3Command() *cli.Command {
+	return &cli.Command{
 		Name:  "table3",
 		Usage: "paper Table 3: complete reconciliation vs the Byers baseline, one pair of peers, real blocks",
 		Description: "n = 4000 blocks a peer, |S_A ∩ S_B| = n0 ∈ {3000, 2000, 1000, 500}, m = 32768, k = 6.\n" +
@@ -34,11 +36,11 @@ func init() {
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family of the filters: sha1 (the paper's) or fast"},
 			&cli.StringFlag{Name: "block-size", Value: "64", Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64), up to 16MiB"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
-			ProgressFlag(),
+			cliutil.ProgressFlag(),
 			plotFlag("draw mean times by row"),
 		},
 		Action: runTable3Command,
-	})
+	}
 }
 
 func runTable3Command(c *cli.Context) error {
@@ -53,16 +55,16 @@ func runTable3Command(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	bs, err := FlagSize(c, "block-size", 64, 16<<20)
+	bs, err := cliutil.FlagSize(c, "block-size", 64, 16<<20)
 	if err != nil {
 		return err
 	}
 	if bs%64 != 0 {
-		return Usagef("--block-size %s: want a multiple of 64 bytes", c.String("block-size"))
+		return cliutil.Usagef("--block-size %s: want a multiple of 64 bytes", c.String("block-size"))
 	}
 	cfg := table3.Default()
 	cfg.Trials, cfg.Seed, cfg.BlockSize, cfg.Hash = trials, c.Uint64("seed"), int(bs), h
-	rows, err := RunWithProgress(c, "table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
+	rows, err := cliutil.RunWithProgress(c, "table3 trials", func(ctx context.Context, progress func(int, int)) ([]table3.Row, error) {
 		cfg.Progress = progress
 		return table3.Run(ctx, cfg)
 	})
@@ -70,7 +72,7 @@ func runTable3Command(c *cli.Context) error {
 		return err
 	}
 	if c.Bool("json") {
-		err = WriteJSON(c.App.Writer, struct {
+		err = cliutil.WriteJSON(c.App.Writer, struct {
 			Rows []table3.Row `json:"rows"`
 		}{rows})
 	} else {

@@ -21,13 +21,12 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
 )
-
-func init() { register(testnetCommand()) }
 
 // testnetReport is what --json prints.
 type testnetReport struct {
@@ -128,7 +127,7 @@ func testnetCommand() *cli.Command {
 			&cli.IntFlag{Name: "trees", Usage: "place the peers in this many stripe trees: the seed pushes each block once down its stripe's tree, the fetches repair what the trees do not bring (as sim swarm --trees --trees-by-delay, placed by latency; one seed, block methods; default method: complete)"},
 			&cli.DurationFlag{Name: "repair-after", Usage: "with --trees, how long a stripe may go without a push before the fetches ask their sources for its blocks, in the described network's time (0: package peer's default, 2s)"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED SCALE TSTAR; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers); reconcile testnet trace FILE summarizes it"},
-			ProgressFlag(),
+			cliutil.ProgressFlag(),
 			plotFlag("draw the completion-time distribution of each method"),
 		},
 		Action:      runTestnet,
@@ -155,7 +154,7 @@ func testnetTraceCommand() *cli.Command {
 		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print one JSON array, a document per run"}},
 		Action: func(c *cli.Context) error {
 			if c.NArg() != 1 {
-				return Usagef("want one trace FILE, got %d arguments", c.NArg())
+				return cliutil.Usagef("want one trace FILE, got %d arguments", c.NArg())
 			}
 			f, err := os.Open(c.Args().First())
 			if err != nil {
@@ -167,7 +166,7 @@ func testnetTraceCommand() *cli.Command {
 				return fmt.Errorf("%s: %w", c.Args().First(), err)
 			}
 			if c.Bool("json") {
-				return WriteJSON(c.App.Writer, runs)
+				return cliutil.WriteJSON(c.App.Writer, runs)
 			}
 			for _, st := range runs {
 				if err := st.WriteText(c.App.Writer); err != nil {
@@ -192,10 +191,10 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	if cfg.Nodes < 2 {
 		return fail("--nodes must be at least 2, got %d", cfg.Nodes)
 	}
-	if cfg.Size, err = FlagSize(c, "size", 1, 0); err != nil {
+	if cfg.Size, err = cliutil.FlagSize(c, "size", 1, 0); err != nil {
 		return cfg, nil, err
 	}
-	bs, err := FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return cfg, nil, err
 	}
@@ -322,10 +321,10 @@ func runTestnet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := ProgressModeOf(c); err != nil {
+	if _, err := cliutil.ProgressModeOf(c); err != nil {
 		return err
 	}
-	limit, err := FlagSize(c, "mem-limit", 0, 0)
+	limit, err := cliutil.FlagSize(c, "mem-limit", 0, 0)
 	if err != nil {
 		return err
 	}
@@ -337,15 +336,15 @@ func runTestnet(c *cli.Context) error {
 	if name := c.String("trace"); name != "" {
 		f, err := os.Create(name)
 		if err != nil {
-			return Usagef("--trace %s: %v", name, err)
+			return cliutil.Usagef("--trace %s: %v", name, err)
 		}
 		defer f.Close()
 		cfg.Trace = f
 	}
-	ctx, stop := SignalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	t0 := time.Now()
-	dir, done, err := WorkFolder(c, "testnet")
+	dir, done, err := cliutil.WorkFolder(c, "testnet")
 	if err != nil {
 		return err
 	}
@@ -371,7 +370,7 @@ func runTestnet(c *cli.Context) error {
 			if k == 1 {
 				rc.Dir, what = filepath.Join(dir, "baseline"), what+" baseline"
 			}
-			pr, err := NewProgress(c, what+" blocks stored", false)
+			pr, err := cliutil.NewProgress(c, what+" blocks stored", false)
 			if err != nil {
 				return err
 			}
@@ -387,9 +386,9 @@ func runTestnet(c *cli.Context) error {
 			}
 			if err != nil {
 				if res == nil || !errors.Is(err, testnet.ErrIncomplete) {
-					return fmt.Errorf("testnet: %v: %w", what, OneLine(err))
+					return fmt.Errorf("testnet: %v: %w", what, cliutil.OneLine(err))
 				}
-				runErr = fmt.Errorf("testnet: %v: %w", what, OneLine(err))
+				runErr = fmt.Errorf("testnet: %v: %w", what, cliutil.OneLine(err))
 			}
 			if c.String("dir") == "" && res != nil {
 				// Free the disk between runs.
@@ -400,7 +399,7 @@ func runTestnet(c *cli.Context) error {
 	rep.WallSeconds = time.Since(t0).Seconds()
 	rep.MaxRSSMiB = maxRSSMiB()
 	if c.Bool("json") {
-		if err := WriteJSON(c.App.Writer, rep); err != nil {
+		if err := cliutil.WriteJSON(c.App.Writer, rep); err != nil {
 			return err
 		}
 	} else {
@@ -442,7 +441,7 @@ func cpuWarning(r *testnet.Result) string {
 // testnetProgress shows the blocks the honest fetches stored of all they
 // lacked (the time left comes from them: the fetchers themselves end
 // together, in the last seconds), and the fetchers done.
-func testnetProgress(pr *Progress) func(testnet.Progress) {
+func testnetProgress(pr *cliutil.Progress) func(testnet.Progress) {
 	return func(p testnet.Progress) {
 		pr.Update(testnetProgressState(p))
 	}
@@ -451,13 +450,13 @@ func testnetProgress(pr *Progress) func(testnet.Progress) {
 // testnetProgressState is the progress line's figures for p: 100% only once
 // every fetcher is done (peers that leave for good never store all they
 // lacked, and coded blocks may take more than the blocks).
-func testnetProgressState(p testnet.Progress) ProgressState {
+func testnetProgressState(p testnet.Progress) cliutil.ProgressState {
 	total := max(p.Need, 1)
 	done := min(p.Blocks, total-1)
 	if p.Done >= p.Fetchers {
 		done = total
 	}
-	return ProgressState{Done: done, Total: total, Session: -1,
+	return cliutil.ProgressState{Done: done, Total: total, Session: -1,
 		Extra: fmt.Sprintf("%d/%d fetchers done", p.Done, p.Fetchers)}
 }
 
@@ -489,7 +488,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		}
 		fmt.Fprintf(w, "%s\t%d/%d\t%s\t%.2f\t%.2f\t%.2f\t%.3f\t%.1f\t%.3f\t%.3f\t%s\t%d\t%d\t%d\t%.0f\t%.1f\t\n",
 			runName(r.Method, r.Choice), r.Completed, r.Fetchers, ident, r.MedianS, r.P95S, r.MaxS,
-			MiB(r.FilterBytes), MiB(r.BlockBytes), MiB(r.Wire[testnet.WireWant]), MiB(r.Wire[testnet.WirePeers]),
+			cliutil.MiB(r.FilterBytes), cliutil.MiB(r.BlockBytes), cliutil.MiB(r.Wire[testnet.WireWant]), cliutil.MiB(r.Wire[testnet.WirePeers]),
 			ratio, r.Redundant, r.Missed, r.FalseOffers, r.PeakMemMiB, r.RunSeconds)
 	}
 	w.Flush()
@@ -690,7 +689,7 @@ func rarityChoices(s string) ([]peer.BlockChoice, error) {
 		case "random":
 			c = peer.BlockRandom
 		default:
-			return nil, Usagef("--rarity %q: want exact, filters, random or a comma list of them", s)
+			return nil, cliutil.Usagef("--rarity %q: want exact, filters, random or a comma list of them", s)
 		}
 		if !slices.Contains(out, c) {
 			out = append(out, c)

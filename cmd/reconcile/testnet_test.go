@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"image/png"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/testnet"
 )
 
@@ -184,24 +186,26 @@ func TestTestnetProgress(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		p    testnet.Progress
-		want ProgressState
+		want cliutil.ProgressState
 	}{
 		{"mid-run", testnet.Progress{Done: 0, Fetchers: 199, Blocks: 50944, Need: 203776},
-			ProgressState{Done: 50944, Total: 203776, Session: -1, Extra: "0/199 fetchers done"}},
+			cliutil.ProgressState{Done: 50944, Total: 203776, Session: -1, Extra: "0/199 fetchers done"}},
 		{"all stored, fetchers still running", testnet.Progress{Done: 198, Fetchers: 199, Blocks: 203790, Need: 203776},
-			ProgressState{Done: 203775, Total: 203776, Session: -1, Extra: "198/199 fetchers done"}},
+			cliutil.ProgressState{Done: 203775, Total: 203776, Session: -1, Extra: "198/199 fetchers done"}},
 		{"done, leavers short", testnet.Progress{Done: 169, Fetchers: 169, Blocks: 190000, Need: 200000},
-			ProgressState{Done: 200000, Total: 200000, Session: -1, Extra: "169/169 fetchers done"}},
+			cliutil.ProgressState{Done: 200000, Total: 200000, Session: -1, Extra: "169/169 fetchers done"}},
 		{"nothing to fetch", testnet.Progress{Done: 0, Fetchers: 3},
-			ProgressState{Done: 0, Total: 1, Session: -1, Extra: "0/3 fetchers done"}},
+			cliutil.ProgressState{Done: 0, Total: 1, Session: -1, Extra: "0/3 fetchers done"}},
 	} {
 		if got := testnetProgressState(tc.p); got != tc.want {
 			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 	// A quarter of the blocks in 10 s: 30 s left, while no fetcher is done.
-	pr, buf, clk := newTestProgress(ProgressPlain)
-	pr.label, pr.bytes = "complete blocks stored", false
+	var buf bytes.Buffer
+	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	pr := cliutil.NewProgressWriter(&buf, cliutil.ProgressPlain, "complete blocks stored", false)
+	pr.SetClock(clk.now)
 	clk.t = clk.t.Add(10 * time.Second)
 	testnetProgress(pr)(testnet.Progress{Fetchers: 199, Blocks: 50944, Need: 203776})
 	if got, want := buf.String(), "complete blocks stored:  25% 50944/203776, 30s left, 0/199 fetchers done\n"; got != want {

@@ -1,4 +1,4 @@
-package main
+package cliutil
 
 import (
 	"context"
@@ -340,4 +340,20 @@ func RunWithProgress[R any](c *cli.Context, label string, fn func(ctx context.Co
 	r, err := fn(ctx, pr.Counts)
 	pr.Finish(false)
 	return r, err
+}
+
+// Mode returns how p is drawn.
+func (p *Progress) Mode() ProgressMode { return p.mode }
+
+// Line returns the line that shows s at this moment, as Update draws it.
+func (p *Progress) Line(s ProgressState) string { return p.render(s, p.now()) }
+
+// SetClock has p read the time from now (a test's clock, which the test
+// moves) and count its rate and time left from now() on.
+func (p *Progress) SetClock(now func() time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t := now()
+	p.now, p.start, p.last = now, t, t
+	p.marks = p.marks[:0]
 }

@@ -1,13 +1,16 @@
-package main
+package cliutil
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/libp2p/go-libp2p/gologshim"
+	"github.com/urfave/cli/v2"
 )
 
 // TestLibp2pLogsOffUnlessVerbose: go-libp2p's own loggers write nothing until
@@ -26,7 +29,8 @@ func TestLibp2pLogsOffUnlessVerbose(t *testing.T) {
 		t.Fatalf("libp2p logged without --verbose: %q", buf.String())
 	}
 	// --verbose (any command) raises the level.
-	if code, _, _ := runCLI(t, "-v", "chunk", "/nonexistent/x"); code != ExitFailure {
+	app := NewApp("prog", []*cli.Command{{Name: "fail", Action: func(*cli.Context) error { return errors.New("failed") }}})
+	if code := Run(app, []string{"prog", "-v", "fail"}, io.Discard, io.Discard); code != ExitFailure {
 		t.Fatalf("exit %d", code)
 	}
 	log.Warn("a warning libp2p would log")

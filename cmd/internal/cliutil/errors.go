@@ -1,4 +1,4 @@
-package main
+package cliutil
 
 import (
 	"context"
@@ -6,122 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"os/signal"
 	"regexp"
 	"strings"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/urfave/cli/v2"
 )
-
-// appState is what one run of the app learns while parsing flags that
-// runMain needs afterwards.
-type appState struct {
-	verbose bool
-}
-
-const stateKey = "reconcile.state"
-
-// stateOf returns the state newApp stored in app's metadata.
-func stateOf(app *cli.App) *appState {
-	if st, ok := app.Metadata[stateKey].(*appState); ok {
-		return st
-	}
-	return &appState{}
-}
-
-// noteVerbose records --verbose given to c's command or any command above it.
-func (st *appState) noteVerbose(c *cli.Context) {
-	for _, x := range c.Lineage() {
-		if x.Bool("verbose") {
-			st.verbose = true
-		}
-	}
-	if st.verbose {
-		libp2pLevel.Set(verboseLibp2pLevel)
-	}
-}
-
-// VerboseFlag is --verbose, -v; every command has it, so it works before or
-// after the command's name.
-func VerboseFlag() cli.Flag {
-	return &cli.BoolFlag{Name: "verbose", Aliases: []string{"v"}, Usage: "on error print the whole wrapped error chain; show libp2p's own logs"}
-}
-
-// prepareCommands returns copies of the commands of the tree below parent
-// with the shared behaviour: --verbose, one-line usage errors with a hint, a
-// refusal of unexpected arguments and unknown subcommands, and errors that
-// carry the command's name (see reportError). The registered commands are
-// copied, not changed, so every newApp starts from the same tree.
-func prepareCommands(cmds []*cli.Command, parent string, st *appState) []*cli.Command {
-	out := make([]*cli.Command, 0, len(cmds))
-	for _, orig := range cmds {
-		cmd := new(cli.Command)
-		*cmd = *orig
-		path := parent + " " + cmd.Name
-		// Required flags are checked here, not by urfave/cli, which prints
-		// the whole help page for a missing one.
-		var required []string
-		cmd.Flags = make([]cli.Flag, 0, len(orig.Flags)+1)
-		for _, f := range orig.Flags {
-			if sf, ok := f.(*cli.StringFlag); ok && sf.Required {
-				nf := *sf
-				nf.Required = false
-				f = &nf
-				required = append(required, sf.Name)
-			}
-			cmd.Flags = append(cmd.Flags, f)
-		}
-		if FindFlag(cmd.Flags, "verbose") == nil {
-			cmd.Flags = append(cmd.Flags, VerboseFlag())
-		}
-		cmd.OnUsageError = usageErrorHandler(path, cmd)
-		before := orig.Before
-		cmd.Before = func(c *cli.Context) error {
-			st.noteVerbose(c)
-			if before != nil {
-				return before(c)
-			}
-			return nil
-		}
-		cmd.Subcommands = nil
-		if len(orig.Subcommands) > 0 {
-			cmd.Subcommands = prepareCommands(orig.Subcommands, path, st)
-		}
-		action, subs, takesArgs := orig.Action, cmd.Subcommands, cmd.ArgsUsage != ""
-		cmd.Action = func(c *cli.Context) error {
-			if c.NArg() > 0 && !takesArgs {
-				if len(subs) > 0 {
-					return unknownCommand(path, c.Args().First(), subs)
-				}
-				return &usageError{cmd: path, msg: fmt.Sprintf("unexpected argument %q: every setting is a flag", c.Args().First())}
-			}
-			for _, name := range required {
-				if !c.IsSet(name) {
-					return &usageError{cmd: path, msg: fmt.Sprintf("--%s is required", name)}
-				}
-			}
-			if action == nil {
-				return cli.ShowSubcommandHelp(c)
-			}
-			if err := action(c); err != nil {
-				var ue *usageError
-				if errors.As(err, &ue) {
-					if ue.cmd == "" {
-						ue.cmd = path
-					}
-					return err
-				}
-				return &commandError{cmd: path, err: err}
-			}
-			return nil
-		}
-		out = append(out, cmd)
-	}
-	return out
-}
 
 // usageError is a mistake on the command line: reported as one line with a
 // hint to the command's help, exit code 2.
@@ -367,6 +256,11 @@ type interruptedError struct {
 func (e *interruptedError) Error() string { return e.msg }
 func (e *interruptedError) Unwrap() error { return e.err }
 
+// Interrupted returns the error of work cut short by Ctrl-C or SIGTERM: msg
+// says what is kept ("interrupted; every verified block is kept"), and it
+// unwraps to err, the cause.
+func Interrupted(msg string, err error) error { return &interruptedError{msg: msg, err: err} }
+
 // flatError is an error shown on one line that still unwraps to the original
 // (so errors.Is, errors.As and --verbose see the whole chain).
 type flatError struct{ err error }
@@ -380,34 +274,4 @@ func OneLine(err error) error {
 		return nil
 	}
 	return &flatError{err}
-}
-
-// signalNumber is the first SIGINT or SIGTERM a SignalContext caught (0: none).
-var signalNumber atomic.Int32
-
-// caughtSignal returns the number of the interrupting signal, or 0.
-func caughtSignal() int { return int(signalNumber.Load()) }
-
-// SignalContext is cancelled on SIGINT or SIGTERM, which it records for the
-// exit code (128 + the signal). After the first signal the default handling
-// is back, so a second Ctrl-C ends the process at once.
-func SignalContext() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancel(context.Background())
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, os.Interrupt, syscall.SIGTERM)
-	go func() {
-		select {
-		case s := <-ch:
-			if n, ok := s.(syscall.Signal); ok {
-				signalNumber.CompareAndSwap(0, int32(n))
-			}
-			signal.Stop(ch)
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(ch)
-		cancel()
-	}
 }
