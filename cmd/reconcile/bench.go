@@ -27,6 +27,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/samplefile"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
@@ -160,10 +161,10 @@ func (r *benchRun) finish(size int64) {
 	if r == nil || len(r.Each) == 0 {
 		return
 	}
-	r.Seconds = median(r.Each)
+	r.Seconds = cliutil.Median(r.Each)
 	r.MinSeconds, r.MaxSeconds = slices.Min(r.Each), slices.Max(r.Each)
 	r.MBps = float64(size) / 1e6 / r.Seconds
-	r.RecvCPU, r.SendCPU = median(r.recvCPUs), median(r.sendCPUs)
+	r.RecvCPU, r.SendCPU = cliutil.Median(r.recvCPUs), cliutil.Median(r.sendCPUs)
 }
 
 // speedRatio is the per-repetition throughput ratio of a to b (b's seconds
@@ -176,7 +177,7 @@ func speedRatio(a, b *benchRun) *benchRatio {
 	for k := range a.Each {
 		r.Each = append(r.Each, b.Each[k]/a.Each[k])
 	}
-	r.Median, r.Min, r.Max = median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
+	r.Median, r.Min, r.Max = cliutil.Median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
 	return r
 }
 
@@ -195,7 +196,7 @@ func cpuRatio(a, b *benchRun) *benchRatio {
 	if len(r.Each) == 0 {
 		return nil
 	}
-	r.Median, r.Min, r.Max = median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
+	r.Median, r.Min, r.Max = cliutil.Median(r.Each), slices.Min(r.Each), slices.Max(r.Each)
 	return r
 }
 
@@ -283,7 +284,7 @@ func runBench(c *cli.Context) error {
 	logf := bc.logf
 	bc.file = filepath.Join(dir, "bench.bin")
 	logf("writing a %.0f MiB file...\n", cliutil.MiB(size))
-	if err := writeDemoFile(bc.file, size, 42); err != nil {
+	if err := samplefile.Write(bc.file, size, 42); err != nil {
 		return err
 	}
 	rep := benchReport{Bytes: size, BlockSize: bs, Repeat: repeat, Seeds: nseeds, FullSeeds: nfull,
@@ -308,7 +309,7 @@ func runBench(c *cli.Context) error {
 		for j := 0; j < nseeds; j++ {
 			out := filepath.Join(dir, fmt.Sprintf("part%d", j))
 			lo, hi := j*m.BlockCount()/nseeds, (j+1)*m.BlockCount()/nseeds
-			if _, err := prefillDemo(bc.file, m, out, lo, hi); err != nil {
+			if _, err := samplefile.Prefill(bc.file, m, out, lo, hi); err != nil {
 				return err
 			}
 			parts = append(parts, out)

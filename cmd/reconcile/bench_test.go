@@ -59,16 +59,8 @@ func TestBenchCommand(t *testing.T) {
 	}
 }
 
-// TestMedian checks the median of odd and even counts and of none.
-func TestMedian(t *testing.T) {
-	for _, c := range []struct {
-		xs   []float64
-		want float64
-	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{3, 1, 2}, 2}, {[]float64{4, 1, 3, 2}, 2.5}} {
-		if got := median(c.xs); got != c.want {
-			t.Errorf("median(%v) = %v, want %v", c.xs, got, c.want)
-		}
-	}
+// TestSpeedRatio: the ratios of two runs, each repetition's, and their median.
+func TestSpeedRatio(t *testing.T) {
 	a := &benchRun{Each: []float64{2, 4}}
 	b := &benchRun{Each: []float64{1, 1}}
 	if r := speedRatio(a, b); r == nil || r.Min != 0.25 || r.Max != 0.5 || r.Median != 0.375 {

@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/samplefile"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -109,7 +108,7 @@ func runDemo(c *cli.Context) error {
 	}
 
 	file := filepath.Join(dir, "demo.bin")
-	if err := writeDemoFile(file, size, c.Uint64("seed")); err != nil {
+	if err := samplefile.Write(file, size, c.Uint64("seed")); err != nil {
 		return err
 	}
 	m, err := chunker.ChunkPath(ctx, file, int(bs))
@@ -155,7 +154,7 @@ func runDemo(c *cli.Context) error {
 			// Fetcher j starts with part j of nf+1: a different part each,
 			// and one part only the seed holds.
 			lo, hi := j*m.BlockCount()/(nf+1), (j+1)*m.BlockCount()/(nf+1)
-			n, err := prefillDemo(file, m, out, lo, hi)
+			n, err := samplefile.Prefill(file, m, out, lo, hi)
 			if err != nil {
 				return cliutil.OneLine(err)
 			}
@@ -268,46 +267,6 @@ func printDemo(w io.Writer, rep demoReport, elapsed time.Duration) {
 	fmt.Fprintln(w, strings.TrimSpace(`
 try it across hosts:   reconcile seed FILE --ticket-file t      (host 1)
                        reconcile fetch --ticket-file t --out FILE  (host 2, 3, ...)`))
-}
-
-// writeDemoFile writes size pseudo-random bytes (deterministic for seed).
-func writeDemoFile(path string, size int64, seed uint64) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16), byte(seed >> 24), byte(seed >> 32), byte(seed >> 40), byte(seed >> 48), byte(seed >> 56)})
-	if _, err := io.CopyN(f, r, size); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// prefillDemo creates a store for m in out holding blocks [lo, hi) of file.
-func prefillDemo(file string, m *chunker.Manifest, out string, lo, hi int) (int, error) {
-	src, err := chunker.SeedStore(context.Background(), file, m)
-	if err != nil {
-		return 0, err
-	}
-	defer src.Close()
-	st, err := chunker.OpenOrCreateStore(context.Background(), out, m, chunker.WithSyncEvery(64))
-	if err != nil {
-		return 0, err
-	}
-	var buf []byte
-	for i := lo; i < hi; i++ {
-		if buf, err = src.ReadBlock(i, buf); err != nil {
-			st.Close()
-			return 0, err
-		}
-		if err := st.PutBlock(i, buf); err != nil {
-			st.Close()
-			return 0, err
-		}
-	}
-	n := st.HeldCount()
-	return n, st.Close()
 }
 
 func hashFile(path string) ([]byte, error) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/samplefile"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/peer/flood"
 )
@@ -138,7 +139,7 @@ func runFlood(c *cli.Context) error {
 	logf := cliutil.StepLog(c)
 	file := filepath.Join(dir, "flood.bin")
 	logf("writing a %.0f MiB file...\n", cliutil.MiB(size))
-	if err := writeDemoFile(file, size, 7); err != nil {
+	if err := samplefile.Write(file, size, 7); err != nil {
 		return err
 	}
 	pin, err := floodPinning(c.Bool("pin"))
@@ -248,9 +249,9 @@ func runFlood(c *cli.Context) error {
 		return ctx.Err()
 	}
 	rep.RSSAfter = rss.current()
-	base := median(rep.Baseline)
+	base := cliutil.Median(rep.Baseline)
 	if len(rep.UnderAttack) > 0 && base > 0 {
-		rep.MedianRatio = median(rep.UnderAttack) / base
+		rep.MedianRatio = cliutil.Median(rep.UnderAttack) / base
 		rep.MaxRatio = slices.Max(rep.UnderAttack) / base
 	}
 	if c.Bool("json") {
@@ -265,7 +266,7 @@ func runFlood(c *cli.Context) error {
 		fmt.Fprintf(w, "  fetch without attack   median %.3f s (%d fetches)\n", base, len(rep.Baseline))
 		if len(rep.UnderAttack) > 0 {
 			fmt.Fprintf(w, "  fetch under attack     median %.3f s = %.2fx, max %.3f s = %.2fx (%d fetches, all byte-identical)\n",
-				median(rep.UnderAttack), rep.MedianRatio, slices.Max(rep.UnderAttack), rep.MaxRatio, len(rep.UnderAttack))
+				cliutil.Median(rep.UnderAttack), rep.MedianRatio, slices.Max(rep.UnderAttack), rep.MaxRatio, len(rep.UnderAttack))
 		}
 		fmt.Fprintf(w, "  failed fetches         %d\n", len(rep.Failed))
 		fmt.Fprintf(w, "  seed RSS               %.0f MiB before, peak %.0f MiB under attack, %.0f MiB %v after it\n", rep.RSSBefore, rep.RSSPeak, rep.RSSAfter, c.Duration("after"))
@@ -520,17 +521,4 @@ func sameFileBytes(a, b string) error {
 // oneLineText joins the lines of s with "; ".
 func oneLineText(s string) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ; ")), " ")
-}
-
-// median returns the median of xs (0 for none).
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
