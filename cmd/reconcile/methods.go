@@ -15,6 +15,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labplot"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/methods"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -44,7 +45,7 @@ func methodsCommand() *cli.Command {
 			&cli.IntFlag{Name: "universe", Usage: "blocks of the file when more than n + d (the rest held by neither peer; skips Byers). Filters are sized for n, as for offers: when the file is over 2n blocks, complete and ccbf offer many blocks A holds (an index each)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
 			cliutil.ProgressFlag(),
-			plotFlag("draw bytes on the wire against d (log scales), missed blocks marked,"),
+			labplot.Flag("draw bytes on the wire against d (log scales), missed blocks marked,"),
 		},
 		Action: runMethodsCommand,
 	}
@@ -57,7 +58,7 @@ func runMethodsCommand(c *cli.Context) error {
 	if err := cliutil.CheckAtLeast(c, map[string]int{"n": 1, "trials": 1, "nn": 1}); err != nil {
 		return err
 	}
-	plotFile, err := checkPlotPath(c)
+	plotFile, err := labplot.CheckPath(c)
 	if err != nil {
 		return err
 	}
@@ -196,7 +197,7 @@ func plotMethods(rows []methods.Row, cfg methods.Config, file string) error {
 	p.X.Label.Text = "d: blocks each peer lacks (|S_A ∩ S_B| = n - d)"
 	p.Y.Label.Text = "bytes (all messages, offers, no payloads)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = labplot.LogTicks{}, labplot.LogTicks{}
 	var order []string
 	series := map[string]plotter.XYs{}
 	var paperPts plotter.XYs
@@ -235,9 +236,9 @@ func plotMethods(rows []methods.Row, cfg methods.Config, file string) error {
 		if err != nil {
 			return err
 		}
-		line.Color, pts.Color = methodColor(name), methodColor(name)
+		line.Color, pts.Color = labplot.MethodColor(name), labplot.MethodColor(name)
 		line.Width = vg.Points(1.5)
-		pts.Shape = methodShape(name)
+		pts.Shape = labplot.MethodShape(name)
 		pts.Radius = vg.Points(3)
 		p.Add(line, pts)
 		label := name
@@ -252,7 +253,7 @@ func plotMethods(rows []methods.Row, cfg methods.Config, file string) error {
 			return err
 		}
 		for i := range labels.TextStyle {
-			labels.TextStyle[i].Color = methodColor("byers")
+			labels.TextStyle[i].Color = labplot.MethodColor("byers")
 			labels.TextStyle[i].Font.Size = vg.Points(7)
 			labels.TextStyle[i].YAlign = draw.YBottom
 			labels.TextStyle[i].XAlign = draw.XCenter
@@ -278,5 +279,5 @@ func plotMethods(rows []methods.Row, cfg methods.Config, file string) error {
 	p.X.Max = maxD * 1.5 // room for the last label
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	return savePlot(p, 8*vg.Inch, 5.5*vg.Inch, file)
+	return labplot.Save(p, 8*vg.Inch, 5.5*vg.Inch, file)
 }

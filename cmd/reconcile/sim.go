@@ -14,6 +14,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labplot"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
@@ -61,7 +62,7 @@ func simNetFlags() []cli.Flag {
 		&cli.Float64Flag{Name: "access-mbps", Usage: "bandwidth of a peer's access link, Mbit/s", Value: ts.DefaultBandwidth.Access / 1e6},
 		&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay and the experiment", Value: 1},
 		&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
-		plotFlag("draw a figure (topology: link delays; table4: Byers/complete time ratios, this run and the paper's; swarm: peers complete over time)"),
+		labplot.Flag("draw a figure (topology: link delays; table4: Byers/complete time ratios, this run and the paper's; swarm: peers complete over time)"),
 	}
 }
 
@@ -205,7 +206,7 @@ func simTopologyCommand() *cli.Command {
 			if err := cliutil.CheckAtLeast(c, simMins); err != nil {
 				return err
 			}
-			plotFile, err := checkPlotPath(c)
+			plotFile, err := labplot.CheckPath(c)
 			if err != nil {
 				return err
 			}
@@ -288,7 +289,7 @@ func simTable4Command() *cli.Command {
 			if err := cliutil.CheckAtLeast(c, simMins); err != nil {
 				return err
 			}
-			plotFile, err := checkPlotPath(c)
+			plotFile, err := labplot.CheckPath(c)
 			if err != nil {
 				return err
 			}
@@ -499,7 +500,7 @@ func simSwarmCommand() *cli.Command {
 			if err := cliutil.CheckAtLeast(c, simMins); err != nil {
 				return err
 			}
-			plotFile, err := checkPlotPath(c)
+			plotFile, err := labplot.CheckPath(c)
 			if err != nil {
 				return err
 			}

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labplot"
 )
 
 func plotLinkDelays(t *ts.Topology, file string) error {
@@ -29,7 +31,7 @@ func plotLinkDelays(t *ts.Topology, file string) error {
 		return fmt.Errorf("plot %s: %w", file, err)
 	}
 	p.Add(h)
-	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
+	return labplot.Save(p, 8*vg.Inch, 5*vg.Inch, file)
 }
 
 // plotTable4 draws, per row, Byers' time over complete's in this simulation
@@ -84,10 +86,10 @@ func plotTable4(rows []ts.Table4Row, file string) error {
 			paper = append(paper, pr)
 			bottom = min(bottom, sim[len(sim)-1], pr)
 		}
-		if err := addBars(0, 2, "this simulation", sim, methodColor("byers")); err != nil {
+		if err := addBars(0, 2, "this simulation", sim, labplot.MethodColor("byers")); err != nil {
 			return err
 		}
-		if err := addBars(1, 2, "paper (Table 4)", paper, lighter(methodColor("byers"))); err != nil {
+		if err := addBars(1, 2, "paper (Table 4)", paper, labplot.Lighter(labplot.MethodColor("byers"))); err != nil {
 			return err
 		}
 	} else {
@@ -109,7 +111,7 @@ func plotTable4(rows []ts.Table4Row, file string) error {
 			}
 		}
 		for i, name := range order {
-			if err := addBars(i, len(order), name, byMethod[name], methodColor(name)); err != nil {
+			if err := addBars(i, len(order), name, byMethod[name], labplot.MethodColor(name)); err != nil {
 				return err
 			}
 		}
@@ -120,7 +122,7 @@ func plotTable4(rows []ts.Table4Row, file string) error {
 	p.X.Min, p.X.Max = -0.75, float64(len(names))-0.25 // the outer labels stay inside
 	p.Y.Min, p.Y.Max = 1.2*bottom, 1.35*top            // room for the legend above the bars
 	p.Add(plotter.NewGrid())
-	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
+	return labplot.Save(p, 8*vg.Inch, 5*vg.Inch, file)
 }
 
 func plotSwarm(runs []*ts.SwarmResult, file string) error {
@@ -148,7 +150,7 @@ func plotSwarm(runs []*ts.SwarmResult, file string) error {
 			return fmt.Errorf("plot %s: %w", file, err)
 		}
 		name := fmt.Sprint(r.Method)
-		l.Color = methodColor(name)
+		l.Color = labplot.MethodColor(name)
 		l.Width = vg.Points(2)
 		l.StepStyle = plotter.PostStep
 		if len(choices) > 1 {
@@ -175,5 +177,5 @@ func plotSwarm(runs []*ts.SwarmResult, file string) error {
 	p.Y.Min, p.Y.Max = 0, 1.1
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
-	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
+	return labplot.Save(p, 8*vg.Inch, 5*vg.Inch, file)
 }

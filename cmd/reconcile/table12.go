@@ -16,6 +16,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labplot"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/paperexp"
 )
 
@@ -34,7 +35,7 @@ func table1Command() *cli.Command {
 			&cli.StringFlag{Name: "hash", Value: "sha1", Usage: "hash family: sha1 (the paper's) or fast"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]} with fp and fn as fractions"},
 			cliutil.ProgressFlag(),
-			plotFlag("draw measured against expected fp"),
+			labplot.Flag("draw measured against expected fp"),
 		},
 		Action: runTable1Command,
 	}
@@ -77,7 +78,7 @@ func runTable1Command(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plotFile, err := checkPlotPath(c)
+	plotFile, err := labplot.CheckPath(c)
 	if err != nil {
 		return err
 	}
@@ -182,7 +183,7 @@ func plotTable1(rows []paperexp.Table1Row, file string) error {
 	p.X.Label.Text = "expected fp (theory, paper-notes §4)"
 	p.Y.Label.Text = "measured fp (mean over trials)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = labplot.LogTicks{}, labplot.LogTicks{}
 	var set, alg, zero plotter.XYs
 	lo, hi := math.Inf(1), 0.0
 	for _, r := range rows {
@@ -228,10 +229,10 @@ func plotTable1(rows []paperexp.Table1Row, file string) error {
 		if err != nil {
 			return err
 		}
-		sc.GlyphStyle.Color = plotColor(i)
-		sc.GlyphStyle.Shape = plotShape(i)
+		sc.GlyphStyle.Color = labplot.Color(i)
+		sc.GlyphStyle.Shape = labplot.Shape(i)
 		if i == 2 {
-			sc.GlyphStyle.Color, sc.GlyphStyle.Shape = colGrey, draw.RingGlyph{}
+			sc.GlyphStyle.Color, sc.GlyphStyle.Shape = labplot.Grey, draw.RingGlyph{}
 		}
 		sc.GlyphStyle.Radius = vg.Points(3)
 		p.Add(sc)
@@ -240,7 +241,7 @@ func plotTable1(rows []paperexp.Table1Row, file string) error {
 	p.Y.Min = floor / 2
 	p.Legend.Top, p.Legend.Left = true, true
 	p.Add(plotter.NewGrid())
-	return savePlot(p, 7*vg.Inch, 6*vg.Inch, file)
+	return labplot.Save(p, 7*vg.Inch, 6*vg.Inch, file)
 }
 
 func runTable2Command(c *cli.Context) error {

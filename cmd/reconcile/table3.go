@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labplot"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/table3"
 )
 
@@ -37,7 +38,7 @@ func table3Command() *cli.Command {
 			&cli.StringFlag{Name: "block-size", Value: "64", Usage: "bytes per block, a multiple of 64 (Leopard's smallest shard is 64), up to 16MiB"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document {\"rows\": [...]}"},
 			cliutil.ProgressFlag(),
-			plotFlag("draw mean times by row"),
+			labplot.Flag("draw mean times by row"),
 		},
 		Action: runTable3Command,
 	}
@@ -51,7 +52,7 @@ func runTable3Command(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plotFile, err := checkPlotPath(c)
+	plotFile, err := labplot.CheckPath(c)
 	if err != nil {
 		return err
 	}
@@ -152,8 +153,8 @@ func plotTable3(rows []table3.Row, file string) error {
 		name  string
 		v     plotter.Values
 		color color.Color
-	}{{"complete reconciliation", complete, methodColor("complete")}, {"Byers (BF + RS)", byers, methodColor("byers")},
-		{"of which Byers' RS decoding", decode, lighter(methodColor("byers"))}} {
+	}{{"complete reconciliation", complete, labplot.MethodColor("complete")}, {"Byers (BF + RS)", byers, labplot.MethodColor("byers")},
+		{"of which Byers' RS decoding", decode, labplot.Lighter(labplot.MethodColor("byers"))}} {
 		bars, err := plotter.NewBarChart(s.v, w)
 		if err != nil {
 			return err
@@ -172,5 +173,5 @@ func plotTable3(rows []table3.Row, file string) error {
 	p.Legend.Top, p.Legend.Left = true, true
 	p.NominalX(labels...)
 	p.Add(plotter.NewGrid())
-	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
+	return labplot.Save(p, 8*vg.Inch, 5*vg.Inch, file)
 }

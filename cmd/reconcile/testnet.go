@@ -22,6 +22,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labplot"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
@@ -128,7 +129,7 @@ func testnetCommand() *cli.Command {
 			&cli.DurationFlag{Name: "repair-after", Usage: "with --trees, how long a stripe may go without a push before the fetches ask their sources for its blocks, in the described network's time (0: package peer's default, 2s)"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED SCALE TSTAR; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers); reconcile testnet trace FILE summarizes it"},
 			cliutil.ProgressFlag(),
-			plotFlag("draw the completion-time distribution of each method"),
+			labplot.Flag("draw the completion-time distribution of each method"),
 		},
 		Action:      runTestnet,
 		Subcommands: []*cli.Command{testnetTraceCommand()},
@@ -317,7 +318,7 @@ func runTestnet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plotFile, err := checkPlotPath(c)
+	plotFile, err := labplot.CheckPath(c)
 	if err != nil {
 		return err
 	}
@@ -642,11 +643,11 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 		if err != nil {
 			return fmt.Errorf("testnet: plot: %w", err)
 		}
-		l.Color = methodColor(r.Method)
+		l.Color = labplot.MethodColor(r.Method)
 		l.Width = 2
 		l.StepStyle = plotter.PostStep
-		s.Color = methodColor(r.Method)
-		s.Shape = methodShape(r.Method)
+		s.Color = labplot.MethodColor(r.Method)
+		s.Shape = labplot.MethodShape(r.Method)
 		s.Radius = 2
 		p.Add(l, s)
 		p.Legend.Add(fmt.Sprintf("%s (median %.1f s, p95 %.1f s)", runName(r.Method, r.Choice), r.MedianS, r.P95S), l, s)
@@ -656,7 +657,7 @@ func plotTestnet(runs []*testnet.Result, file string) error {
 	p.Y.Min, p.Y.Max = 0, 1.1 // room for the legend above the curves
 	p.X.Min = 0
 	p.Add(plotter.NewGrid())
-	return savePlot(p, 8*vg.Inch, 5*vg.Inch, file)
+	return labplot.Save(p, 8*vg.Inch, 5*vg.Inch, file)
 }
 
 // methodChoice is one run's method and block choice.

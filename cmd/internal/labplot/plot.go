@@ -1,4 +1,8 @@
-package main
+// Package labplot draws the figures of the lab commands (--plot FILE.png or
+// .svg): the --plot flag, checked before the work starts, a colour and a glyph
+// per reconciliation method, ticks for log scales, and files saved whole or
+// not at all.
+package labplot
 
 import (
 	"errors"
@@ -18,16 +22,16 @@ import (
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
-// plotFlag is --plot for a command that draws a figure.
-func plotFlag(what string) cli.Flag {
+// Flag is --plot for a command that draws a figure.
+func Flag(what string) cli.Flag {
 	return &cli.StringFlag{Name: "plot", Usage: what + " into `FILE` (.png or .svg; checked before the work starts)"}
 }
 
-// checkPlotPath reads --plot and checks, before any work, that the figure can
+// CheckPath reads --plot and checks, before any work, that the figure can
 // be written there: a .png or .svg name in a folder this process can write to,
 // not a folder itself. It returns "" when there is no --plot. It leaves no
 // file behind.
-func checkPlotPath(c *cli.Context) (string, error) {
+func CheckPath(c *cli.Context) (string, error) {
 	file := c.String("plot")
 	if file == "" {
 		return "", nil
@@ -52,9 +56,9 @@ func checkPlotPath(c *cli.Context) (string, error) {
 	return file, nil
 }
 
-// savePlot draws p into file (PNG or SVG after its extension) through a
+// Save draws p into file (PNG or SVG after its extension) through a
 // temporary file renamed into place, so a failure leaves no file behind.
-func savePlot(p *plot.Plot, w, h vg.Length, file string) error {
+func Save(p *plot.Plot, w, h vg.Length, file string) error {
 	ext := strings.ToLower(filepath.Ext(file))
 	if ext != ".png" && ext != ".svg" {
 		return fmt.Errorf("plot %s: want a .png or .svg file name", file)
@@ -92,7 +96,8 @@ var (
 	colOrange = color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff}
 	colPurple = color.RGBA{R: 0x94, G: 0x67, B: 0xbd, A: 0xff}
 	colBrown  = color.RGBA{R: 0x8c, G: 0x56, B: 0x4b, A: 0xff}
-	colGrey   = color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
+	// Grey is the colour of what belongs to no method (expected values).
+	Grey = color.RGBA{R: 0x7f, G: 0x7f, B: 0x7f, A: 0xff}
 )
 
 // methodStyles gives every reconciliation method one colour and one glyph in
@@ -108,48 +113,48 @@ var methodStyles = map[string]struct {
 	"ccbf":     {colPurple, draw.PlusGlyph{}},
 }
 
-// methodColor is the colour of a method in every figure (grey if unknown).
-func methodColor(method string) color.Color {
+// MethodColor is the colour of a method in every figure (grey if unknown).
+func MethodColor(method string) color.Color {
 	if s, ok := methodStyles[strings.ToLower(method)]; ok {
 		return s.color
 	}
-	return colGrey
+	return Grey
 }
 
-// methodShape is the glyph of a method in every figure.
-func methodShape(method string) draw.GlyphDrawer {
+// MethodShape is the glyph of a method in every figure.
+func MethodShape(method string) draw.GlyphDrawer {
 	if s, ok := methodStyles[strings.ToLower(method)]; ok {
 		return s.shape
 	}
 	return draw.RingGlyph{}
 }
 
-// lighter mixes c with white: the paper's figures beside ours, a part of a bar.
-func lighter(c color.Color) color.Color {
+// Lighter mixes c with white: the paper's figures beside ours, a part of a bar.
+func Lighter(c color.Color) color.Color {
 	r, g, b, _ := c.RGBA()
 	mix := func(v uint32) uint8 { return uint8((v>>8 + 2*0xff) / 3) }
 	return color.RGBA{R: mix(r), G: mix(g), B: mix(b), A: 0xff}
 }
 
-// plotColor returns the i-th colour of the palette, for series that are not methods.
-func plotColor(i int) color.Color {
+// Color returns the i-th colour of the palette, for series that are not methods.
+func Color(i int) color.Color {
 	palette := []color.Color{colBlue, colRed, colGreen, colOrange, colPurple, colBrown}
 	return palette[i%len(palette)]
 }
 
-// plotShape returns the i-th glyph shape, so series differ without colour too.
-func plotShape(i int) draw.GlyphDrawer {
+// Shape returns the i-th glyph shape, so series differ without colour too.
+func Shape(i int) draw.GlyphDrawer {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}, draw.RingGlyph{}}
 	return shapes[i%len(shapes)]
 }
 
-// logTicks marks every power of ten on a log axis, labelled in the shortest
+// LogTicks marks every power of ten on a log axis, labelled in the shortest
 // form ("0.001", "1e-05", "1000"), with unlabelled minor ticks between; gonum's
 // LogTicks labels 1e-4 as 9.999999999999999e-05.
-type logTicks struct{}
+type LogTicks struct{}
 
 // Ticks implements plot.Ticker.
-func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+func (LogTicks) Ticks(lo, hi float64) []plot.Tick {
 	var ts []plot.Tick
 	if !(lo > 0) || !(hi > lo) {
 		return ts
