@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
@@ -65,4 +64,3 @@ func TestPlotFormats(t *testing.T) {
 		}
 	}
 }
-

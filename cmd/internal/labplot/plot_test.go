@@ -63,4 +63,3 @@ func TestLogTicks(t *testing.T) {
 		t.Errorf("labels %q", got)
 	}
 }
-
