@@ -27,6 +27,19 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// run runs the CLI with args and stdin, returning stdout and the error.
+func run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	app := newApp()
+	var out bytes.Buffer
+	app.Reader = strings.NewReader(stdin)
+	app.Writer = &out
+	app.ErrWriter = &out
+	full := append([]string{"reconcile"}, args...)
+	err := app.Run(cliutil.PermuteArgs(app, full))
+	return out.String(), err
+}
+
 // TestUsageErrorsOneLine: a mistake on the command line is one line on
 // stderr naming the command, with a hint to its help, and exit code 2.
 func TestUsageErrorsOneLine(t *testing.T) {

@@ -18,10 +18,14 @@ package main
 import (
 	"io"
 	"os"
+	"slices"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labbench"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labnet"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/labpaper"
 )
 
 // The categories the commands are listed under in reconcile --help.
@@ -41,14 +45,7 @@ func commands() []*cli.Command {
 		chunkCommand(),
 		verifyCommand(),
 	}
-	lab := []*cli.Command{
-		benchCommand(),
-		floodCommand(),
-		testnetCommand(),
-		simCommand(),
-		experimentCommand(),
-		cbfCommand(),
-	}
+	lab := slices.Concat(labbench.Commands(), labnet.Commands(), labpaper.Commands())
 	for _, c := range files {
 		c.Category = categoryFiles
 	}

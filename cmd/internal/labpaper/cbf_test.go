@@ -1,4 +1,4 @@
-package main
+package labpaper
 
 import (
 	"bytes"
@@ -11,19 +11,6 @@ import (
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
-
-// run runs the CLI with args and stdin, returning stdout and the error.
-func run(t *testing.T, stdin string, args ...string) (string, error) {
-	t.Helper()
-	app := newApp()
-	var out bytes.Buffer
-	app.Reader = strings.NewReader(stdin)
-	app.Writer = &out
-	app.ErrWriter = &out
-	full := append([]string{"reconcile"}, args...)
-	err := app.Run(cliutil.PermuteArgs(app, full))
-	return out.String(), err
-}
 
 func TestCBFCommands(t *testing.T) {
 	dir := t.TempDir()
@@ -160,7 +147,7 @@ func TestExperimentTable1JSON(t *testing.T) {
 }
 
 func TestPermuteArgs(t *testing.T) {
-	app := newApp()
+	app := testApp()
 	for _, tc := range []struct{ in, want string }{
 		{"cbf op union a b -o x -u u", "cbf op -o x -u u union a b"},
 		{"cbf info --json f", "cbf info --json f"},

@@ -1,4 +1,4 @@
-package main
+package labnet
 
 import (
 	"bytes"
@@ -203,10 +203,10 @@ func TestTestnetProgress(t *testing.T) {
 	}
 	// A quarter of the blocks in 10 s: 30 s left, while no fetcher is done.
 	var buf bytes.Buffer
-	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	pr := cliutil.NewProgressWriter(&buf, cliutil.ProgressPlain, "complete blocks stored", false)
-	pr.SetClock(clk.now)
-	clk.t = clk.t.Add(10 * time.Second)
+	pr.SetClock(func() time.Time { return now })
+	now = now.Add(10 * time.Second)
 	testnetProgress(pr)(testnet.Progress{Fetchers: 199, Blocks: 50944, Need: 203776})
 	if got, want := buf.String(), "complete blocks stored:  25% 50944/203776, 30s left, 0/199 fetchers done\n"; got != want {
 		t.Errorf("progress line %q, want %q", got, want)
