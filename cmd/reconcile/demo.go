@@ -26,7 +26,7 @@ import (
 func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "seed a file and let a few fetchers that each hold a different part reconcile and fetch it",
+		Usage: "seed a file to a few fetchers that each hold another part of it, on this machine",
 		Description: "Shows the main job on one machine, over real loopback connections: makes a file,\n" +
 			"seeds it, starts --fetchers peers that each already hold a different part of it (the\n" +
 			"file is cut into fetchers+1 parts; the last one only the seed holds), lets\n" +

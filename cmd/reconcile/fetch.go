@@ -24,45 +24,21 @@ func fetchCommand() *cli.Command {
 		Name:      "fetch",
 		Usage:     "download the content of a ticket from every peer that has it",
 		ArgsUsage: "TICKET|ROOT",
-		Description: "Connects to the ticket's peers (and --peer ones, and the peers they know), gets and\n" +
-			"checks the manifest, reconciles with every peer (complete reconciliation of counting\n" +
-			"Bloom filters by default) so that each sends only blocks this side lacks, downloads\n" +
-			"from all of them in parallel, verifies every block before storing it and serves what\n" +
-			"it holds to other fetchers meanwhile. Interrupted (Ctrl-C, kill -9), it resumes from\n" +
-			"the verified blocks when started again with the same --out. A single file is written\n" +
-			"at --out (as curl -o; its resume state in OUT.reconcile/ is removed once complete),\n" +
-			"a folder's content under --out, and into an existing folder --out at its own name.\n\n" +
-			"Progress (--progress) shows the bytes held of the content's size; the rate and the\n" +
-			"time left count only the bytes received in this run, over its last 20 s, not blocks\n" +
-			"resumed from disk.\n" +
-			"A resumed fetch first re-hashes the blocks on disk, with a \"checking\" bar of its own.\n" +
-			"A peer that sends a corrupt block is reported, the block is asked of other peers,\n" +
-			"and a peer that sent three is dropped and banned for 10 minutes; a resumed fetch\n" +
-			"keeps those bans (saved with its resume state, bans.json) and says so.\n" +
-			"Sizes and rates are in IEC units (1 MiB = 1024 KiB = 1048576 bytes) here, in the\n" +
-			"summary and in seed's --rate.\n\n" +
-			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
-			"   complete  counting Bloom filter of the blocks held (r*m bits, m ~ 8 per block); never misses a block\n" +
-			"   ccbf      the same filter entropy coded (~40% of its size); the same answers\n" +
-			"   bitfield  one bit per block of the file; answered exactly, in one round trip\n" +
-			"   iblt      rateless IBLT cells until the peer decodes the difference; exact, bytes grow with\n" +
-			"             the difference, not the file, at the cost of extra round trips\n" +
-			"   byers     Bloom filter of Reed-Solomon coded blocks (the paper's baseline); decodes the file\n\n" +
-			"Example:\n" +
-			"   reconcile fetch bafy...ticket --out ./downloads\n" +
-			"   reconcile fetch bafy...ticket --out ./downloads --method iblt\n" +
-			"   reconcile fetch --ticket-file movie.ticket --out movie.mkv --seed-after --json",
+		Description: "Downloads the content from every peer that has it, each sending only the blocks\n" +
+			"this side lacks, and verifies every block; run it again with the same --out to resume.\n" +
+			"The methods, resuming and corrupt peers: see cmd/reconcile/README.md.\n" +
+			"Example: reconcile fetch --ticket-file movie.ticket --out movie.mkv",
 		Flags: append(peerFlags(),
-			&cli.StringFlag{Name: "out", Value: ".", Usage: "where to write: for a single file, the file's path (as curl -o; its resume state lives in OUT.reconcile/ until it completes); for a folder of files, or when OUT is an existing folder, the folder to write into"},
-			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from this file instead of the argument"},
-			&cli.StringSliceFlag{Name: "peer", Usage: "another peer to fetch from, as a full multiaddr ending in /p2p/ID (repeatable)"},
-			&cli.StringFlag{Name: "method", Value: "complete", Usage: "reconciliation method: complete, ccbf, bitfield, iblt or byers (see above)"},
+			&cli.StringFlag{Name: "out", Value: ".", Usage: "write the file at `PATH` (as curl -o), or into the folder PATH"},
+			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from `FILE` instead of the argument"},
+			&cli.StringSliceFlag{Name: "peer", Usage: "also fetch from `ADDR`, a multiaddr ending in /p2p/ID (repeatable)"},
+			&cli.StringFlag{Name: "method", Value: "complete", Usage: "`METHOD`: complete, ccbf, bitfield, iblt or byers"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
-			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Usage: "give up after this long with no peer to download from"},
-			&cli.IntFlag{Name: "sync-every", Usage: "blocks per fsync group (0: as many as make 8 MiB; 1: each block durable before the next); above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
-			&cli.IntFlag{Name: "window", Value: 16, Usage: "blocks kept requested from one peer at a time, at most (at least 1); each peer's window adapts to its rate and round trip below that"},
-			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Usage: "move a peer's blocks to others after it sends nothing for this long"},
+			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "give up after this long with no peer to download from"},
+			&cli.IntFlag{Name: "sync-every", Category: categoryTuning, Usage: "`N` blocks per fsync (0: 8 MiB worth; 1: every block)"},
+			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
+			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "move a silent peer's blocks to others after this long"},
 			cliutil.ProgressFlag(),
 		),
 		Action: runFetch,

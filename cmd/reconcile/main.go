@@ -7,7 +7,9 @@
 // chunk, verify); the lab commands, which measure and reproduce the paper,
 // live in the lab packages under cmd/internal, and what both share (the app,
 // errors and exit codes, sizes, progress, JSON) in cmd/internal/cliutil.
-// The command tree is listed here, in commands.
+// The command tree is listed here, in commands, in two categories of
+// reconcile --help: files and lab. README.md beside this file says what
+// reconcile fetch --help leaves out.
 //
 // Exit status: 0 on success, 1 when a command fails, 2 for a mistake on the
 // command line (an unknown command or flag, a value out of range), 130 when

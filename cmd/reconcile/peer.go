@@ -14,12 +14,19 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
+// The categories of the flags of seed and fetch in their help, after the
+// flags most users need.
+const (
+	categoryNetwork = "network:" // reachability and discovery
+	categoryTuning  = "tuning:"  // timeouts, windows, logs
+)
+
 // peerFlags are the flags shared by seed and fetch.
 func peerFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default: every interface, TCP and QUIC, random ports)"},
-		&cli.StringFlag{Name: "key", Usage: "identity key file, created (mode 0600) on first use; default: a fresh identity"},
-		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
+		&cli.StringSliceFlag{Name: "listen", Category: categoryNetwork, Usage: "listen on `ADDR` (repeatable; default: all interfaces, TCP and QUIC)"},
+		&cli.StringFlag{Name: "key", Category: categoryNetwork, Usage: "identity key `FILE`, made (mode 0600) if missing (default: a new identity)"},
+		&cli.StringFlag{Name: "log-level", Value: "warn", Category: categoryTuning, Usage: "`LEVEL` of logs on stderr: debug, info, warn or error"},
 		cliutil.CPUProfileFlag(), // profile.go
 	}, netFlags()...) // reach.go
 }

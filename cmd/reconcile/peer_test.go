@@ -20,21 +20,16 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-// TestFetchHelpMethods: fetch --help lists every method, one line each.
+// TestFetchHelpMethods: fetch --help names every method (README.md says
+// what each sends).
 func TestFetchHelpMethods(t *testing.T) {
 	out, err := run(t, "", "fetch", "--help")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range reconcile.AllMethods {
-		n := 0
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), m.String()+" ") {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Errorf("fetch --help has %d lines for %s:\n%s", n, m, out)
+		if !strings.Contains(out, " "+m.String()) {
+			t.Errorf("fetch --help does not name %s:\n%s", m, out)
 		}
 	}
 	if _, err := run(t, "", "fetch", "x", "--method", "carrier-pigeon"); err == nil || !strings.Contains(err.Error(), "--method") {

@@ -30,6 +30,9 @@ func NewApp(name string, cmds []*cli.Command) *cli.App {
 	// The version flag has no short alias: -v is --verbose.
 	cli.VersionFlag = &cli.BoolFlag{Name: "version", Usage: "print the version (module and VCS revision) and exit"}
 	cli.VersionPrinter = func(c *cli.Context) { fmt.Fprintln(c.App.Writer, c.App.Version) }
+	cli.HelpPrinter = printHelp
+	cli.FlagStringer = flagString
+	cli.CommandHelpTemplate, cli.SubcommandHelpTemplate = commandHelpTemplate, subcommandHelpTemplate
 	cmds = append([]*cli.Command(nil), cmds...)
 	sort.Slice(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	st := &appState{}

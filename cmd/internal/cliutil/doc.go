@@ -3,7 +3,8 @@
 // lab*) look and fail alike: the app around them (NewApp, Run: --verbose,
 // one-line errors and their exit codes), flag helpers (sizes in IEC units,
 // lower bounds), progress bars and lines on standard error, JSON output,
-// log lines, CPU profiles and work folders.
+// log lines, CPU profiles and work folders, and help pages that fit in
+// HelpWidth columns.
 //
 // Exit status of a command run by Run: ExitOK (0) on success, ExitFailure
 // (1) when it fails, ExitUsage (2) for a mistake on the command line (an

@@ -33,7 +33,7 @@ const (
 
 // ProgressFlag is --progress, for the commands that report progress.
 func ProgressFlag() cli.Flag {
-	return &cli.StringFlag{Name: "progress", Value: "auto", Usage: "progress on stderr: bar (redrawn in place), plain (a line every 5 s, for logs), none; auto: bar on a terminal, plain otherwise"}
+	return &cli.StringFlag{Name: "progress", Value: "auto", Usage: "`MODE`: bar, plain, none or auto (bar on a terminal)"}
 }
 
 // ProgressModeOf reads --progress; auto (and commands without the flag) mean

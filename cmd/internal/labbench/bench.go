@@ -19,7 +19,7 @@ import (
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "bench",
-		Usage: "measure fetch speed over loopback against plain TCP and TLS copies, one seed against several",
+		Usage: "fetch speed on loopback against TCP and TLS copies, one seed against several",
 		Description: "Runs every party as its own process of this binary, on loopback. One repetition is:\n" +
 			"  1. plain TCP copies of the file between two processes, written to a file and\n" +
 			"     fsynced: with the kernel's zero-copy paths (sendfile, splice) and with a\n" +

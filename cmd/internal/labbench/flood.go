@@ -29,7 +29,7 @@ import (
 func floodCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "flood",
-		Usage: "attack a seed on loopback as a hostile swarm would, and measure whether it stays available",
+		Usage: "attack a seed on loopback as a hostile swarm would: does it stay available?",
 		Description: "Runs `reconcile seed` of a random file as a process of its own (default limits), then:\n" +
 			"  1. fetches it --fetches times without attack (each fetch its own process): the baseline;\n" +
 			"  2. attacks it from another process with --identities libp2p identities, each holding\n" +
