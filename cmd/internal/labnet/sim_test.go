@@ -71,34 +71,6 @@ func TestSimCommands(t *testing.T) {
 	}
 }
 
-// TestExperimentTable3 runs one trial of a small grid through the command: JSON
-// rows for both methods with complete missing nothing, and bad flags refused.
-func TestExperimentTable3(t *testing.T) {
-	out, err := run(t, "", "experiment", "table3", "--trials", "1", "--json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Rows []struct {
-			Method string  `json:"method"`
-			Missed float64 `json:"missed"`
-		} `json:"rows"`
-	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Rows) != 8 {
-		t.Fatalf("JSON %v: %s", err, out)
-	}
-	for _, r := range doc.Rows {
-		if r.Method == "complete" && r.Missed != 0 {
-			t.Fatalf("complete missed %v", r.Missed)
-		}
-	}
-	for _, args := range [][]string{{"--trials", "0"}, {"--block-size", "100"}, {"--hash", "nope"}} {
-		if _, err := run(t, "", append([]string{"experiment", "table3"}, args...)...); err == nil {
-			t.Fatalf("%v accepted", args)
-		}
-	}
-}
-
 // TestSwarmVersusTestnet runs reconcile testnet and reconcile sim swarm (its
 // models, the central schedule and the stripe trees) on the same small
 // parameters (12 peers on the small preset's topology and Chord overlay,
