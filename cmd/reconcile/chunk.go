@@ -9,13 +9,9 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/urfave/cli/v2"
 )
-
-func init() {
-	register(chunkCommand())
-	register(verifyCommand())
-}
 
 func chunkCommand() *cli.Command {
 	return &cli.Command{
@@ -33,7 +29,7 @@ func chunkCommand() *cli.Command {
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size, 1KiB to 16MiB (e.g. 4096, 64KiB, 4MiB)"},
 			&cli.StringFlag{Name: "manifest", Usage: "write the manifest's encoding to this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
-			progressFlag(),
+			cliutil.ProgressFlag(),
 		},
 		Action: runChunk,
 	}
@@ -61,24 +57,24 @@ type chunkReport struct {
 
 func runChunk(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usagef("want exactly one PATH, got %d arguments", c.NArg())
+		return cliutil.Usagef("want exactly one PATH, got %d arguments", c.NArg())
 	}
 	path := c.Args().First()
-	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
-	pr, err := newProgress(c, "chunking", true)
+	pr, err := cliutil.NewProgress(c, "chunking", true)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	start := time.Now()
 	m, err := chunker.ChunkPath(ctx, path, int(bs), chunker.WithProgress(func(done, total int64) {
-		pr.update(progressState{done: done, total: total, session: -1})
+		pr.Update(cliutil.ProgressState{Done: done, Total: total, Session: -1})
 	}))
-	pr.finish(false)
+	pr.Finish(false)
 	if err != nil {
 		return err
 	}
@@ -101,7 +97,7 @@ func runChunk(c *cli.Context) error {
 		rep.Files = append(rep.Files, fileJSON{f.Path, f.Size, fmt.Sprintf("%#o", f.Mode)})
 	}
 	if c.Bool("json") {
-		return writeJSON(c.App.Writer, rep)
+		return cliutil.WriteJSON(c.App.Writer, rep)
 	}
 	printChunkReport(c.App.Writer, rep)
 	return nil
@@ -116,15 +112,15 @@ func printChunkReport(w io.Writer, r chunkReport) {
 			fmt.Fprintf(w, "          ... and %d more\n", len(r.Files)-show)
 			break
 		}
-		fmt.Fprintf(w, "          %s  %s  %s\n", f.Mode, humanBytes(f.Size), f.Path)
+		fmt.Fprintf(w, "          %s  %s  %s\n", f.Mode, cliutil.HumanBytes(f.Size), f.Path)
 	}
-	fmt.Fprintf(w, "size      %s (%d bytes)\n", humanBytes(r.TotalSize), r.TotalSize)
+	fmt.Fprintf(w, "size      %s (%d bytes)\n", cliutil.HumanBytes(r.TotalSize), r.TotalSize)
 	last := ""
 	if r.Blocks > 0 && r.LastBlock != r.BlockSize {
 		last = fmt.Sprintf(", last one %d bytes", r.LastBlock)
 	}
-	fmt.Fprintf(w, "blocks    %d of %s%s\n", r.Blocks, humanBytes(int64(r.BlockSize)), last)
-	fmt.Fprintf(w, "manifest  %s (%s block hashes)\n", humanBytes(int64(r.ManifestBytes)), r.Hash)
+	fmt.Fprintf(w, "blocks    %d of %s%s\n", r.Blocks, cliutil.HumanBytes(int64(r.BlockSize)), last)
+	fmt.Fprintf(w, "manifest  %s (%s block hashes)\n", cliutil.HumanBytes(int64(r.ManifestBytes)), r.Hash)
 	fmt.Fprintf(w, "time      %.3fs (%.0f MiB/s)\n", r.Seconds, r.MBPerSecond*1e6/(1<<20))
 }
 
@@ -147,7 +143,7 @@ func verifyCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "rebuild", Usage: "re-hash every block and rebuild the record of held blocks"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
-			progressFlag(),
+			cliutil.ProgressFlag(),
 		},
 		Action: runVerify,
 	}
@@ -167,7 +163,7 @@ type verifyReport struct {
 
 func runVerify(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usagef("want exactly one STORE folder, got %d arguments", c.NArg())
+		return cliutil.Usagef("want exactly one STORE folder, got %d arguments", c.NArg())
 	}
 	dir := c.Args().First()
 	var opts []chunker.StoreOption
@@ -195,11 +191,11 @@ func runVerify(c *cli.Context) error {
 		return err
 	}
 	defer st.Close()
-	pr, err := newProgress(c, "verifying blocks", false)
+	pr, err := cliutil.NewProgress(c, "verifying blocks", false)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	m := st.Manifest()
 	checked := st.HeldCount()
@@ -212,11 +208,11 @@ func runVerify(c *cli.Context) error {
 				r.Corrupt = append(r.Corrupt, i)
 			}
 		}
-	} else if r, err = st.VerifyProgress(ctx, pr.counts); err != nil {
-		pr.finish(false)
+	} else if r, err = st.VerifyProgress(ctx, pr.Counts); err != nil {
+		pr.Finish(false)
 		return fmt.Errorf("verify: %w", err)
 	}
-	pr.finish(false)
+	pr.Finish(false)
 	rep := verifyReport{
 		Store: dir, ID: m.ID().String(), Blocks: r.Blocks, Held: r.Held, Missing: r.Missing,
 		Corrupt: r.Corrupt, Complete: r.Held == r.Blocks, Seconds: time.Since(start).Seconds(),
@@ -233,13 +229,13 @@ func runVerify(c *cli.Context) error {
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
-		if err := writeJSON(w, rep); err != nil {
+		if err := cliutil.WriteJSON(w, rep); err != nil {
 			return err
 		}
 	} else {
 		fmt.Fprintf(w, "store     %s\n", dir)
 		fmt.Fprintf(w, "id        %s\n", rep.ID)
-		fmt.Fprintf(w, "checked   %d blocks, %s in %.3fs\n", checked, humanBytes(rep.Bytes), rep.Seconds)
+		fmt.Fprintf(w, "checked   %d blocks, %s in %.3fs\n", checked, cliutil.HumanBytes(rep.Bytes), rep.Seconds)
 		fmt.Fprintf(w, "held      %d of %d\n", rep.Held, rep.Blocks)
 		fmt.Fprintf(w, "missing   %d\n", rep.Missing)
 		fmt.Fprintf(w, "corrupt   %d%s\n", len(rep.Corrupt), listInts(rep.Corrupt, 20))

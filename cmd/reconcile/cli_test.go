@@ -3,23 +3,18 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
-
-	"github.com/urfave/cli/v2"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
@@ -30,6 +25,19 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	code := runMain(append([]string{"reconcile"}, args...), &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
+}
+
+// run runs the CLI with args and stdin, returning stdout and the error.
+func run(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	app := newApp()
+	var out bytes.Buffer
+	app.Reader = strings.NewReader(stdin)
+	app.Writer = &out
+	app.ErrWriter = &out
+	full := append([]string{"reconcile"}, args...)
+	err := app.Run(cliutil.PermuteArgs(app, full))
+	return out.String(), err
 }
 
 // TestUsageErrorsOneLine: a mistake on the command line is one line on
@@ -82,7 +90,7 @@ func TestUsageErrorsOneLine(t *testing.T) {
 	}
 	for _, tc := range cases {
 		code, stdout, stderr := runCLI(t, tc.args...)
-		if code != exitUsage || stderr != tc.want+"\n" || stdout != "" {
+		if code != cliutil.ExitUsage || stderr != tc.want+"\n" || stdout != "" {
 			t.Errorf("reconcile %s:\nexit %d, stdout %q\nstderr %q\nwant exit 2 and %q", strings.Join(tc.args, " "), code, stdout, stderr, tc.want)
 		}
 	}
@@ -95,40 +103,20 @@ func TestRuntimeErrorWording(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "nope")
 	code, _, stderr := runCLI(t, "chunk", missing)
 	want := "reconcile chunk: " + missing + ": no such file or directory\n"
-	if code != exitFailure || stderr != want {
+	if code != cliutil.ExitFailure || stderr != want {
 		t.Errorf("exit %d, stderr %q, want exit 1 and %q", code, stderr, want)
 	}
 	for _, args := range [][]string{{"-v", "chunk", missing}, {"chunk", missing, "--verbose"}} {
 		code, _, stderr := runCLI(t, args...)
-		if code != exitFailure || !strings.HasPrefix(stderr, "reconcile chunk: chunker: ") || !strings.Contains(stderr, "stat "+missing) || strings.Count(stderr, "\n") != 1 {
+		if code != cliutil.ExitFailure || !strings.HasPrefix(stderr, "reconcile chunk: chunker: ") || !strings.Contains(stderr, "stat "+missing) || strings.Count(stderr, "\n") != 1 {
 			t.Errorf("%v: exit %d, stderr %q, want the whole chain (chunker: ... stat %s ...)", args, code, stderr, missing)
-		}
-	}
-}
-
-func TestUserMessage(t *testing.T) {
-	pe := &fs.PathError{Op: "lstat", Path: "/x", Err: syscall.ENOENT}
-	for _, tc := range []struct {
-		err  error
-		cmd  string
-		want string
-	}{
-		{fmt.Errorf("peer: seed: %w", fmt.Errorf("chunker: %w", pe)), "reconcile seed", "/x: no such file or directory"},
-		{errors.New("peer: bad ticket: empty (copy the whole token)"), "reconcile fetch", "bad ticket: empty (copy the whole token)"},
-		{errors.New("sim table4: --n must be positive, got 0"), "reconcile sim table4", "--n must be positive, got 0"},
-		{errors.New("sim: unknown --preset \"x\""), "reconcile sim table4", "unknown --preset \"x\""},
-		{errors.New("testnet: complete: peer: no peer reached has them;\ntestnet: byers: x"), "reconcile testnet", "complete: no peer reached has them;; byers: x"},
-		{errors.New("reconcile is a word: keep it"), "reconcile chunk", "reconcile is a word: keep it"},
-	} {
-		if got := userMessage(tc.err, tc.cmd); got != tc.want {
-			t.Errorf("userMessage(%q) = %q, want %q", tc.err, got, tc.want)
 		}
 	}
 }
 
 func TestVersion(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "--version")
-	if code != exitOK || stderr != "" || !strings.HasPrefix(stdout, "reconcile ") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, "revision") {
+	if code != cliutil.ExitOK || stderr != "" || !strings.HasPrefix(stdout, "reconcile ") || strings.Count(stdout, "\n") != 1 || !strings.Contains(stdout, "revision") {
 		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/reconcile-p2p/reconcile/cmd", Version: "v0.3.1"},
@@ -143,97 +131,18 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-func TestParseByteSize(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int64
-		err  string
-	}{
-		{"262144", 262144, ""},
-		{"256KiB", 256 << 10, ""},
-		{"256k", 256 << 10, ""},
-		{"16MiB", 16 << 20, ""},
-		{" 1.5GiB ", 3 << 29, ""},
-		{"100B", 100, ""},
-		{"0", 0, ""},
-		{"4MB", 0, "write 4MiB"},
-		{"1kb", 0, "write 1KiB"},
-		{"-1KiB", 0, "want a size"},
-		{"", 0, "want a size"},
-		{"1e3", 0, "want a size"},
-		{"lots", 0, "want a size"},
-		{"MiB", 0, "want a size"},
-	} {
-		got, err := parseByteSize(tc.in)
-		if tc.err == "" && (err != nil || got != tc.want) {
-			t.Errorf("parseByteSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
-			t.Errorf("parseByteSize(%q) = %d, %v; want an error containing %q", tc.in, got, err, tc.err)
-		}
-	}
-}
-
 // fakeClock is a clock the test moves.
 type fakeClock struct{ t time.Time }
 
 func (c *fakeClock) now() time.Time { return c.t }
 
-func newTestProgress(mode progressMode) (*progress, *bytes.Buffer, *fakeClock) {
+// newTestProgress is a fetch's progress in mode on a buffer, on a clock the test moves.
+func newTestProgress(mode cliutil.ProgressMode) (*cliutil.Progress, *bytes.Buffer, *fakeClock) {
 	var buf bytes.Buffer
 	clk := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	p := newProgressWriter(&buf, mode, "fetch", true)
-	p.now, p.start, p.last = clk.now, clk.t, clk.t
+	p := cliutil.NewProgressWriter(&buf, mode, "fetch", true)
+	p.SetClock(clk.now)
 	return p, &buf, clk
-}
-
-// TestProgressBar draws a fetch's progress on a fake terminal: bytes held of
-// the total in IEC units, and a rate and time left from this run's bytes only
-// (8 MiB resumed from disk do not count as transferred).
-func TestProgressBar(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
-	p.status("connecting to 1 peer")
-	clk.t = clk.t.Add(2 * time.Second)
-	// 8 MiB resumed + 2 MiB received in 2 s: 1 MiB/s, 6 MiB left: 6 s.
-	p.update(progressState{done: 10 << 20, total: 16 << 20, session: 2 << 20, extra: "40/64 blocks, 2 peers"})
-	clk.t = clk.t.Add(50 * time.Millisecond)
-	p.update(progressState{done: 11 << 20, total: 16 << 20, session: 3 << 20}) // too soon: not drawn
-	clk.t = clk.t.Add(4 * time.Second)
-	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"})
-	p.update(progressState{done: 16 << 20, total: 16 << 20, session: 8 << 20, extra: "64/64 blocks, 2 peers"}) // the same end: not drawn again
-	p.finish(false)
-	want := "\r\033[Kfetch: connecting to 1 peer" +
-		"\r\033[Kfetch:  62% [===============>        ] 10 MiB / 16 MiB, 1 MiB/s, 6s left, 40/64 blocks, 2 peers" +
-		"\r\033[Kfetch: 100% [========================] 16 MiB / 16 MiB, 1.3 MiB/s, 64/64 blocks, 2 peers" +
-		"\r\033[K"
-	if got := buf.String(); got != want {
-		t.Errorf("bar output\n got %q\nwant %q", got, want)
-	}
-}
-
-// TestProgressPlain: off a terminal, a plain line (no escapes) every 5 s at
-// most; with --progress none nothing at all.
-func TestProgressPlain(t *testing.T) {
-	p, buf, clk := newTestProgress(progressPlain)
-	p.status("connecting")
-	for i := 1; i <= 12; i++ { // a block every second for 12 s
-		clk.t = clk.t.Add(time.Second)
-		p.update(progressState{done: int64(i) << 20, total: 12 << 20, session: int64(i) << 20})
-	}
-	p.finish(true)
-	want := "fetch:  41% 5 MiB / 12 MiB, 1 MiB/s, 7s left\n" +
-		"fetch:  83% 10 MiB / 12 MiB, 1 MiB/s, 2s left\n"
-	if got := buf.String(); got != want {
-		t.Errorf("plain output\n got %q\nwant %q", got, want)
-	}
-	p, buf, clk = newTestProgress(progressNone)
-	p.status("connecting")
-	clk.t = clk.t.Add(time.Minute)
-	p.update(progressState{done: 1, total: 2})
-	p.finish(true)
-	if buf.Len() != 0 {
-		t.Errorf("--progress none wrote %q", buf.String())
-	}
 }
 
 // TestCheckProgressBar: a resumed fetch first draws a bar of its own while it
@@ -241,13 +150,13 @@ func TestProgressPlain(t *testing.T) {
 // bar takes over, its rate counted from the end of the check (the 4 s of
 // checking are not download time).
 func TestCheckProgressBar(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
+	p, buf, clk := newTestProgress(cliutil.ProgressBar)
 	m, err := chunker.ChunkReader(context.Background(), "f", 0o644, bytes.NewReader(make([]byte, 10<<20)), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	check := checkProgress(p, m, "connecting to 1 peer")
-	p.status("connecting to 1 peer")
+	p.Status("connecting to 1 peer")
 	check(0, 10)
 	clk.t = clk.t.Add(2 * time.Second)
 	check(4, 10)
@@ -256,7 +165,7 @@ func TestCheckProgressBar(t *testing.T) {
 	clk.t = clk.t.Add(1950 * time.Millisecond)
 	check(10, 10)
 	clk.t = clk.t.Add(2 * time.Second)
-	p.update(progressState{done: 8 << 20, total: 10 << 20, session: 2 << 20, extra: "8/10 blocks, 1 peer"})
+	p.Update(cliutil.ProgressState{Done: 8 << 20, Total: 10 << 20, Session: 2 << 20, Extra: "8/10 blocks, 1 peer"})
 	want := "\r\033[Kfetch: connecting to 1 peer" +
 		"\r\033[Kchecking:  40% [=========>              ] 4 MiB / 10 MiB, 2 MiB/s, 3s left, 4/10 blocks on disk" +
 		"\r\033[Kchecking: 100% [========================] 10 MiB / 10 MiB, 2.5 MiB/s, 10/10 blocks on disk" +
@@ -271,7 +180,7 @@ func TestCheckProgressBar(t *testing.T) {
 // TestCheckProgressPlain: off a terminal the check prints a line when it
 // starts, every 5 s and when it ends.
 func TestCheckProgressPlain(t *testing.T) {
-	p, buf, clk := newTestProgress(progressPlain)
+	p, buf, clk := newTestProgress(cliutil.ProgressPlain)
 	check := checkProgress(p, nil, "connecting to 1 peer")
 	check(0, 100)
 	for i := 1; i <= 100; i++ { // a block every 100 ms for 10 s
@@ -289,81 +198,19 @@ func TestCheckProgressPlain(t *testing.T) {
 // TestProgressLineAboveBar: a fetch event (a peer sent a corrupt block) is
 // printed on a line of its own above the bar, which is drawn again below it.
 func TestProgressLineAboveBar(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
+	p, buf, clk := newTestProgress(cliutil.ProgressBar)
 	clk.t = clk.t.Add(time.Second)
-	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
+	p.Update(cliutil.ProgressState{Done: 1 << 20, Total: 2 << 20, Session: 1 << 20})
 	id, err := lpeer.Decode("12D3KooWLRPJAA5o6F8rXbVSEiLHaSfnJ2Gv6QkW4BGWbXrUyxjf")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.println(fetchEventLine(peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}))
+	p.Println(fetchEventLine(peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}))
 	bar := "fetch:  50% [============>           ] 1 MiB / 2 MiB, 1 MiB/s, 1s left"
 	want := "\r\033[K" + bar +
 		"\r\033[Kfetch: peer 12D3Ko…rUyxjf sent a corrupt block (block 7); asking other peers for it\n" + bar
 	if got := buf.String(); got != want {
 		t.Errorf("output\n got %q\nwant %q", got, want)
-	}
-}
-
-// TestProgressFinishKeepsBarOnly: a failed fetch keeps its bar (how far it
-// got) but clears a status such as "connecting", so the error stands alone.
-func TestProgressFinishKeepsBarOnly(t *testing.T) {
-	p, buf, clk := newTestProgress(progressBar)
-	p.status("connecting to 1 peer")
-	p.finish(true)
-	if got, want := buf.String(), "\r\033[Kfetch: connecting to 1 peer\r\033[K"; got != want {
-		t.Errorf("status then finish(true)\n got %q\nwant %q", got, want)
-	}
-	buf.Reset()
-	clk.t = clk.t.Add(time.Second)
-	p.update(progressState{done: 1 << 20, total: 2 << 20, session: 1 << 20})
-	p.finish(true)
-	if got := buf.String(); !strings.HasSuffix(got, "1s left\n") {
-		t.Errorf("bar then finish(true): %q, want the bar kept on its line", got)
-	}
-}
-
-// TestProgressRounding: the percentage is rounded down (100% only when all is
-// done), the time left up (never "0s left" before the end), and the first
-// second shows no rate (that of a block or two is noise).
-func TestProgressRounding(t *testing.T) {
-	p, _, clk := newTestProgress(progressBar)
-	clk.t = clk.t.Add(500 * time.Millisecond)
-	if got, want := p.render(progressState{done: 1 << 20, total: 400 << 20, session: 1 << 20}, clk.t), "fetch:   0% [>                       ] 1 MiB / 400 MiB"; got != want {
-		t.Errorf("first second:\n got %q\nwant %q", got, want)
-	}
-	clk.t = clk.t.Add(1500 * time.Millisecond)
-	if got, want := p.render(progressState{done: 399 << 20, total: 400 << 20, session: 80 << 20}, clk.t), "fetch:  99% [=======================>] 399 MiB / 400 MiB, 40 MiB/s, 1s left"; got != want {
-		t.Errorf("near the end:\n got %q\nwant %q", got, want)
-	}
-}
-
-// TestProgressModeFlag: auto is plain off a terminal; the flag picks a mode.
-func TestProgressModeFlag(t *testing.T) {
-	for _, tc := range []struct{ flag, want string }{{"", "plain"}, {"auto", "plain"}, {"bar", "bar"}, {"none", "none"}, {"plain", "plain"}} {
-		args := []string{"chunk", filepath.Join(t.TempDir(), "nope")}
-		if tc.flag != "" {
-			args = append(args, "--progress", tc.flag)
-		}
-		app := newApp()
-		var mode progressMode = -1
-		for _, c := range app.Commands {
-			if c.Name == "chunk" {
-				c.Action = func(c *cli.Context) error {
-					var err error
-					mode, err = progressModeOf(c)
-					return err
-				}
-			}
-		}
-		var out bytes.Buffer
-		app.Writer, app.ErrWriter = &out, &out
-		if err := app.Run(permuteArgs(app, append([]string{"reconcile"}, args...))); err != nil {
-			t.Fatal(err)
-		}
-		if got := map[progressMode]string{progressNone: "none", progressBar: "bar", progressPlain: "plain"}[mode]; got != tc.want {
-			t.Errorf("--progress %q: mode %s, want %s", tc.flag, got, tc.want)
-		}
 	}
 }
 
@@ -413,34 +260,5 @@ func TestFetchEventLines(t *testing.T) {
 		if got := fetchEventLine(tc.ev); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.ev.Kind, got, tc.want)
 		}
-	}
-}
-
-// TestProgressRecentRate: once the work has run longer than rateWindow, the
-// rate and the time left come from its last rateWindow, so a swarm that
-// speeds up (or a fetch that finds more peers) shows its new pace.
-func TestProgressRecentRate(t *testing.T) {
-	p, buf, clk := newTestProgress(progressPlain)
-	var done int64
-	for i := 1; i <= 60; i++ {
-		clk.t = clk.t.Add(time.Second)
-		if i <= 30 {
-			done += 1 << 20 // 1 MiB/s for 30 s
-		} else {
-			done += 4 << 20 // then 4 MiB/s
-		}
-		p.update(progressState{done: done, total: 300 << 20, session: -1})
-	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	// At 15 s: from the start, 1 MiB/s, 285 MiB left. At 60 s (150 MiB
-	// done): the last 20 s, 4 MiB/s, 150 MiB left in 38 s (rounded up).
-	if got, want := lines[2], "fetch:   5% 15 MiB / 300 MiB, 1 MiB/s, 4m45s left"; got != want {
-		t.Errorf("at 15 s: %q, want %q", got, want)
-	}
-	if got, want := lines[len(lines)-1], "fetch:  50% 150 MiB / 300 MiB, 4 MiB/s, 38s left"; got != want {
-		t.Errorf("at 60 s: %q, want %q", got, want)
-	}
-	if len(p.marks) > int(rateWindow/time.Second)+2 {
-		t.Errorf("%d marks kept for a window of %v", len(p.marks), rateWindow)
 	}
 }

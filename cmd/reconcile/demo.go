@@ -2,10 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,16 +17,16 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/samplefile"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-func init() { register(demoCommand()) }
-
 func demoCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "demo",
-		Usage: "seed a file and let a few fetchers that each hold a different part reconcile and fetch it",
+		Usage: "seed a file to a few fetchers that each hold another part of it, on this machine",
 		Description: "Shows the main job on one machine, over real loopback connections: makes a file,\n" +
 			"seeds it, starts --fetchers peers that each already hold a different part of it (the\n" +
 			"file is cut into fetchers+1 parts; the last one only the seed holds), lets\n" +
@@ -75,31 +73,31 @@ type demoFetcher struct {
 }
 
 func runDemo(c *cli.Context) error {
-	size, err := flagSize(c, "size", 1, 0)
+	size, err := cliutil.FlagSize(c, "size", 1, 0)
 	if err != nil {
 		return err
 	}
-	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
 	nf := c.Int("fetchers")
 	if nf < 1 || nf > 16 {
-		return usagef("--fetchers %d: want 1 to 16", nf)
+		return cliutil.Usagef("--fetchers %d: want 1 to 16", nf)
 	}
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
-		return usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
+		return cliutil.Usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
 	}
 	if method == reconcile.Byers && size > peer.MaxByersBytes {
-		return usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), exactSize(peer.MaxByersBytes))
+		return cliutil.Usagef("--size %s: the byers baseline keeps coded blocks in memory; use at most %s", c.String("size"), cliutil.ExactSize(peer.MaxByersBytes))
 	}
-	dir, done, err := workFolder(c, "demo")
+	dir, done, err := cliutil.WorkFolder(c, "demo")
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, stop := signalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	quiet := c.Bool("json")
 	w := c.App.Writer
@@ -110,19 +108,19 @@ func runDemo(c *cli.Context) error {
 	}
 
 	file := filepath.Join(dir, "demo.bin")
-	if err := writeDemoFile(file, size, c.Uint64("seed")); err != nil {
+	if err := samplefile.Write(file, size, c.Uint64("seed")); err != nil {
 		return err
 	}
 	m, err := chunker.ChunkPath(ctx, file, int(bs))
 	if err != nil {
-		return oneLine(err)
+		return cliutil.OneLine(err)
 	}
-	say("made %s: %.1f MiB in %d blocks of %d KiB\n", file, mib(size), m.BlockCount(), bs>>10)
+	say("made %s: %.1f MiB in %d blocks of %d KiB\n", file, cliutil.MiB(size), m.BlockCount(), bs>>10)
 
 	loop := peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0")
 	seed, err := peer.New(ctx, loop)
 	if err != nil {
-		return oneLine(err)
+		return cliutil.OneLine(err)
 	}
 	defer seed.Close()
 	var sopts []peer.SeedOption
@@ -132,7 +130,7 @@ func runDemo(c *cli.Context) error {
 	}
 	tk, err := seed.Seed(ctx, file, sopts...)
 	if err != nil {
-		return oneLine(err)
+		return cliutil.OneLine(err)
 	}
 	names := map[string]string{seed.ID().String(): "seed"}
 	order := []string{"seed"}
@@ -143,7 +141,7 @@ func runDemo(c *cli.Context) error {
 	for j := range fetchers {
 		p, err := peer.New(ctx, loop)
 		if err != nil {
-			return oneLine(err)
+			return cliutil.OneLine(err)
 		}
 		defer p.Close()
 		fetchers[j] = p
@@ -156,9 +154,9 @@ func runDemo(c *cli.Context) error {
 			// Fetcher j starts with part j of nf+1: a different part each,
 			// and one part only the seed holds.
 			lo, hi := j*m.BlockCount()/(nf+1), (j+1)*m.BlockCount()/(nf+1)
-			n, err := prefillDemo(file, m, out, lo, hi)
+			n, err := samplefile.Prefill(file, m, out, lo, hi)
 			if err != nil {
-				return oneLine(err)
+				return cliutil.OneLine(err)
 			}
 			res[j].HeldAtStart = n
 			say("%-9s %s  holds blocks [%d, %d)\n", name, p.ID(), lo, hi)
@@ -187,7 +185,7 @@ func runDemo(c *cli.Context) error {
 	elapsed := time.Since(start)
 	for j, err := range errs {
 		if err != nil {
-			return oneLine(fmt.Errorf("%s: %w", res[j].Name, err))
+			return cliutil.OneLine(fmt.Errorf("%s: %w", res[j].Name, err))
 		}
 	}
 
@@ -214,7 +212,7 @@ func runDemo(c *cli.Context) error {
 	}
 	rep.Fetchers = res
 	if quiet {
-		return writeJSON(w, rep)
+		return cliutil.WriteJSON(w, rep)
 	}
 	printDemo(w, rep, elapsed)
 	if !rep.Identical {
@@ -257,7 +255,7 @@ func printDemo(w io.Writer, rep demoReport, elapsed time.Duration) {
 			ratio = float64(s.FilterBytes) / float64(s.Received)
 		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%.2f MiB\t%.1f KiB\t%.4f%%\t%d\t%d\t%v\n", f.Name, f.HeldAtStart, s.Fetched,
-			mib(s.Received), float64(s.FilterBytes)/1024, 100*ratio, s.FalseOffers, s.Redundant, f.Identical)
+			cliutil.MiB(s.Received), float64(s.FilterBytes)/1024, 100*ratio, s.FalseOffers, s.Redundant, f.Identical)
 	}
 	tw.Flush()
 	if rep.Identical {
@@ -269,46 +267,6 @@ func printDemo(w io.Writer, rep demoReport, elapsed time.Duration) {
 	fmt.Fprintln(w, strings.TrimSpace(`
 try it across hosts:   reconcile seed FILE --ticket-file t      (host 1)
                        reconcile fetch --ticket-file t --out FILE  (host 2, 3, ...)`))
-}
-
-// writeDemoFile writes size pseudo-random bytes (deterministic for seed).
-func writeDemoFile(path string, size int64, seed uint64) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	r := rand.NewChaCha8([32]byte{byte(seed), byte(seed >> 8), byte(seed >> 16), byte(seed >> 24), byte(seed >> 32), byte(seed >> 40), byte(seed >> 48), byte(seed >> 56)})
-	if _, err := io.CopyN(f, r, size); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// prefillDemo creates a store for m in out holding blocks [lo, hi) of file.
-func prefillDemo(file string, m *chunker.Manifest, out string, lo, hi int) (int, error) {
-	src, err := chunker.SeedStore(context.Background(), file, m)
-	if err != nil {
-		return 0, err
-	}
-	defer src.Close()
-	st, err := chunker.OpenOrCreateStore(context.Background(), out, m, chunker.WithSyncEvery(64))
-	if err != nil {
-		return 0, err
-	}
-	var buf []byte
-	for i := lo; i < hi; i++ {
-		if buf, err = src.ReadBlock(i, buf); err != nil {
-			st.Close()
-			return 0, err
-		}
-		if err := st.PutBlock(i, buf); err != nil {
-			st.Close()
-			return 0, err
-		}
-	}
-	n := st.HeldCount()
-	return n, st.Close()
 }
 
 func hashFile(path string) ([]byte, error) {

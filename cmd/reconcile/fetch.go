@@ -14,6 +14,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -23,46 +24,22 @@ func fetchCommand() *cli.Command {
 		Name:      "fetch",
 		Usage:     "download the content of a ticket from every peer that has it",
 		ArgsUsage: "TICKET|ROOT",
-		Description: "Connects to the ticket's peers (and --peer ones, and the peers they know), gets and\n" +
-			"checks the manifest, reconciles with every peer (complete reconciliation of counting\n" +
-			"Bloom filters by default) so that each sends only blocks this side lacks, downloads\n" +
-			"from all of them in parallel, verifies every block before storing it and serves what\n" +
-			"it holds to other fetchers meanwhile. Interrupted (Ctrl-C, kill -9), it resumes from\n" +
-			"the verified blocks when started again with the same --out. A single file is written\n" +
-			"at --out (as curl -o; its resume state in OUT.reconcile/ is removed once complete),\n" +
-			"a folder's content under --out, and into an existing folder --out at its own name.\n\n" +
-			"Progress (--progress) shows the bytes held of the content's size; the rate and the\n" +
-			"time left count only the bytes received in this run, over its last 20 s, not blocks\n" +
-			"resumed from disk.\n" +
-			"A resumed fetch first re-hashes the blocks on disk, with a \"checking\" bar of its own.\n" +
-			"A peer that sends a corrupt block is reported, the block is asked of other peers,\n" +
-			"and a peer that sent three is dropped and banned for 10 minutes; a resumed fetch\n" +
-			"keeps those bans (saved with its resume state, bans.json) and says so.\n" +
-			"Sizes and rates are in IEC units (1 MiB = 1024 KiB = 1048576 bytes) here, in the\n" +
-			"summary and in seed's --rate.\n\n" +
-			"Methods (--method; every peer serves the first four, the seed needs --byers for the last):\n" +
-			"   complete  counting Bloom filter of the blocks held (r*m bits, m ~ 8 per block); never misses a block\n" +
-			"   ccbf      the same filter entropy coded (~40% of its size); the same answers\n" +
-			"   bitfield  one bit per block of the file; answered exactly, in one round trip\n" +
-			"   iblt      rateless IBLT cells until the peer decodes the difference; exact, bytes grow with\n" +
-			"             the difference, not the file, at the cost of extra round trips\n" +
-			"   byers     Bloom filter of Reed-Solomon coded blocks (the paper's baseline); decodes the file\n\n" +
-			"Example:\n" +
-			"   reconcile fetch bafy...ticket --out ./downloads\n" +
-			"   reconcile fetch bafy...ticket --out ./downloads --method iblt\n" +
-			"   reconcile fetch --ticket-file movie.ticket --out movie.mkv --seed-after --json",
+		Description: "Downloads the content from every peer that has it, each sending only the blocks\n" +
+			"this side lacks, and verifies every block; run it again with the same --out to resume.\n" +
+			"The methods, resuming and corrupt peers: see cmd/reconcile/README.md.\n" +
+			"Example: reconcile fetch --ticket-file movie.ticket --out movie.mkv",
 		Flags: append(peerFlags(),
-			&cli.StringFlag{Name: "out", Value: ".", Usage: "where to write: for a single file, the file's path (as curl -o; its resume state lives in OUT.reconcile/ until it completes); for a folder of files, or when OUT is an existing folder, the folder to write into"},
-			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from this file instead of the argument"},
-			&cli.StringSliceFlag{Name: "peer", Usage: "another peer to fetch from, as a full multiaddr ending in /p2p/ID (repeatable)"},
-			&cli.StringFlag{Name: "method", Value: "complete", Usage: "reconciliation method: complete, ccbf, bitfield, iblt or byers (see above)"},
+			&cli.StringFlag{Name: "out", Value: ".", Usage: "write the file at `PATH` (as curl -o), or into the folder PATH"},
+			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from `FILE` instead of the argument"},
+			&cli.StringSliceFlag{Name: "peer", Usage: "also fetch from `ADDR`, a multiaddr ending in /p2p/ID (repeatable)"},
+			&cli.StringFlag{Name: "method", Value: "complete", Usage: "`METHOD`: complete, ccbf, bitfield, iblt or byers"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
-			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Usage: "give up after this long with no peer to download from"},
-			&cli.IntFlag{Name: "sync-every", Usage: "blocks per fsync group (0: as many as make 8 MiB; 1: each block durable before the next); above 1 means fewer fsyncs, and a resumed fetch then re-hashes the output to find blocks stored but not yet recorded"},
-			&cli.IntFlag{Name: "window", Value: 16, Usage: "blocks kept requested from one peer at a time, at most (at least 1); each peer's window adapts to its rate and round trip below that"},
-			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Usage: "move a peer's blocks to others after it sends nothing for this long"},
-			progressFlag(),
+			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "give up after this long with no peer to download from"},
+			&cli.IntFlag{Name: "sync-every", Category: categoryTuning, Usage: "`N` blocks per fsync (0: 8 MiB worth; 1: every block)"},
+			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
+			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "move a silent peer's blocks to others after this long"},
+			cliutil.ProgressFlag(),
 		),
 		Action: runFetch,
 	}
@@ -72,7 +49,7 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 	var s string
 	switch {
 	case c.String("ticket-file") != "" && c.NArg() > 0:
-		return peer.Ticket{}, usagef("give the ticket as the argument or with --ticket-file, not both")
+		return peer.Ticket{}, cliutil.Usagef("give the ticket as the argument or with --ticket-file, not both")
 	case c.String("ticket-file") != "":
 		b, err := os.ReadFile(c.String("ticket-file"))
 		if err != nil {
@@ -82,7 +59,7 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 	case c.NArg() == 1:
 		s = c.Args().First()
 	default:
-		return peer.Ticket{}, usagef("want one TICKET, got %d arguments", c.NArg())
+		return peer.Ticket{}, cliutil.Usagef("want one TICKET, got %d arguments", c.NArg())
 	}
 	if root, ok := parseRootArg(s); ok { // reach.go: reconcile fetch ROOT
 		return peer.Ticket{Root: root}, nil
@@ -97,23 +74,23 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 func runFetch(c *cli.Context) error {
 	method, err := reconcile.ParseMethod(c.String("method"))
 	if err != nil {
-		return usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
+		return cliutil.Usagef("--method %q: want complete, ccbf, bitfield, iblt or byers", c.String("method"))
 	}
 	if d := c.Duration("no-peer-timeout"); d <= 0 {
-		return usagef("--no-peer-timeout %v: want a positive duration such as 10s", d)
+		return cliutil.Usagef("--no-peer-timeout %v: want a positive duration such as 10s", d)
 	}
 	if c.String("out") == "" {
-		return usagef("--out is empty: want a folder")
+		return cliutil.Usagef("--out is empty: want a folder")
 	}
 	var extra []ma.Multiaddr
 	for _, s := range c.StringSlice("peer") {
 		a, err := ma.NewMultiaddr(s)
 		if err != nil {
-			return usagef("--peer %q: %v", s, err)
+			return cliutil.Usagef("--peer %q: %v", s, err)
 		}
 		extra = append(extra, a)
 	}
-	pr, err := newProgress(c, "fetch", true)
+	pr, err := cliutil.NewProgress(c, "fetch", true)
 	if err != nil {
 		return err
 	}
@@ -121,7 +98,7 @@ func runFetch(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(c) // profile.go
+	stopProfile, err := cliutil.StartCPUProfile(c) // profile.go
 	if err != nil {
 		return err
 	}
@@ -133,29 +110,29 @@ func runFetch(c *cli.Context) error {
 	sum, onDisk := completeOutput(c.String("out"), tk, method)
 	if sum != nil && !c.Bool("seed-after") {
 		if c.Bool("json") {
-			return writeJSON(c.App.Writer, sum)
+			return cliutil.WriteJSON(c.App.Writer, sum)
 		}
-		fmt.Fprintf(c.App.Writer, "%s already holds all %d blocks (%s) of %s: nothing to fetch\n", sum.Out, sum.Blocks, humanBytes(sum.Bytes), sum.Root)
+		fmt.Fprintf(c.App.Writer, "%s already holds all %d blocks (%s) of %s: nothing to fetch\n", sum.Out, sum.Blocks, cliutil.HumanBytes(sum.Bytes), sum.Root)
 		return nil
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	p, err := newCLIPeer(ctx, c, popts, ticketRelays(tk)...)
 	if err != nil {
-		return oneLine(err)
+		return cliutil.OneLine(err)
 	}
 	defer p.Close()
-	connecting := fmt.Sprintf("connecting to %s", count(len(tk.Peers)+len(extra), "peer"))
+	connecting := fmt.Sprintf("connecting to %s", cliutil.Count(len(tk.Peers)+len(extra), "peer"))
 	rootOnly := len(tk.Peers) == 0 && len(extra) == 0
 	if rootOnly {
 		connecting = "looking for peers that have " + tk.Root.String()[:16] + "… (DHT, LAN)"
 	}
 	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
 		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting)),
-		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.println(fetchEventLine(ev)) })}
-	pr.status(connecting)
-	progress := func(x peer.Progress) { pr.update(fetchProgress(x)) }
-	if pr.mode != progressBar {
+		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.Println(fetchEventLine(ev)) })}
+	pr.Status(connecting)
+	progress := func(x peer.Progress) { pr.Update(fetchProgress(x)) }
+	if pr.Mode() != cliutil.ProgressBar {
 		progress = firstBlockLog(processStart, c.App.ErrWriter, progress) // reach.go
 	}
 	opts = append(opts, peer.WithProgress(progress))
@@ -167,33 +144,33 @@ func runFetch(c *cli.Context) error {
 	if err == nil && !c.Bool("seed-after") {
 		err = removeFileState(ctx, p, sum)
 	}
-	pr.finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
+	pr.Finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
 		if ctx.Err() != nil { // interrupted, whatever the step cut short made of it ("could not connect")
-			return &interruptedError{msg: "interrupted; every verified block is kept, run the same command to resume", err: err}
+			return cliutil.Interrupted("interrupted; every verified block is kept, run the same command to resume", err)
 		}
 		if rootOnly && errors.Is(err, peer.ErrNoPeers) {
-			return oneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (give the ticket reconcile seed printed, or --peer ADDR)", err))
 		}
 		if sum == nil && errors.Is(err, peer.ErrNoPeers) {
-			return oneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
 		}
 		if errors.Is(err, chunker.ErrExists) && !errors.Is(err, chunker.ErrManifestMismatch) {
 			// A file of the same name and no resume state: a finished
 			// download (its state is removed) or a file of the user's.
-			return oneLine(fmt.Errorf("%w (a finished download keeps no resume state; remove it or choose another --out)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (a finished download keeps no resume state; remove it or choose another --out)", err))
 		}
 		if errors.Is(err, chunker.ErrNoSpace) {
 			// The output file's space is reserved as it is created.
-			return oneLine(fmt.Errorf("%w (free some space and run again, or choose another --out)", err))
+			return cliutil.OneLine(fmt.Errorf("%w (free some space and run again, or choose another --out)", err))
 		}
 		if sum != nil && sum.Resumed+sum.Fetched > 0 {
-			return oneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
+			return cliutil.OneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}
-		return oneLine(err)
+		return cliutil.OneLine(err)
 	}
 	if c.Bool("json") {
-		if err := writeJSON(c.App.Writer, sum); err != nil {
+		if err := cliutil.WriteJSON(c.App.Writer, sum); err != nil {
 			return err
 		}
 	} else {
@@ -204,7 +181,7 @@ func runFetch(c *cli.Context) error {
 		fmt.Fprintln(c.App.ErrWriter, peer.Ticket{Root: tk.Root, Peers: append(tk.Peers[:0:0], p.AddrInfo())}.String())
 		<-ctx.Done()
 	}
-	return oneLine(p.Close())
+	return cliutil.OneLine(p.Close())
 }
 
 // completeOutput returns the summary of a fetch that has nothing to do, when
@@ -235,9 +212,9 @@ func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.
 // fetchProgress is the progress line of a fetch: bytes held of the content's
 // bytes; the rate and the time left come from the bytes received in this run
 // only (blocks resumed from disk were not transferred).
-func fetchProgress(x peer.Progress) progressState {
-	return progressState{done: x.Bytes, total: x.TotalBytes, session: x.Received,
-		extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, count(x.Peers, "peer"))}
+func fetchProgress(x peer.Progress) cliutil.ProgressState {
+	return cliutil.ProgressState{Done: x.Bytes, Total: x.TotalBytes, Session: x.Received,
+		Extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, cliutil.Count(x.Peers, "peer"))}
 }
 
 // fetchEventLine words what happened to a peer of the fetch, for a line above
@@ -263,9 +240,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		rate = int64(float64(s.Received) / s.Seconds)
 	}
 	fmt.Fprintf(w, "fetched %s into %s\n", s.Root, s.Out)
-	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, humanBytes(rate), humanBytes(s.Received))
+	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, cliutil.HumanBytes(rate), cliutil.HumanBytes(s.Received))
 	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
-	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", humanBytes(s.Bytes), humanBytes(s.FilterBytes), s.Method, s.FalseOffers)
+	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", cliutil.HumanBytes(s.Bytes), cliutil.HumanBytes(s.FilterBytes), s.Method, s.FalseOffers)
 	if s.Cells > 0 {
 		fmt.Fprintf(w, "  iblt        %d cells sent\n", s.Cells)
 	}
@@ -283,7 +260,7 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		if total > 0 {
 			share = 100 * float64(ps.Blocks) / float64(total)
 		}
-		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, count(ps.Blocks, "block"), humanBytes(ps.Bytes), count(ps.Rounds, "round"), count(ps.RoundTrips, "round trip"))
+		line := fmt.Sprintf("  peer %s  %5.1f%%  %s, %s, %s (%s)", shortID(ps.Peer), share, cliutil.Count(ps.Blocks, "block"), cliutil.HumanBytes(ps.Bytes), cliutil.Count(ps.Rounds, "round"), cliutil.Count(ps.RoundTrips, "round trip"))
 		if ps.Rejected > 0 {
 			line += fmt.Sprintf(", %d corrupt", ps.Rejected)
 		}
@@ -339,37 +316,37 @@ func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error
 // fetch's progress pr takes over, showing the status after and counting its
 // rate from then on. man is the manifest of the store on disk (for the
 // bytes); nil shows the blocks only.
-func checkProgress(pr *progress, man *chunker.Manifest, after string) func(done, total int) {
-	var cp *progress
+func checkProgress(pr *cliutil.Progress, man *chunker.Manifest, after string) func(done, total int) {
+	var cp *cliutil.Progress
 	return func(done, total int) {
-		if pr.mode == progressNone {
+		if pr.Mode() == cliutil.ProgressNone {
 			return
 		}
 		if cp == nil {
-			cp = pr.sub("checking", man != nil)
-			if pr.mode == progressPlain {
-				fmt.Fprintf(pr.w, "fetch: checking %s on disk\n", count(total, "block"))
+			cp = pr.Sub("checking", man != nil)
+			if pr.Mode() == cliutil.ProgressPlain {
+				pr.Println(fmt.Sprintf("fetch: checking %s on disk", cliutil.Count(total, "block")))
 			}
 		}
-		s := progressState{done: int64(done), total: int64(total), session: -1,
-			extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
+		s := cliutil.ProgressState{Done: int64(done), Total: int64(total), Session: -1,
+			Extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
 		if man != nil {
-			s.done, s.total = min(int64(done)*int64(man.BlockSize()), man.TotalSize()), man.TotalSize()
+			s.Done, s.Total = min(int64(done)*int64(man.BlockSize()), man.TotalSize()), man.TotalSize()
 			if done >= total {
-				s.done = s.total
+				s.Done = s.Total
 			}
 		}
 		if done < total {
-			cp.update(s)
+			cp.Update(s)
 			return
 		}
-		if pr.mode == progressPlain {
-			fmt.Fprintln(cp.w, cp.render(s, cp.now())) // the end, always
+		if pr.Mode() == cliutil.ProgressPlain {
+			cp.Println(cp.Line(s)) // the end, always
 		} else {
-			cp.update(s)
+			cp.Update(s)
 		}
-		cp.finish(false)
-		pr.restart()
-		pr.status(after)
+		cp.Finish(false)
+		pr.Restart()
+		pr.Status(after)
 	}
 }

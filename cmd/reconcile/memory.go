@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
 // memoryLimitFlag is the seed's --memory-limit.
@@ -20,7 +22,7 @@ func memoryLimitFlag() cli.Flag {
 // GOMEMLIMIT is set. It is soft: a seed that needs more (a large Byers set
 // of coded blocks) gets it, at the cost of more garbage collection.
 func applyMemoryLimit(c *cli.Context) error {
-	n, err := flagSize(c, "memory-limit", 0, 0)
+	n, err := cliutil.FlagSize(c, "memory-limit", 0, 0)
 	if err != nil {
 		return err
 	}

@@ -4,31 +4,30 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 
 	"github.com/urfave/cli/v2"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
-func init() {
-	// quic-go warns on stderr when it cannot enlarge UDP buffers; that is not
-	// something a user of these commands can act on.
-	os.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
-	register(seedCommand())
-	register(fetchCommand())
-}
+// The categories of the flags of seed and fetch in their help, after the
+// flags most users need.
+const (
+	categoryNetwork = "network:" // reachability and discovery
+	categoryTuning  = "tuning:"  // timeouts, windows, logs
+)
 
 // peerFlags are the flags shared by seed and fetch.
 func peerFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringSliceFlag{Name: "listen", Usage: "multiaddr to listen on (repeatable; default: every interface, TCP and QUIC, random ports)"},
-		&cli.StringFlag{Name: "key", Usage: "identity key file, created (mode 0600) on first use; default: a fresh identity"},
-		&cli.StringFlag{Name: "log-level", Value: "warn", Usage: "log level on stderr: debug, info, warn, error"},
-		cpuProfileFlag(), // profile.go
+		&cli.StringSliceFlag{Name: "listen", Category: categoryNetwork, Usage: "listen on `ADDR` (repeatable; default: all interfaces, TCP and QUIC)"},
+		&cli.StringFlag{Name: "key", Category: categoryNetwork, Usage: "identity key `FILE`, made (mode 0600) if missing (default: a new identity)"},
+		&cli.StringFlag{Name: "log-level", Value: "warn", Category: categoryTuning, Usage: "`LEVEL` of logs on stderr: debug, info, warn or error"},
+		cliutil.CPUProfileFlag(), // profile.go
 	}, netFlags()...) // reach.go
 }
 
@@ -38,29 +37,29 @@ func peerFlags() []cli.Flag {
 func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
-		return nil, usagef("--log-level %q: want debug, info, warn or error", c.String("log-level"))
+		return nil, cliutil.Usagef("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
-	if stateOf(c.App).verbose && !c.IsSet("log-level") {
+	if cliutil.Verbose(c.App) && !c.IsSet("log-level") {
 		level = slog.LevelInfo
 	}
-	opts := []peer.Option{peer.WithLogger(slog.New(newLineHandler(logTo, level)))}
+	opts := []peer.Option{peer.WithLogger(slog.New(cliutil.NewLineHandler(logTo, level)))}
 	if l := c.StringSlice("listen"); len(l) > 0 {
 		for _, a := range l {
 			if _, err := ma.NewMultiaddr(a); err != nil {
-				return nil, usagef("--listen %q: %v", a, err)
+				return nil, cliutil.Usagef("--listen %q: %v", a, err)
 			}
 		}
 		opts = append(opts, peer.WithListenAddrs(l...))
 	}
 	if c.String("rate") != "" {
-		n, err := flagSize(c, "rate", 1, 0)
+		n, err := cliutil.FlagSize(c, "rate", 1, 0)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, peer.WithServeRate(float64(n)))
 	}
-	if findFlag(c.Command.Flags, "sync-every") != nil {
-		n, err := flagAtLeast(c, "sync-every", 0)
+	if cliutil.FindFlag(c.Command.Flags, "sync-every") != nil {
+		n, err := cliutil.FlagAtLeast(c, "sync-every", 0)
 		if err != nil {
 			return nil, err
 		}
@@ -68,17 +67,17 @@ func peerOptions(c *cli.Context, logTo io.Writer) ([]peer.Option, error) {
 			opts = append(opts, peer.WithSyncEvery(n))
 		}
 	}
-	if findFlag(c.Command.Flags, "window") != nil && c.IsSet("window") {
-		n, err := flagAtLeast(c, "window", 1)
+	if cliutil.FindFlag(c.Command.Flags, "window") != nil && c.IsSet("window") {
+		n, err := cliutil.FlagAtLeast(c, "window", 1)
 		if err != nil {
 			return nil, err
 		}
 		opts = append(opts, peer.WithWindow(n))
 	}
-	if findFlag(c.Command.Flags, "stall-timeout") != nil {
+	if cliutil.FindFlag(c.Command.Flags, "stall-timeout") != nil {
 		d := c.Duration("stall-timeout")
 		if d <= 0 {
-			return nil, usagef("--stall-timeout %v: want a positive duration such as 10s", d)
+			return nil, cliutil.Usagef("--stall-timeout %v: want a positive duration such as 10s", d)
 		}
 		opts = append(opts, peer.WithStallTimeout(d))
 	}

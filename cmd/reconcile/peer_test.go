@@ -15,25 +15,21 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-// TestFetchHelpMethods: fetch --help lists every method, one line each.
+// TestFetchHelpMethods: fetch --help names every method (README.md says
+// what each sends).
 func TestFetchHelpMethods(t *testing.T) {
 	out, err := run(t, "", "fetch", "--help")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range reconcile.AllMethods {
-		n := 0
-		for _, line := range strings.Split(out, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(line), m.String()+" ") {
-				n++
-			}
-		}
-		if n != 1 {
-			t.Errorf("fetch --help has %d lines for %s:\n%s", n, m, out)
+		if !strings.Contains(out, " "+m.String()) {
+			t.Errorf("fetch --help does not name %s:\n%s", m, out)
 		}
 	}
 	if _, err := run(t, "", "fetch", "x", "--method", "carrier-pigeon"); err == nil || !strings.Contains(err.Error(), "--method") {
@@ -75,24 +71,6 @@ func TestE2EFetchMethods(t *testing.T) {
 	}
 }
 
-func TestCount(t *testing.T) {
-	for _, tc := range []struct {
-		n    int
-		noun string
-		want string
-	}{
-		{0, "peer", "0 peers"},
-		{1, "peer", "1 peer"},
-		{2, "peer", "2 peers"},
-		{1, "round trip", "1 round trip"},
-		{7, "round trip", "7 round trips"},
-	} {
-		if got := count(tc.n, tc.noun); got != tc.want {
-			t.Errorf("count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
-		}
-	}
-}
-
 // TestFetchCompleteOutput: a fetch into a folder that already holds every
 // block of the ticket's content says so and contacts no peer (the ticket's
 // only peer is dead, so any network work would end in a timeout).
@@ -114,7 +92,7 @@ func TestFetchCompleteOutput(t *testing.T) {
 	start := time.Now()
 	code, stdout, stderr := runCLI(t, "fetch", tk, "--out", out, "--progress", "none")
 	want := fmt.Sprintf("%s already holds all 7 blocks (100 KiB) of %s: nothing to fetch\n", out, m.ID())
-	if code != exitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
+	if code != cliutil.ExitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
 		t.Errorf("exit %d after %v, stdout %q, stderr %q; want %q", code, time.Since(start), stdout, stderr, want)
 	}
 	// One block missing: the fetch goes to the network (and fails there).

@@ -7,8 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/vg"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
 // TestPlotPathChecked: --plot is checked before the work starts: a name that
@@ -36,7 +35,7 @@ func TestPlotPathChecked(t *testing.T) {
 		if tc.args[0] == "testnet" || tc.args[1] == "topology" {
 			code, stdout, stderr = runCLI(t, tc.args...)
 		}
-		if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--plot") {
+		if code != cliutil.ExitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "--plot") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want exit 2, one line containing %q", tc.args, code, stdout, stderr, tc.want)
 		}
 	}
@@ -56,66 +55,12 @@ func TestPlotFormats(t *testing.T) {
 	for ext, magic := range map[string]string{".png": "\x89PNG", ".svg": "<?xml"} {
 		file := filepath.Join(dir, "t3"+ext)
 		code, stdout, stderr := runCLI(t, "experiment", "table3", "--trials", "1", "--plot", file, "--progress", "none")
-		if code != exitOK || stderr != "" || !strings.Contains(stdout, "Byers time / complete time") {
+		if code != cliutil.ExitOK || stderr != "" || !strings.Contains(stdout, "Byers time / complete time") {
 			t.Fatalf("%s: exit %d, stderr %q, stdout %q", ext, code, stderr, stdout)
 		}
 		b, err := os.ReadFile(file)
 		if err != nil || !bytes.HasPrefix(b, []byte(magic)) {
 			t.Errorf("%s: %v, starts %q", ext, err, b[:min(len(b), 8)])
 		}
-	}
-}
-
-// TestSavePlotLeavesNothingOnFailure: a plot that cannot be written leaves no
-// file (not even its temporary one).
-func TestSavePlotLeavesNothingOnFailure(t *testing.T) {
-	dir := t.TempDir()
-	p := plot.New()
-	if err := savePlot(p, vg.Inch, vg.Inch, filepath.Join(dir, "x.pdf")); err == nil {
-		t.Error("savePlot to .pdf: no error")
-	}
-	// The target is a folder: the rename fails after the drawing.
-	if err := os.Mkdir(filepath.Join(dir, "d.png"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "d.png", "keep"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := savePlot(p, vg.Inch, vg.Inch, filepath.Join(dir, "d.png")); err == nil {
-		t.Error("savePlot onto a folder: no error")
-	}
-	ents, _ := os.ReadDir(dir)
-	if len(ents) != 1 || ents[0].Name() != "d.png" {
-		t.Errorf("left behind: %v", ents)
-	}
-	if err := savePlot(p, vg.Inch, vg.Inch, filepath.Join(dir, "ok.svg")); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// TestMethodColours: each method has its own colour, the same in every figure.
-func TestMethodColours(t *testing.T) {
-	seen := map[any]string{}
-	for _, m := range []string{"complete", "byers", "bitfield", "iblt", "ccbf"} {
-		c := methodColor(m)
-		if other, ok := seen[c]; ok {
-			t.Errorf("%s and %s share a colour", m, other)
-		}
-		seen[c] = m
-		if methodColor(strings.ToUpper(m)) != c || c == colGrey {
-			t.Errorf("%s: colour not found by name", m)
-		}
-	}
-}
-
-func TestLogTicks(t *testing.T) {
-	var labels []string
-	for _, tk := range (logTicks{}).Ticks(3e-5, 0.2) {
-		if tk.Label != "" {
-			labels = append(labels, tk.Label)
-		}
-	}
-	if got := strings.Join(labels, " "); got != "0.0001 0.001 0.01 0.1" {
-		t.Errorf("labels %q", got)
 	}
 }

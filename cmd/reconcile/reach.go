@@ -22,22 +22,23 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
-// netFlags are the reachability and discovery flags of seed and fetch.
+// netFlags are the reachability and discovery flags of seed and fetch, in
+// the network category of their help.
 func netFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringSliceFlag{Name: "relay", Usage: "circuit relay v2 node to reserve a slot on when behind NAT, as a multiaddr ending in /p2p/ID (repeatable; `reconcile relay` runs one)"},
-		&cli.StringSliceFlag{Name: "bootstrap", Usage: "DHT peer to join through, as a multiaddr ending in /p2p/ID (repeatable; relays named by the ticket are used too)"},
-		&cli.BoolFlag{Name: "amino", Usage: "use the public IPFS Amino DHT instead of the private /reconcile one (its bootstrap peers unless --bootstrap)"},
-		&cli.StringFlag{Name: "dht-mode", Value: "auto", Usage: "DHT mode: auto (server once reachable), client or server"},
-		&cli.DurationFlag{Name: "reannounce", Value: time.Hour, Usage: "announce the content's root in the DHT again this often"},
-		&cli.BoolFlag{Name: "no-dht", Usage: "run no DHT: neither announce nor look up the content"},
-		&cli.BoolFlag{Name: "no-mdns", Usage: "do not announce or look for peers on the LAN (mDNS)"},
-		&cli.BoolFlag{Name: "no-relay", Usage: "neither use relays nor accept relayed connections (also turns off hole punching)"},
-		&cli.BoolFlag{Name: "no-dht-relays", Usage: "take relays only from --relay and the ticket, not the relays found through the DHT"},
-		&cli.BoolFlag{Name: "no-holepunch", Usage: "do not upgrade relayed connections to direct ones (DCUtR)"},
-		&cli.BoolFlag{Name: "no-autonat", Usage: "do not ask peers whether this host is reachable (AutoNAT)"},
-		&cli.BoolFlag{Name: "no-portmap", Usage: "do not ask the router for a port mapping (UPnP, NAT-PMP)"},
-		&cli.StringFlag{Name: "reachability", Value: "auto", Usage: "auto (AutoNAT decides; with --relay: private), private (behind NAT: reserve relay slots at once) or public"},
+		&cli.StringSliceFlag{Name: "relay", Category: categoryNetwork, Usage: "reserve a slot on relay `ADDR` when behind NAT (repeatable)"},
+		&cli.StringSliceFlag{Name: "bootstrap", Category: categoryNetwork, Usage: "join the DHT through peer `ADDR` (repeatable; the ticket's relays too)"},
+		&cli.BoolFlag{Name: "amino", Category: categoryNetwork, Usage: "use the public IPFS Amino DHT, not the private /reconcile one"},
+		&cli.StringFlag{Name: "dht-mode", Value: "auto", Category: categoryNetwork, Usage: "`MODE`: auto (server once reachable), client or server"},
+		&cli.DurationFlag{Name: "reannounce", Value: time.Hour, Category: categoryNetwork, Usage: "announce the content in the DHT again this often"},
+		&cli.BoolFlag{Name: "no-dht", Category: categoryNetwork, Usage: "run no DHT: neither announce nor look up the content"},
+		&cli.BoolFlag{Name: "no-mdns", Category: categoryNetwork, Usage: "do not announce or look for peers on the LAN (mDNS)"},
+		&cli.BoolFlag{Name: "no-relay", Category: categoryNetwork, Usage: "use no relays, accept no relayed connections (no hole punching)"},
+		&cli.BoolFlag{Name: "no-dht-relays", Category: categoryNetwork, Usage: "take relays from --relay and the ticket only, none found in the DHT"},
+		&cli.BoolFlag{Name: "no-holepunch", Category: categoryNetwork, Usage: "do not upgrade relayed connections to direct ones (DCUtR)"},
+		&cli.BoolFlag{Name: "no-autonat", Category: categoryNetwork, Usage: "do not ask peers whether this host is reachable (AutoNAT)"},
+		&cli.BoolFlag{Name: "no-portmap", Category: categoryNetwork, Usage: "do not ask the router for a port mapping (UPnP, NAT-PMP)"},
+		&cli.StringFlag{Name: "reachability", Value: "auto", Category: categoryNetwork, Usage: "auto (AutoNAT), private (use relays at once) or public"},
 		&cli.StringSliceFlag{Name: "treat-as-public", Hidden: true, Usage: "CIDR that libp2p is to take as public internet (testbeds only; repeatable)"},
 		&cli.IntFlag{Name: "observers-needed", Hidden: true, Usage: "peers that must see the same external address before it is advertised (libp2p default 4; testbeds use 1)"},
 	}

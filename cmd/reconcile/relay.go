@@ -12,10 +12,9 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/urfave/cli/v2"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
-
-func init() { register(relayCommand()) }
 
 func relayCommand() *cli.Command {
 	return &cli.Command{
@@ -62,7 +61,7 @@ func runRelay(c *cli.Context) error {
 	if err := level.UnmarshalText([]byte(c.String("log-level"))); err != nil {
 		return fmt.Errorf("--log-level %q: want debug, info, warn or error", c.String("log-level"))
 	}
-	data, err := parseByteSize(c.String("data-limit"))
+	data, err := cliutil.ParseByteSize(c.String("data-limit"))
 	if err != nil {
 		return fmt.Errorf("--data-limit: %v", err)
 	}
@@ -102,7 +101,7 @@ func runRelay(c *cli.Context) error {
 		}
 		pub = append(pub, p)
 	}
-	ctx, stop := signalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	opts := []peer.Option{
 		peer.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))),
@@ -115,7 +114,7 @@ func runRelay(c *cli.Context) error {
 	}
 	p, err := peer.New(ctx, opts...)
 	if err != nil {
-		return oneLine(err)
+		return cliutil.OneLine(err)
 	}
 	defer p.Close()
 	ropts := []relayv2.Option{relayv2.WithResources(rc)}
@@ -132,7 +131,7 @@ func runRelay(c *cli.Context) error {
 		rep.Addrs = append(rep.Addrs, a.String())
 	}
 	if c.Bool("json") {
-		if err := writeJSON(os.Stdout, rep); err != nil {
+		if err := cliutil.WriteJSON(os.Stdout, rep); err != nil {
 			return err
 		}
 	} else {

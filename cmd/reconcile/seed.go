@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
@@ -59,31 +60,31 @@ type seedReport struct {
 
 func runSeed(c *cli.Context) error {
 	if c.NArg() != 1 {
-		return usagef("want exactly one PATH, got %d arguments", c.NArg())
+		return cliutil.Usagef("want exactly one PATH, got %d arguments", c.NArg())
 	}
 	path := c.Args().First()
-	bs, err := flagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
+	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
 	if err != nil {
 		return err
 	}
 	logEvery := c.Duration("log-every")
 	if logEvery < 0 {
-		return usagef("--log-every %v: want a positive duration such as 30s, or 0 for no log", logEvery)
+		return cliutil.Usagef("--log-every %v: want a positive duration such as 30s, or 0 for no log", logEvery)
 	}
 	opts, err := peerOptions(c, c.App.ErrWriter)
 	if err != nil {
 		return err
 	}
-	stopProfile, err := startCPUProfile(c) // profile.go
+	stopProfile, err := cliutil.StartCPUProfile(c) // profile.go
 	if err != nil {
 		return err
 	}
 	defer stopProfile()
-	ctx, stop := signalContext()
+	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	p, err := newCLIPeer(ctx, c, opts)
 	if err != nil {
-		return oneLine(err)
+		return cliutil.OneLine(err)
 	}
 	defer p.Close()
 	if err := applyMemoryLimit(c); err != nil { // memory.go
@@ -95,13 +96,13 @@ func runSeed(c *cli.Context) error {
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
 		st, err := chunker.OpenStore(ctx, path)
 		if err != nil {
-			return oneLine(fmt.Errorf("%s: %w", path, err))
+			return cliutil.OneLine(fmt.Errorf("%s: %w", path, err))
 		}
 
 		tk, err = p.Serve(st)
 		if err != nil {
 			st.Close()
-			return oneLine(err)
+			return cliutil.OneLine(err)
 		}
 	} else {
 		opts := []peer.SeedOption{peer.WithBlockSize(int(bs))}
@@ -113,7 +114,7 @@ func runSeed(c *cli.Context) error {
 		}
 		tk, err = p.Seed(ctx, path, opts...)
 		if err != nil {
-			return oneLine(err)
+			return cliutil.OneLine(err)
 		}
 	}
 	rep := seedReport{Root: tk.Root.String(), Peer: p.ID().String(), Ticket: tk.String()}
@@ -128,7 +129,7 @@ func runSeed(c *cli.Context) error {
 	}
 	w := c.App.Writer
 	if c.Bool("json") {
-		if err := writeJSON(w, rep); err != nil {
+		if err := cliutil.WriteJSON(w, rep); err != nil {
 			return err
 		}
 	} else {
@@ -145,7 +146,7 @@ func runSeed(c *cli.Context) error {
 	quiet := c.Bool("quiet")
 	if quiet {
 		<-ctx.Done()
-		return oneLine(p.Close())
+		return cliutil.OneLine(p.Close())
 	}
 	sl := &servedLog{w: c.App.ErrWriter}
 	// Every second: a line for each peer served for the first time; every
@@ -171,7 +172,7 @@ loop:
 	}
 	sl.log(p.ServedBytes(tk.Root), true)
 	fmt.Fprintln(c.App.ErrWriter, "reconcile seed: shutting down")
-	return oneLine(p.Close())
+	return cliutil.OneLine(p.Close())
 }
 
 // fetchHint is the fetch command a seed of path suggests: the ticket from the
@@ -212,7 +213,7 @@ func (l *servedLog) announce(served map[string]int64) {
 			l.known = make(map[string]bool)
 		}
 		l.known[id] = true
-		fmt.Fprintf(l.w, "serving peer %s (%s so far)\n", shortID(id), humanBytes(served[id]))
+		fmt.Fprintf(l.w, "serving peer %s (%s so far)\n", shortID(id), cliutil.HumanBytes(served[id]))
 	}
 }
 
@@ -238,13 +239,13 @@ func (l *servedLog) log(served map[string]int64, final bool) {
 		}
 	}
 	if final {
-		fmt.Fprintf(l.w, "served %s to %s in all\n", humanBytes(total), count(len(served), "peer"))
+		fmt.Fprintf(l.w, "served %s to %s in all\n", cliutil.HumanBytes(total), cliutil.Count(len(served), "peer"))
 		return
 	}
 	if grown == 0 && len(news) == 0 {
 		return
 	}
-	line := fmt.Sprintf("served %s to %s so far (+%s)", humanBytes(total), count(len(served), "peer"), humanBytes(grown))
+	line := fmt.Sprintf("served %s to %s so far (+%s)", cliutil.HumanBytes(total), cliutil.Count(len(served), "peer"), cliutil.HumanBytes(grown))
 	if len(news) > 0 {
 		line += "; new: " + strings.Join(news, ", ")
 	}

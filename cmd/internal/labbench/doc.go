@@ -1,0 +1,13 @@
+// Package labbench holds the lab commands that measure this build of
+// reconcile on loopback, running its seed and fetch commands as processes
+// of their own: reconcile bench (fetch speed against plain TCP and TLS
+// copies, one seed against several) and reconcile flood (a seed under
+// attack by a hostile swarm, and whether it stays available).
+package labbench
+
+import "github.com/urfave/cli/v2"
+
+// Commands returns the commands of this package: bench and flood.
+func Commands() []*cli.Command {
+	return []*cli.Command{benchCommand(), floodCommand()}
+}
