@@ -31,7 +31,7 @@ const (
 func (p *Service) strike(c network.Conn, w float64, why string) {
 	id := c.RemotePeer()
 	p.mu.Lock()
-	ban := p.scores.Strike(id, w, time.Now())
+	ban := p.scores.Strike(id, w, p.clk.Now())
 	p.mu.Unlock()
 	if ban {
 		p.log.Warn("banned abusive peer", "peer", id, "for", banFor, "last", why)
@@ -82,7 +82,7 @@ func (p *Service) streamPool(proto protocol.ID) *admit.FairPool {
 // cannot help with) gets one answered a second, while the small filters of
 // ordinary fetches are never held back.
 func (p *Service) allowFilter(key string, n int) bool {
-	return p.filterRates.Allow(key, n, time.Now())
+	return p.filterRates.Allow(key, n, p.clk.Now())
 }
 
 // Streams opened per second: a remote peer may open streamRate streams of
@@ -101,7 +101,7 @@ const (
 
 // allowStream reports whether the remote peer of c may open one more stream.
 func (p *Service) allowStream(c network.Conn) bool {
-	return p.streamRates.Allow(c.RemotePeer().String(), 1, time.Now())
+	return p.streamRates.Allow(c.RemotePeer().String(), 1, p.clk.Now())
 }
 
 // sweepEvery is how often the service gives back what no peer used lately:
@@ -111,14 +111,14 @@ const sweepEvery = 15 * time.Second
 
 // sweeper runs sweep every sweepEvery until the service closes.
 func (p *Service) sweeper() {
-	t := time.NewTicker(sweepEvery)
+	t := p.clk.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-t.C:
-			p.sweep(time.Now())
+		case <-t.Chan():
+			p.sweep(p.clk.Now())
 		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
@@ -148,7 +147,7 @@ func (t *pushTrees) adopt(s int) {
 			adopted = true
 			t.fetchElsewhere(elsewhere)
 			t.mu.Lock()
-			t.last[s] = time.Now()
+			t.last[s] = t.p.clk.Now()
 			t.unorphanLocked(s)
 			t.setGrandLocked(s, grand)
 			t.mu.Unlock()
@@ -273,7 +272,7 @@ func (t *pushTrees) fetchElsewhere(idx []int) {
 	if f == nil || len(idx) == 0 {
 		return
 	}
-	now := time.Now()
+	now := t.p.clk.Now()
 	f.mu.Lock()
 	for _, i := range idx {
 		f.pick.See(i, now)

@@ -154,7 +154,7 @@ func (f *fetch) loadBans() {
 	if path == "" {
 		return
 	}
-	bans, err := readBans(path, time.Now())
+	bans, err := readBans(path, f.p.clk.Now())
 	if err != nil {
 		f.p.log.Warn("ignoring the saved bans", "file", path, "err", err)
 		return
@@ -185,7 +185,7 @@ func (f *fetch) saveBan(id lpeer.ID, until time.Time) {
 	if f.saved == nil {
 		f.saved = make(map[lpeer.ID]time.Time)
 	}
-	now := time.Now()
+	now := f.p.clk.Now()
 	for k, u := range f.saved {
 		if !u.After(now) {
 			delete(f.saved, k)
@@ -212,7 +212,7 @@ func (f *fetch) withBansHint(err error) error {
 	f.banMu.Lock()
 	defer f.banMu.Unlock()
 	n, last := 0, time.Time{}
-	now := time.Now()
+	now := f.p.clk.Now()
 	for _, u := range f.saved {
 		if u.After(now) {
 			n++

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/erasure"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -355,9 +356,9 @@ func (t *byersTarget) decodeReady() error {
 // decode decodes generation gen, claimed from the collector, and stores its
 // source blocks. It holds no lock of the target's while it decodes.
 func (t *byersTarget) decode(gen int) error {
-	t0 := time.Now()
+	t0 := clock.Wall.Now()
 	src, err := t.coll.Decode(t.ctx, gen)
-	d := time.Since(t0)
+	d := clock.Wall.Since(t0)
 	if err == nil {
 		err = t.store(gen, src)
 	}

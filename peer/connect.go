@@ -10,6 +10,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // connectAll dials the given peers in parallel and returns those reached,
@@ -65,18 +66,18 @@ func (p *Service) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra 
 // before a retry (on a host built on go-libp2p's swarm), or the retry would
 // not dial at all.
 func (p *Service) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	cctx, cancel := clock.WithTimeout(ctx, p.clk, 15*time.Second)
 	defer cancel()
 	var err error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			pause := min(2*time.Second, time.Duration(50<<min(attempt-1, 6))*time.Millisecond)
-			t := time.NewTimer(pause + time.Duration(rand.Int64N(int64(pause))))
+			t := p.clk.NewTimer(pause + time.Duration(rand.Int64N(int64(pause))))
 			select {
 			case <-cctx.Done():
 				t.Stop()
 				return err
-			case <-t.C:
+			case <-t.Chan():
 			}
 			if s, ok := p.h.Network().(interface{ Backoff() *swarm.DialBackoff }); ok {
 				s.Backoff().Clear(ai.ID)

@@ -292,5 +292,5 @@ func (c *content) repeatsFor(coded bool, n int) *admit.Repeats {
 // newSuperSeed returns the super-seeding policy of content of blocks
 // blocks (WithSuperSeeding), its hold stretched by the time scale.
 func (p *Service) newSuperSeed(blocks int) *sched.SuperSeed[lpeer.ID] {
-	return sched.NewSuperSeed[lpeer.ID](blocks, p.cfg.stretch(sched.SuperSeedHold), time.Now)
+	return sched.NewSuperSeed[lpeer.ID](blocks, sched.SuperSeedHold, p.clk.Now)
 }

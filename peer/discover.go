@@ -7,6 +7,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -14,7 +15,7 @@ import (
 // downloads from the new ones too (a swarm).
 func (f *fetch) discover() {
 	defer f.wg.Done()
-	t := time.NewTicker(f.p.cfg.stretch(time.Second))
+	t := f.p.clk.NewTicker(time.Second)
 	defer t.Stop()
 	asked := make(map[lpeer.ID]time.Time)
 	f.discoverMore() // peer/find.go: DHT providers and LAN peers too
@@ -22,13 +23,13 @@ func (f *fetch) discover() {
 		f.mu.Lock()
 		var ids []lpeer.ID
 		for id := range f.sources {
-			if time.Since(asked[id]) > f.p.cfg.stretch(time.Second) {
+			if f.p.clk.Since(asked[id]) > time.Second {
 				ids = append(ids, id)
 			}
 		}
 		f.mu.Unlock()
 		for _, id := range ids {
-			asked[id] = time.Now()
+			asked[id] = f.p.clk.Now()
 			infos, err := f.p.askPeers(f.ctx, id, f.c.man.ID())
 			if err != nil {
 				continue
@@ -37,7 +38,7 @@ func (f *fetch) discover() {
 				if ai.ID == f.p.h.ID() || f.known(ai.ID) {
 					continue
 				}
-				cctx, cancel := context.WithTimeout(f.ctx, f.p.cfg.stretch(5*time.Second))
+				cctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, 5*time.Second)
 				err := f.p.h.Connect(cctx, ai)
 				cancel()
 				if err == nil {
@@ -48,7 +49,7 @@ func (f *fetch) discover() {
 		select {
 		case <-f.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.Chan():
 		}
 	}
 }
@@ -63,7 +64,7 @@ func (f *fetch) known(id lpeer.ID) bool {
 
 // askPeers asks id for other peers of root.
 func (p *Service) askPeers(ctx context.Context, id lpeer.ID, root chunker.ID) ([]lpeer.AddrInfo, error) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.streamIdle)
+	ctx, cancel := clock.WithTimeout(ctx, p.clk, p.cfg.streamIdle)
 	defer cancel()
 	cs, err := p.request(ctx, id, ProtoPeers, root, false)
 	if err != nil {

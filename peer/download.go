@@ -102,16 +102,16 @@ func (f *fetch) download(src *source) (err error) {
 		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
 			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && time.Since(f.lastStored) >= f.p.cfg.stretch(sched.EndgameWait) {
+			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && f.p.clk.Since(f.lastStored) >= sched.EndgameWait {
 				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
 			}
 			if len(batch) > 0 {
-				src.useful = time.Now()
+				src.useful = f.p.clk.Now()
 			}
 			f.mu.Unlock()
 		}
 		if len(batch) > 0 {
-			win.Sent(time.Now(), len(inflight) == 0)
+			win.Sent(f.p.clk.Now(), len(inflight) == 0)
 		}
 		for _, i := range batch {
 			inflight[i] = struct{}{}
@@ -142,8 +142,8 @@ func (f *fetch) download(src *source) (err error) {
 		f.mu.Lock()
 		others := f.active > 1
 		f.mu.Unlock()
-		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.Timeout(f.p.cfg.stallTimeout, f.p.cfg.stretch(sched.StallMin), others))
-		gaps.Arrived(time.Now())
+		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.Timeout(f.p.cfg.stallTimeout, sched.StallMin, others))
+		gaps.Arrived(f.p.clk.Now())
 		if err != nil {
 			if ferr := f.failed(src); ferr != nil {
 				return ferr
@@ -176,7 +176,7 @@ func (f *fetch) download(src *source) (err error) {
 			src.recheck = true
 			continue
 		}
-		now := time.Now()
+		now := f.p.clk.Now()
 		win.Arrived(now)
 		f.mu.Lock()
 		src.useful = now
@@ -212,7 +212,7 @@ const (
 // and a pause later: with 1 MiB blocks on a busy disk, 3 of 5 fetches of
 // 1 GiB from one seed took 3-6 rounds and 5-8 s instead of 1.4-2 s.
 func (f *fetch) waitForRoom(src *source) bool {
-	deadline := time.Now().Add(f.p.cfg.stretch(roomWait))
+	deadline := f.p.clk.Now().Add(roomWait)
 	for waited := false; ; waited = true {
 		f.mu.Lock()
 		full := len(f.pick.Claimed) >= f.pick.Limit
@@ -224,15 +224,15 @@ func (f *fetch) waitForRoom(src *source) bool {
 		if !more || !full {
 			return more && waited
 		}
-		if time.Now().After(deadline) {
+		if f.p.clk.Now().After(deadline) {
 			return false
 		}
-		t := time.NewTimer(roomPoll)
+		t := f.p.clk.NewTimer(roomPoll)
 		select {
 		case <-f.ctx.Done():
 			t.Stop()
 			return false
-		case <-t.C:
+		case <-t.Chan():
 		}
 	}
 }
@@ -458,7 +458,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		src.share.Pushed++
 		f.sum.Pushed++
 	}
-	f.lastProgress = time.Now()
+	f.lastProgress = f.p.clk.Now()
 	f.lastStored = f.lastProgress
 	held := f.c.store.HeldCount()
 	var prog Progress

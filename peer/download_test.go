@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jonboulle/clockwork"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
@@ -53,11 +54,13 @@ func BenchmarkFrameBufs(b *testing.B) {
 
 // TestWaitForRoom: a download whose source has more to give waits while the
 // fetch holds all the blocks it may, and goes on once the writers free one;
-// with nothing more to give, or once roomWait is over, it stops.
+// with nothing more to give, or once roomWait is over, it stops. The
+// fetch's clock is a fake one, advanced by the test.
 func TestWaitForRoom(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	f := &fetch{p: &Service{cfg: defaultConfig()}, ctx: ctx, pick: sched.NewPicker[lpeer.ID](func(int) bool { return false }, 2)}
+	fc := clockwork.NewFakeClock()
+	f := &fetch{p: &Service{cfg: defaultConfig(), clk: fc}, ctx: ctx, pick: sched.NewPicker[lpeer.ID](func(int) bool { return false }, 2)}
 	src := &source{id: "a"}
 	f.pick.Offer(&src.offers, []int{0, 1, 2, 3})
 	// Room, and offers nothing can be claimed of now (a source to be
@@ -70,34 +73,51 @@ func TestWaitForRoom(t *testing.T) {
 	if got := f.pick.Claim(src.id, &src.offers, 4); len(got) != 2 {
 		t.Fatalf("claimed %v, want 2 blocks (the limit)", got)
 	}
-	go func() {
-		time.Sleep(20 * time.Millisecond)
+	// wait runs waitForRoom, advancing the clock a poll at a time while it
+	// waits (free is called once, at the first wait), and returns its
+	// answer and the clock's time it took.
+	wait := func(free func()) (bool, time.Duration) {
+		start := fc.Now()
+		done := make(chan bool, 1)
+		go func() { done <- f.waitForRoom(src) }()
+		for {
+			select {
+			case ok := <-done:
+				return ok, fc.Since(start)
+			default:
+			}
+			bctx, bcancel := context.WithTimeout(ctx, 10*time.Millisecond)
+			if fc.BlockUntilContext(bctx, 1) == nil {
+				if free != nil {
+					free()
+					free = nil
+				}
+				fc.Advance(roomPoll)
+			}
+			bcancel()
+		}
+	}
+	ok, d := wait(func() {
 		f.mu.Lock()
 		f.pick.Done(0, false)
 		f.mu.Unlock()
-	}()
-	start := time.Now()
-	if !f.waitForRoom(src) {
+	})
+	if !ok {
 		t.Fatal("waitForRoom: false, want true once a claim is done")
 	}
-	if d := time.Since(start); d < 15*time.Millisecond {
+	if d < roomPoll {
 		t.Fatalf("waitForRoom returned after %v, before the room was made", d)
 	}
 	// At the limit again, and nothing frees it: it gives up after roomWait.
 	f.pick.Claim(src.id, &src.offers, 1)
-	start = time.Now()
-	if f.waitForRoom(src) {
-		t.Fatal("waitForRoom: true with no room")
-	}
-	if d := time.Since(start); d < roomWait {
-		t.Fatalf("gave up after %v, want %v", d, roomWait)
+	if ok, d := wait(nil); ok || d < roomWait || d > roomWait+2*roomPoll {
+		t.Fatalf("with no room: %v after %v, want false after %v", ok, d, roomWait)
 	}
 	// Room from the start: no wait (the download found nothing to claim
 	// for other reasons).
 	f.pick.Done(1, false)
-	start = time.Now()
-	if f.waitForRoom(src) || time.Since(start) > roomPoll*5 {
-		t.Fatalf("waitForRoom with room: true or slow (%v)", time.Since(start))
+	if ok, d := wait(nil); ok || d != 0 {
+		t.Fatalf("waitForRoom with room: %v after %v, want false at once", ok, d)
 	}
 	// Nothing more offered: no wait.
 	src.offers.Queue = nil

@@ -32,7 +32,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	start := p.clk.Now()
 	fileMode := fc.outFile && !isDir(out)
 	st, err := p.openOutput(ctx, out, t.Root, fileMode, fc.check)
 	if err != nil {
@@ -97,7 +97,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 	if err != nil {
 		return nil, err
 	}
-	start := time.Now()
+	start := p.clk.Now()
 	c := p.lookup(root[:])
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
@@ -159,7 +159,7 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 		sum.Out = fp
 	}
 	sum.Files, sum.FileCount = outputFiles(c.store)
-	sum.Seconds = time.Since(start).Seconds()
+	sum.Seconds = p.clk.Since(start).Seconds()
 	if bt != nil {
 		sum.DecodeSeconds = bt.decodeSeconds()
 		if err == nil {
@@ -215,7 +215,7 @@ func (p *Service) finishedSummary(st *chunker.Store, fc fetchConfig, start time.
 		out = fp
 	}
 	return &Summary{Files: files, FileCount: n, Root: m.ID().String(), Method: fc.method.String(), Out: out, Blocks: m.BlockCount(), Bytes: m.TotalSize(),
-		Resumed: m.BlockCount(), Peers: []PeerShare{}, Seconds: time.Since(start).Seconds()}
+		Resumed: m.BlockCount(), Peers: []PeerShare{}, Seconds: p.clk.Since(start).Seconds()}
 }
 
 // isDir reports whether path is an existing folder.

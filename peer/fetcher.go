@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -171,8 +172,8 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.cancel = cancel
 	stop := context.AfterFunc(f.p.ctx, func() { cancel(ErrClosed) })
 	defer stop()
-	f.lastLive = time.Now()
-	f.lastProgress = time.Now()
+	f.lastLive = f.p.clk.Now()
+	f.lastProgress = f.p.clk.Now()
 	f.lastStored = f.lastProgress
 	f.updateHeld()
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
@@ -205,8 +206,8 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.mu.Unlock()
 	f.wg.Add(1)
 	go f.discover()
-	tick := time.NewTicker(f.p.cfg.stretch(100 * time.Millisecond))
-	noPeer := f.p.cfg.stretch(f.fc.noPeer)
+	tick := f.p.clk.NewTicker(100 * time.Millisecond)
+	noPeer := f.fc.noPeer
 	defer tick.Stop()
 	var err error
 loop:
@@ -217,16 +218,16 @@ loop:
 		case <-f.ctx.Done():
 			err = context.Cause(f.ctx)
 			break loop
-		case <-tick.C:
+		case <-tick.Chan():
 			f.updateHeld()
 			f.mu.Lock()
 			if f.active > 0 {
-				f.lastLive = time.Now()
+				f.lastLive = f.p.clk.Now()
 			}
 			if f.pick.InFlight() > 0 {
-				f.lastProgress = time.Now()
+				f.lastProgress = f.p.clk.Now()
 			}
-			idle, stuck, active := time.Since(f.lastLive), time.Since(f.lastProgress), f.active
+			idle, stuck, active := f.p.clk.Since(f.lastLive), f.p.clk.Since(f.lastProgress), f.active
 			busy := 0
 			for _, src := range f.sources {
 				if src.busy > 0 && src.share.Blocks == 0 {
@@ -308,7 +309,7 @@ func (f *fetch) startLocked(id lpeer.ID) {
 		sh = &PeerShare{Peer: id.String()}
 		f.shares[id] = sh
 	}
-	src := &source{id: id, share: sh, useful: time.Now()}
+	src := &source{id: id, share: sh, useful: f.p.clk.Now()}
 	f.sources[id] = src
 	f.active++
 	f.wg.Add(1)
@@ -337,7 +338,7 @@ func (f *fetch) work(src *source) {
 			src.watch.close()
 		}
 	}()
-	first, most := f.p.cfg.stretch(50*time.Millisecond), f.p.cfg.stretch(time.Second)
+	first, most := 50*time.Millisecond, time.Second
 	wait := first
 	for f.ctx.Err() == nil {
 		var err error
@@ -428,19 +429,19 @@ func (f *fetch) work(src *source) {
 			case <-w:
 			case <-src.watch.news:
 			case <-src.watch.done:
-			case <-time.After(f.p.cfg.stretch(rotateIdle)):
+			case <-f.p.clk.After(rotateIdle):
 				// Looked at again, for rotation.
 			}
 			continue
 		}
-		t := time.NewTimer(wait)
+		t := f.p.clk.NewTimer(wait)
 		select {
 		case <-f.ctx.Done():
 			t.Stop()
 			return
 		case <-w:
 			t.Stop()
-		case <-t.C:
+		case <-t.Chan():
 			wait = min(2*wait, most)
 		}
 	}
@@ -457,10 +458,10 @@ func (f *fetch) work(src *source) {
 // While stripe trees push blocks (f.held), sources idle on purpose: they
 // are kept for the repair, not rotated (each rotation reconciles anew).
 func (f *fetch) rotateLocked(src *source) bool {
-	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || time.Since(src.useful) < f.p.cfg.stretch(rotateIdle) || slices.Contains(f.held, true) {
+	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || f.p.clk.Since(src.useful) < rotateIdle || slices.Contains(f.held, true) {
 		return false
 	}
-	f.spare[src.id] = time.Now()
+	f.spare[src.id] = f.p.clk.Now()
 	f.p.log.Debug("rotating idle source", "peer", src.id)
 	return true
 }
@@ -535,7 +536,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	// The stream lives as long as the watch (or the session, without one);
 	// the session itself has 4 idle periods.
 	wctx, wcancel := context.WithCancel(f.ctx)
-	sctx, scancel := context.WithTimeout(wctx, 4*f.p.cfg.streamIdle)
+	sctx, scancel := clock.WithTimeout(wctx, f.p.clk, 4*f.p.cfg.streamIdle)
 	defer scancel()
 	root := f.c.man.ID()
 	watch := f.t.method() != reconcile.IBLT && !f.t.coded()
@@ -545,7 +546,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 		wcancel()
 		return nil, err
 	}
-	began := time.Now()
+	began := f.p.clk.Now()
 	s, trips, err := f.p.pullSession(sctx, cs, f.t.responder(), f.t.method(), f.t.held(), watch)
 	if err != nil {
 		cs.reset()
@@ -553,7 +554,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 		return nil, err
 	}
 	if trips > 0 {
-		src.flow.NoteRTT(time.Since(began) / time.Duration(trips))
+		src.flow.NoteRTT(f.p.clk.Since(began) / time.Duration(trips))
 	}
 	if watch {
 		cs.stop() // the watch ends it (close or end), or the fetch's end does

@@ -8,6 +8,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // providerLookupEvery is the pause between DHT lookups of a running fetch.
@@ -26,7 +27,7 @@ func (f *fetch) discoverMore() {
 		if ai.ID == f.p.h.ID() || f.known(ai.ID) || f.p.isBanned(ai.ID) {
 			return
 		}
-		cctx, cancel := context.WithTimeout(f.ctx, 10*time.Second)
+		cctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, 10*time.Second)
 		defer cancel()
 		if err := f.p.connectProvider(cctx, ai); err == nil {
 			f.p.awaitDirect(f.ctx, ai.ID)
@@ -36,23 +37,23 @@ func (f *fetch) discoverMore() {
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		t := time.NewTicker(time.Second)
+		t := f.p.clk.NewTicker(time.Second)
 		defer t.Stop()
 		var last time.Time
 		for {
 			for _, id := range ds.lanPeers() {
 				add(AddrInfo{ID: id})
 			}
-			if ds.dht != nil && time.Since(last) > providerLookupEvery {
-				last = time.Now()
-				ctx, cancel := context.WithTimeout(f.ctx, providerLookupEvery)
+			if ds.dht != nil && f.p.clk.Since(last) > providerLookupEvery {
+				last = f.p.clk.Now()
+				ctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, providerLookupEvery)
 				ds.providers(ctx, root, func(ai AddrInfo) { go add(ai) })
 				cancel()
 			}
 			select {
 			case <-f.ctx.Done():
 				return
-			case <-t.C:
+			case <-t.Chan():
 			}
 		}
 	}()
@@ -67,16 +68,16 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 	if ds == nil {
 		return nil, fmt.Errorf("%w: no DHT and no mDNS to look up %s", ErrNoPeers, root)
 	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	ctx, cancel := clock.WithTimeout(ctx, p.clk, wait)
 	defer cancel()
 	found := make(chan AddrInfo, 16)
 	go func() {
 		defer close(found)
-		tick := time.NewTicker(200 * time.Millisecond)
+		tick := p.clk.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for ctx.Err() == nil {
 			if ds.dht != nil {
-				lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
+				lctx, lcancel := clock.WithTimeout(ctx, p.clk, 3*time.Second)
 				ds.providers(lctx, root, func(ai AddrInfo) {
 					select {
 					case found <- ai:
@@ -93,7 +94,7 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 			}
 			select {
 			case <-ctx.Done():
-			case <-tick.C:
+			case <-tick.Chan():
 			}
 		}
 	}()
@@ -115,7 +116,7 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 			seen[ai.ID] = true
 			out = append(out, ai)
 			if grace == nil {
-				grace = time.After(500 * time.Millisecond)
+				grace = p.clk.After(500 * time.Millisecond)
 			}
 		case <-grace:
 			cancel()
@@ -136,7 +137,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 		return nil, err
 	}
 	connected := make(chan AddrInfo, len(infos))
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	cctx, cancel := clock.WithTimeout(ctx, p.clk, 15*time.Second)
 	defer cancel()
 	for _, ai := range infos {
 		go func() {
@@ -161,7 +162,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 		if ai.ID != "" {
 			reached = append(reached, ai)
 			if grace == nil {
-				grace = time.After(500 * time.Millisecond)
+				grace = p.clk.After(500 * time.Millisecond)
 			}
 		}
 	}

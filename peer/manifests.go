@@ -29,12 +29,12 @@ func (p *Service) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpe
 	retry := srcs
 	for round := range manifestTries {
 		if round > 0 {
-			t := time.NewTimer(manifestRetry << (round - 1))
+			t := p.clk.NewTimer(manifestRetry << (round - 1))
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return nil, ctx.Err()
-			case <-t.C:
+			case <-t.Chan():
 			}
 		}
 		var again []lpeer.ID

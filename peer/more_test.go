@@ -16,6 +16,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -282,7 +283,7 @@ func TestServedBlockOneWrite(t *testing.T) {
 	seed, tk, _ := seedFile(t, t.TempDir(), 100<<10, 16<<10)
 	c := seed.lookup(tk.Root[:])
 	w := &writeCounter{}
-	ss := &serverStream{s: w, bw: bufio.NewWriterSize(w, wire.BufSize), c: c, idle: time.Second}
+	ss := &serverStream{s: w, bw: bufio.NewWriterSize(w, wire.BufSize), c: c, idle: time.Second, clk: clock.Real()}
 	for _, i := range []int{0, 6, 3} { // 6 is the short last block
 		w.writes = nil
 		if err := seed.sendStored(ss, nil, i); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // Option configures New and NewService. Options that can fail return an
@@ -33,8 +34,8 @@ type config struct {
 	syncEvery    int
 	serveRate    float64
 	observer     func(ServeEvent)
-	// timeScale stretches the protocol's timers (WithTimeScale).
-	timeScale float64
+	// clock is the service's time (WithClock, WithTimeScale).
+	clock clock.Clock
 	// dialRanker orders the dials of a peer's addresses (tcpFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
@@ -105,29 +106,35 @@ func newConfig(opts []Option) (config, error) {
 			return cfg, err
 		}
 	}
-	cfg.streamIdle, cfg.stallTimeout = cfg.stretch(cfg.streamIdle), cfg.stretch(cfg.stallTimeout)
 	return cfg, nil
 }
 
-// stretch returns d stretched by the time scale (WithTimeScale).
-func (c *config) stretch(d time.Duration) time.Duration {
-	if c.timeScale == 1 || c.timeScale == 0 {
-		return d
+// WithClock makes c the service's clock: every timer, timeout, deadline
+// and timestamp of its protocol comes from it (see package peer/clock for
+// what stays on real time). Tests hand it a clockwork.FakeClock and advance
+// it instead of sleeping. Default: the wall clock.
+func WithClock(c clock.Clock) Option {
+	return func(cfg *config) error {
+		if c == nil {
+			return errors.New("peer: WithClock(nil)")
+		}
+		cfg.clock = c
+		return nil
 	}
-	return time.Duration(float64(d) * c.timeScale)
 }
 
-// WithTimeScale stretches every timer of the service's protocol by s (its
-// stream idle and stall timeouts, its pauses and retries, the holds of a
-// super-seed): for an emulation that runs the network s times slower than
-// the one it stands for, so that the peers keep the same pace against it
-// (package testnet's time scale). Default 1.
+// WithTimeScale runs the service on a clock s times slower than the wall
+// clock (clock.Scaled(s)): every timer of its protocol (its stream idle and
+// stall timeouts, its pauses and retries, the holds of a super-seed) takes
+// s times longer, for an emulation that runs the network s times slower
+// than the one it stands for, so that the peers keep the same pace against
+// it (package testnet's time scale). Default 1.
 func WithTimeScale(s float64) Option {
 	return func(c *config) error {
 		if !(s > 0) || math.IsInf(s, 0) {
 			return fmt.Errorf("peer: WithTimeScale(%g): want a positive scale", s)
 		}
-		c.timeScale = s
+		c.clock = clock.Scaled(s)
 		return nil
 	}
 }
@@ -141,7 +148,7 @@ func defaultConfig() config {
 		stallTimeout: 10 * time.Second,
 		window:       16,
 		maxSources:   32,
-		timeScale:    1,
+		clock:        clock.Real(),
 		dialRanker:   tcpFirst,
 	}
 }

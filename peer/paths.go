@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // The paths a fetch's blocks took from a peer (PeerShare.Path).
@@ -111,9 +112,9 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 	if s.cfg.x == nil || !s.cfg.x.reach.HolePunch || s.pathTo(id) != PathRelayed {
 		return
 	}
-	t := time.NewTicker(50 * time.Millisecond)
+	t := s.clk.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	deadline := time.After(holePunchWait)
+	deadline := s.clk.After(holePunchWait)
 	// The peer that accepted the relayed connection starts the hole punch
 	// at once, but this host answers only once its own DCUtR service runs
 	// (after it has learned a public address), and an attempt may fail. If
@@ -127,12 +128,12 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 				return
 			case <-deadline:
 				return
-			case <-t.C:
+			case <-t.Chan():
 			}
 		}
 		s.reconnectRelayed(ctx, id)
 	}
-	retry := time.After(holePunchRetry)
+	retry := s.clk.After(holePunchRetry)
 	for s.pathTo(id) == PathRelayed {
 		select {
 		case <-ctx.Done():
@@ -142,7 +143,7 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 			return
 		case <-retry:
 			s.reconnectRelayed(ctx, id)
-		case <-t.C:
+		case <-t.Chan():
 		}
 	}
 }
@@ -157,7 +158,7 @@ func (s *Service) reconnectRelayed(ctx context.Context, id lpeer.ID) {
 			c.Close()
 		}
 	}
-	cctx, cancel := context.WithTimeout(ctx, holePunchWait)
+	cctx, cancel := clock.WithTimeout(ctx, s.clk, holePunchWait)
 	defer cancel()
 	if err := s.h.Connect(cctx, lpeer.AddrInfo{ID: id}); err != nil {
 		s.log.Info("reconnect for hole punching", "peer", id, "err", err)

@@ -116,7 +116,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	if repair == 0 {
 		repair = DefaultRepairAfter
 	}
-	t := newPushTrees(p, c, st, p.cfg.stretch(repair))
+	t := newPushTrees(p, c, st, repair)
 	c.mu.Lock()
 	if c.push != nil {
 		c.mu.Unlock()
@@ -161,7 +161,7 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 			t.roots[s] = slices.Clone(kids)
 		}
 	}
-	now := time.Now()
+	now := p.clk.Now()
 	for s := range t.last {
 		t.last[s] = now
 	}
@@ -391,7 +391,7 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 		return
 	}
 	// Tried again a repair time later, with what is queued by then.
-	time.AfterFunc(t.repair, func() {
+	t.p.clk.AfterFunc(t.repair, func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if o.running || len(o.q) == 0 {
@@ -467,7 +467,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		rest = o.q
 		o.q = nil
 		var shed []int
-		switch now := time.Now(); {
+		switch now := t.p.clk.Now(); {
 		case !accepted || len(rest) <= pushBacklog:
 			o.backlogSince = time.Time{}
 		case o.backlogSince.IsZero():
@@ -731,7 +731,7 @@ func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
 	if t.parent[id] == parentRefused {
 		return fmt.Errorf("%w: pushes refused after a corrupt one", ErrBadBlock)
 	}
-	t.last[s] = time.Now()
+	t.last[s] = t.p.clk.Now()
 	return nil
 }
 
@@ -899,7 +899,7 @@ func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 			sh = &PeerShare{Peer: from.String()}
 			f.shares[from] = sh
 		}
-		src = &source{id: from, share: sh, push: true, useful: time.Now()}
+		src = &source{id: from, share: sh, push: true, useful: f.p.clk.Now()}
 		f.pushSrc[from] = src
 	}
 	f.wg.Add(1) // the writers' queue is closed only after f.wg is done
@@ -933,7 +933,7 @@ func (f *fetch) updateHeld() {
 	if t == nil {
 		return
 	}
-	now := time.Now()
+	now := f.p.clk.Now()
 	f.mu.Lock()
 	prev := f.held
 	f.held = t.held(now, f.heldBuf)
@@ -974,7 +974,7 @@ func (f *fetch) seeFromLocked(src *source, idx []int) {
 	if t == nil || src.offers.Full || f.pick.Hold == nil {
 		return
 	}
-	now := time.Now()
+	now := f.p.clk.Now()
 	t.mu.Lock() // after f.mu, as in updateHeld
 	defer t.mu.Unlock()
 	for _, i := range idx {
@@ -994,5 +994,5 @@ func (f *fetch) seeFromLocked(src *source, idx []int) {
 // stream); one that another peer offered lateAfter times that long ago is
 // late down the tree (a parent repairing in turn): both are fetched.
 func (f *fetch) holds(i int, deadline time.Time) bool {
-	return len(f.held) > 0 && f.held[i%len(f.held)] && (deadline.IsZero() || time.Now().Before(deadline))
+	return len(f.held) > 0 && f.held[i%len(f.held)] && (deadline.IsZero() || f.p.clk.Now().Before(deadline))
 }

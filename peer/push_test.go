@@ -19,6 +19,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -620,7 +621,7 @@ func FuzzReadPushes(f *testing.F) {
 		st := c.store
 		c.push = newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"remote", "other"}}, time.Second)
 		s := &readStream{r: bytes.NewReader(in)}
-		ss := &serverStream{s: s, fr: wire.NewReader(s), c: c}
+		ss := &serverStream{s: s, fr: wire.NewReader(s), c: c, clk: clock.Real()}
 		_ = p.readPushes(ss, c.push, "remote")
 		for _, i := range st.Held() {
 			if i%2 != 0 {

@@ -125,13 +125,13 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 // (chunker.Store.CheckSources) and logs what changed, until the service
 // closes or the content's store is closed (Unserve).
 func (p *Service) watchSources(c *content, every time.Duration) {
-	t := time.NewTicker(every)
+	t := p.clk.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.Chan():
 		}
 		ch, err := c.store.CheckSources(p.ctx)
 		switch {
@@ -270,7 +270,7 @@ func (p *Service) add(c *content) error {
 	if p.closed {
 		return ErrClosed
 	}
-	c.fresh = p.cfg.stretch(uploadQueueFresh)
+	c.fresh = uploadQueueFresh
 	id := c.man.ID()
 	if _, dup := p.contents[id]; dup {
 		return fmt.Errorf("peer: content %s is already served by this peer", id)

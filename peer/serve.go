@@ -14,6 +14,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -30,7 +31,10 @@ type serverStream struct {
 	// cb is the content's coded blocks when the hello asks for them.
 	cb   *codedBlocks
 	idle time.Duration
-	// until, when set, ends the request: no read waits past it.
+	// clk is the service's clock.
+	clk clock.Clock
+	// until, when set, ends the request: no read waits past it (a
+	// wall-clock deadline, clock.Deadline).
 	until time.Time
 	// admit, when set, is called with the length of the next frame before
 	// its bytes are read (wire.Reader.NextAdmit).
@@ -52,9 +56,9 @@ func (ss *serverStream) shareKey() string {
 // next reads a frame of at most max bytes within the idle deadline (and
 // before until, if set).
 func (ss *serverStream) next(max int) ([]byte, error) {
-	d := time.Now().Add(ss.idle)
+	d := clock.Deadline(ss.clk, ss.idle)
 	if !ss.until.IsZero() {
-		if time.Now().After(ss.until) {
+		if clock.Passed(ss.until) {
 			return nil, fmt.Errorf("peer: request over its time limit: %w", os.ErrDeadlineExceeded)
 		}
 		if ss.until.Before(d) {
@@ -69,7 +73,7 @@ func (ss *serverStream) next(max int) ([]byte, error) {
 
 // send writes one frame within the idle deadline (it is flushed by flush).
 func (ss *serverStream) send(parts ...[]byte) error {
-	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
+	if err := ss.s.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
 		return err
 	}
 	return wire.WriteFrame(ss.bw, parts...)
@@ -79,7 +83,7 @@ func (ss *serverStream) send(parts ...[]byte) error {
 // deadline): in one write to the stream when nothing is buffered before them
 // and they are larger than the buffer.
 func (ss *serverStream) sendRaw(frame []byte) error {
-	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
+	if err := ss.s.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
 		return err
 	}
 	_, err := ss.bw.Write(frame)
@@ -87,7 +91,7 @@ func (ss *serverStream) sendRaw(frame []byte) error {
 }
 
 func (ss *serverStream) flush() error {
-	if err := ss.s.SetWriteDeadline(time.Now().Add(ss.idle)); err != nil {
+	if err := ss.s.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
 		return err
 	}
 	return ss.bw.Flush()
@@ -118,7 +122,7 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 		untrack = func(untrack func()) func() { return func() { admitted.Release(); untrack() } }(untrack)
 		ok = p.goroutine(func() {
 			defer untrack()
-			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, key: shareKey(s.Conn())}
+			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, clk: p.clk, key: shareKey(s.Conn())}
 			err := p.serve(ss, serve)
 			remote := s.Conn().RemotePeer()
 			switch {
@@ -154,7 +158,7 @@ func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error
 	defer stop()
 	// The hello is a few dozen bytes: it arrives within helloTimeout or the
 	// stream (and the share of streams it holds) is given up.
-	ss.until = time.Now().Add(min(p.cfg.stretch(helloTimeout), ss.idle))
+	ss.until = clock.Deadline(p.clk, min(helloTimeout, ss.idle))
 	f, err := ss.next(helloMax)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -223,7 +227,7 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		if !p.allowFilter(key, n) {
 			return p.busy(ss, "the peer sends more filter bytes per second than its share")
 		}
-		ctx, cancel := context.WithTimeoutCause(p.ctx, ss.idle, errors.New("no room for the filter"))
+		ctx, cancel := clock.WithTimeoutCause(p.ctx, p.clk, ss.idle, errors.New("no room for the filter"))
 		defer cancel()
 		h, err := p.recvMem.Acquire(ctx, key, 3*int64(n), func() { ss.s.Reset() })
 		if err != nil {
@@ -246,7 +250,7 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		// trips its method takes (IBLT asks for cells until it decodes), it
 		// gets the time a fetcher gives it (4 idle periods), not one per
 		// message.
-		ss.until = time.Now().Add(4 * ss.idle)
+		ss.until = clock.Deadline(p.clk, 4*ss.idle)
 		if ss.hello.Coded {
 			held = ss.cb.held()
 		} else {
@@ -352,14 +356,14 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			// A seed's uplink goes to the first copies down the trees.
 			return p.busy(ss, "the seed pushes its first copies")
 		}
-		if super == nil && !c.queue(key, len(idx), time.Now()) {
+		if super == nil && !c.queue(key, len(idx), p.clk.Now()) {
 			return p.busy(ss, "the upload queue is full")
 		}
 		if super != nil {
 			super.Ask(remote, idx)
 		}
 		for k, i := range idx {
-			if !sends.Allow(key, i, time.Now()) {
+			if !sends.Allow(key, i, p.clk.Now()) {
 				p.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			} else if ss.hello.Coded {
@@ -376,13 +380,13 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			if super != nil {
 				super.Done(remote, idx[k:k+1]) // sent (counted) or not
 			} else {
-				c.unqueue(key, 1, time.Now())
+				c.unqueue(key, 1, p.clk.Now())
 			}
 			if err != nil {
 				if super != nil {
 					super.Done(remote, idx[k+1:])
 				} else {
-					c.unqueue(key, len(idx)-k-1, time.Now())
+					c.unqueue(key, len(idx)-k-1, p.clk.Now())
 				}
 				return err
 			}
@@ -416,7 +420,7 @@ func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 	// Room is there most of the time: take it without a timer first.
 	held, err := p.serveMem.Acquire(doneCtx, key, int64(n), evict)
 	if err != nil {
-		ctx, cancel := context.WithTimeout(p.ctx, ss.idle)
+		ctx, cancel := clock.WithTimeout(p.ctx, p.clk, ss.idle)
 		held, err = p.serveMem.Acquire(ctx, key, int64(n), evict)
 		cancel()
 		if err != nil {
@@ -484,7 +488,7 @@ func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
 	if isPeerKey(key) && p.slots.UsedBy(key) >= int64(p.cfg.limits.ReconcilesPerPeer) {
 		return nil, p.busy(ss, "the peer holds its share of the reconcile slots")
 	}
-	ctx, cancel := context.WithTimeoutCause(p.ctx, p.cfg.streamIdle, errors.New("every reconcile slot is taken"))
+	ctx, cancel := clock.WithTimeoutCause(p.ctx, p.clk, p.cfg.streamIdle, errors.New("every reconcile slot is taken"))
 	defer cancel()
 	h, err := p.slots.Acquire(ctx, key, 1, func() { ss.s.Reset() })
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -69,6 +70,8 @@ type Service struct {
 	h   host.Host
 	cfg config
 	log *slog.Logger
+	// clk is the service's clock (cfg.clock).
+	clk clock.Clock
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -128,7 +131,7 @@ func NewService(h host.Host, opts ...Option) (*Service, error) {
 
 func newService(h host.Host, cfg config) *Service {
 	p := &Service{
-		h: h, cfg: cfg, log: cfg.log,
+		h: h, cfg: cfg, log: cfg.log, clk: cfg.clock,
 		contents:    make(map[chunker.ID]*content),
 		banned:      admit.NewDenyList[lpeer.ID](),
 		streams:     make(map[lpeer.ID]map[network.Stream]struct{}),
@@ -143,7 +146,8 @@ func newService(h host.Host, cfg config) *Service {
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.serveRate > 0 {
 		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
-		p.upload.ReserveN(time.Now(), chunker.MaxBlockSize) // start empty: no initial burst
+		// start empty: no initial burst (the limiter keeps real time)
+		p.upload.ReserveN(clock.Wall.Now(), chunker.MaxBlockSize)
 	}
 	p.goroutine(p.sweeper) // peer/abuse.go
 	p.h.SetStreamHandler(ProtoManifest, p.handler(p.serveManifest))
@@ -167,13 +171,13 @@ const banFor = 10 * time.Minute
 // built (the service's own), its resource manager refuses the peer's
 // streams before they are negotiated (banResources).
 func (p *Service) ban(id lpeer.ID) (until time.Time) {
-	return p.banUntil(id, time.Now().Add(banFor))
+	return p.banUntil(id, p.clk.Now().Add(banFor))
 }
 
 // banUntil is ban with the end of the ban given (a saved ban, peer/bans.go).
 func (p *Service) banUntil(id lpeer.ID, until time.Time) time.Time {
 	p.mu.Lock()
-	until = p.banned.Ban(id, until, time.Now())
+	until = p.banned.Ban(id, until, p.clk.Now())
 	var open []network.Stream
 	for s := range p.streams[id] {
 		open = append(open, s)
@@ -195,7 +199,7 @@ const banTag = "reconcile-banned"
 func (p *Service) isBanned(id lpeer.ID) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.banned.Banned(id, time.Now())
+	return p.banned.Banned(id, p.clk.Now())
 }
 
 // track records an open stream of ours until the returned func is called.
@@ -204,7 +208,7 @@ func (p *Service) track(s network.Stream) (untrack func(), ok bool) {
 	id := s.Conn().RemotePeer()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.closed || p.banned.Banned(id, time.Now()) {
+	if p.closed || p.banned.Banned(id, p.clk.Now()) {
 		return nil, false
 	}
 	m := p.streams[id]

@@ -12,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -22,6 +23,7 @@ type clientStream struct {
 	fr      *wire.Reader
 	bw      *bufio.Writer
 	idle    time.Duration
+	clk     clock.Clock // the service's clock
 	stop    func() bool
 	untrack func()
 }
@@ -46,7 +48,7 @@ func (p *Service) requestHello(ctx context.Context, id lpeer.ID, proto protocol.
 		s.Reset()
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
 	}
-	cs := &clientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, untrack: untrack}
+	cs := &clientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, clk: p.clk, untrack: untrack}
 	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
 	if err := cs.send(h.Append(nil)); err != nil {
 		cs.reset()
@@ -56,7 +58,7 @@ func (p *Service) requestHello(ctx context.Context, id lpeer.ID, proto protocol.
 }
 
 func (cs *clientStream) send(parts ...[]byte) error {
-	if err := cs.s.SetWriteDeadline(time.Now().Add(cs.idle)); err != nil {
+	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
 	}
 	return wire.WriteFrame(cs.bw, parts...)
@@ -65,7 +67,7 @@ func (cs *clientStream) send(parts ...[]byte) error {
 // sendRaw writes bytes that are already a whole frame (see
 // serverStream.sendRaw).
 func (cs *clientStream) sendRaw(frame []byte) error {
-	if err := cs.s.SetWriteDeadline(time.Now().Add(cs.idle)); err != nil {
+	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
 	}
 	_, err := cs.bw.Write(frame)
@@ -73,7 +75,7 @@ func (cs *clientStream) sendRaw(frame []byte) error {
 }
 
 func (cs *clientStream) flush() error {
-	if err := cs.s.SetWriteDeadline(time.Now().Add(cs.idle)); err != nil {
+	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
 	}
 	return cs.bw.Flush()
@@ -84,7 +86,7 @@ func (cs *clientStream) next(max int) ([]byte, error) { return cs.nextWithin(max
 
 // nextWithin reads a frame of at most max bytes within d.
 func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
-	if err := cs.s.SetReadDeadline(time.Now().Add(d)); err != nil {
+	if err := cs.s.SetReadDeadline(clock.Deadline(cs.clk, d)); err != nil {
 		return nil, err
 	}
 	f, err := cs.fr.Next(max)
@@ -110,7 +112,7 @@ func (cs *clientStream) nextQuiet(max int) ([]byte, error) {
 // nextInto reads a frame of at most max bytes within d into the memory of a
 // buffer from get (see wire.Reader.NextInto).
 func (cs *clientStream) nextInto(get func() []byte, max int, d time.Duration) ([]byte, error) {
-	if err := cs.s.SetReadDeadline(time.Now().Add(d)); err != nil {
+	if err := cs.s.SetReadDeadline(clock.Deadline(cs.clk, d)); err != nil {
 		return nil, err
 	}
 	f, err := cs.fr.NextInto(get, max)

@@ -44,9 +44,9 @@ func (p *Service) serveWatch(ss *serverStream, cursor int, sw *sched.SuperWatch[
 	var tick <-chan time.Time
 	if sw != nil {
 		wake = sw.Wake
-		t := time.NewTicker(c.super.Hold / 4)
+		t := p.clk.NewTicker(c.super.Hold / 4)
 		defer t.Stop()
-		tick = t.C
+		tick = t.Chan()
 	}
 	var idx []int
 	var grew <-chan struct{}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
@@ -137,6 +138,11 @@ type Progress struct {
 
 // Config configures Run. Zero fields take the defaults documented on each.
 type Config struct {
+	// Clock is the clock of the run's own timers and measurements: its
+	// link model, progress, churn pauses and run times. Default the wall
+	// clock. The peers run on it stretched by the time scale
+	// (peer.WithTimeScale: clock.Scaled).
+	Clock clock.Clock
 	// Nodes is the number of peers. Default 200.
 	Nodes int
 	// Size is the size of the file in bytes. Default 16 MiB.
@@ -271,6 +277,9 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = clock.Real()
+	}
 	if c.Nodes == 0 {
 		c.Nodes = 200
 	}

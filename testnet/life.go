@@ -165,18 +165,18 @@ func (w *swarm) fetch(ctx context.Context, i int, p *peer.Service, onBlock func(
 	for {
 		fctx, cancel := context.WithCancel(ctx)
 		var last atomic.Int64
-		last.Store(time.Now().UnixNano())
+		last.Store(w.cfg.Clock.Now().UnixNano())
 		var stuck atomic.Bool
 		done := make(chan struct{})
 		go func() {
-			t := time.NewTicker(time.Second)
+			t := w.cfg.Clock.NewTicker(time.Second)
 			defer t.Stop()
 			for {
 				select {
 				case <-done:
 					return
-				case <-t.C:
-					if time.Since(time.Unix(0, last.Load())) > w.cfg.StuckAfter {
+				case <-t.Chan():
+					if w.cfg.Clock.Since(time.Unix(0, last.Load())) > w.cfg.StuckAfter {
 						stuck.Store(true)
 						cancel()
 						return
@@ -187,7 +187,7 @@ func (w *swarm) fetch(ctx context.Context, i int, p *peer.Service, onBlock func(
 		sum, err := p.FetchServed(fctx, w.root, peer.WithSources(w.sources(i)...), peer.WithMethod(w.cfg.Method),
 			peer.WithNoPeerTimeout(w.cfg.Timeout), peer.WithFetchEvents(w.events), peer.WithBlockChoice(w.cfg.Choice),
 			peer.WithProgress(func(pr peer.Progress) {
-				last.Store(time.Now().UnixNano())
+				last.Store(w.cfg.Clock.Now().UnixNano())
 				w.blocks.Add(1)
 				onBlock(pr)
 			}))
@@ -207,7 +207,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 	r, n := w.roles[i], w.nodes[i]
 	o := &w.outs[i]
 	defer func() {
-		o.at = time.Since(w.start)
+		o.at = w.cfg.Clock.Since(w.start)
 		w.tr.event("done", i)
 		if r.needed() {
 			w.done.Add(1)
@@ -236,7 +236,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 	leave := func() {
 		leaving.Do(func() {
 			triggered.Store(true)
-			leftAt = time.Since(w.start)
+			leftAt = w.cfg.Clock.Since(w.start)
 			w.tr.event("left", i)
 			// Not from the progress callback: Close waits for the fetch.
 			go func() {
@@ -280,7 +280,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 	}
 	pause := time.Duration(r.pause * float64(leftAt))
 	select {
-	case <-time.After(pause):
+	case <-w.cfg.Clock.After(pause):
 	case <-w.ctx.Done():
 		o.err = w.ctx.Err()
 		return
@@ -319,7 +319,7 @@ func (w *swarm) rejoin(i int, o *outcome, leftAt time.Duration) error {
 	w.nodes[i] = &n2
 	w.nodesMu.Unlock()
 	o.rejoined = true
-	o.away = time.Since(w.start) - leftAt
+	o.away = w.cfg.Clock.Since(w.start) - leftAt
 	w.tr.event("back", i)
 	if err := w.attach(i); err != nil {
 		return err

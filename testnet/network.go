@@ -206,7 +206,7 @@ func (f *tcpFabric) host(i int) host.Host { return f.hosts[i] }
 func (f *tcpFabric) link(ctx context.Context, p pair, _ float64) error {
 	a, b := f.hosts[p.a], f.hosts[p.b]
 	f.gate.allow(a.ID(), b.ID())
-	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second) // libp2p's dial: real time
 	defer cancel()
 	if err := a.Connect(cctx, lpeer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}); err != nil {
 		return fmt.Errorf("testnet: connect: %w", err)

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
@@ -181,7 +182,7 @@ type Result struct {
 
 // sampleMemory records the peak of the memory the runtime holds from the OS,
 // less what it has returned (about its resident size), into *peak (MiB) until the returned function is called.
-func sampleMemory(peak *float64) (stop func()) {
+func sampleMemory(clk clock.Clock, peak *float64) (stop func()) {
 	sample := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
 	read := func() {
 		metrics.Read(sample)
@@ -194,14 +195,14 @@ func sampleMemory(peak *float64) (stop func()) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(50 * time.Millisecond)
+		t := clk.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
 		for {
 			read()
 			select {
 			case <-quit:
 				return
-			case <-t.C:
+			case <-t.Chan():
 			}
 		}
 	}()

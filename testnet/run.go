@@ -17,6 +17,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
@@ -52,7 +53,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// Real sockets: no added latency or bandwidth cap.
 		cfg.Latency, cfg.Bandwidth = LatencyNone, 0
 	}
-	t0 := time.Now()
+	t0 := cfg.Clock.Now()
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x7465_73746e6574))
 	net, err := ts.NewNetwork(cfg.Topology, topology.DefaultBandwidth, cfg.Nodes, ts.ChordConfig{Successors: cfg.Successors}, cfg.Seed)
 	if err != nil {
@@ -202,12 +203,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		links = ts.NewLinks(su, sd)
 	}
 	if links != nil || cfg.Transport == TransportMock {
-		shape = newShaper(cfg.Nodes, links, byID, ov.pairs, scale)
+		shape = newShaper(cfg.Clock, cfg.Nodes, links, byID, ov.pairs, scale)
 	}
 	audit := cnt.audit(holdingsOf)
-	tr := newTracer(cfg.Trace, byID)
+	tr := newTracer(cfg.Trace, byID, cfg.Clock)
 	defer tr.flush()
-	out := &seedOut{left: m.BlockCount(), sent: make([]bool, m.BlockCount())}
+	out := &seedOut{clk: cfg.Clock, left: m.BlockCount(), sent: make([]bool, m.BlockCount())}
 	newService := func(i int) (*peer.Service, error) {
 		obs := audit
 		if tr != nil {
@@ -370,11 +371,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	runtime.GC()
-	res.SetupSeconds = time.Since(t0).Seconds()
+	res.SetupSeconds = cfg.Clock.Since(t0).Seconds()
 
 	// Fetch: every honest fetcher's life (swarm.life), the liars' fetches,
 	// and the late joins as the swarm progresses.
-	rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	rctx, cancel := clock.WithTimeout(ctx, cfg.Clock, cfg.Timeout)
 	defer cancel()
 	lctx, lcancel := context.WithCancel(rctx)
 	defer lcancel()
@@ -395,7 +396,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			}
 		}
 	}
-	start := time.Now()
+	start := cfg.Clock.Now()
 	cpu0, sched0 := cpuTime(), schedSample()
 	tr.begin(start, cfg.Method.String(), seedNode, scale, res.TStarS)
 	tr.plan(roles, trees)
@@ -459,13 +460,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		lack += int64(max(0, want-held))
 	}
 	need = max(1, need)
-	stopSampling := sampleMemory(&res.PeakMemMiB)
+	stopSampling := sampleMemory(cfg.Clock, &res.PeakMemMiB)
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	tick := time.NewTicker(20 * time.Millisecond)
+	tick := cfg.Clock.NewTicker(20 * time.Millisecond)
 	progress := func() {
 		if cfg.Progress != nil {
-			cfg.Progress(Progress{Done: int(w.done.Load()), Fetchers: res.Fetchers, Blocks: w.blocks.Load(), Need: lack, Elapsed: time.Since(start)})
+			cfg.Progress(Progress{Done: int(w.done.Load()), Fetchers: res.Fetchers, Blocks: w.blocks.Load(), Need: lack, Elapsed: cfg.Clock.Since(start)})
 		}
 	}
 	lastProgress := start
@@ -476,7 +477,7 @@ wait:
 		select {
 		case <-finished:
 			break wait
-		case <-tick.C:
+		case <-tick.Chan():
 			share := float64(w.honest.Load()) / float64(need)
 			idle := w.running.Load() == 0
 			for i, c := range joins {
@@ -489,17 +490,17 @@ wait:
 				// Every block left the seed and is stored elsewhere: it
 				// leaves (its service closes, its streams reset).
 				seedStays = true
-				res.SeedLeftS = time.Since(start).Seconds() / scale
+				res.SeedLeftS = cfg.Clock.Since(start).Seconds() / scale
 				go nodes[seedNode].p.Close()
 			}
-			if time.Since(lastProgress) >= 200*time.Millisecond {
+			if cfg.Clock.Since(lastProgress) >= 200*time.Millisecond {
 				progress()
-				lastProgress = time.Now()
+				lastProgress = cfg.Clock.Now()
 			}
 		}
 	}
 	tick.Stop()
-	res.RunSeconds = time.Since(start).Seconds()
+	res.RunSeconds = cfg.Clock.Since(start).Seconds()
 	if res.RunSeconds > 0 {
 		res.CPUUse = (cpuTime() - cpu0).Seconds() / (res.RunSeconds * float64(runtime.NumCPU()))
 	}
@@ -553,9 +554,9 @@ wait:
 
 	// Every peer's file must re-hash to the root.
 	if !cfg.SkipVerify {
-		t1 := time.Now()
+		t1 := cfg.Clock.Now()
 		verify(ctx, res, nodes, checked, cfg.BlockSize, m.ID())
-		res.VerifySeconds = time.Since(t1).Seconds()
+		res.VerifySeconds = cfg.Clock.Since(t1).Seconds()
 	}
 	res.Checked = len(checked)
 	if res.Completed < res.Fetchers || (res.Identical >= 0 && res.Identical < res.Checked) {

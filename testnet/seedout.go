@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // seedOut notes, from the seed's serve events, when it had sent every
 // block at least once.
 type seedOut struct {
+	clk  clock.Clock
 	mu   sync.Mutex
 	sent []bool
 	left int
@@ -26,7 +28,7 @@ func (o *seedOut) observe(ev peer.ServeEvent) {
 	if ev.Index >= 0 && ev.Index < len(o.sent) && !o.sent[ev.Index] {
 		o.sent[ev.Index] = true
 		if o.left--; o.left == 0 {
-			o.at = time.Now()
+			o.at = o.clk.Now()
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
@@ -33,8 +34,9 @@ type shaper struct {
 	// read by the other side): a writer beyond it waits, as a TCP sender
 	// waits for its window to open.
 	window int
-	// t0 is the origin of the links' clock.
-	t0 time.Time
+	// clk is the run's clock, t0 the origin of the links' time on it.
+	clk clock.Clock
+	t0  time.Time
 	// sent counts the bytes each node wrote through its uplink.
 	sent []atomic.Int64
 }
@@ -45,9 +47,9 @@ const defaultWindow = 3 << 20
 
 // newShaper returns the model of n nodes with the given links (nil: none)
 // and pair latencies, these times scale (the time scale).
-func newShaper(n int, links *ts.Links, index map[lpeer.ID]int, pairs []pair, scale float64) *shaper {
+func newShaper(clk clock.Clock, n int, links *ts.Links, index map[lpeer.ID]int, pairs []pair, scale float64) *shaper {
 	sh := &shaper{links: links, index: index, latency: make(map[[2]int]time.Duration, len(pairs)),
-		window: defaultWindow, t0: time.Now(), sent: make([]atomic.Int64, n)}
+		window: defaultWindow, clk: clk, t0: clk.Now(), sent: make([]atomic.Int64, n)}
 	for _, p := range pairs {
 		if p.latency > 0 {
 			sh.latency[[2]int{p.a, p.b}] = time.Duration(float64(p.latency) * scale)
@@ -89,8 +91,8 @@ type linkStream struct {
 
 	// wmu makes writes sequential, as on a socket; it guards wtimer.
 	wmu    sync.Mutex
-	wtimer *time.Timer // the writer's sleeps on its uplink
-	dtimer *time.Timer // the drain goroutine's sleeps (one runs at a time)
+	wtimer clock.Timer // the writer's sleeps on its uplink
+	dtimer clock.Timer // the drain goroutine's sleeps (one runs at a time)
 
 	mu      sync.Mutex
 	room    sync.Cond // signalled when queued falls or the stream dies
@@ -127,9 +129,9 @@ func (s *linkStream) Write(p []byte) (int, error) {
 	}
 	s.mu.Unlock()
 
-	sent := time.Now()
+	sent := s.sh.clk.Now()
 	if s.sh.links != nil {
-		end := s.sh.links.Up(s.from, len(p), time.Since(s.sh.t0).Seconds())
+		end := s.sh.links.Up(s.from, len(p), s.sh.clk.Since(s.sh.t0).Seconds())
 		sent = s.sh.at(end)
 		if !s.sleepUntil(&s.wtimer, sent) {
 			return 0, network.ErrReset
@@ -166,18 +168,18 @@ func (s *linkStream) failed() error {
 // on first use, then reset: a timer per sleep was 8 % of a 200-peer run's
 // CPU, in allocations and the collector); false if the stream was reset
 // meanwhile.
-func (s *linkStream) sleepUntil(tm **time.Timer, t time.Time) bool {
-	d := time.Until(t)
+func (s *linkStream) sleepUntil(tm *clock.Timer, t time.Time) bool {
+	d := s.sh.clk.Until(t)
 	if d <= 0 {
 		return true
 	}
 	if *tm == nil {
-		*tm = time.NewTimer(d)
+		*tm = s.sh.clk.NewTimer(d)
 	} else {
 		(*tm).Reset(d) // no stale fire: the channel is synchronous (Go 1.23)
 	}
 	select {
-	case <-(*tm).C:
+	case <-(*tm).Chan():
 		return true
 	case <-s.dead:
 		(*tm).Stop()
@@ -241,7 +243,7 @@ func (s *linkStream) drain() {
 		if s.sh.links != nil {
 			// The bytes have reached the reader's downlink: they go through
 			// it in the order they arrive there.
-			end := s.sh.links.Down(s.to, len(d.b), time.Since(s.sh.t0).Seconds())
+			end := s.sh.links.Down(s.to, len(d.b), s.sh.clk.Since(s.sh.t0).Seconds())
 			if !s.sleepUntil(&s.dtimer, s.sh.at(end)) {
 				return
 			}

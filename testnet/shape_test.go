@@ -10,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
 
@@ -60,7 +61,7 @@ func (s *belowStream) snapshot() ([]byte, []time.Time) {
 
 // testLink returns a linkStream from node 0 to node 1 over below.
 func testLink(below network.Stream, links *ts.Links, latency time.Duration, window int) *linkStream {
-	sh := &shaper{links: links, window: window, t0: time.Now(), sent: make([]atomic.Int64, 2)}
+	sh := &shaper{links: links, window: window, clk: clock.Real(), t0: time.Now(), sent: make([]atomic.Int64, 2)}
 	ls := &linkStream{Stream: below, sh: sh, from: 0, to: 1, latency: latency, dead: make(chan struct{})}
 	ls.room.L = &ls.mu
 	return ls

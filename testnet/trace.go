@@ -10,6 +10,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
@@ -37,6 +38,7 @@ import (
 // fetches began (a seed's first pushes down stripe trees) come right after
 // the start line, with their negative times.
 type tracer struct {
+	clk   clock.Clock
 	mu    sync.Mutex
 	buf   bytes.Buffer
 	out   io.Writer
@@ -54,17 +56,17 @@ type earlyLine struct {
 }
 
 // newTracer returns a tracer writing to w, or nil when w is nil.
-func newTracer(w io.Writer, index map[lpeer.ID]int) *tracer {
+func newTracer(w io.Writer, index map[lpeer.ID]int, clk clock.Clock) *tracer {
 	if w == nil {
 		return nil
 	}
-	return &tracer{out: w, index: index}
+	return &tracer{out: w, index: index, clk: clk}
 }
 
 // timed writes a line whose first verb is its time, in seconds since the
 // fetches began (t.mu held).
 func (t *tracer) timed(format string, args ...any) {
-	now := time.Now()
+	now := t.clk.Now()
 	if t.start.IsZero() {
 		t.early = append(t.early, earlyLine{at: now, format: format, args: args})
 		return

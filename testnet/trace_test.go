@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
@@ -16,7 +17,7 @@ import (
 // nodes' events, and blocks sent and pushed, each on its own line.
 func TestTracer(t *testing.T) {
 	var buf bytes.Buffer
-	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2})
+	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2}, clock.Real())
 	// A push before the fetches begin comes right after the start line,
 	// at a negative time.
 	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 1, Pushed: true})

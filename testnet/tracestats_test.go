@@ -12,6 +12,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
@@ -169,7 +170,7 @@ func TestReadTraceErrors(t *testing.T) {
 // line the writer writes, and a push before the fetches began counts.
 func TestTraceRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2, "c": 3})
+	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2, "c": 3}, clock.Real())
 	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 0, Pushed: true})
 	tr.begin(time.Now(), "complete", 0, 15, 6.71)
 	tr.plan([]role{{}, {}, {}, {liar: true, lie: LiarPhantom}}, &stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2}, nil, nil}}})

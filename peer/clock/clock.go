@@ -142,3 +142,23 @@ func Deadline(c Clock, d time.Duration) time.Time {
 	}
 	return time.Now().Add(d)
 }
+
+// WithTimeoutCause is context.WithTimeoutCause on clock c (see WithTimeout):
+// the context ends with cause once d of the clock has passed.
+func WithTimeoutCause(ctx context.Context, c Clock, d time.Duration, cause error) (context.Context, context.CancelFunc) {
+	switch c := c.(type) {
+	case *scaled:
+		return context.WithTimeoutCause(ctx, c.real(d), cause)
+	case *clockwork.FakeClock:
+		ctx, cancel := context.WithCancelCause(ctx)
+		t := c.AfterFunc(d, func() { cancel(cause) })
+		return ctx, func() {
+			t.Stop()
+			cancel(context.Canceled)
+		}
+	}
+	return context.WithTimeoutCause(ctx, d, cause)
+}
+
+// Passed reports whether a wall-clock deadline made by Deadline has passed.
+func Passed(deadline time.Time) bool { return time.Now().After(deadline) }
