@@ -1,0 +1,296 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// pushedBy notes that parent id pushed block i; an error when i's stripe
+// is not id's to push or id's pushes are refused (it pushed a corrupt
+// block before).
+func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
+	s := t.stripe(i)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.parents[s] != id {
+		if t.planned[s] == id {
+			// The planned parent, back after another adopted this peer.
+			return errNotNow
+		}
+		return fmt.Errorf("%w: push of block %d: stripe %d is not the sender's to push", ErrMalformed, i, s)
+	}
+	if t.parent[id] == parentRefused {
+		return fmt.Errorf("%w: pushes refused after a corrupt one", ErrBadBlock)
+	}
+	t.last[s] = t.p.clk.Now()
+	return nil
+}
+
+// parentFailed marks id gone (its stream failed) or refused (bad pushes,
+// or a phantom),
+// and asks to be adopted in the stripes it parents where this peer has
+// children (adopt).
+func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.parent[id]
+	if !ok || st == parentRefused {
+		return
+	}
+	if refused {
+		t.parent[id] = parentRefused
+	} else {
+		t.parent[id] = parentGone
+	}
+	for s, p := range t.parents {
+		if p == id && t.grand[s] != "" && len(t.children[s]) > 0 && !t.asking[s] {
+			t.asking[s] = true
+			if !t.p.goroutine(func() { t.adopt(s) }) {
+				return
+			}
+		}
+	}
+}
+
+// errNotParent refuses a push stream of a peer that is no parent.
+var errNotParent = errors.New("not a parent in the content's stripe trees")
+
+// servePush takes the blocks a parent pushes (ProtoPush): each is checked
+// against the parent's stripes, verified and stored as a fetched block is,
+// and passed on to this peer's children.
+func (p *Service) servePush(ss *serverStream) error {
+	c := ss.c
+	t := c.pushes()
+	from := ss.s.Conn().RemotePeer()
+	if t == nil || !t.accepts(from) {
+		return p.refuse(ss, errNotParent)
+	}
+	// Taken: an empty have frame says so.
+	if err := ss.send(wire.AppendHave(nil, nil)); err != nil {
+		return err
+	}
+	if err := ss.flush(); err != nil {
+		return err
+	}
+	err := p.readPushes(ss, t, from)
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.parentFailed(from, errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrBadBlock))
+	}
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// readPushes reads and stores the pushes of from until the stream ends.
+func (p *Service) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) error {
+	c := ss.c
+	limit := c.man.BlockCount()
+	max := c.man.BlockSize() + 1 + binaryMaxVarint
+	// A push stream is quiet while the parent waits for blocks; the
+	// service's close or the parent's end it.
+	if err := ss.s.SetReadDeadline(time.Time{}); err != nil {
+		return err
+	}
+	fresh := func() []byte { return make([]byte, 0, max) }
+	for {
+		f := c.runningFetch()
+		get := fresh
+		if f != nil {
+			get = f.getBuf
+		}
+		fr, err := ss.fr.NextInto(get, max)
+		if err != nil {
+			return err
+		}
+		if len(fr) > 0 && fr[0] == wire.TypeHave {
+			// Blocks the parent sheds: fetched from other sources.
+			idx, err := wire.DecodeHave(nil, fr, limit, limit)
+			if f != nil {
+				f.putBuf(fr)
+			}
+			if err != nil {
+				return err
+			}
+			t.shedBy(from, idx)
+			continue
+		}
+		i, data, ok, err := wire.DecodeBlock(fr, limit)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: a push of block %d says it is missing", ErrMalformed, i)
+		}
+		if err := t.pushedBy(from, i); errors.Is(err, errNotNow) {
+			if f != nil {
+				f.putBuf(fr)
+			}
+			continue
+		} else if err != nil {
+			return err
+		}
+		if f != nil && f.takePush(from, i, data, fr) {
+			continue
+		}
+		// No fetch runs: stored here (the store verifies it).
+		if c.store.Has(i) {
+			continue
+		}
+		if err := c.store.PutBlock(i, data); err != nil {
+			if errors.Is(err, chunker.ErrBadBlock) {
+				return fmt.Errorf("%w: pushed block %d: %v", ErrBadBlock, i, err)
+			}
+			return err
+		}
+		c.noteGain(i)
+	}
+}
+
+// pushes returns the content's stripe trees, nil when it has none.
+func (c *content) pushes() *pushTrees {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.push
+}
+
+// runningFetch returns the content's running fetch, nil when none runs.
+func (c *content) runningFetch() *fetch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fetch
+}
+
+// running reports whether f (nil: no fetch) runs: started, not ended.
+func (f *fetch) running() bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.runningLocked()
+}
+
+// runningLocked is running with f.mu held.
+func (f *fetch) runningLocked() bool { return f.started && f.ctx.Err() == nil }
+
+// takePush hands block i, pushed by parent from, to the fetch's writers,
+// as a block fetched from a source of its own; false when the fetch has not
+// started or has ended (the caller stores it).
+func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
+	f.mu.Lock()
+	if !f.runningLocked() {
+		f.mu.Unlock()
+		return false
+	}
+	src := f.pushSrc[from]
+	if src == nil {
+		sh := f.shares[from]
+		if sh == nil {
+			sh = &PeerShare{Peer: from.String()}
+			f.shares[from] = sh
+		}
+		src = &source{id: from, share: sh, push: true, useful: f.p.clk.Now()}
+		f.pushSrc[from] = src
+	}
+	f.wg.Add(1) // the writers' queue is closed only after f.wg is done
+	f.mu.Unlock()
+	defer f.wg.Done()
+	select {
+	case f.writes <- writeJob{src: src, i: i, data: data, buf: buf}:
+	case <-f.ctx.Done():
+		f.putBuf(buf)
+	}
+	return true
+}
+
+// refuseParent refuses id as a parent in the content's stripe trees (if
+// it is one: it pushed a corrupt block, or lies in its offers): its pushes
+// are refused from then on, its stripes are no longer held for them and
+// are repaired, by adoption where this peer has children in them.
+func (f *fetch) refuseParent(id lpeer.ID) {
+	if t := f.c.pushes(); t != nil {
+		t.parentFailed(id, true)
+		f.updateHeld()
+	}
+}
+
+// updateHeld looks at the content's stripe trees and holds back the
+// blocks of the stripes whose pushes come (picker.hold); when a stripe is
+// let go, or a block has been offered by a source that is not full for the
+// repair time without being pushed, the sources look at them again.
+func (f *fetch) updateHeld() {
+	t := f.c.pushes()
+	if t == nil {
+		return
+	}
+	now := f.p.clk.Now()
+	f.mu.Lock()
+	prev := f.held
+	f.held = t.held(now, f.heldBuf)
+	f.heldBuf = prev
+	opened := false
+	for s, h := range f.held {
+		if !h && (s >= len(prev) || prev[s]) {
+			opened = true
+		}
+	}
+	// The blocks whose deadlines passed (Picker.See) are let go: holds
+	// lets them be claimed from now on, and the sources look again.
+	if f.pick.ExpireSeen(now) {
+		opened = true
+	}
+	if opened {
+		f.pick.Releases++
+	}
+	f.mu.Unlock()
+	if opened {
+		f.notify()
+	}
+}
+
+// lateAfter is how many repair times after another peer offered it a
+// block is fetched although its stripe's pushes come: in the 200-peer
+// testnet (16 MiB, 16 trees of 16 KiB blocks, 2 s) a block reaches some
+// peers more than 4 s after others (twice the repair time there fetched 424
+// blocks early, from the seed mostly, for 1.26x T* against 1.22x).
+const lateAfter = 4
+
+// seeFromLocked gives the blocks idx src offered their deadlines for
+// holds (f.mu held): a repair time from now when src is the block's parent,
+// lateAfter times that when src is another peer; none when src is full (a
+// seed, or a peer done: its pushes come in their own time).
+func (f *fetch) seeFromLocked(src *source, idx []int) {
+	t := f.c.pushes()
+	if t == nil || src.offers.Full || f.pick.Hold == nil {
+		return
+	}
+	now := f.p.clk.Now()
+	t.mu.Lock() // after f.mu, as in updateHeld
+	defer t.mu.Unlock()
+	for _, i := range idx {
+		if t.parents[t.stripe(i)] == src.id {
+			f.pick.See(i, now.Add(t.repair))
+		} else {
+			f.pick.See(i, now.Add(lateAfter*t.repair))
+		}
+	}
+}
+
+// holds reports whether block i is left to the pushes now (f.mu held):
+// while its stripe's pushes come and its deadline (picker.see) has not
+// passed. A block's parent that offered it a repair time ago has not
+// pushed it (it got the block before this peer took its pushes, as for a
+// peer that joined or came back late, or the push was lost with a
+// stream); one that another peer offered lateAfter times that long ago is
+// late down the tree (a parent repairing in turn): both are fetched.
+func (f *fetch) holds(i int, deadline time.Time) bool {
+	return len(f.held) > 0 && f.held[i%len(f.held)] && (deadline.IsZero() || f.p.clk.Now().Before(deadline))
+}

@@ -1,0 +1,424 @@
+package peer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// gained queues block i for the children of its stripe.
+func (t *pushTrees) gained(i int) {
+	s := t.stripe(i)
+	if s >= len(t.children) {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.known.set(i)
+	if t.orphan[s] {
+		return // its children repair the stripe (orphanLocked)
+	}
+	for _, child := range t.children[s] {
+		if !t.pushLocked(child, i) {
+			return // closed
+		}
+	}
+}
+
+// pushLocked queues block i for child and sees that its writer runs
+// (t.mu held); false when the service is closed.
+func (t *pushTrees) pushLocked(child lpeer.ID, i int) bool {
+	o := t.outs[child]
+	if o == nil {
+		o = &pushOut{wake: make(chan struct{}, 1)}
+		t.outs[child] = o
+	}
+	t.queue(o, i)
+	return t.kickLocked(child, o)
+}
+
+// kickLocked sees that o's writer runs, unless a retry of a stream that
+// failed is due (t.mu held); false when the service is closed.
+func (t *pushTrees) kickLocked(child lpeer.ID, o *pushOut) bool {
+	if !o.running {
+		if o.failures > 0 && o.failures <= pushRetries {
+			return true // a retry is due
+		}
+		o.failures = 0
+		if !t.p.goroutine(func() { t.write(child, o) }) {
+			return false
+		}
+		o.running = true
+	}
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// write pushes the blocks queued for child over one stream until the
+// service closes or the stream fails (see pushOut.failures).
+func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
+	p := t.p
+	accepted, err := t.stream(child, o)
+	if p.ctx.Err() != nil {
+		return
+	}
+	p.log.Debug("push stream failed", "peer", child, "err", err)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	o.running, o.up = false, false
+	clear(o.sent) // what the stream carried may be lost with it
+	if o.asked {
+		// The child asked for blocks (adoptee) while this stream failed:
+		// it is there now, and its queue goes out at once.
+		o.asked, o.failures = false, 0
+		if len(o.q) > 0 && t.p.goroutine(func() { t.write(child, o) }) {
+			o.running = true
+		}
+		return
+	}
+	if accepted {
+		// The child took the stream and then left (or failed): what is
+		// queued is dropped (it repairs it, if it comes back) until the
+		// next gain.
+		o.failures = pushRetries
+		t.rootFailedLocked(child)
+	}
+	if o.failures++; o.failures > pushRetries {
+		t.unqueue(o.q...)
+		o.q = nil
+		t.dropAdopteeLocked(child)
+		return
+	}
+	// Tried again a repair time later, with what is queued by then.
+	t.p.clk.AfterFunc(t.repair, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if o.running || len(o.q) == 0 {
+			o.failures = 0
+			return
+		}
+		if t.p.goroutine(func() { t.write(child, o) }) {
+			o.running = true
+		}
+	})
+}
+
+// stream opens a push stream to child and writes the blocks queued in o
+// until the service closes or the stream fails; it reports whether the
+// child took the stream. The blocks go out right after the hello: the
+// child answers whether it takes them (an empty have frame) or not (an
+// error frame: no place in the trees yet, or not its parent), and nothing
+// after, so that the stream's end is read as the child leaving. Blocks
+// written before the answer are queued again when it is a refusal.
+func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
+	p, c := t.p, t.c
+	root := c.man.ID()
+	cs, err := p.requestHello(p.ctx, child, ProtoPush, wire.Hello{Root: root[:]})
+	if err != nil {
+		return false, err
+	}
+	defer cs.close()
+	answer, gone := make(chan error, 1), make(chan struct{})
+	if !p.goroutine(func() {
+		defer close(gone)
+		f, err := cs.nextQuiet(haveFrameMax)
+		switch {
+		case err != nil:
+		case len(f) == 0 || f[0] != wire.TypeHave:
+			err = wire.DecodeError(f)
+			cs.s.Reset() // a write waiting for the child's window ends
+		default:
+			answer <- nil
+			_, _ = cs.nextQuiet(1)
+			return
+		}
+		answer <- err
+	}) {
+		return false, ErrClosed
+	}
+	// Until the child has answered, the blocks written are kept, with the
+	// rest of the batch, to be queued again if the stream fails.
+	var unanswered, rest []int
+	defer func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if !accepted && p.ctx.Err() == nil {
+			for _, i := range unanswered {
+				t.pending[i]++
+			}
+			o.q = append(append(unanswered, rest...), o.q...)
+		} else {
+			t.unqueue(rest...)
+		}
+	}()
+	var buf []byte // the frames' buffer, reused
+	wait := answer
+	for {
+		t.mu.Lock()
+		if o.cut && accepted {
+			// Let go (orphanLocked): reset once taken, so that the child
+			// repairs.
+			o.cut = false
+			t.mu.Unlock()
+			cs.reset()
+			return accepted, errors.New("let go: this peer lost the stripe's parent")
+		}
+		rest = o.q
+		o.q = nil
+		var shed []int
+		switch now := t.p.clk.Now(); {
+		case !accepted || len(rest) <= pushBacklog:
+			o.backlogSince = time.Time{}
+		case o.backlogSince.IsZero():
+			o.backlogSince = now
+		case now.Sub(o.backlogSince) >= t.repair:
+			rest, shed = t.shedLocked(rest)
+		}
+		for _, i := range rest {
+			o.markSent(i, c.man.BlockCount())
+		}
+		t.mu.Unlock()
+		if len(shed) > 0 {
+			// The child fetches those from its own sources.
+			if err := cs.send(wire.AppendHave(nil, shed)); err != nil {
+				return accepted, err
+			}
+		}
+		for len(rest) > 0 {
+			select {
+			case err := <-wait:
+				if err != nil {
+					return false, err
+				}
+				accepted, wait, unanswered = true, nil, nil
+				t.setUp(o, true)
+			default:
+			}
+			i := rest[0]
+			t.mu.Lock()
+			still := slices.Contains(t.children[t.stripe(i)], child)
+			t.mu.Unlock()
+			var frame []byte
+			var err error
+			if still {
+				frame, err = storedFrame(c, &buf, i)
+			}
+			if !still || errors.Is(err, chunker.ErrNotHeld) {
+				// No longer its child in that stripe (a root the seed cut,
+				// an adoptee dropped), or a seed's file changed (the child
+				// repairs it): skipped.
+				rest = rest[1:]
+				t.mu.Lock()
+				t.unqueue(i)
+				t.mu.Unlock()
+				continue
+			}
+			if err != nil {
+				return accepted, err
+			}
+			if p.upload != nil {
+				if err := p.upload.WaitN(p.ctx, c.man.BlockLen(i)); err != nil {
+					return accepted, err
+				}
+			}
+			if err := cs.sendRaw(frame); err != nil {
+				return accepted, err
+			}
+			rest = rest[1:]
+			t.mu.Lock()
+			t.unqueue(i)
+			t.mu.Unlock()
+			if !accepted {
+				unanswered = append(unanswered, i)
+			}
+			c.noteSent(child, c.man.BlockLen(i))
+			if p.cfg.observer != nil {
+				p.observe(ServeEvent{Kind: EventBlockSent, Peer: child, Root: root, Index: i, Bytes: c.man.BlockLen(i), Pushed: true})
+			}
+		}
+		// The hello goes out now if no block did.
+		if err := cs.flush(); err != nil {
+			return accepted, err
+		}
+		select {
+		case <-o.wake:
+		case err := <-wait:
+			if err != nil {
+				return false, err
+			}
+			accepted, wait, unanswered = true, nil, nil
+			t.setUp(o, true)
+		case <-gone:
+			return accepted, errors.New("the child ended the push stream")
+		case <-p.ctx.Done():
+			return accepted, nil
+		}
+	}
+}
+
+// pushBacklog is how many blocks may wait for one child, for a repair time
+// on end, before this peer sheds the oldest that other peers hold
+// (shedLocked; a burst that drains sooner, as on loopback, is pushed
+// whole). A parent passes each block of its stripe on to all its children
+// (16 or 17 in the 200-peer testnet, which takes all its uplink at the
+// seed's pace); one adopted late, and pushed the rest of its stripe at
+// once, passed it on up to 0.7x T* after it got it, while its children's
+// neighbours, their uplinks two thirds idle, had offered the same blocks
+// long before.
+const pushBacklog = 16
+
+// shedLocked splits q, the blocks queued for a child, into those to push
+// and those the child is to fetch from its own sources (shed, unqueued):
+// of all but the last pushBacklog, those that other peers hold (othersHold;
+// t.mu held).
+func (t *pushTrees) shedLocked(q []int) (kept, shed []int) {
+	old := len(q) - pushBacklog
+	kept = q[:0]
+	for k, i := range q {
+		if k < old && t.othersHold(i) {
+			shed = append(shed, i)
+			t.unqueue(i)
+			continue
+		}
+		kept = append(kept, i)
+	}
+	return kept, shed
+}
+
+// shedBy lets the running fetch take from its sources the blocks idx that
+// parent shed (a have frame on its push stream, see shedLocked): those of
+// the stripes it is this peer's parent in.
+func (t *pushTrees) shedBy(parent lpeer.ID, idx []int) {
+	t.mu.Lock()
+	idx = slices.DeleteFunc(idx, func(i int) bool { return t.parents[t.stripe(i)] != parent })
+	t.mu.Unlock()
+	t.fetchElsewhere(idx)
+}
+
+// storedFrame reads block i of c's store into *buf (grown as needed) as a
+// whole block frame, its length prefix included, and returns the frame.
+func storedFrame(c *content, buf *[]byte, i int) ([]byte, error) {
+	n := c.man.BlockLen(i)
+	if cap(*buf) < blockRoom+n {
+		*buf = make([]byte, 0, blockRoom+n)
+	}
+	b := (*buf)[:blockRoom]
+	data, err := c.store.ReadBlock(i, b[blockRoom:])
+	if err != nil {
+		return nil, fmt.Errorf("read block %d: %w", i, err)
+	}
+	var hdr [1 + binaryMaxVarint]byte
+	return frameAround(b, wire.AppendBlockHeader(hdr[:0], i), len(data)), nil
+}
+
+// frameAround writes the length prefix and header hdr of a frame into the
+// blockRoom bytes of b in front of the n bytes of data that follow them,
+// and returns the whole frame, in one slice for one write.
+func frameAround(b, hdr []byte, n int) []byte {
+	var lp [binaryMaxVarint]byte
+	l := binary.PutUvarint(lp[:], uint64(len(hdr)+n))
+	start := blockRoom - len(hdr) - l
+	copy(b[start:], lp[:l])
+	copy(b[start+l:], hdr)
+	return b[start : blockRoom+n]
+}
+
+// held reports, per stripe, whether a fetch leaves its blocks to the
+// pushes now: while its parent is up and pushed within the repair time.
+func (t *pushTrees) held(now time.Time, dst []bool) []bool {
+	dst = slices.Grow(dst[:0], len(t.parents))[:len(t.parents)]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for s, id := range t.parents {
+		dst[s] = id != "" && t.parent[id] == parentUp && now.Sub(t.last[s]) < t.repair
+	}
+	return dst
+}
+
+// setUp sets o.up.
+func (t *pushTrees) setUp(o *pushOut, up bool) {
+	t.mu.Lock()
+	o.up = up
+	if up {
+		o.asked = false // the child took the stream it asked for
+	}
+	t.mu.Unlock()
+}
+
+// queue queues block i for o (t.mu held).
+func (t *pushTrees) queue(o *pushOut, i int) {
+	o.q = append(o.q, i)
+	t.pending[i]++
+}
+
+// unqueue notes that blocks idx were written, or dropped, from a queue
+// (t.mu held).
+func (t *pushTrees) unqueue(idx ...int) {
+	for _, i := range idx {
+		if t.pending[i]--; t.pending[i] <= 0 {
+			delete(t.pending, i)
+		}
+	}
+}
+
+// firstCopies reports whether this peer is a seed (a root of every
+// stripe: no parent) and one of the blocks idx is still queued for a child
+// whose stream is up: the seed's uplink goes to the first copies of the
+// blocks, down the trees, and such requests are answered busy (other
+// peers repair the trees). A block queued for a child that is not there
+// (it left, or has not joined yet) is served at once.
+func (t *pushTrees) firstCopies(idx []int) bool {
+	if !t.seed {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, i := range idx {
+		if t.pending[i] == 0 {
+			continue
+		}
+		if s := t.stripe(i); s < len(t.children) {
+			for _, c := range t.children[s] {
+				if o := t.outs[c]; o != nil && o.up {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// accepts reports whether pushes from id are taken, and marks it up when
+// they are (a new stream of a parent whose last one failed).
+func (t *pushTrees) accepts(id lpeer.ID) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, ok := t.parent[id]
+	if !ok || st == parentRefused || !slices.Contains(t.parents, id) {
+		return false // refused, or no parent (any more: another adopted us)
+	}
+	t.parent[id] = parentUp
+	for s, pid := range t.parents {
+		if pid == id {
+			t.unorphanLocked(s) // its pushes come again: passed on
+		}
+	}
+	if st == parentGone || t.behind[id] {
+		// Back (it left, or its stream failed), or it refused to catch
+		// this peer up before it pushed: it pushes what it gains from now
+		// on, and is asked for what it held before.
+		delete(t.behind, id)
+		t.p.goroutine(func() { t.catchUp(id) })
+	}
+	return true
+}
