@@ -40,13 +40,13 @@ func (f *fetch) discoverMore() {
 		defer t.Stop()
 		var last time.Time
 		for {
-			for _, id := range ds.lanPeers() {
+			for _, id := range ds.LANPeers() {
 				add(AddrInfo{ID: id})
 			}
-			if ds.dht != nil && time.Since(last) > providerLookupEvery {
+			if ds.DHT() != nil && time.Since(last) > providerLookupEvery {
 				last = time.Now()
 				ctx, cancel := context.WithTimeout(f.ctx, providerLookupEvery)
-				ds.providers(ctx, root, func(ai AddrInfo) { go add(ai) })
+				ds.Providers(ctx, root, func(ai AddrInfo) { go add(ai) })
 				cancel()
 			}
 			select {
@@ -75,9 +75,9 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for ctx.Err() == nil {
-			if ds.dht != nil {
+			if ds.DHT() != nil {
 				lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
-				ds.providers(lctx, root, func(ai AddrInfo) {
+				ds.Providers(lctx, root, func(ai AddrInfo) {
 					select {
 					case found <- ai:
 					case <-ctx.Done():
@@ -85,7 +85,7 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 				})
 				lcancel()
 			}
-			for _, id := range ds.lanPeers() {
+			for _, id := range ds.LANPeers() {
 				select {
 				case found <- AddrInfo{ID: id, Addrs: p.h.Peerstore().Addrs(id)}:
 				case <-ctx.Done():
@@ -181,10 +181,10 @@ func (p *Service) connectProvider(ctx context.Context, ai AddrInfo) error {
 		return nil
 	}
 	ds := p.discoveryOf()
-	if ds == nil || ds.dht == nil || ctx.Err() != nil {
+	if ds == nil || ds.DHT() == nil || ctx.Err() != nil {
 		return err
 	}
-	found, ferr := ds.dht.FindPeer(ctx, ai.ID)
+	found, ferr := ds.DHT().FindPeer(ctx, ai.ID)
 	if ferr != nil || len(found.Addrs) == 0 {
 		return err
 	}

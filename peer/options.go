@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 )
 
 // Option configures New and NewService. Options that can fail return an
@@ -35,10 +36,10 @@ type config struct {
 	observer     func(ServeEvent)
 	// timeScale stretches the protocol's timers (WithTimeScale).
 	timeScale float64
-	// dialRanker orders the dials of a peer's addresses (tcpFirst; tests
+	// dialRanker orders the dials of a peer's addresses (hostkit.TCPFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
-	// x is reachability and discovery (peer/reach.go, peer/dht.go).
+	// x is reachability and discovery, and New's host (peer/reach.go, peer/host.go).
 	x *extConfig
 }
 
@@ -142,7 +143,7 @@ func defaultConfig() config {
 		window:       16,
 		maxSources:   32,
 		timeScale:    1,
-		dialRanker:   tcpFirst,
+		dialRanker:   hostkit.TCPFirst,
 	}
 }
 

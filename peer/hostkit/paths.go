@@ -1,4 +1,4 @@
-package peer
+package hostkit
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// The paths a fetch's blocks took from a peer (PeerShare.Path).
+// The paths of a connection to a peer (Host.Path).
 const (
 	// PathDirect is a direct connection that was never relayed.
 	PathDirect = "direct"
@@ -21,6 +21,10 @@ const (
 	// PathRelayed is a circuit relay v2 connection only.
 	PathRelayed = "relayed"
 )
+
+// maxPeers bounds the LAN peers dialled at once, and a quarter of the
+// peers a host remembers having reached through a relay.
+const maxPeers = 1024
 
 // pathTracker remembers the peers this host was ever connected to through
 // a relay, so a later direct connection to them counts as hole-punched.
@@ -32,9 +36,9 @@ type pathTracker struct {
 func newPathTracker(n network.Network) *pathTracker {
 	t := &pathTracker{relayed: make(map[lpeer.ID]struct{})}
 	n.Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
-		if isRelayed(c.RemoteMultiaddr()) {
+		if IsRelayed(c.RemoteMultiaddr()) {
 			t.mu.Lock()
-			if len(t.relayed) < maxSwarm*4 {
+			if len(t.relayed) < maxPeers*4 {
 				t.relayed[c.RemotePeer()] = struct{}{}
 			}
 			t.mu.Unlock()
@@ -43,18 +47,40 @@ func newPathTracker(n network.Network) *pathTracker {
 	return t
 }
 
-func isRelayed(a ma.Multiaddr) bool {
+// wasRelayed says whether the host was ever connected to id through a
+// relay.
+func (t *pathTracker) wasRelayed(id lpeer.ID) bool {
+	if t == nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, was := t.relayed[id]
+	return was
+}
+
+// IsRelayed says whether a is a circuit relay address.
+func IsRelayed(a ma.Multiaddr) bool {
 	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
 	return err == nil
 }
 
-// pathTo says how this host is connected to id now: PathRelayed if only
-// through relays, PathHolePunched or PathDirect if directly, "" if not
-// connected.
-func (s *Service) pathTo(id lpeer.ID) string {
+// Path says how the host is connected to id now: PathRelayed if only
+// through relays, PathHolePunched if directly to a peer it was ever
+// connected to through a relay, PathDirect if directly otherwise, "" if
+// not connected.
+func (h *Host) Path(id lpeer.ID) string { return pathOf(h.Network(), id, h.paths) }
+
+// PathOf says how n is connected to id now, as Host.Path does, for a host
+// New did not build: without the memory of past relayed connections, a
+// direct connection counts as hole-punched only while a relayed one is up
+// too.
+func PathOf(n network.Network, id lpeer.ID) string { return pathOf(n, id, nil) }
+
+func pathOf(n network.Network, id lpeer.ID, t *pathTracker) string {
 	direct, relayed := false, false
-	for _, c := range s.h.Network().ConnsToPeer(id) {
-		if isRelayed(c.RemoteMultiaddr()) {
+	for _, c := range n.ConnsToPeer(id) {
+		if IsRelayed(c.RemoteMultiaddr()) {
 			relayed = true
 		} else {
 			direct = true
@@ -62,15 +88,7 @@ func (s *Service) pathTo(id lpeer.ID) string {
 	}
 	switch {
 	case direct:
-		if t := s.paths(); t != nil {
-			t.mu.Lock()
-			_, was := t.relayed[id]
-			t.mu.Unlock()
-			if was {
-				return PathHolePunched
-			}
-		}
-		if relayed {
+		if t.wasRelayed(id) || relayed {
 			return PathHolePunched
 		}
 		return PathDirect
@@ -80,23 +98,7 @@ func (s *Service) pathTo(id lpeer.ID) string {
 	return ""
 }
 
-func (s *Service) paths() *pathTracker {
-	if s.cfg.x == nil {
-		return nil
-	}
-	return s.cfg.x.paths
-}
-
-// notePaths fills in the Path of each share.
-func (f *fetch) notePaths(shares []PeerShare) {
-	for i := range shares {
-		if id, err := lpeer.Decode(shares[i].Peer); err == nil {
-			shares[i].Path = f.p.pathTo(id)
-		}
-	}
-}
-
-// holePunchWait is how long a fetch waits for DCUtR to turn a relayed
+// holePunchWait is how long AwaitDirect waits for DCUtR to turn a relayed
 // connection into a direct one before it moves blocks over the relay.
 const holePunchWait = 6 * time.Second
 
@@ -104,11 +106,14 @@ const holePunchWait = 6 * time.Second
 // reopened, so that the peer tries hole punching again.
 const holePunchRetry = 1500 * time.Millisecond
 
-// awaitDirect waits, if hole punching is on and the host reaches id only
-// through relays, until it has a direct connection to id, for holePunchWait
-// at most: blocks then flow through a relay only when hole punching fails.
-func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
-	if s.cfg.x == nil || !s.cfg.x.reach.HolePunch || s.pathTo(id) != PathRelayed {
+// AwaitDirect waits, if hole punching is on (Reach.HolePunch) and the host
+// reaches id only through relays, until it has a direct connection to id,
+// for 6 seconds at most, or until ctx is done: a caller that then moves
+// its data moves it through a relay only when hole punching fails. It
+// closes the relayed connections to id, if hole punching is slow to come,
+// and dials id again through the relay, so that the peer tries again.
+func (h *Host) AwaitDirect(ctx context.Context, id lpeer.ID) {
+	if !h.cfg.Reach.HolePunch || h.Path(id) != PathRelayed {
 		return
 	}
 	t := time.NewTicker(50 * time.Millisecond)
@@ -119,9 +124,9 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 	// (after it has learned a public address), and an attempt may fail. If
 	// no direct connection came after holePunchRetry, reconnect through the
 	// relay once, so the peer tries again.
-	if !s.dcutrReady() {
+	if !h.dcutrReady() {
 		// The peer's first attempt failed or will: answer its next one.
-		for !s.dcutrReady() {
+		for !h.dcutrReady() {
 			select {
 			case <-ctx.Done():
 				return
@@ -130,43 +135,40 @@ func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
 			case <-t.C:
 			}
 		}
-		s.reconnectRelayed(ctx, id)
+		h.reconnectRelayed(ctx, id)
 	}
 	retry := time.After(holePunchRetry)
-	for s.pathTo(id) == PathRelayed {
+	for h.Path(id) == PathRelayed {
 		select {
 		case <-ctx.Done():
 			return
 		case <-deadline:
-			s.log.Info("hole punching did not succeed; using the relay", "peer", id)
+			h.log.Info("hole punching did not succeed; using the relay", "peer", id)
 			return
 		case <-retry:
-			s.reconnectRelayed(ctx, id)
+			h.reconnectRelayed(ctx, id)
 		case <-t.C:
 		}
 	}
 }
 
 // reconnectRelayed closes the relayed connections to id and opens a new one.
-// It runs only on a host New built (hole punching is a WithReach option,
-// which NewService refuses): the service never closes connections of a host
-// it was given.
-func (s *Service) reconnectRelayed(ctx context.Context, id lpeer.ID) {
-	for _, c := range s.h.Network().ConnsToPeer(id) {
-		if isRelayed(c.RemoteMultiaddr()) {
+func (h *Host) reconnectRelayed(ctx context.Context, id lpeer.ID) {
+	for _, c := range h.Network().ConnsToPeer(id) {
+		if IsRelayed(c.RemoteMultiaddr()) {
 			c.Close()
 		}
 	}
 	cctx, cancel := context.WithTimeout(ctx, holePunchWait)
 	defer cancel()
-	if err := s.h.Connect(cctx, lpeer.AddrInfo{ID: id}); err != nil {
-		s.log.Info("reconnect for hole punching", "peer", id, "err", err)
+	if err := h.Connect(cctx, lpeer.AddrInfo{ID: id}); err != nil {
+		h.log.Info("reconnect for hole punching", "peer", id, "err", err)
 	}
 }
 
 // dcutrReady says whether the host's DCUtR (hole punching) service answers.
-func (s *Service) dcutrReady() bool {
-	for _, p := range s.h.Mux().Protocols() {
+func (h *Host) dcutrReady() bool {
+	for _, p := range h.Mux().Protocols() {
 		if p == holepunch.Protocol {
 			return true
 		}
