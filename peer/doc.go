@@ -244,7 +244,7 @@
 //
 // # Reachability and discovery
 //
-// (This section: peer/reach.go, peer/dht.go, peer/find.go, peer/paths.go.)
+// (This section: package peer/hostkit, peer/reach.go, peer/find.go.)
 //
 // [WithReach] puts go-libp2p's own reachability parts into the host [New]
 // builds; each has its switch in [Reach], and [DefaultReach] (what the

@@ -4,14 +4,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // Sentinel errors callers can test with errors.Is.
 var (
 	// ErrKeyPermissions means an identity key file can be read or written by
-	// users other than its owner.
-	ErrKeyPermissions = errors.New("peer: identity key file is not private")
+	// users other than its owner. It is hostkit.ErrKeyPermissions.
+	ErrKeyPermissions = hostkit.ErrKeyPermissions
 	// ErrBadTicket means a ticket string could not be decoded.
 	ErrBadTicket = errors.New("peer: bad ticket")
 	// ErrFrameTooLarge means a peer announced a frame longer than the limit for

@@ -41,13 +41,13 @@ func (f *fetch) discoverMore() {
 		defer t.Stop()
 		var last time.Time
 		for {
-			for _, id := range ds.lanPeers() {
+			for _, id := range ds.LANPeers() {
 				add(AddrInfo{ID: id})
 			}
-			if ds.dht != nil && f.p.clk.Since(last) > providerLookupEvery {
+			if ds.DHT() != nil && f.p.clk.Since(last) > providerLookupEvery {
 				last = f.p.clk.Now()
 				ctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, providerLookupEvery)
-				ds.providers(ctx, root, func(ai AddrInfo) { go add(ai) })
+				ds.Providers(ctx, root, func(ai AddrInfo) { go add(ai) })
 				cancel()
 			}
 			select {
@@ -76,9 +76,9 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 		tick := p.clk.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for ctx.Err() == nil {
-			if ds.dht != nil {
+			if ds.DHT() != nil {
 				lctx, lcancel := clock.WithTimeout(ctx, p.clk, 3*time.Second)
-				ds.providers(lctx, root, func(ai AddrInfo) {
+				ds.Providers(lctx, root, func(ai AddrInfo) {
 					select {
 					case found <- ai:
 					case <-ctx.Done():
@@ -86,7 +86,7 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 				})
 				lcancel()
 			}
-			for _, id := range ds.lanPeers() {
+			for _, id := range ds.LANPeers() {
 				select {
 				case found <- AddrInfo{ID: id, Addrs: p.h.Peerstore().Addrs(id)}:
 				case <-ctx.Done():
@@ -182,10 +182,10 @@ func (p *Service) connectProvider(ctx context.Context, ai AddrInfo) error {
 		return nil
 	}
 	ds := p.discoveryOf()
-	if ds == nil || ds.dht == nil || ctx.Err() != nil {
+	if ds == nil || ds.DHT() == nil || ctx.Err() != nil {
 		return err
 	}
-	found, ferr := ds.dht.FindPeer(ctx, ai.ID)
+	found, ferr := ds.DHT().FindPeer(ctx, ai.ID)
 	if ferr != nil || len(found.Addrs) == 0 {
 		return err
 	}

@@ -3,20 +3,15 @@ package peer
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sync/atomic"
 
-	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
+	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
-	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
-	"github.com/libp2p/go-libp2p/p2p/net/swarm"
-	"github.com/libp2p/go-libp2p/p2p/security/noise"
-	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
-	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
-	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 )
 
 // A Peer is a Service on a libp2p host of its own, built by New with this
@@ -31,7 +26,9 @@ type Peer struct {
 // security, yamux and a resource manager with ResourceLimits, and the
 // Service on it (NewService). It dials a peer's TCP addresses before its QUIC
 // ones (QUIC after 250 ms, or at once for a peer without TCP addresses):
-// blocks move several times faster over TCP.
+// blocks move several times faster over TCP. The host is package
+// peer/hostkit's, with the reachability and discovery of WithReach and
+// WithDiscovery.
 //
 // ctx bounds the start only: if it is done before the host is up, New fails
 // with its error and leaves nothing running. The peer then runs until Close.
@@ -40,32 +37,37 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("peer: start host: %w", err)
-	}
-	rm := &banResources{}
-	h, err := newHost(cfg, rm)
+	x := cfg.ext()
+	limits := ResourceLimits(cfg.limits)
+	k, err := hostkit.New(ctx, hostkit.Config{
+		Listen:     cfg.listen,
+		Key:        cfg.key,
+		KeyFile:    cfg.keyFile,
+		Limits:     &limits,
+		DialRanker: cfg.dialRanker,
+		Reach:      x.reach,
+		Discovery:  x.disc,
+		Log:        cfg.log,
+		Clock:      cfg.clock,
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		h.Close()
-		return nil, fmt.Errorf("peer: start host: %w", err)
-	}
-	p := &Peer{Service: newService(h, cfg)}
-	rm.svc.Store(p.Service)
-	if err := p.startExt(); err != nil { // peer/dht.go: paths, DHT, mDNS
+	x.kit = k
+	p := &Peer{Service: newService(k.Host, cfg)}
+	k.SetBanned(p.isBanned)
+	if err := k.StartDiscovery(p.ctx, p.announceable); err != nil {
 		p.Close()
 		return nil, err
 	}
 	return p, nil
 }
 
-// Close stops the service (see Service.Close), then closes the host.
+// Close stops the service (see Service.Close), then the host's discovery
+// and the host.
 func (p *Peer) Close() error {
 	err := p.Service.Close()
-	err = errors.Join(err, p.stopExt()) // peer/dht.go
-	return errors.Join(err, p.h.Close())
+	return errors.Join(err, p.kit().Close())
 }
 
 // ResourceLimits returns libp2p's default resource limits (with its
@@ -81,93 +83,100 @@ func (p *Peer) Close() error {
 //	h, err := libp2p.New(libp2p.ResourceManager(rm), ...)
 func ResourceLimits(l Limits) rcmgr.ConcreteLimitConfig {
 	l = l.withDefaults()
-	limits := rcmgr.DefaultLimits
-	libp2p.SetDefaultServiceLimits(&limits)
-	for _, proto := range protocols {
-		limits.AddProtocolLimit(proto,
-			// The service shares its own l.Streams per protocol fairly among
-			// peers (a newcomer may reset a stream of the peer that holds the
-			// most); the resource manager, which refuses whoever comes last,
-			// only backs that up.
-			rcmgr.BaseLimit{StreamsInbound: 4 * l.Streams, StreamsOutbound: 4 * l.Streams, Streams: 8 * l.Streams, Memory: 1 << 30},
-			rcmgr.BaseLimitIncrease{})
-		limits.AddProtocolPeerLimit(proto,
-			rcmgr.BaseLimit{StreamsInbound: l.StreamsPerPeer, StreamsOutbound: l.StreamsPerPeer, Streams: 2 * l.StreamsPerPeer, Memory: 256 << 20},
-			rcmgr.BaseLimitIncrease{})
-	}
-	// Connections in their handshake count against the transient scope,
-	// which libp2p's defaults make a third of the system's: a crowd of peers
-	// dialling at once (a swarm starting, or a flood) has most of its
-	// handshakes refused and dials again and again, and a legitimate fetcher's
-	// dial is refused among them. Let every connection the system takes be
-	// in its handshake.
-	limits.TransientBaseLimit.ConnsInbound = limits.SystemBaseLimit.ConnsInbound
-	limits.TransientLimitIncrease.ConnsInbound = limits.SystemLimitIncrease.ConnsInbound
-	limits.TransientBaseLimit.Conns = limits.SystemBaseLimit.Conns
-	limits.TransientLimitIncrease.Conns = limits.SystemLimitIncrease.Conns
-	return limits.AutoScale()
+	return hostkit.ResourceLimits(protocols, l.Streams, l.StreamsPerPeer)
 }
 
-func newHost(cfg config, brm *banResources) (host.Host, error) {
-	key := cfg.key
-	if key == nil && cfg.keyFile != "" {
-		k, err := LoadOrCreateKey(cfg.keyFile)
-		if err != nil {
-			return nil, err
+// LoadOrCreateKey returns the identity key stored at path, creating a new Ed25519
+// key there (mode 0600, written atomically) when the file does not exist.
+//
+// An existing file that others may read or write is refused with
+// ErrKeyPermissions, as ssh refuses a private key with loose permissions: the
+// key is this peer's identity. It is hostkit.LoadOrCreateKey.
+func LoadOrCreateKey(path string) (crypto.PrivKey, error) {
+	return hostkit.LoadOrCreateKey(path)
+}
+
+// extConfig is the reachability and discovery of a peer New builds
+// (WithReach, WithDiscovery), and its host.
+type extConfig struct {
+	reach Reach
+	disc  Discovery
+	kit   *hostkit.Host // New's host; nil on an application's host
+}
+
+func (c *config) ext() *extConfig {
+	if c.x == nil {
+		c.x = &extConfig{}
+	}
+	return c.x
+}
+
+// kit is the host New built for s, nil if s runs on an application's host.
+func (s *Service) kit() *hostkit.Host {
+	if s.cfg.x == nil {
+		return nil
+	}
+	return s.cfg.x.kit
+}
+
+// announceable are the roots the DHT of a peer New built announces: those
+// it serves and holds a block of (a fetch that holds none yet has nothing
+// to offer).
+func (s *Service) announceable() []chunker.ID {
+	s.mu.Lock()
+	roots := make([]chunker.ID, 0, len(s.contents))
+	for id := range s.contents {
+		roots = append(roots, id)
+	}
+	s.mu.Unlock()
+	out := roots[:0]
+	for _, r := range roots {
+		if held, _, _ := s.Held(r); held > 0 {
+			out = append(out, r)
 		}
-		key = k
 	}
-	// Without metrics: the host exports none (DisableMetrics below), and the
-	// resource manager's own stats reporter formats a trace event for every
-	// stream and memory reservation (16 % of a seed's CPU under a flood of
-	// short streams, measured with reconcile flood).
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(ResourceLimits(cfg.limits)), rcmgr.WithMetricsDisabled())
-	if err != nil {
-		return nil, fmt.Errorf("peer: resource manager: %w", err)
-	}
-	brm.ResourceManager = rm
-	opts := []libp2p.Option{
-		libp2p.ListenAddrStrings(cfg.listen...),
-		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.Transport(quic.NewTransport),
-		libp2p.Security(libp2ptls.ID, libp2ptls.New),
-		libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
-		libp2p.ResourceManager(brm),
-		libp2p.DisableMetrics(),
-		libp2p.SwarmOpts(swarm.WithDialRanker(cfg.dialRanker)),
-	}
-	opts = append(opts, reachOptions(cfg.ext().reach)...) // peer/reach.go: DisableRelay unless WithReach
-	if key != nil {
-		opts = append(opts, libp2p.Identity(key))
-	}
-	h, err := libp2p.New(opts...)
-	if err != nil {
-		rm.Close()
-		return nil, fmt.Errorf("peer: start host: %w", err)
-	}
-	return h, nil
+	return out
 }
 
-// banResources is the resource manager of a host New builds: libp2p's, but
-// an inbound stream of a peer the service has banned is refused before any
-// of it is read (the swarm resets it as over a limit). A banned peer that
-// opens streams as fast as they are reset then costs the host a muxer frame
-// each, not a protocol negotiation, a handler and a reset. Its connection
-// stays up: closed, it would be dialled again at once, and every handshake
-// costs the host far more than a refused stream.
-type banResources struct {
-	network.ResourceManager
-	svc atomic.Pointer[Service]
-}
-
-// errBannedStream refuses a banned peer's stream.
-var errBannedStream = errors.New("peer: banned peer")
-
-// OpenStream refuses the inbound streams of banned peers.
-func (r *banResources) OpenStream(id lpeer.ID, dir network.Direction) (network.StreamManagementScope, error) {
-	if s := r.svc.Load(); s != nil && dir == network.DirInbound && s.isBanned(id) {
-		return nil, errBannedStream
+// discoveryOf is the host of s if it runs a DHT or mDNS, nil otherwise.
+func (s *Service) discoveryOf() *hostkit.Host {
+	if k := s.kit(); k != nil && k.Discovers() {
+		return k
 	}
-	return r.ResourceManager.OpenStream(id, dir)
+	return nil
 }
+
+// DHT returns the peer's Kademlia DHT, nil if it runs none (WithDiscovery).
+func (s *Service) DHT() *dht.IpfsDHT {
+	if k := s.kit(); k != nil {
+		return k.DHT()
+	}
+	return nil
+}
+
+// pathTo says how this host is connected to id now (hostkit.Host.Path).
+func (s *Service) pathTo(id lpeer.ID) string {
+	if k := s.kit(); k != nil {
+		return k.Path(id)
+	}
+	return hostkit.PathOf(s.h.Network(), id)
+}
+
+// notePaths fills in the Path of each share.
+func (f *fetch) notePaths(shares []PeerShare) {
+	for i := range shares {
+		if id, err := lpeer.Decode(shares[i].Peer); err == nil {
+			shares[i].Path = f.p.pathTo(id)
+		}
+	}
+}
+
+// awaitDirect gives hole punching a chance before blocks move over a relay
+// (hostkit.Host.AwaitDirect); it returns at once on an application's host.
+func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
+	if k := s.kit(); k != nil {
+		k.AwaitDirect(ctx, id)
+	}
+}
+
+func isRelayed(a ma.Multiaddr) bool { return hostkit.IsRelayed(a) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 )
 
 // Option configures New and NewService. Options that can fail return an
@@ -36,10 +37,10 @@ type config struct {
 	observer     func(ServeEvent)
 	// clock is the service's time (WithClock, WithTimeScale).
 	clock clock.Clock
-	// dialRanker orders the dials of a peer's addresses (tcpFirst; tests
+	// dialRanker orders the dials of a peer's addresses (hostkit.TCPFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
-	// x is reachability and discovery (peer/reach.go, peer/dht.go).
+	// x is reachability and discovery, and New's host (peer/reach.go, peer/host.go).
 	x *extConfig
 }
 
@@ -149,7 +150,7 @@ func defaultConfig() config {
 		window:       16,
 		maxSources:   32,
 		clock:        clock.Real(),
-		dialRanker:   tcpFirst,
+		dialRanker:   hostkit.TCPFirst,
 	}
 }
 

@@ -1,81 +1,24 @@
 package peer
 
 import (
-	"context"
 	"errors"
-	"log/slog"
-	"net"
-	"net/netip"
-	"sync"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
-	dht "github.com/libp2p/go-libp2p-kad-dht"
-	"github.com/libp2p/go-libp2p/core/event"
-	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
-	"github.com/libp2p/go-libp2p/p2p/host/observedaddrs"
-	circuitproto "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
-	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/ipfs/go-cid"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 )
 
 // Reach chooses the reachability parts of go-libp2p that New puts into its
 // host (see the package doc, "Reachability"). The zero Reach enables none
 // of them (a host that only dials and is dialled directly); DefaultReach
-// enables all, as the command line tool does.
-type Reach struct {
-	// AutoNAT runs AutoNAT v2 (and v1) so the host learns whether its
-	// addresses are reachable from outside.
-	AutoNAT bool
-	// AutoNATService answers other peers' AutoNAT (v1) dial-back requests;
-	// public helper nodes (reconcile relay) run it.
-	AutoNATService bool
-	// PortMap asks the home router for a port mapping (UPnP, NAT-PMP).
-	PortMap bool
-	// RelayClient lets the host dial and accept circuit relay v2
-	// connections, and with Relays (or relays learned later) runs AutoRelay,
-	// which reserves a slot on a relay once the host finds it is not reachable
-	// and advertises the relay address (/p2p/RELAY/p2p-circuit/p2p/SELF).
-	RelayClient bool
-	// HolePunch runs DCUtR: two peers that met through a relay try to open a
-	// direct connection (simultaneous open) and move the blocks over it.
-	HolePunch bool
-	// Relays are static relays for AutoRelay (from flags or tickets).
-	Relays []AddrInfo
-	// DHTRelays makes AutoRelay also take relays found through the DHT
-	// (WithDiscovery with a DHT): peers of the DHT's routing table that
-	// offer the circuit relay v2 hop protocol, such as `reconcile relay`
-	// nodes, which are DHT servers. A host behind NAT then needs no Relays:
-	// joining the DHT through a bootstrap peer is enough.
-	DHTRelays bool
-	// Reachability forces what AutoNAT would find: network.ReachabilityPrivate
-	// makes the host reserve relay slots at once (useful when the operator
-	// knows it is behind NAT, and in testbeds); Unknown leaves it to AutoNAT.
-	Reachability network.Reachability
-	// ObserversNeeded, if positive, sets how many distinct peers must report the
-	// same external address before the host advertises it (libp2p's default
-	// is 4). It is process-wide (go-libp2p keeps it in a package variable);
-	// testbeds with few peers set 1.
-	ObserversNeeded int
-	// TreatAsPublic are address ranges go-libp2p is to take for public
-	// internet addresses although they are reserved (it never advertises,
-	// hole-punches from or relays through addresses it thinks private).
-	// Process-wide (go-libp2p's manet keeps its ranges in package
-	// variables). Only for testbeds whose "internet" uses a benchmark range
-	// such as 198.18.0.0/15; never in production.
-	TreatAsPublic []netip.Prefix
-
-	src *relaySource // AutoRelay's peer source; startExt gives it the DHT
-}
+// enables all, as the command line tool does. It is hostkit.Reach.
+type Reach = hostkit.Reach
 
 // DefaultReach is every reachability part on, with no static relay and
 // relays found through the DHT.
-func DefaultReach() Reach {
-	return Reach{AutoNAT: true, PortMap: true, RelayClient: true, HolePunch: true, DHTRelays: true}
-}
+func DefaultReach() Reach { return hostkit.DefaultReach() }
 
 // WithReach sets the reachability parts of the host New builds (New only).
 // Default: the zero Reach (none).
@@ -84,251 +27,70 @@ func WithReach(r Reach) Option {
 		if r.HolePunch && !r.RelayClient {
 			return errors.New("peer: hole punching needs the relay client (peers meet through a relay first)")
 		}
-		r.src = &relaySource{static: r.Relays, dht: r.DHTRelays}
 		c.ext().reach = r
 		c.hostOpts = true
 		return nil
 	}
 }
 
-// reachOptions are the libp2p options for r, replacing New's DisableRelay.
-func reachOptions(r Reach) []libp2p.Option {
-	if r.ObserversNeeded > 0 {
-		observedaddrs.ActivationThresh = r.ObserversNeeded
-	}
-	treatAsPublic(r.TreatAsPublic)
-	var opts []libp2p.Option
-	if r.AutoNAT {
-		opts = append(opts, libp2p.EnableAutoNATv2())
-	}
-	if r.AutoNATService {
-		opts = append(opts, libp2p.EnableNATService())
-	}
-	if r.PortMap {
-		opts = append(opts, libp2p.NATPortMap())
-	}
-	if r.RelayClient {
-		opts = append(opts, libp2p.EnableRelay())
-		if len(r.Relays) > 0 || r.DHTRelays {
-			src := r.src
-			if src == nil {
-				src = &relaySource{static: r.Relays, dht: r.DHTRelays}
-			}
-			want := len(r.Relays)
-			if r.DHTRelays {
-				want = max(want, 2)
-			}
-			// Reserve on the first candidate at once (libp2p waits up to
-			// 3 minutes for 4 of them), and ask the source again soon
-			// after a relay is lost.
-			opts = append(opts, libp2p.EnableAutoRelayWithPeerSource(src.peers,
-				autorelay.WithBootDelay(0), autorelay.WithMinCandidates(1), autorelay.WithNumRelays(want),
-				autorelay.WithBackoff(10*time.Second), autorelay.WithMinInterval(relaySourceEvery)))
-		}
-	} else {
-		opts = append(opts, libp2p.DisableRelay())
-	}
-	if r.HolePunch {
-		opts = append(opts, libp2p.EnableHolePunching())
-	}
-	switch r.Reachability {
-	case network.ReachabilityPrivate:
-		opts = append(opts, libp2p.ForceReachabilityPrivate())
-	case network.ReachabilityPublic:
-		opts = append(opts, libp2p.ForceReachabilityPublic())
-	}
-	return opts
-}
+// Discovery chooses how New's peer finds others by content (see the package
+// doc, "Discovery"). The zero Discovery finds peers only from tickets and
+// peer exchange. It is hostkit.Discovery.
+type Discovery = hostkit.Discovery
 
-// relaySourceEvery is the least time between two calls of the relay source
-// by AutoRelay; relaySourceWindow is how long one call keeps looking in the
-// DHT's routing table for relays (every relayPoll).
+// DHTMode says whether a peer answers DHT queries.
+type DHTMode = hostkit.DHTMode
+
+// The DHT modes (Discovery.DHT).
 const (
-	relaySourceEvery  = 10 * time.Second
-	relaySourceWindow = time.Minute
-	relayPoll         = 500 * time.Millisecond
+	// DHTOff runs no DHT.
+	DHTOff = hostkit.DHTOff
+	// DHTClient queries and announces but answers no query (peers behind NAT).
+	DHTClient = hostkit.DHTClient
+	// DHTServer also stores records and answers queries (public peers, relays).
+	DHTServer = hostkit.DHTServer
+	// DHTAuto is a client until AutoNAT finds the host reachable, then a server.
+	DHTAuto = hostkit.DHTAuto
 )
 
-// relaySource is AutoRelay's peer source: the static relays, then, with a
-// DHT, the peers of its routing table that offer the relay hop protocol.
-type relaySource struct {
-	static []AddrInfo
-	dht    bool
+// DHTPrefix is the protocol prefix of this tool's own (private) Kademlia DHT:
+// its peers speak /reconcile/kad/1.0.0 and never meet the public IPFS DHT.
+const DHTPrefix = hostkit.DHTPrefix
 
-	mu   sync.Mutex
-	kd   *dht.IpfsDHT
-	log  *slog.Logger
-	told map[lpeer.ID]bool // DHT relays logged once
-}
+// AminoPrefix is the protocol prefix of the public IPFS Amino DHT.
+const AminoPrefix = hostkit.AminoPrefix
 
-// setDHT gives the source the running DHT (startExt).
-func (rs *relaySource) setDHT(kd *dht.IpfsDHT, log *slog.Logger) {
-	rs.mu.Lock()
-	rs.kd, rs.log = kd, log
-	rs.mu.Unlock()
-}
+// MDNSService is the mDNS service name peers of this tool announce on a LAN.
+const MDNSService = hostkit.MDNSService
 
-// peers is an autorelay.PeerSource: it sends at most num candidates, the
-// static relays first, then relays found through the DHT as they turn up
-// in its routing table, for relaySourceWindow at most.
-func (rs *relaySource) peers(ctx context.Context, num int) <-chan lpeer.AddrInfo {
-	out := make(chan lpeer.AddrInfo, max(num, 0))
-	go func() {
-		defer close(out)
-		sent := make(map[lpeer.ID]bool)
-		send := func(ai AddrInfo) bool {
-			if sent[ai.ID] {
-				return true
-			}
-			if len(sent) >= num {
-				return false
-			}
-			sent[ai.ID] = true
-			select {
-			case out <- ai:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+// WithDiscovery sets how New's peer discovers others (New only). Default:
+// the zero Discovery (none).
+func WithDiscovery(d Discovery) Option {
+	return func(c *config) error {
+		if d.Reannounce < 0 {
+			return errors.New("peer: negative re-announce period")
 		}
-		for _, ai := range rs.static {
-			if !send(ai) {
-				return
-			}
+		if d.Reannounce == 0 {
+			d.Reannounce = time.Hour
 		}
-		if !rs.dht {
-			return
-		}
-		window := time.NewTimer(relaySourceWindow)
-		defer window.Stop()
-		poll := time.NewTicker(relayPoll)
-		defer poll.Stop()
-		for {
-			for _, ai := range rs.fromDHT() {
-				if !sent[ai.ID] {
-					rs.note(ai.ID)
-				}
-				if !send(ai) {
-					return
-				}
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-window.C:
-				return
-			case <-poll.C:
-			}
-		}
-	}()
-	return out
-}
-
-// fromDHT are the peers of the DHT's routing table that offer the relay hop
-// protocol, with their direct addresses.
-func (rs *relaySource) fromDHT() []AddrInfo {
-	rs.mu.Lock()
-	kd := rs.kd
-	rs.mu.Unlock()
-	if kd == nil {
+		c.ext().disc = d
+		c.hostOpts = true
 		return nil
 	}
-	return relaysIn(kd.Host(), kd.RoutingTable().ListPeers())
 }
 
-// relaysIn are those of ids that offer the circuit relay v2 hop protocol
-// (as identify told h), with their direct addresses.
-func relaysIn(h host.Host, ids []lpeer.ID) []AddrInfo {
-	var out []AddrInfo
-	for _, id := range ids {
-		if id == h.ID() {
-			continue
-		}
-		if ps, err := h.Peerstore().SupportsProtocols(id, circuitproto.ProtoIDv2Hop); err != nil || len(ps) == 0 {
-			continue
-		}
-		var addrs []ma.Multiaddr
-		for _, a := range h.Peerstore().Addrs(id) {
-			if !isRelayed(a) {
-				addrs = append(addrs, a)
-			}
-		}
-		if len(addrs) > 0 {
-			out = append(out, AddrInfo{ID: id, Addrs: addrs})
-		}
-	}
-	return out
-}
+// RootCID is the CID under which root is announced in the DHT: CID v1, raw
+// codec, with the blake3 multihash of the root id (the root id is the blake3
+// hash of the manifest). It is hostkit.RootCID.
+func RootCID(root chunker.ID) cid.Cid { return hostkit.RootCID(root) }
 
-// note logs, once per relay, that the DHT offered it.
-func (rs *relaySource) note(id lpeer.ID) {
-	rs.mu.Lock()
-	defer rs.mu.Unlock()
-	if rs.told == nil {
-		rs.told = make(map[lpeer.ID]bool)
-	}
-	if rs.told[id] || rs.log == nil || len(rs.told) > 64 {
-		return
-	}
-	rs.told[id] = true
-	rs.log.Info("relay candidate found through the DHT", "relay", id)
-}
-
-// logRelayAddrs logs the host's relay addresses each time AutoRelay changes
-// them, until the service closes.
-func (p *Peer) logRelayAddrs() {
-	sub, err := p.h.EventBus().Subscribe(new(event.EvtAutoRelayAddrsUpdated))
-	if err != nil {
-		return
-	}
-	go func() {
-		defer sub.Close()
-		for {
-			select {
-			case <-p.ctx.Done():
-				return
-			case e, ok := <-sub.Out():
-				if !ok {
-					return
-				}
-				p.log.Info("relay addresses", "addrs", e.(event.EvtAutoRelayAddrsUpdated).RelayAddrs)
-			}
-		}
-	}()
-}
-
-var treatMu sync.Mutex
-
-// treatAsPublic removes the ranges within any of ps from manet's private
-// and unroutable IPv4 ranges.
-func treatAsPublic(ps []netip.Prefix) {
-	if len(ps) == 0 {
-		return
-	}
-	treatMu.Lock()
-	defer treatMu.Unlock()
-	within := func(n *net.IPNet) bool {
-		a, ok := netip.AddrFromSlice(n.IP)
-		if !ok {
-			return false
-		}
-		ones, _ := n.Mask.Size()
-		for _, p := range ps {
-			if p.Contains(a.Unmap()) && ones >= p.Bits() {
-				return true
-			}
-		}
-		return false
-	}
-	keep := func(nets []*net.IPNet) []*net.IPNet {
-		out := make([]*net.IPNet, 0, len(nets))
-		for _, n := range nets {
-			if !within(n) {
-				out = append(out, n)
-			}
-		}
-		return out
-	}
-	manet.Private4 = keep(manet.Private4)
-	manet.Unroutable4 = keep(manet.Unroutable4)
-}
+// The paths a fetch's blocks took from a peer (PeerShare.Path).
+const (
+	// PathDirect is a direct connection that was never relayed.
+	PathDirect = hostkit.PathDirect
+	// PathHolePunched is a direct connection to a peer first reached through
+	// a relay (DCUtR hole punching upgraded it).
+	PathHolePunched = hostkit.PathHolePunched
+	// PathRelayed is a circuit relay v2 connection only.
+	PathRelayed = hostkit.PathRelayed
+)

@@ -109,7 +109,7 @@ func (f *fetch) summary() *Summary {
 	for _, sh := range f.shares {
 		s.Peers = append(s.Peers, *sh)
 	}
-	f.notePaths(s.Peers) // peer/paths.go
+	f.notePaths(s.Peers) // peer/host.go
 	sort.Slice(s.Peers, func(i, j int) bool {
 		if s.Peers[i].Bytes != s.Peers[j].Bytes {
 			return s.Peers[i].Bytes > s.Peers[j].Bytes

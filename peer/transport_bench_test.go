@@ -15,6 +15,7 @@ import (
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 )
 
 // BenchmarkTransports moves 64 MiB over one stream between two hosts of this
@@ -107,7 +108,7 @@ func BenchmarkDialRanker(b *testing.B) {
 	for _, rk := range []struct {
 		name   string
 		ranker network.DialRanker
-	}{{"libp2p-default", swarm.DefaultDialRanker}, {"tcp-first", tcpFirst}} {
+	}{{"libp2p-default", swarm.DefaultDialRanker}, {"tcp-first", hostkit.TCPFirst}} {
 		b.Run(rk.name, func(b *testing.B) {
 			opts := []Option{WithListenAddrs("/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"),
 				func(c *config) error { c.dialRanker = rk.ranker; return nil }}

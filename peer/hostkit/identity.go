@@ -1,4 +1,4 @@
-package peer
+package hostkit
 
 import (
 	"crypto/rand"
@@ -15,6 +15,10 @@ import (
 // under 100 bytes, so anything larger is not a key file.
 const maxKeyFileSize = 4 << 10
 
+// ErrKeyPermissions means an identity key file can be read or written by
+// users other than its owner.
+var ErrKeyPermissions = errors.New("hostkit: identity key file is not private")
+
 // LoadOrCreateKey returns the identity key stored at path, creating a new Ed25519
 // key there (mode 0600, written atomically) when the file does not exist.
 //
@@ -29,25 +33,25 @@ func LoadOrCreateKey(path string) (crypto.PrivKey, error) {
 			return nil, fmt.Errorf("%w: %s has mode %v; run chmod 600 %s", ErrKeyPermissions, path, fi.Mode().Perm(), path)
 		}
 		if fi.Size() > maxKeyFileSize {
-			return nil, fmt.Errorf("peer: key file %s: %d bytes is not a key", path, fi.Size())
+			return nil, fmt.Errorf("hostkit: key file %s: %d bytes is not a key", path, fi.Size())
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("peer: read key: %w", err)
+			return nil, fmt.Errorf("hostkit: read key: %w", err)
 		}
 		k, err := crypto.UnmarshalPrivateKey(data)
 		if err != nil {
-			return nil, fmt.Errorf("peer: key file %s: %w", path, err)
+			return nil, fmt.Errorf("hostkit: key file %s: %w", path, err)
 		}
 		return k, nil
 	case errors.Is(err, fs.ErrNotExist):
 		k, _, err := crypto.GenerateEd25519Key(rand.Reader)
 		if err != nil {
-			return nil, fmt.Errorf("peer: generate key: %w", err)
+			return nil, fmt.Errorf("hostkit: generate key: %w", err)
 		}
 		data, err := crypto.MarshalPrivateKey(k)
 		if err != nil {
-			return nil, fmt.Errorf("peer: marshal key: %w", err)
+			return nil, fmt.Errorf("hostkit: marshal key: %w", err)
 		}
 		if err := writeKeyFile(path, data); err != nil {
 			if errors.Is(err, fs.ErrExist) {
@@ -58,7 +62,7 @@ func LoadOrCreateKey(path string) (crypto.PrivKey, error) {
 		}
 		return k, nil
 	default:
-		return nil, fmt.Errorf("peer: key file: %w", err)
+		return nil, fmt.Errorf("hostkit: key file: %w", err)
 	}
 }
 
@@ -68,33 +72,33 @@ func LoadOrCreateKey(path string) (crypto.PrivKey, error) {
 func writeKeyFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("peer: key directory: %w", err)
+		return fmt.Errorf("hostkit: key directory: %w", err)
 	}
 	f, err := os.CreateTemp(dir, ".key-*")
 	if err != nil {
-		return fmt.Errorf("peer: create key: %w", err)
+		return fmt.Errorf("hostkit: create key: %w", err)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
 	if err := f.Chmod(0o600); err != nil {
 		f.Close()
-		return fmt.Errorf("peer: create key: %w", err)
+		return fmt.Errorf("hostkit: create key: %w", err)
 	}
 	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fmt.Errorf("peer: write key: %w", err)
+		return fmt.Errorf("hostkit: write key: %w", err)
 	}
 	if err := f.Sync(); err != nil {
 		f.Close()
-		return fmt.Errorf("peer: write key: %w", err)
+		return fmt.Errorf("hostkit: write key: %w", err)
 	}
 	if err := f.Close(); err != nil {
-		return fmt.Errorf("peer: write key: %w", err)
+		return fmt.Errorf("hostkit: write key: %w", err)
 	}
 	// Link fails if path exists, so two processes racing to create the key
 	// agree on one of them.
 	if err := os.Link(tmp, path); err != nil {
-		return fmt.Errorf("peer: install key: %w", err)
+		return fmt.Errorf("hostkit: install key: %w", err)
 	}
 	return nil
 }

@@ -1,9 +1,10 @@
-package peer
+package hostkit
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 	mh "github.com/multiformats/go-multihash"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // DHTPrefix is the protocol prefix of this tool's own (private) Kademlia DHT:
@@ -45,58 +47,25 @@ const (
 	DHTAuto
 )
 
-// Discovery chooses how New's peer finds others by content (see the package
-// doc, "Discovery"). The zero Discovery finds peers only from tickets and
-// peer exchange.
+// Discovery chooses how a Host finds others by content (StartDiscovery). The
+// zero Discovery runs neither a DHT nor mDNS.
 type Discovery struct {
 	// DHT runs a Kademlia DHT (go-libp2p-kad-dht) in this mode. Every
-	// served root is announced as a provider record (CID v1, raw codec,
-	// blake3 multihash of the root) and announced again every Reannounce; a
-	// fetch looks up providers of its root.
+	// root StartDiscovery's callback names is announced as a provider
+	// record (RootCID) and announced again every Reannounce; Providers
+	// looks them up.
 	DHT DHTMode
 	// Amino joins the public IPFS Amino DHT (prefix /ipfs, its bootstrap
 	// peers unless Bootstrap is set) instead of the private /reconcile one.
 	Amino bool
 	// Bootstrap are the DHT peers dialled first.
-	Bootstrap []AddrInfo
+	Bootstrap []lpeer.AddrInfo
 	// Reannounce is the period of provider announcements. Default 1 hour
 	// (records live 48 hours on servers).
 	Reannounce time.Duration
 	// MDNS announces this peer on the LAN and connects to the peers of this
-	// tool found there; a fetch takes them as sources.
+	// tool found there (LANPeers).
 	MDNS bool
-}
-
-// WithDiscovery sets how New's peer discovers others (New only). Default:
-// the zero Discovery (none).
-func WithDiscovery(d Discovery) Option {
-	return func(c *config) error {
-		if d.Reannounce < 0 {
-			return errors.New("peer: negative re-announce period")
-		}
-		if d.Reannounce == 0 {
-			d.Reannounce = time.Hour
-		}
-		c.ext().disc = d
-		c.hostOpts = true
-		return nil
-	}
-}
-
-// extConfig is the configuration of reachability and discovery, and the
-// running discovery of a peer New built.
-type extConfig struct {
-	reach Reach
-	disc  Discovery
-	run   *discovery
-	paths *pathTracker
-}
-
-func (c *config) ext() *extConfig {
-	if c.x == nil {
-		c.x = &extConfig{}
-	}
-	return c.x
 }
 
 // RootCID is the CID under which root is announced in the DHT: CID v1, raw
@@ -110,12 +79,17 @@ func RootCID(root chunker.ID) cid.Cid {
 	return cid.NewCidV1(cid.Raw, m)
 }
 
-// discovery is the running DHT and mDNS of a peer.
+// discovery is the running DHT and mDNS of a host.
 type discovery struct {
-	s    *Service
-	dht  *dht.IpfsDHT
-	mdns interface{ Close() error }
-	d    Discovery
+	clk      clock.Clock
+	h        host.Host
+	ctx      context.Context // ends the loops and dials
+	cancel   context.CancelFunc
+	log      *slog.Logger
+	announce func() []chunker.ID
+	dht      *dht.IpfsDHT
+	mdns     interface{ Close() error }
+	d        Discovery
 
 	mu        sync.Mutex
 	announced map[chunker.ID]time.Time
@@ -126,9 +100,87 @@ type discovery struct {
 	wg        sync.WaitGroup
 }
 
-// startDiscovery starts the DHT and mDNS of s as d says.
-func startDiscovery(s *Service, h host.Host, d Discovery) (*discovery, error) {
-	ds := &discovery{s: s, d: d, announced: make(map[chunker.ID]time.Time), withRelay: make(map[chunker.ID]bool), local: make(map[chunker.ID]bool), lan: make(map[lpeer.ID]struct{}), dialing: make(map[lpeer.ID]struct{})}
+// StartDiscovery starts the DHT and mDNS that the host's Config.Discovery
+// asks for, if any, and gives AutoRelay the DHT to find relays in
+// (Reach.DHTRelays). Their loops and dials run until ctx is done or the
+// host closes; Close closes them.
+//
+// announce, called every second, returns the roots the DHT is to announce
+// as provider records (RootCID): those the caller serves and holds a block
+// of (a fetch that holds none yet has nothing to offer). It must be safe
+// for concurrent use; nil announces nothing. Each root is announced once,
+// again every Discovery.Reannounce, and again once the host has a relay
+// address if it had none when it announced (the record then carries an
+// address peers behind other NATs can dial).
+//
+// StartDiscovery may be called once.
+func (h *Host) StartDiscovery(ctx context.Context, announce func() []chunker.ID) error {
+	d := h.cfg.Discovery
+	if d.DHT == DHTOff && !d.MDNS {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.disc != nil {
+		return errors.New("hostkit: discovery started twice")
+	}
+	if h.ctx.Err() != nil {
+		return errors.New("hostkit: start discovery: host closed")
+	}
+	if d.Reannounce == 0 {
+		d.Reannounce = time.Hour
+	}
+	if announce == nil {
+		announce = func() []chunker.ID { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	context.AfterFunc(h.ctx, cancel) // Close ends the loops too
+	ds, err := startDiscovery(ctx, cancel, h.Host, d, announce, h.log, h.cfg.Clock)
+	if err != nil {
+		return err
+	}
+	h.disc = ds
+	if ds.dht != nil {
+		h.src.setDHT(ds.dht, h.log) // AutoRelay takes relays from the DHT
+	}
+	return nil
+}
+
+// discovering is the running discovery, nil if none.
+func (h *Host) discovering() *discovery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.disc
+}
+
+// Discovers says whether the host runs a DHT or mDNS (StartDiscovery).
+func (h *Host) Discovers() bool { return h.discovering() != nil }
+
+// DHT returns the host's Kademlia DHT, nil if it runs none.
+func (h *Host) DHT() *dht.IpfsDHT {
+	if ds := h.discovering(); ds != nil {
+		return ds.dht
+	}
+	return nil
+}
+
+// Providers looks up providers of root in the DHT and sends each one but
+// this host to found, until ctx is done or the lookup ends. Without a DHT
+// it returns at once.
+func (h *Host) Providers(ctx context.Context, root chunker.ID, found func(lpeer.AddrInfo)) {
+	h.discovering().providers(ctx, root, found)
+}
+
+// LANPeers are the peers found on the LAN (Discovery.MDNS) and connected to
+// so far.
+func (h *Host) LANPeers() []lpeer.ID {
+	return h.discovering().lanPeers()
+}
+
+// startDiscovery starts the DHT and mDNS of h as d says, until ctx is
+// done; cancel cancels ctx (it is called on failure, and by close).
+func startDiscovery(ctx context.Context, cancel context.CancelFunc, h host.Host, d Discovery, announce func() []chunker.ID, log *slog.Logger, clk clock.Clock) (*discovery, error) {
+	ds := &discovery{clk: clk, h: h, ctx: ctx, cancel: cancel, log: log, announce: announce, d: d, announced: make(map[chunker.ID]time.Time), withRelay: make(map[chunker.ID]bool), local: make(map[chunker.ID]bool), lan: make(map[lpeer.ID]struct{}), dialing: make(map[lpeer.ID]struct{})}
 	if d.DHT != DHTOff {
 		opts := []dht.Option{dht.ProtocolPrefix(DHTPrefix)}
 		boot := d.Bootstrap
@@ -152,22 +204,24 @@ func startDiscovery(s *Service, h host.Host, d Discovery) (*discovery, error) {
 		}
 		kd, err := dht.New(h, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("peer: start DHT: %w", err)
+			cancel()
+			return nil, fmt.Errorf("hostkit: start DHT: %w", err)
 		}
 		ds.dht = kd
 		for _, ai := range boot {
 			ai := ai
 			go func() {
-				ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
+				ctx, cancel := clock.WithTimeout(ctx, ds.clk, 10*time.Second)
 				defer cancel()
 				if err := h.Connect(ctx, ai); err != nil {
-					s.log.Info("bootstrap peer unreachable", "peer", ai.ID, "err", err)
+					log.Info("bootstrap peer unreachable", "peer", ai.ID, "err", err)
 				}
 			}()
 		}
-		if err := kd.Bootstrap(s.ctx); err != nil {
+		if err := kd.Bootstrap(ctx); err != nil {
+			cancel()
 			kd.Close()
-			return nil, fmt.Errorf("peer: bootstrap DHT: %w", err)
+			return nil, fmt.Errorf("hostkit: bootstrap DHT: %w", err)
 		}
 		ds.wg.Add(1)
 		go ds.announceLoop()
@@ -176,14 +230,17 @@ func startDiscovery(s *Service, h host.Host, d Discovery) (*discovery, error) {
 		m := mdns.NewMdnsService(h, MDNSService, (*lanNotifee)(ds))
 		if err := m.Start(); err != nil {
 			ds.close()
-			return nil, fmt.Errorf("peer: start mDNS: %w", err)
+			return nil, fmt.Errorf("hostkit: start mDNS: %w", err)
 		}
 		ds.mdns = m
 	}
 	return ds, nil
 }
 
+// close ends the loops and dials, closes mDNS and the DHT and waits for
+// the announce loop.
 func (ds *discovery) close() error {
+	ds.cancel()
 	var err error
 	if ds.mdns != nil {
 		err = ds.mdns.Close()
@@ -195,35 +252,25 @@ func (ds *discovery) close() error {
 	return err
 }
 
-// announceLoop announces every served root once this peer holds a block of
-// it (polling each second), again every Reannounce, and again once the peer
-// has a relay address if it had none when it announced (the record then
-// carries an address peers behind other NATs can dial), until the service
-// closes.
+// announceLoop announces every root ds.announce returns (polling each
+// second), again every Reannounce, and again once the host has a relay
+// address if it had none when it announced (the record then carries an
+// address peers behind other NATs can dial), until ds.ctx is done.
 func (ds *discovery) announceLoop() {
 	defer ds.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := ds.clk.NewTicker(time.Second)
 	defer t.Stop()
 	for {
-		ds.s.mu.Lock()
-		roots := make([]chunker.ID, 0, len(ds.s.contents))
-		for id := range ds.s.contents {
-			roots = append(roots, id)
-		}
-		ds.s.mu.Unlock()
-		for _, r := range roots {
-			relayed := hasRelayAddr(ds.s.h.Addrs())
+		for _, r := range ds.announce() {
+			relayed := hasRelayAddr(ds.h.Addrs())
 			ds.mu.Lock()
 			last, ok := ds.announced[r]
 			gained := relayed && !ds.withRelay[r]
 			ds.mu.Unlock()
-			if ok && time.Since(last) < ds.d.Reannounce && !gained {
+			if ok && ds.clk.Since(last) < ds.d.Reannounce && !gained {
 				// Announced, and not since gaining a relay address (the
 				// record's addresses may be all the others can dial).
 				continue
-			}
-			if held, _, _ := ds.s.Held(r); held == 0 {
-				continue // a fetch that holds no block yet has nothing to offer
 			}
 			if len(ds.dht.RoutingTable().ListPeers()) == 0 {
 				// Nobody to tell yet: keep the record in this peer's own
@@ -232,23 +279,23 @@ func (ds *discovery) announceLoop() {
 				ds.provideLocally(r)
 				continue
 			}
-			ctx, cancel := context.WithTimeout(ds.s.ctx, 30*time.Second)
+			ctx, cancel := clock.WithTimeout(ds.ctx, ds.clk, 30*time.Second)
 			err := ds.dht.Provide(ctx, RootCID(r), true)
 			cancel()
 			if err != nil {
-				ds.s.log.Info("announce root", "root", r, "err", err)
+				ds.log.Info("announce root", "root", r, "err", err)
 				continue
 			}
-			ds.s.log.Info("announced root in the DHT", "root", r)
+			ds.log.Info("announced root in the DHT", "root", r)
 			ds.mu.Lock()
-			ds.announced[r] = time.Now()
+			ds.announced[r] = ds.clk.Now()
 			ds.withRelay[r] = relayed
 			ds.mu.Unlock()
 		}
 		select {
-		case <-ds.s.ctx.Done():
+		case <-ds.ctx.Done():
 			return
-		case <-t.C:
+		case <-t.Chan():
 		}
 	}
 }
@@ -256,7 +303,7 @@ func (ds *discovery) announceLoop() {
 // hasRelayAddr says whether addrs hold a circuit relay address.
 func hasRelayAddr(addrs []ma.Multiaddr) bool {
 	for _, a := range addrs {
-		if isRelayed(a) {
+		if IsRelayed(a) {
 			return true
 		}
 	}
@@ -273,27 +320,27 @@ func (ds *discovery) provideLocally(root chunker.ID) {
 	if done {
 		return
 	}
-	self := lpeer.AddrInfo{ID: ds.s.h.ID(), Addrs: ds.s.h.Addrs()}
-	if err := ds.dht.ProviderStore().AddProvider(ds.s.ctx, RootCID(root).Hash(), self); err != nil {
-		ds.s.log.Info("store own provider record", "root", root, "err", err)
+	self := lpeer.AddrInfo{ID: ds.h.ID(), Addrs: ds.h.Addrs()}
+	if err := ds.dht.ProviderStore().AddProvider(ds.ctx, RootCID(root).Hash(), self); err != nil {
+		ds.log.Info("store own provider record", "root", root, "err", err)
 	}
 }
 
-// providers looks up providers of root in the DHT and sends each one with
-// addresses to found, until ctx is done or the lookup ends.
-func (ds *discovery) providers(ctx context.Context, root chunker.ID, found func(AddrInfo)) {
+// providers looks up providers of root in the DHT and sends each one to
+// found, until ctx is done or the lookup ends.
+func (ds *discovery) providers(ctx context.Context, root chunker.ID, found func(lpeer.AddrInfo)) {
 	if ds == nil || ds.dht == nil {
 		return
 	}
 	for ai := range ds.dht.FindProvidersAsync(ctx, RootCID(root), 0) {
-		if ai.ID == ds.s.h.ID() {
+		if ai.ID == ds.h.ID() {
 			continue
 		}
 		found(ai)
 	}
 }
 
-// lanPeers are the peers found on the LAN so far.
+// lanPeers are the peers found on the LAN and connected to so far.
 func (ds *discovery) lanPeers() []lpeer.ID {
 	if ds == nil {
 		return nil
@@ -327,12 +374,12 @@ const (
 // made), and a failed dial is tried again after a random pause.
 func (n *lanNotifee) HandlePeerFound(ai lpeer.AddrInfo) {
 	ds := (*discovery)(n)
-	self := ds.s.h.ID()
+	self := ds.h.ID()
 	if ai.ID == self {
 		return
 	}
 	ds.mu.Lock()
-	if _, busy := ds.dialing[ai.ID]; busy || len(ds.dialing) >= maxSwarm {
+	if _, busy := ds.dialing[ai.ID]; busy || len(ds.dialing) >= maxPeers {
 		ds.mu.Unlock()
 		return
 	}
@@ -345,12 +392,12 @@ func (n *lanNotifee) HandlePeerFound(ai lpeer.AddrInfo) {
 			ds.mu.Unlock()
 		}()
 		pause := func(d time.Duration) bool {
-			t := time.NewTimer(d)
+			t := ds.clk.NewTimer(d)
 			defer t.Stop()
 			select {
-			case <-ds.s.ctx.Done():
+			case <-ds.ctx.Done():
 				return false
-			case <-t.C:
+			case <-t.Chan():
 				return true
 			}
 		}
@@ -362,69 +409,20 @@ func (n *lanNotifee) HandlePeerFound(ai lpeer.AddrInfo) {
 			if try > 0 && !pause(time.Duration(rand.Int64N(int64(lanRetryPause)))) {
 				return
 			}
-			ctx, cancel := context.WithTimeout(ds.s.ctx, 10*time.Second)
-			err = ds.s.h.Connect(ctx, ai)
+			ctx, cancel := clock.WithTimeout(ds.ctx, ds.clk, 10*time.Second)
+			err = ds.h.Connect(ctx, ai)
 			cancel()
 			if err == nil {
-				ds.s.log.Info("found LAN peer", "peer", ai.ID)
+				ds.log.Info("found LAN peer", "peer", ai.ID)
 				ds.mu.Lock()
 				ds.lan[ai.ID] = struct{}{}
 				ds.mu.Unlock()
 				return
 			}
-			if sw, ok := ds.s.h.Network().(interface{ Backoff() *swarm.DialBackoff }); ok {
+			if sw, ok := ds.h.Network().(interface{ Backoff() *swarm.DialBackoff }); ok {
 				sw.Backoff().Clear(ai.ID) // the next try dials at once
 			}
 		}
-		ds.s.log.Info("LAN peer unreachable", "peer", ai.ID, "err", err)
+		ds.log.Info("LAN peer unreachable", "peer", ai.ID, "err", err)
 	}()
-}
-
-// discoveryOf is the running discovery of s, nil if none.
-func (s *Service) discoveryOf() *discovery {
-	if s.cfg.x == nil {
-		return nil
-	}
-	return s.cfg.x.run
-}
-
-// DHT returns the peer's Kademlia DHT, nil if it runs none (WithDiscovery).
-func (s *Service) DHT() *dht.IpfsDHT {
-	if ds := s.discoveryOf(); ds != nil {
-		return ds.dht
-	}
-	return nil
-}
-
-// startExt starts what WithReach and WithDiscovery ask for beside the
-// service: the path tracker, the DHT and mDNS.
-func (p *Peer) startExt() error {
-	x := p.cfg.x
-	if x == nil {
-		return nil
-	}
-	x.paths = newPathTracker(p.h.Network())
-	if x.reach.RelayClient {
-		p.logRelayAddrs()
-	}
-	if x.disc.DHT == DHTOff && !x.disc.MDNS {
-		return nil
-	}
-	ds, err := startDiscovery(p.Service, p.h, x.disc)
-	if err != nil {
-		return err
-	}
-	x.run = ds
-	if x.reach.src != nil && ds.dht != nil {
-		x.reach.src.setDHT(ds.dht, p.log) // AutoRelay takes relays from the DHT
-	}
-	return nil
-}
-
-// stopExt stops the DHT and mDNS.
-func (p *Peer) stopExt() error {
-	if p.cfg.x == nil || p.cfg.x.run == nil {
-		return nil
-	}
-	return p.cfg.x.run.close()
 }

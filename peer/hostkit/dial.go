@@ -1,4 +1,4 @@
-package peer
+package hostkit
 
 import (
 	"slices"
@@ -9,15 +9,16 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 )
 
-// tcpFirst is the dial ranker of the hosts New makes: libp2p's default
-// ranking (happy eyeballs between IPv4 and IPv6, private addresses first),
-// but with a peer's TCP addresses ahead of its QUIC ones, which are dialed
-// only if no TCP dial has succeeded after quicAfterTCP. libp2p's own ranking
-// does the opposite, and a fetch then moves its blocks over quic-go, which
-// reaches a fraction of TCP's throughput here (about 0.3 times on loopback,
-// see BenchmarkDialRanker and BenchmarkTransports). A peer with QUIC
-// addresses only is dialed over QUIC at once.
-func tcpFirst(addrs []ma.Multiaddr) []network.AddrDelay {
+// TCPFirst is the dial ranker of the hosts New makes (unless
+// Config.DialRanker says otherwise): libp2p's default ranking (happy
+// eyeballs between IPv4 and IPv6, private addresses first), but with a
+// peer's TCP addresses ahead of its QUIC ones, which are dialed only if no
+// TCP dial has succeeded after quicAfterTCP. libp2p's own ranking does the
+// opposite, and a fetch then moves its blocks over quic-go, which reaches a
+// fraction of TCP's throughput here (about 0.3 times on loopback, see
+// package peer's BenchmarkDialRanker and BenchmarkTransports). A peer with
+// QUIC addresses only is dialed over QUIC at once.
+func TCPFirst(addrs []ma.Multiaddr) []network.AddrDelay {
 	isTCP := func(a ma.Multiaddr) bool {
 		_, err := a.ValueForProtocol(ma.P_TCP)
 		return err == nil

@@ -1,4 +1,4 @@
-package peer
+package hostkit
 
 import (
 	"testing"
@@ -30,7 +30,7 @@ func TestTCPFirst(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got := tcpFirst(tc.addrs)
+			got := TCPFirst(tc.addrs)
 			if len(got) != len(tc.addrs) {
 				t.Fatalf("ranked %d of %d addresses: %v", len(got), len(tc.addrs), got)
 			}
@@ -50,4 +50,9 @@ func TestTCPFirst(t *testing.T) {
 			}
 		})
 	}
+}
+
+func isQUIC(a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_QUIC_V1)
+	return err == nil
 }
