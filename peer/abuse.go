@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	"github.com/libp2p/go-libp2p/core/protocol"
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
 )
@@ -26,19 +25,6 @@ const (
 	maxScored       = admit.MaxKeys
 )
 
-// strike adds w points to the abuse score of c's remote peer and bans it
-// when the score reaches banScore.
-func (p *Service) strike(c network.Conn, w float64, why string) {
-	id := c.RemotePeer()
-	p.mu.Lock()
-	ban := p.scores.Strike(id, w, p.clk.Now())
-	p.mu.Unlock()
-	if ban {
-		p.log.Warn("banned abusive peer", "peer", id, "for", banFor, "last", why)
-		p.ban(id)
-	}
-}
-
 // alreadyDone is a context that has ended: acquiring a share with it takes
 // room only if there is some (or may be made) at once.
 var alreadyDone = func() context.Context {
@@ -47,43 +33,7 @@ var alreadyDone = func() context.Context {
 	return ctx
 }()
 
-// admit takes a share of the inbound streams of s's protocol for s's peer
-// (see fairPool): over all peers at most Limits.Streams streams of each
-// protocol are served, one peer holds at most Limits.StreamsPerPeer of
-// them, and when they are all taken a peer under its fair share gets one
-// by resetting the oldest stream of the peer that holds the most.
-func (p *Service) admit(s network.Stream) (*admit.Holding, error) {
-	key := shareKey(s.Conn())
-	pool := p.streamPool(s.Protocol())
-	if isPeerKey(key) && pool.UsedBy(key) >= int64(p.cfg.limits.StreamsPerPeer) {
-		return nil, fmt.Errorf("%w: the peer holds its %d streams", ErrBusy, p.cfg.limits.StreamsPerPeer)
-	}
-	return pool.Acquire(alreadyDone, key, 1, func() { s.Reset() })
-}
-
 func isPeerKey(k string) bool { return len(k) > 5 && k[:5] == "peer/" }
-
-// streamPool returns the stream pool of a protocol.
-func (p *Service) streamPool(proto protocol.ID) *admit.FairPool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fp := p.streamPools[proto]
-	if fp == nil {
-		fp = admit.NewFairPool(int64(p.cfg.limits.Streams))
-		p.streamPools[proto] = fp
-	}
-	return fp
-}
-
-// allowFilter reports whether the peer of key may have a reconciliation
-// message of n bytes answered now: each share key may send MaxFilterBytes
-// of messages per second (a burst of twice that), so that a peer sending
-// large filters (with new parameters each time, which the server's caches
-// cannot help with) gets one answered a second, while the small filters of
-// ordinary fetches are never held back.
-func (p *Service) allowFilter(key string, n int) bool {
-	return p.filterRates.Allow(key, n, p.clk.Now())
-}
 
 // Streams opened per second: a remote peer may open streamRate streams of
 // this service's protocols a second (streamBurst at once); each stream
@@ -98,11 +48,6 @@ const (
 	streamBurst   = 128
 	strikeStreams = 2
 )
-
-// allowStream reports whether the remote peer of c may open one more stream.
-func (p *Service) allowStream(c network.Conn) bool {
-	return p.streamRates.Allow(c.RemotePeer().String(), 1, p.clk.Now())
-}
 
 // sweepEvery is how often the service gives back what no peer used lately:
 // filter caches (so the memory a burst of unusual sessions made it build
@@ -129,10 +74,8 @@ func (p *Service) sweep(now time.Time) {
 	for _, c := range p.contents {
 		contents = append(contents, c)
 	}
-	p.scores.Sweep(now)
 	p.mu.Unlock()
-	p.filterRates.Sweep(now)
-	p.streamRates.Sweep(now)
+	p.guard.sweep(now)
 	for _, c := range contents {
 		c.recon.trim()
 		if cb := c.codedSet(); cb != nil {

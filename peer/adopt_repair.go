@@ -72,7 +72,7 @@ func (t *pushTrees) catchUpFailed(parent lpeer.ID, err error) {
 		return
 	}
 	answered := errors.Is(err, ErrRemote) || errors.Is(err, ErrBusy) || errors.Is(err, ErrUnknownRoot)
-	if answered && !t.p.isBanned(parent) {
+	if answered && !t.p.guard.isBanned(parent) {
 		t.mu.Lock()
 		if t.parent[parent] == parentUp {
 			t.behind[parent] = true

@@ -5,14 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // BanFile is the name of the file in a fetch store's state folder
@@ -132,88 +136,96 @@ func banFilePath(st *chunker.Store) string {
 	return filepath.Join(dir, BanFile)
 }
 
-func (f *fetch) banFilePath() string { return banFilePath(f.c.store) }
-
 // removeBanFile removes the ban file of a complete store: no fetch will
 // read it, and the store's state folder goes with its last file
 // (chunker.Store.RemoveState).
-func (p *Service) removeBanFile(st *chunker.Store) {
+func removeBanFile(st *chunker.Store, log *slog.Logger) {
 	path := banFilePath(st)
 	if path == "" || !st.Complete() {
 		return
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		p.log.Warn("could not remove the saved bans", "file", path, "err", err)
+		log.Warn("could not remove the saved bans", "file", path, "err", err)
 	}
 }
 
-// loadBans bans again, on the fetch's service, the peers an earlier fetch
-// on the same store banned, for the rest of their time.
-func (f *fetch) loadBans() {
-	path := f.banFilePath()
-	if path == "" {
-		return
+// banFile is the ban file of a fetch's store: the bans of this fetch and
+// of earlier ones on the same store, so that a resumed fetch does not ask
+// again a peer that sent it corrupt blocks. Safe for concurrent use.
+type banFile struct {
+	path string // "" for a store without a state folder: nothing is kept
+	clk  clock.Clock
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	saved map[lpeer.ID]time.Time
+}
+
+// newBanFile returns the ban file of st.
+func newBanFile(st *chunker.Store, clk clock.Clock, log *slog.Logger) *banFile {
+	return &banFile{path: banFilePath(st), clk: clk, log: log}
+}
+
+// load reads the bans an earlier fetch on the same store saved, those
+// still running, soonest to end first.
+func (b *banFile) load() (ids []lpeer.ID, until map[lpeer.ID]time.Time) {
+	if b.path == "" {
+		return nil, nil
 	}
-	bans, err := readBans(path, f.p.clk.Now())
+	bans, err := readBans(b.path, b.clk.Now())
 	if err != nil {
-		f.p.log.Warn("ignoring the saved bans", "file", path, "err", err)
-		return
+		b.log.Warn("ignoring the saved bans", "file", b.path, "err", err)
+		return nil, nil
 	}
-	f.banMu.Lock()
-	f.saved = bans
-	f.banMu.Unlock()
-	ids := make([]lpeer.ID, 0, len(bans))
+	b.mu.Lock()
+	b.saved = maps.Clone(bans)
+	b.mu.Unlock()
+	ids = make([]lpeer.ID, 0, len(bans))
 	for id := range bans {
 		ids = append(ids, id)
 	}
 	sort.Slice(ids, func(i, j int) bool { return bans[ids[i]].Before(bans[ids[j]]) })
-	for _, id := range ids {
-		until := f.p.banUntil(id, bans[id])
-		f.p.log.Info("peer banned by an earlier fetch", "peer", id, "until", until)
-		f.event(FetchEvent{Kind: FetchPeerStillBanned, Peer: id, Block: -1, Until: until})
-	}
+	return ids, bans
 }
 
-// saveBan records in the ban file that the fetch banned id until then.
-func (f *fetch) saveBan(id lpeer.ID, until time.Time) {
-	path := f.banFilePath()
-	if path == "" {
+// save records that the fetch banned id until then.
+func (b *banFile) save(id lpeer.ID, until time.Time) {
+	if b.path == "" {
 		return
 	}
-	f.banMu.Lock()
-	defer f.banMu.Unlock()
-	if f.saved == nil {
-		f.saved = make(map[lpeer.ID]time.Time)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.saved == nil {
+		b.saved = make(map[lpeer.ID]time.Time)
 	}
-	now := f.p.clk.Now()
-	for k, u := range f.saved {
+	now := b.clk.Now()
+	for k, u := range b.saved {
 		if !u.After(now) {
-			delete(f.saved, k)
+			delete(b.saved, k)
 		}
 	}
-	if len(f.saved) >= maxBanned {
+	if len(b.saved) >= maxBanned {
 		return
 	}
-	f.saved[id] = until
-	if err := writeBans(path, f.saved, now); err != nil {
-		f.p.log.Warn("could not save a ban", "file", path, "peer", id, "err", err)
+	b.saved[id] = until
+	if err := writeBans(b.path, b.saved, now); err != nil {
+		b.log.Warn("could not save a ban", "file", b.path, "peer", id, "err", err)
 	}
 }
 
-// withBansHint adds to err, the fetch's ErrNoPeers, how many peers this
-// fetch and earlier ones on its store banned that stay banned, and where
-// those bans are kept: a user whose seed sent corrupt blocks (a disk error)
-// learns why it is not asked again.
-func (f *fetch) withBansHint(err error) error {
-	path := f.banFilePath()
-	if path == "" {
+// hint adds to err, the fetch's ErrNoPeers, how many peers this fetch and
+// earlier ones on its store banned that stay banned, and where those bans
+// are kept: a user whose seed sent corrupt blocks (a disk error) learns why
+// it is not asked again.
+func (b *banFile) hint(err error) error {
+	if b.path == "" {
 		return err
 	}
-	f.banMu.Lock()
-	defer f.banMu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	n, last := 0, time.Time{}
-	now := f.p.clk.Now()
-	for _, u := range f.saved {
+	now := b.clk.Now()
+	for _, u := range b.saved {
 		if u.After(now) {
 			n++
 			if u.After(last) {
@@ -229,5 +241,5 @@ func (f *fetch) withBansHint(err error) error {
 		peers = fmt.Sprintf("%d peers", n)
 	}
 	return fmt.Errorf("%w; %s banned for misbehaving until %s at the latest (remove %s to trust them again)",
-		err, peers, last.Local().Format("15:04:05"), path)
+		err, peers, last.Local().Format("15:04:05"), b.path)
 }

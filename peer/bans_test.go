@@ -58,8 +58,8 @@ func TestResumeKeepsBans(t *testing.T) {
 			if want := map[bool]int{true: 1, false: 0}[keep]; still != want {
 				t.Errorf("%d peer-still-banned events, want %d", still, want)
 			}
-			if keep && (again != 0 || corrupt != 0 || !second.isBanned(liar.ID())) {
-				t.Errorf("resumed with the bans: the liar was asked for %d blocks, %d corrupt came, banned %v; want none and banned", again, corrupt, second.isBanned(liar.ID()))
+			if keep && (again != 0 || corrupt != 0 || !second.guard.isBanned(liar.ID())) {
+				t.Errorf("resumed with the bans: the liar was asked for %d blocks, %d corrupt came, banned %v; want none and banned", again, corrupt, second.guard.isBanned(liar.ID()))
 			}
 			if !keep && corrupt == 0 {
 				t.Errorf("resumed without the ban file: no corrupt block came (liar asked %d times); the test proves nothing", again)

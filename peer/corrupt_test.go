@@ -133,7 +133,7 @@ func TestCorruptBlockKeepGoing(t *testing.T) {
 	if share == nil || share.Dropped != "" || share.Rejected != 1 || share.Blocks == 0 {
 		t.Fatalf("flaky peer's share %+v: want 1 rejected, blocks sent, not dropped", share)
 	}
-	if fetcher.isBanned(flaky.ID()) {
+	if fetcher.guard.isBanned(flaky.ID()) {
 		t.Error("a peer with one corrupt block was banned")
 	}
 }
@@ -172,7 +172,7 @@ func TestCorruptBlocksBan(t *testing.T) {
 	if want := "corrupt-block corrupt-block corrupt-block peer-banned"; strings.Join(kinds, " ") != want {
 		t.Errorf("events %v, want %s", kinds, want)
 	}
-	if !fetcher.isBanned(liar.ID()) {
+	if !fetcher.guard.isBanned(liar.ID()) {
 		t.Error("the liar is not banned")
 	}
 	for _, ps := range sum.Peers {

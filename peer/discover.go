@@ -13,7 +13,7 @@ import (
 
 // discover asks the sources for other peers of the content every second and
 // downloads from the new ones too (a swarm).
-func (f *fetch) discover() {
+func (f finder) discover() {
 	defer f.wg.Done()
 	t := f.p.clk.NewTicker(time.Second)
 	defer t.Stop()
@@ -54,7 +54,7 @@ func (f *fetch) discover() {
 	}
 }
 
-func (f *fetch) known(id lpeer.ID) bool {
+func (f finder) known(id lpeer.ID) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	_, a := f.sources[id]

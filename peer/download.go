@@ -15,7 +15,8 @@ import (
 )
 
 // unclaim releases blocks of src that did not arrive, for others to fetch.
-func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
+func (w worker) unclaim(idx map[int]struct{}) {
+	f, src := w.fetch, w.src
 	if len(idx) == 0 {
 		return
 	}
@@ -31,7 +32,8 @@ func (f *fetch) unclaim(src *source, idx map[int]struct{}) {
 
 // offer makes the blocks src offered in a reconciliation answer its offers
 // (in place of earlier ones).
-func (f *fetch) offer(src *source, offered []int) error {
+func (w worker) offer(offered []int) error {
+	f, src := w.fetch, w.src
 	// A source offering again blocks it answered as missing before lies in
 	// its filters (a seed whose file changed stops offering the changed
 	// blocks once it has seen the change).
@@ -53,18 +55,19 @@ func (f *fetch) offer(src *source, offered []int) error {
 		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
 	}
 	f.pick.OfferFrom(&src.offers, offered, full)
-	f.seeFromLocked(src, offered)
+	w.seeFromLocked(offered)
 	return nil
 }
 
 // download fetches the blocks src offered (offer, and its watch's haves)
 // over one blocks stream, keeping up to the window requested, until src has
 // nothing left to give.
-func (f *fetch) download(src *source) (err error) {
+func (w worker) download() (err error) {
+	f, src := w.fetch, w.src
 	win := &src.flow
 	win.Max, win.Fixed = f.p.cfg.window, f.p.cfg.fixedWindow
 	inflight := make(map[int]struct{}, win.Max)
-	defer func() { f.unclaim(src, inflight) }()
+	defer func() { w.unclaim(inflight) }()
 	var cs *clientStream
 	var wants *wantWriter
 	defer func() {
@@ -133,7 +136,7 @@ func (f *fetch) download(src *source) (err error) {
 			}
 		}
 		if len(inflight) == 0 {
-			if !f.waitForRoom(src) {
+			if !w.waitForRoom() {
 				return nil
 			}
 			continue
@@ -145,7 +148,7 @@ func (f *fetch) download(src *source) (err error) {
 		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.Timeout(f.p.cfg.stallTimeout, sched.StallMin, others))
 		gaps.Arrived(f.p.clk.Now())
 		if err != nil {
-			if ferr := f.failed(src); ferr != nil {
+			if ferr := w.failed(); ferr != nil {
 				return ferr
 			}
 			if werr := wants.failed(); werr != nil {
@@ -189,7 +192,7 @@ func (f *fetch) download(src *source) (err error) {
 			f.putBuf(fr)
 			return nil
 		}
-		if err := f.failed(src); err != nil {
+		if err := w.failed(); err != nil {
 			return err
 		}
 	}
@@ -211,7 +214,8 @@ const (
 // Without it the download ended its stream and reconciled again, a round
 // and a pause later: with 1 MiB blocks on a busy disk, 3 of 5 fetches of
 // 1 GiB from one seed took 3-6 rounds and 5-8 s instead of 1.4-2 s.
-func (f *fetch) waitForRoom(src *source) bool {
+func (w worker) waitForRoom() bool {
+	f, src := w.fetch, w.src
 	deadline := f.p.clk.Now().Add(roomWait)
 	for waited := false; ; waited = true {
 		f.mu.Lock()
@@ -255,7 +259,7 @@ func (f *fetch) writer() {
 		f.putBuf(job.buf)
 		if errors.Is(err, ErrBadBlock) {
 			if job.src.push {
-				f.refuseParent(job.src.id)
+				pushSink{f}.refuseParent(job.src.id)
 			}
 			f.corrupt(job.src, job.i, err)
 		}
@@ -288,7 +292,7 @@ func (f *fetch) corrupt(src *source, i int, err error) {
 		return
 	}
 	f.event(FetchEvent{Kind: FetchPeerBanned, Peer: src.id, Block: i, Corrupt: n})
-	f.fail(src, &corruptError{n: n, last: i})
+	(worker{f, src}).fail(&corruptError{n: n, last: i})
 }
 
 // corruptError is why a peer that sent too many corrupt blocks was dropped
@@ -371,7 +375,8 @@ func blockRanges(idx []int, max int) string {
 
 // fail marks src as failed with err and aborts its blocks stream, so that its
 // worker drops it.
-func (f *fetch) fail(src *source, err error) {
+func (w worker) fail(err error) {
+	f, src := w.fetch, w.src
 	f.mu.Lock()
 	if src.err == nil {
 		src.err = err
@@ -385,7 +390,8 @@ func (f *fetch) fail(src *source, err error) {
 }
 
 // failed returns the error src was marked with, if any.
-func (f *fetch) failed(src *source) error {
+func (w worker) failed() error {
+	f, src := w.fetch, w.src
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return src.err

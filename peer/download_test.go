@@ -66,7 +66,7 @@ func TestWaitForRoom(t *testing.T) {
 	// Room, and offers nothing can be claimed of now (a source to be
 	// reconciled with again): no wait, and no spin either.
 	src.recheck = true
-	if f.waitForRoom(src) {
+	if (worker{f, src}).waitForRoom() {
 		t.Fatal("waitForRoom: true for a source asked for nothing")
 	}
 	src.recheck = false
@@ -79,7 +79,7 @@ func TestWaitForRoom(t *testing.T) {
 	wait := func(free func()) (bool, time.Duration) {
 		start := fc.Now()
 		done := make(chan bool, 1)
-		go func() { done <- f.waitForRoom(src) }()
+		go func() { done <- (worker{f, src}).waitForRoom() }()
 		for {
 			select {
 			case ok := <-done:
@@ -121,7 +121,7 @@ func TestWaitForRoom(t *testing.T) {
 	}
 	// Nothing more offered: no wait.
 	src.offers.Queue = nil
-	if f.waitForRoom(src) {
+	if (worker{f, src}).waitForRoom() {
 		t.Fatal("waitForRoom: true with nothing offered")
 	}
 }

@@ -43,7 +43,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			st.Close()
 			return nil, err
 		}
-		p.removeBanFile(st)
+		removeBanFile(st, p.log)
 		return p.finishedSummary(st, fc, start), nil
 	}
 	srcs := p.connectAll(ctx, t.Peers, fc.peers, fc.sources)
@@ -150,10 +150,15 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 	if !c.setFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
 	}
-	f.loadBans()
+	ids, until := f.bans.load()
+	for _, id := range ids {
+		u := p.guard.banUntil(id, until[id])
+		p.log.Info("peer banned by an earlier fetch", "peer", id, "until", u)
+		f.event(FetchEvent{Kind: FetchPeerStillBanned, Peer: id, Block: -1, Until: u})
+	}
 	sum, err := f.run(ctx, srcs)
 	c.clearFetch(f)
-	p.removeBanFile(c.store)
+	removeBanFile(c.store, p.log)
 	sum.Out = c.store.Dir()
 	if fp := c.store.FilePath(); fp != "" {
 		sum.Out = fp

@@ -60,10 +60,8 @@ type fetch struct {
 
 	progMu sync.Mutex
 
-	// banMu guards saved, the bans of this fetch and of earlier ones on
-	// its store, kept in its ban file (peer/bans.go).
-	banMu sync.Mutex
-	saved map[lpeer.ID]time.Time
+	// bans is the ban file of its store (peer/bans.go).
+	bans *banFile
 
 	writes    chan writeJob
 	writersWG sync.WaitGroup
@@ -139,6 +137,7 @@ const rotateIdle = 2 * time.Second
 func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 	f := &fetch{
 		p: p, c: c, t: t, fc: fc,
+		bans:    newBanFile(c.store, p.clk, p.log),
 		done:    make(chan struct{}),
 		pick:    sched.NewPicker[lpeer.ID](t.has, max(2, fetchMemory/t.unitSize())),
 		sources: make(map[lpeer.ID]*source),
@@ -148,7 +147,7 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 		pushSrc: make(map[lpeer.ID]*source),
 		wake:    make(chan struct{}),
 	}
-	f.pick.Hold = f.holds
+	f.pick.Hold = pushSink{f}.holds
 	f.pick.SetChoice(fc.choice, nil)
 	if fc.choice == BlockRarestFilters {
 		f.pick.RarityOf = c.tally.Count
@@ -175,7 +174,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.lastLive = f.p.clk.Now()
 	f.lastProgress = f.p.clk.Now()
 	f.lastStored = f.lastProgress
-	f.updateHeld()
+	pushSink{f}.updateHeld()
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
 	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
 	for range min(maxFetchWriters, max(4, (64<<20)/f.t.unitSize())) {
@@ -205,7 +204,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.fillLocked()
 	f.mu.Unlock()
 	f.wg.Add(1)
-	go f.discover()
+	go finder{f}.discover()
 	tick := f.p.clk.NewTicker(100 * time.Millisecond)
 	noPeer := f.fc.noPeer
 	defer tick.Stop()
@@ -219,7 +218,7 @@ loop:
 			err = context.Cause(f.ctx)
 			break loop
 		case <-tick.Chan():
-			f.updateHeld()
+			pushSink{f}.updateHeld()
 			f.mu.Lock()
 			if f.active > 0 {
 				f.lastLive = f.p.clk.Now()
@@ -258,7 +257,7 @@ loop:
 		err = nil
 	}
 	if errors.Is(err, ErrNoPeers) {
-		err = f.withBansHint(err)
+		err = f.bans.hint(err)
 	}
 	return f.summary(), err
 }
@@ -281,7 +280,7 @@ func (f *fetch) addSource(id lpeer.ID) {
 		// A peer that reconciled with this one before the fetch was set
 		// up (the whole swarm starts at once): a watch answers it only
 		// once, so it is kept for when the fetch starts.
-		if _, ok := f.spare[id]; !ok && !f.p.isBanned(id) {
+		if _, ok := f.spare[id]; !ok && !f.p.guard.isBanned(id) {
 			f.spare[id] = time.Time{}
 		}
 		return
@@ -289,7 +288,7 @@ func (f *fetch) addSource(id lpeer.ID) {
 	if _, ok := f.banned[id]; ok {
 		return
 	}
-	if f.p.isBanned(id) {
+	if f.p.guard.isBanned(id) {
 		return
 	}
 	if f.active >= f.p.cfg.maxSources {
@@ -313,12 +312,13 @@ func (f *fetch) startLocked(id lpeer.ID) {
 	f.sources[id] = src
 	f.active++
 	f.wg.Add(1)
-	go f.work(src)
+	go (worker{f, src}).work()
 }
 
 // work reconciles with one source and downloads what it offers, again and
 // again as both sides gain blocks, until the fetch ends or the source fails.
-func (f *fetch) work(src *source) {
+func (w worker) work() {
+	f, src := w.fetch, w.src
 	defer f.wg.Done()
 	// Keep the connection manager from trimming a connection we fetch over.
 	tag := "reconcile-fetch-" + f.c.man.ID().String()[:16]
@@ -354,13 +354,13 @@ func (f *fetch) work(src *source) {
 		if !watched {
 			// No watch: reconcile (again) to learn what the source holds,
 			// and watch it from then on where the method allows.
-			offered, err = f.reconcileWith(src)
+			offered, err = w.reconcileWith()
 			if err == nil {
-				err = f.offer(src, offered)
+				err = w.offer(offered)
 			}
 		}
 		if err == nil {
-			err = f.download(src)
+			err = w.download()
 		}
 		if f.ctx.Err() != nil {
 			return
@@ -383,7 +383,7 @@ func (f *fetch) work(src *source) {
 			f.dropQuietly(src, err.Error())
 			// A parent in the stripe trees that lies so passes on no push
 			// worth waiting for.
-			f.refuseParent(src.id)
+			pushSink{f}.refuseParent(src.id)
 			return
 		case errors.Is(err, ErrBusy):
 			// The peer has no room for us now: ask again after the pause
@@ -485,7 +485,7 @@ func (f *fetch) fillLocked() {
 		if first {
 			return
 		}
-		if _, banned := f.banned[best]; banned || f.p.isBanned(best) {
+		if _, banned := f.banned[best]; banned || f.p.guard.isBanned(best) {
 			delete(f.spare, best)
 			continue
 		}
@@ -511,7 +511,7 @@ func (f *fetch) drop(src *source, err error) {
 		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
 	}
 	f.c.forget(src.id)
-	f.saveBan(src.id, f.p.ban(src.id))
+	f.bans.save(src.id, f.p.guard.ban(src.id))
 }
 
 func (f *fetch) dropQuietly(src *source, why string) {
@@ -532,7 +532,8 @@ func (f *fetch) notify() {
 // reconcileWith runs one reconciliation session with src and returns the
 // offered blocks the fetcher still lacks. With a one-round method it asks
 // for a watch (Hello.Watch) and keeps the stream as src.watch.
-func (f *fetch) reconcileWith(src *source) ([]int, error) {
+func (w worker) reconcileWith() ([]int, error) {
+	f, src := w.fetch, w.src
 	// The stream lives as long as the watch (or the session, without one);
 	// the session itself has 4 idle periods.
 	wctx, wcancel := context.WithCancel(f.ctx)
@@ -560,7 +561,7 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 		cs.stop() // the watch ends it (close or end), or the fetch's end does
 		stop := context.AfterFunc(f.ctx, func() { cs.s.Reset() })
 		cs.stop = func() bool { wcancel(); return stop() }
-		w := f.startWatch(src, cs)
+		w := w.startWatch(cs)
 		f.mu.Lock()
 		src.watch = w
 		f.mu.Unlock()
@@ -595,3 +596,20 @@ func (f *fetch) reconcileWith(src *source) ([]int, error) {
 	}
 	return lacking, nil
 }
+
+// A worker downloads from one source of a fetch (one runs per source): it
+// reconciles with the source, pulls the blocks it offers over one stream,
+// watches it for new blocks, and marks it failed.
+type worker struct {
+	*fetch
+	src *source
+}
+
+// finder is a fetch's search for more sources: the peers its sources know
+// (ProtoPeers), providers in the DHT and peers on the LAN.
+type finder struct{ *fetch }
+
+// pushSink is a fetch's side of the stripe trees: it takes the blocks its
+// parents push, holds back the pulls of the stripes whose pushes come, and
+// refuses a parent that lies.
+type pushSink struct{ *fetch }

@@ -17,14 +17,14 @@ const providerLookupEvery = 10 * time.Second
 // discoverMore starts the fetch's DHT and LAN discovery, if the peer runs
 // any: providers of the root found in the DHT, and peers found on the LAN
 // by mDNS, become sources as they are found.
-func (f *fetch) discoverMore() {
+func (f finder) discoverMore() {
 	ds := f.p.discoveryOf()
 	if ds == nil {
 		return
 	}
 	root := f.c.man.ID()
 	add := func(ai AddrInfo) {
-		if ai.ID == f.p.h.ID() || f.known(ai.ID) || f.p.isBanned(ai.ID) {
+		if ai.ID == f.p.h.ID() || f.known(ai.ID) || f.p.guard.isBanned(ai.ID) {
 			return
 		}
 		cctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, 10*time.Second)

@@ -55,7 +55,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 	}
 	x.kit = k
 	p := &Peer{Service: newService(k.Host, cfg)}
-	k.SetBanned(p.isBanned)
+	k.SetBanned(p.guard.isBanned)
 	if err := k.StartDiscovery(p.ctx, p.announceable); err != nil {
 		p.Close()
 		return nil, err

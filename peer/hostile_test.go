@@ -172,7 +172,7 @@ func TestRepeatedBlockBounded(t *testing.T) {
 	if want := admit.BanScore / strikeRepeat; missing < want || missing > want+1 {
 		t.Errorf("%d answers of missing before the ban, want about %d", missing, want)
 	}
-	if !seed.isBanned(evil.ID()) {
+	if !seed.guard.isBanned(evil.ID()) {
 		t.Errorf("the peer asking again and again is not banned")
 	}
 	out := filepath.Join(dir, "out")
@@ -191,7 +191,7 @@ func TestMalformedBanned(t *testing.T) {
 	evil := connectedPeer(ctx, t, seed)
 	n := (admit.BanScore + strikeMalformed - 1) / strikeMalformed
 	for i := range n {
-		if seed.isBanned(evil.ID()) {
+		if seed.guard.isBanned(evil.ID()) {
 			t.Fatalf("banned after %d malformed frames", i)
 		}
 		cs, err := evil.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
@@ -206,10 +206,10 @@ func TestMalformedBanned(t *testing.T) {
 		cs.reset()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !seed.isBanned(evil.ID()) && time.Now().Before(deadline) {
+	for !seed.guard.isBanned(evil.ID()) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !seed.isBanned(evil.ID()) {
+	if !seed.guard.isBanned(evil.ID()) {
 		t.Fatalf("not banned after %d malformed frames", n)
 	}
 }
@@ -226,7 +226,7 @@ func TestStreamChurnBanned(t *testing.T) {
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
 	evil := connectedPeer(ctx, t, seed)
 	hello := wire.Hello{Root: tk.Root[:]}.Append(nil)
-	for i := 0; i < 4*streamBurst && !seed.isBanned(evil.ID()); i++ {
+	for i := 0; i < 4*streamBurst && !seed.guard.isBanned(evil.ID()); i++ {
 		s, err := evil.Host().NewStream(ctx, seed.ID(), ProtoManifest)
 		if err != nil {
 			continue // refused once banned
@@ -238,10 +238,10 @@ func TestStreamChurnBanned(t *testing.T) {
 		s.Reset()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !seed.isBanned(evil.ID()) && time.Now().Before(deadline) {
+	for !seed.guard.isBanned(evil.ID()) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !seed.isBanned(evil.ID()) {
+	if !seed.guard.isBanned(evil.ID()) {
 		t.Fatalf("a peer that opened %d streams at once is not banned", 4*streamBurst)
 	}
 	if _, err := evil.fetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {

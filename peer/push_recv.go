@@ -137,7 +137,7 @@ func (p *Service) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) erro
 		} else if err != nil {
 			return err
 		}
-		if f != nil && f.takePush(from, i, data, fr) {
+		if f != nil && (pushSink{f}).takePush(from, i, data, fr) {
 			continue
 		}
 		// No fetch runs: stored here (the store verifies it).
@@ -184,7 +184,7 @@ func (f *fetch) runningLocked() bool { return f.started && f.ctx.Err() == nil }
 // takePush hands block i, pushed by parent from, to the fetch's writers,
 // as a block fetched from a source of its own; false when the fetch has not
 // started or has ended (the caller stores it).
-func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
+func (f pushSink) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 	f.mu.Lock()
 	if !f.runningLocked() {
 		f.mu.Unlock()
@@ -215,7 +215,7 @@ func (f *fetch) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 // it is one: it pushed a corrupt block, or lies in its offers): its pushes
 // are refused from then on, its stripes are no longer held for them and
 // are repaired, by adoption where this peer has children in them.
-func (f *fetch) refuseParent(id lpeer.ID) {
+func (f pushSink) refuseParent(id lpeer.ID) {
 	if t := f.c.pushes(); t != nil {
 		t.parentFailed(id, true)
 		f.updateHeld()
@@ -226,7 +226,7 @@ func (f *fetch) refuseParent(id lpeer.ID) {
 // blocks of the stripes whose pushes come (picker.hold); when a stripe is
 // let go, or a block has been offered by a source that is not full for the
 // repair time without being pushed, the sources look at them again.
-func (f *fetch) updateHeld() {
+func (f pushSink) updateHeld() {
 	t := f.c.pushes()
 	if t == nil {
 		return
@@ -267,7 +267,8 @@ const lateAfter = 4
 // holds (f.mu held): a repair time from now when src is the block's parent,
 // lateAfter times that when src is another peer; none when src is full (a
 // seed, or a peer done: its pushes come in their own time).
-func (f *fetch) seeFromLocked(src *source, idx []int) {
+func (w worker) seeFromLocked(idx []int) {
+	f, src := w.fetch, w.src
 	t := f.c.pushes()
 	if t == nil || src.offers.Full || f.pick.Hold == nil {
 		return
@@ -291,6 +292,6 @@ func (f *fetch) seeFromLocked(src *source, idx []int) {
 // peer that joined or came back late, or the push was lost with a
 // stream); one that another peer offered lateAfter times that long ago is
 // late down the tree (a parent repairing in turn): both are fetched.
-func (f *fetch) holds(i int, deadline time.Time) bool {
+func (f pushSink) holds(i int, deadline time.Time) bool {
 	return len(f.held) > 0 && f.held[i%len(f.held)] && (deadline.IsZero() || f.p.clk.Now().Before(deadline))
 }

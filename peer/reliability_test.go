@@ -106,7 +106,7 @@ func TestWrongBlockPeer(t *testing.T) {
 	// The liar is on the service's deny-list: its streams of our protocols
 	// are refused. The fetcher's host is its own (New), so every stream the
 	// liar opens is refused before it is negotiated; the connection stays.
-	if !fetcher.isBanned(liar.ID()) {
+	if !fetcher.guard.isBanned(liar.ID()) {
 		t.Fatal("the liar is not on the deny-list")
 	}
 	if _, err := liar.askPeers(ctx, fetcher.ID(), tk.Root); err == nil {
@@ -142,7 +142,7 @@ func TestBanKeepsAppProtocols(t *testing.T) {
 	if err := other.Host().Connect(ctx, lpeer.AddrInfo{ID: appHost.ID(), Addrs: appHost.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	svc.ban(other.ID())
+	svc.guard.ban(other.ID())
 	if _, err := other.askPeers(ctx, appHost.ID(), chunker.ID{}); err == nil {
 		t.Error("a banned peer's request was answered")
 	}

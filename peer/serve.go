@@ -101,18 +101,18 @@ func (ss *serverStream) flush() error {
 // content and resets the stream on a protocol violation.
 func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler {
 	return func(s network.Stream) {
-		untrack, ok := p.track(s)
+		untrack, ok := p.guard.track(s)
 		if !ok {
 			s.Reset()
 			return
 		}
-		if !p.allowStream(s.Conn()) {
+		if !p.guard.allowStream(s.Conn()) {
 			untrack()
 			s.Reset()
-			p.strike(s.Conn(), strikeStreams, "opens streams faster than it may")
+			p.guard.strike(s.Conn(), strikeStreams, "opens streams faster than it may")
 			return
 		}
-		admitted, err := p.admit(s)
+		admitted, err := p.guard.admit(s)
 		if err != nil {
 			untrack()
 			p.log.Debug("stream refused", "peer", s.Conn().RemotePeer(), "protocol", s.Protocol(), "err", err)
@@ -133,7 +133,7 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 			case errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge):
 				p.log.Warn("reset stream of misbehaving peer", "peer", remote, "protocol", s.Protocol(), "err", err)
 				s.Reset()
-				p.strike(s.Conn(), strikeMalformed, err.Error())
+				p.guard.strike(s.Conn(), strikeMalformed, err.Error())
 			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, network.ErrReset) || errors.Is(err, context.Canceled):
 				s.Reset()
 			default:
@@ -142,7 +142,7 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					// A stream that stalls (a filter never finished, blocks
 					// never read) holds what it was given until its deadline.
-					p.strike(s.Conn(), strikeSlow, "stalled: "+err.Error())
+					p.guard.strike(s.Conn(), strikeSlow, "stalled: "+err.Error())
 				}
 			}
 		})
@@ -162,7 +162,7 @@ func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error
 	f, err := ss.next(helloMax)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			p.strike(ss.s.Conn(), strikeSlow, "no hello in time")
+			p.guard.strike(ss.s.Conn(), strikeSlow, "no hello in time")
 		}
 		return err
 	}
@@ -224,7 +224,7 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	ss.admit = func(n int) error {
 		ss.admit = nil
 		key := ss.shareKey()
-		if !p.allowFilter(key, n) {
+		if !p.guard.allowFilter(key, n) {
 			return p.busy(ss, "the peer sends more filter bytes per second than its share")
 		}
 		ctx, cancel := clock.WithTimeoutCause(p.ctx, p.clk, ss.idle, errors.New("no room for the filter"))
@@ -364,7 +364,7 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 		}
 		for k, i := range idx {
 			if !sends.Allow(key, i, p.clk.Now()) {
-				p.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
+				p.guard.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
 			} else if ss.hello.Coded {
 				if data, ok := ss.cb.get(i); ok {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
@@ -90,19 +89,12 @@ type Service struct {
 	// once (Limits.ReconcileBytes) among peers.
 	recvMem *admit.FairPool
 
+	// guard admits, scores and bans remote peers (peer/guard.go).
+	guard *guard
+
 	mu       sync.Mutex
 	contents map[chunker.ID]*content
-	banned   *admit.DenyList[lpeer.ID] // the deny-list: misbehaving peers, until when
-	// streams are the open streams of this service's protocols, per remote
-	// peer, so that a ban resets them (and only them).
-	streams map[lpeer.ID]map[network.Stream]struct{}
-	// streamPools share the inbound streams of each protocol among peers
-	// (peer/abuse.go); scores are the abuse scores of remote peers.
-	streamPools map[protocol.ID]*admit.FairPool
-	scores      *admit.Scores[lpeer.ID]
-	filterRates *admit.RateTable // filter bytes per share key (allowFilter)
-	streamRates *admit.RateTable // streams opened per peer (allowStream)
-	closed      bool
+	closed   bool
 }
 
 // NewService mounts the reconcile protocols on h, as go-libp2p's ping
@@ -132,16 +124,11 @@ func NewService(h host.Host, opts ...Option) (*Service, error) {
 func newService(h host.Host, cfg config) *Service {
 	p := &Service{
 		h: h, cfg: cfg, log: cfg.log, clk: cfg.clock,
-		contents:    make(map[chunker.ID]*content),
-		banned:      admit.NewDenyList[lpeer.ID](),
-		streams:     make(map[lpeer.ID]map[network.Stream]struct{}),
-		streamPools: make(map[protocol.ID]*admit.FairPool),
-		scores:      admit.NewScores[lpeer.ID](),
-		filterRates: admit.NewRateTable(float64(cfg.limits.MaxFilterBytes), 2*cfg.limits.MaxFilterBytes+1<<20),
-		streamRates: admit.NewRateTable(streamRate, streamBurst),
-		slots:       admit.NewFairPool(int64(cfg.limits.Reconciles)),
-		serveMem:    admit.NewFairPool(int64(cfg.limits.ServeBytes)),
-		recvMem:     admit.NewFairPool(int64(cfg.limits.ReconcileBytes)),
+		contents: make(map[chunker.ID]*content),
+		guard:    newGuard(h, cfg),
+		slots:    admit.NewFairPool(int64(cfg.limits.Reconciles)),
+		serveMem: admit.NewFairPool(int64(cfg.limits.ServeBytes)),
+		recvMem:  admit.NewFairPool(int64(cfg.limits.ReconcileBytes)),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.serveRate > 0 {
@@ -163,69 +150,8 @@ func newService(h host.Host, cfg config) *Service {
 // refused: no stream to it is opened and its streams are reset.
 const banFor = 10 * time.Minute
 
-// ban puts id on the deny-list for banFor (or keeps a longer ban running),
-// resets its open streams of this service's protocols and returns when the
-// ban ends. The host's connection to id stays up: other
-// protocols of the host may use it; it is only tagged (banTag) as the first
-// to go when the host's connection manager trims connections. On a host New
-// built (the service's own), its resource manager refuses the peer's
-// streams before they are negotiated (banResources).
-func (p *Service) ban(id lpeer.ID) (until time.Time) {
-	return p.banUntil(id, p.clk.Now().Add(banFor))
-}
-
-// banUntil is ban with the end of the ban given (a saved ban, peer/bans.go).
-func (p *Service) banUntil(id lpeer.ID, until time.Time) time.Time {
-	p.mu.Lock()
-	until = p.banned.Ban(id, until, p.clk.Now())
-	var open []network.Stream
-	for s := range p.streams[id] {
-		open = append(open, s)
-	}
-	p.mu.Unlock()
-	for _, s := range open {
-		s.Reset()
-	}
-	// The host's own connection manager decides which connections to trim
-	// when it has too many: a banned peer goes first.
-	p.h.ConnManager().TagPeer(id, banTag, -1000)
-	return until
-}
-
 // banTag is the connection manager tag of a banned peer.
 const banTag = "reconcile-banned"
-
-// isBanned reports whether id is on the deny-list.
-func (p *Service) isBanned(id lpeer.ID) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.banned.Banned(id, p.clk.Now())
-}
-
-// track records an open stream of ours until the returned func is called.
-// It refuses (false) a stream of a banned peer or of a closed service.
-func (p *Service) track(s network.Stream) (untrack func(), ok bool) {
-	id := s.Conn().RemotePeer()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed || p.banned.Banned(id, p.clk.Now()) {
-		return nil, false
-	}
-	m := p.streams[id]
-	if m == nil {
-		m = make(map[network.Stream]struct{})
-		p.streams[id] = m
-	}
-	m[s] = struct{}{}
-	return func() {
-		p.mu.Lock()
-		delete(m, s)
-		if len(p.streams[id]) == 0 {
-			delete(p.streams, id)
-		}
-		p.mu.Unlock()
-	}, true
-}
 
 // ID is the host's identity.
 func (p *Service) ID() lpeer.ID { return p.h.ID() }
@@ -271,13 +197,8 @@ func (p *Service) Close() error {
 		return nil
 	}
 	p.closed = true
-	var open []network.Stream
-	for _, m := range p.streams {
-		for s := range m {
-			open = append(open, s)
-		}
-	}
 	p.mu.Unlock()
+	open := p.guard.close()
 	for _, proto := range protocols {
 		p.h.RemoveStreamHandler(proto)
 	}

@@ -36,14 +36,14 @@ func (p *Service) request(ctx context.Context, id lpeer.ID, proto protocol.ID, r
 
 // requestHello is request with the hello h.
 func (p *Service) requestHello(ctx context.Context, id lpeer.ID, proto protocol.ID, h wire.Hello) (*clientStream, error) {
-	if p.isBanned(id) {
+	if p.guard.isBanned(id) {
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
 	}
 	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "reconcile"), id, proto)
 	if err != nil {
 		return nil, err
 	}
-	untrack, ok := p.track(s)
+	untrack, ok := p.guard.track(s)
 	if !ok {
 		s.Reset()
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)

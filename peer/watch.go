@@ -126,16 +126,17 @@ type watchConn struct {
 
 // startWatch keeps cs, the stream of an answered reconciliation asked for
 // with Hello.Watch, as src's watch.
-func (f *fetch) startWatch(src *source, cs *clientStream) *watchConn {
+func (wk worker) startWatch(cs *clientStream) *watchConn {
 	w := &watchConn{cs: cs, news: make(chan struct{}, 1), done: make(chan struct{}), signal: make(chan struct{}, 1)}
 	go w.send()
-	go f.readHaves(src, w)
+	go wk.readHaves(w)
 	return w
 }
 
 // readHaves adds the blocks the source's have frames list to its offers
 // until the watch ends.
-func (f *fetch) readHaves(src *source, w *watchConn) {
+func (wk worker) readHaves(w *watchConn) {
+	f, src := wk.fetch, wk.src
 	limit := f.t.count()
 	var idx []int
 	for {
@@ -153,7 +154,7 @@ func (f *fetch) readHaves(src *source, w *watchConn) {
 			return refused || f.t.has(i)
 		})
 		f.pick.Add(&src.offers, idx)
-		f.seeFromLocked(src, idx)
+		wk.seeFromLocked(idx)
 		src.share.Haves += len(idx)
 		f.mu.Unlock()
 		select {
