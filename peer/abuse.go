@@ -78,8 +78,8 @@ func (p *Service) sweep(now time.Time) {
 	p.guard.sweep(now)
 	for _, c := range contents {
 		c.recon.trim()
-		if cb := c.codedSet(); cb != nil {
-			cb.recon.trim()
+		if alt := c.altSet(); alt != nil {
+			alt.responder().trim()
 		}
 	}
 }

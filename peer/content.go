@@ -21,7 +21,6 @@ const maxSwarm = 1024
 type content struct {
 	man   *chunker.Manifest
 	store *chunker.Store
-	coded *codedBlocks               // Byers: coded blocks served, nil when not offered
 	recon *responder                 // answers reconciliation requests
 	sends *admit.Repeats             // blocks sent per peer, to bound repeats (peer/repeat.go)
 	super *sched.SuperSeed[lpeer.ID] // the offer policy of WithSuperSeeding, nil when off
@@ -30,11 +29,13 @@ type content struct {
 	// fresh is uploadQueueFresh, stretched by the service's time scale.
 	fresh time.Duration
 
-	mu         sync.Mutex
-	codedSends *admit.Repeats // sends of coded blocks, made on first use
-	swarm      map[lpeer.ID]struct{}
-	sent       map[lpeer.ID]int64
-	fetch      *fetch
+	mu sync.Mutex
+	// alt are the units served beside the store's blocks (altUnits), nil
+	// when none.
+	alt   altUnits
+	swarm map[lpeer.ID]struct{}
+	sent  map[lpeer.ID]int64
+	fetch *fetch
 	// grew is closed and replaced when the store gains a block (noteGain).
 	grew chan struct{}
 	// queued counts, per share key, the blocks asked for and not yet sent.
@@ -153,14 +154,14 @@ func (c *content) noteGain(i int) {
 	}
 }
 
-// addContent serves the store st (and the coded blocks cb, if not nil),
-// super-seeding its blocks if super is set.
-func (p *Service) addContent(st *chunker.Store, cb *codedBlocks, super bool) error {
+// addContent serves the store st (and the units alt beside its blocks, if
+// not nil), super-seeding its blocks if super is set.
+func (p *Service) addContent(st *chunker.Store, alt altUnits, super bool) error {
 	c, err := newContent(st.Manifest(), st)
 	if err != nil {
 		return err
 	}
-	c.coded = cb
+	c.alt = alt
 	if super {
 		c.super = p.newSuperSeed(st.Manifest().BlockCount())
 	}
@@ -248,18 +249,19 @@ func (c *content) clearFetch(f *fetch) {
 	c.mu.Unlock()
 }
 
-// codedSet returns the content's coded blocks (Byers), or nil.
-func (c *content) codedSet() *codedBlocks {
+// altSet returns the units the content serves beside its store's blocks,
+// or nil.
+func (c *content) altSet() altUnits {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.coded
+	return c.alt
 }
 
-// setCoded sets the content's coded blocks once.
-func (c *content) setCoded(cb *codedBlocks) {
+// setAlt sets the units the content serves beside its store's blocks once.
+func (c *content) setAlt(u altUnits) {
 	c.mu.Lock()
-	if c.coded == nil {
-		c.coded = cb
+	if c.alt == nil {
+		c.alt = u
 	}
 	c.mu.Unlock()
 }
@@ -273,20 +275,6 @@ func (c *content) close() error {
 		return nil
 	}
 	return err
-}
-
-// repeatsFor returns the repeat counts of the blocks (or, coded, of the n
-// coded blocks) of the content.
-func (c *content) repeatsFor(coded bool, n int) *admit.Repeats {
-	if !coded {
-		return c.sends
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.codedSends == nil || c.codedSends.Blocks() != n {
-		c.codedSends = admit.NewRepeats(n, maxSwarm)
-	}
-	return c.codedSends
 }
 
 // newSuperSeed returns the super-seeding policy of content of blocks

@@ -98,7 +98,7 @@
 // [WithMethod](reconcile.Byers) runs the Byers baseline instead: a seed made
 // with [WithByers] serves Reed–Solomon coded blocks (package erasure), fetchers
 // reconcile plain Bloom filters of coded blocks, and decode each generation
-// once they hold enough of them.
+// once they hold enough of them (package peer/byers).
 //
 // # Stripe trees
 //

@@ -121,7 +121,7 @@ func (w worker) download() (err error) {
 		}
 		if len(batch) > 0 {
 			if cs == nil {
-				cs, err = f.p.request(f.ctx, src.id, ProtoBlocks, f.c.man.ID(), f.t.coded())
+				cs, err = f.p.request(f.ctx, src.id, ProtoBlocks, f.c.man.ID(), !f.t.plain())
 				if err != nil {
 					return err
 				}
@@ -472,7 +472,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.man.TotalSize()}
 	}
 	f.mu.Unlock()
-	if !f.t.coded() {
+	if f.t.plain() {
 		// Watches of this content, and the sources this fetch watches,
 		// hear of the block (see Hello.Watch).
 		f.c.noteGain(i)

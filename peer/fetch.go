@@ -10,7 +10,6 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
-	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // Fetch downloads the content of ticket t into the folder out, from the
@@ -47,7 +46,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return p.finishedSummary(st, fc, start), nil
 	}
 	srcs := p.connectAll(ctx, t.Peers, fc.peers, fc.sources)
-	if len(srcs) == 0 && (st == nil || fc.method == reconcile.Byers) {
+	if len(srcs) == 0 && (st == nil || !isBlockMethod(fc.method)) {
 		if st != nil {
 			st.Close()
 		}
@@ -59,9 +58,11 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	} else if m, err = p.fetchManifest(ctx, t.Root, srcs); err != nil {
 		return nil, err
 	}
-	var cb *codedBlocks
-	if fc.method == reconcile.Byers {
-		if cb, err = p.fetchCodedHeader(ctx, t.Root, srcs, m); err != nil {
+	// A method that fetches other units than the blocks gets what it needs
+	// to check them first (the header of the content's altUnits).
+	var alt altUnits
+	if !isBlockMethod(fc.method) {
+		if alt, err = p.fetchAlt(ctx, fc.method, t.Root, srcs, m); err != nil {
 			if st != nil {
 				st.Close()
 			}
@@ -79,7 +80,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			return nil, fmt.Errorf("peer: create %s: %w", out, err)
 		}
 	}
-	if err := p.addContent(st, cb, false); err != nil {
+	if err := p.addContent(st, alt, false); err != nil {
 		st.Close()
 		return nil, err
 	}
@@ -103,12 +104,12 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
 	srcs := p.connectAll(ctx, nil, fc.peers, fc.sources)
-	if fc.method == reconcile.Byers && c.codedSet() == nil {
-		cb, err := p.fetchCodedHeader(ctx, root, srcs, c.man)
+	if !isBlockMethod(fc.method) && c.altSet() == nil {
+		alt, err := p.fetchAlt(ctx, fc.method, root, srcs, c.man)
 		if err != nil {
 			return nil, err
 		}
-		c.setCoded(cb)
+		c.setAlt(alt)
 	}
 	return p.fetchServed(ctx, root, srcs, fc, start)
 }
@@ -120,26 +121,9 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
-	var t target
-	var bt *byersTarget
-	switch {
-	case isBlockMethod(fc.method):
-		t = blockTarget{c, fc.method}
-	case fc.method == reconcile.Byers:
-		cb := c.codedSet()
-		if cb == nil {
-			return nil, fmt.Errorf("peer: content %s has no coded blocks: %w", root, reconcile.ErrMethod)
-		}
-		var err error
-		if bt, err = newByersTarget(p.ctx, c, cb); err != nil {
-			return nil, err
-		}
-		if err := bt.decodeReady(); err != nil {
-			return nil, err
-		}
-		t = bt
-	default:
-		return nil, fmt.Errorf("peer: method %v: %w", fc.method, reconcile.ErrMethod)
+	t, err := p.newTarget(c, fc.method)
+	if err != nil {
+		return nil, err
 	}
 	if fc.stripes != nil && c.pushes() == nil {
 		if err := p.Push(root, *fc.stripes); err != nil {
@@ -165,11 +149,8 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 	}
 	sum.Files, sum.FileCount = outputFiles(c.store)
 	sum.Seconds = p.clk.Since(start).Seconds()
-	if bt != nil {
-		sum.DecodeSeconds = bt.decodeSeconds()
-		if err == nil {
-			err = bt.err()
-		}
+	if terr := t.finish(sum); err == nil {
+		err = terr
 	}
 	if serr := c.store.Sync(); serr != nil && err == nil && !errors.Is(serr, chunker.ErrClosed) {
 		err = fmt.Errorf("peer: sync %s: %w", c.store.Dir(), serr)

@@ -540,8 +540,8 @@ func (w worker) reconcileWith() ([]int, error) {
 	sctx, scancel := clock.WithTimeout(wctx, f.p.clk, 4*f.p.cfg.streamIdle)
 	defer scancel()
 	root := f.c.man.ID()
-	watch := f.t.method() != reconcile.IBLT && !f.t.coded()
-	hello := wire.Hello{Root: root[:], Coded: f.t.coded(), Watch: watch}
+	watch := f.t.method() != reconcile.IBLT && f.t.plain()
+	hello := wire.Hello{Root: root[:], Coded: !f.t.plain(), Watch: watch}
 	cs, err := f.p.requestHello(wctx, src.id, ProtoReconcile, hello)
 	if err != nil {
 		wcancel()

@@ -66,8 +66,9 @@ func (p *Service) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpe
 	return nil, fmt.Errorf("%w: no peer sent the manifest: %w", ErrNoPeers, errors.Join(errs...))
 }
 
-// askManifest sends a manifest request (for the coded blocks' header when
-// coded) to id and returns the body of the answer, of at most max bytes.
+// askManifest sends a manifest request (with the hello's Coded flag when
+// coded: for the header of the content's altUnits) to id and returns the
+// body of the answer, of at most max bytes.
 func (p *Service) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
 	cs, err := p.request(ctx, id, ProtoManifest, root, coded)
 	if err != nil {
@@ -103,22 +104,4 @@ func (p *Service) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpe
 		return nil, fmt.Errorf("%w: manifest: %w", ErrMalformed, err)
 	}
 	return m, nil
-}
-
-// fetchCodedHeader gets the coded header of root (Byers) from the first of
-// srcs that serves coded blocks, checked against the manifest m.
-func (p *Service) fetchCodedHeader(ctx context.Context, root chunker.ID, srcs []lpeer.ID, m *chunker.Manifest) (*codedBlocks, error) {
-	max := 4*binaryMaxVarint + (MaxByersBytes/m.BlockSize()+1)*64*chunker.HashSize
-	var errs []error
-	for _, id := range srcs {
-		body, err := p.askManifest(ctx, root, id, true, max)
-		if err == nil {
-			var cb *codedBlocks
-			if cb, err = decodeCodedHeader(body, m); err == nil {
-				return cb, nil
-			}
-		}
-		errs = append(errs, fmt.Errorf("%s: %w", id, err))
-	}
-	return nil, fmt.Errorf("%w: no peer serves coded blocks (seed with byers on): %w", ErrNoPeers, errors.Join(errs...))
 }

@@ -106,7 +106,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	if c == nil {
 		return fmt.Errorf("peer: push: content %s is not served: %w", root, ErrUnknownRoot)
 	}
-	if c.codedSet() != nil {
+	if c.altSet() != nil {
 		return errors.New("peer: push: the content is served as the Byers baseline's coded blocks")
 	}
 	repair := st.RepairAfter

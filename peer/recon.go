@@ -23,15 +23,15 @@ import (
 // protocol. Each side pulls for itself, so two fetchers that serve each other
 // run one session in each direction.
 
-// blockMethods are the methods served for the blocks of a store; the coded
-// blocks of the Byers baseline are served with reconcile.Byers only.
+// blockMethods are the methods served for the blocks of a store; the units
+// a content serves beside them (altUnits) have methods of their own.
 var blockMethods = []reconcile.Method{reconcile.Complete, reconcile.CCBF, reconcile.Bitfield, reconcile.IBLT}
 
 // isBlockMethod reports whether m reconciles the blocks of a store.
 func isBlockMethod(m reconcile.Method) bool { return slices.Contains(blockMethods, m) }
 
 // responder holds what a peer needs to run sessions about one content (or
-// its coded blocks): the universe (CBF(U) and block addresses cached per
+// its altUnits): the universe (CBF(U) and block addresses cached per
 // parameter set), the methods served, and the filters of the held set, kept
 // while the set stays the same.
 type responder struct {
@@ -184,7 +184,7 @@ func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<
 // answer offered and those the session found the fetcher lacks (more than
 // offered when trim, if set, chose fewer: a super-seed's choice), and, when
 // keep is set, the CBF the fetcher sent (Complete and CCBF; nil
-// otherwise). slot's held lists the blocks (or coded blocks) served. A method r does not serve
+// otherwise). slot's held lists the units served. A method r does not serve
 // is refused with a reject (errNotServed); a disagreement of configurations
 // is rejected (errRejected); a peer that breaks the protocol gets an error
 // wrapping ErrMalformed, which resets the stream.

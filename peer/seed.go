@@ -17,9 +17,10 @@ type SeedOption func(*seedConfig) error
 
 type seedConfig struct {
 	blockSize   int
-	byers       *ByersParams
 	sourceCheck time.Duration
 	superSeed   bool
+	// alt, when set, makes the units served beside the store's blocks.
+	alt altMaker
 }
 
 // defaultSourceCheck is how often a seed looks for changes of its source files.
@@ -49,15 +50,6 @@ func WithBlockSize(n int) SeedOption {
 			return fmt.Errorf("peer: block size %d not in [%d, %d]: %w", n, chunker.MinBlockSize, chunker.MaxBlockSize, chunker.ErrBadBlockSize)
 		}
 		c.blockSize = n
-		return nil
-	}
-}
-
-// WithByers makes Seed also serve the Reed–Solomon coded blocks of the Byers
-// baseline, so fetchers may use the byers method. Default: off.
-func WithByers(bp ByersParams) SeedOption {
-	return func(c *seedConfig) error {
-		c.byers = &bp
 		return nil
 	}
 }
@@ -100,13 +92,11 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 		s.Close()
 		return Ticket{}, err
 	}
-	if sc.byers != nil {
-		cb, err := encodeByers(ctx, m, s, *sc.byers)
-		if err != nil {
+	if sc.alt != nil {
+		if c.alt, err = sc.alt(ctx, s); err != nil {
 			s.Close()
 			return Ticket{}, err
 		}
-		c.coded = cb
 	}
 	if sc.superSeed {
 		c.super = p.newSuperSeed(m.BlockCount())
@@ -189,32 +179,20 @@ func sourceChangeText(m *chunker.Manifest, ch chunker.SourceChange) string {
 type ServeOption func(*serveConfig) error
 
 type serveConfig struct {
-	coded     *CodedSet
-	held      []int
 	superSeed bool
+	// alt, when set, makes the units served beside the store's blocks.
+	alt altMaker
 }
+
+// altMaker makes the units a content of store s serves beside its blocks
+// (the options of byers.go set it).
+type altMaker func(ctx context.Context, s *chunker.Store) (altUnits, error)
 
 // WithServeSuperSeeding is WithSuperSeeding for Serve: each reconciliation
 // is answered with only the few blocks sent least often. Default: off.
 func WithServeSuperSeeding() ServeOption {
 	return func(c *serveConfig) error {
 		c.superSeed = true
-		return nil
-	}
-}
-
-// WithCoded makes Serve also serve the coded blocks held of the Byers
-// baseline's coded set cs (of the same content), shared with cs rather than
-// copied; a later FetchServed with WithMethod(reconcile.Byers) fetches the
-// rest of them and decodes the store's blocks from them. Default: no coded
-// blocks (a Byers fetch of the content then gets the coded header from its
-// sources).
-func WithCoded(cs *CodedSet, held []int) ServeOption {
-	return func(c *serveConfig) error {
-		if cs == nil {
-			return errors.New("peer: WithCoded: nil coded set")
-		}
-		c.coded, c.held = cs, held
 		return nil
 	}
 }
@@ -229,17 +207,14 @@ func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
 			return Ticket{}, err
 		}
 	}
-	var cb *codedBlocks
-	if sc.coded != nil {
-		if sc.coded.cb.gens.Size() != s.Manifest().TotalSize() || sc.coded.cb.gens.Code().BlockSize() != s.Manifest().BlockSize() {
-			return Ticket{}, errors.New("peer: WithCoded: the coded set is not of this content")
-		}
+	var alt altUnits
+	if sc.alt != nil {
 		var err error
-		if cb, err = sc.coded.cb.share(sc.held); err != nil {
+		if alt, err = sc.alt(p.ctx, s); err != nil {
 			return Ticket{}, err
 		}
 	}
-	if err := p.addContent(s, cb, sc.superSeed); err != nil {
+	if err := p.addContent(s, alt, sc.superSeed); err != nil {
 		return Ticket{}, err
 	}
 	return p.ticket(s.Manifest().ID()), nil

@@ -28,8 +28,9 @@ type serverStream struct {
 	bw    *bufio.Writer
 	hello wire.Hello
 	c     *content
-	// cb is the content's coded blocks when the hello asks for them.
-	cb   *codedBlocks
+	// u are the units the stream serves: the content's blocks, or with the
+	// hello's Coded flag the units it serves beside them.
+	u    units
 	idle time.Duration
 	// clk is the service's clock.
 	clk clock.Clock
@@ -173,10 +174,13 @@ func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error
 	}
 	ss.hello = h
 	ss.c = p.lookup(h.Root)
-	if ss.c != nil && h.Coded {
-		ss.cb = ss.c.codedSet()
+	if ss.c != nil {
+		ss.u = blockUnits{ss.c}
+		if h.Coded {
+			ss.u = ss.c.altSet()
+		}
 	}
-	if ss.c == nil || (h.Coded && ss.cb == nil) {
+	if ss.u == nil {
 		if err := ss.send(wire.AppendError(nil, wire.UnknownRootText)); err != nil {
 			return err
 		}
@@ -186,18 +190,12 @@ func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error
 	return serve(ss)
 }
 
-// serveManifest answers with the content's manifest (or, for a coded hello,
-// the list of coded block hashes of the Byers baseline).
+// serveManifest answers with the header of the stream's units: the
+// content's manifest, or what a fetch of the other units needs beside it.
 func (p *Service) serveManifest(ss *serverStream) error {
-	var body []byte
-	if ss.hello.Coded {
-		body = ss.cb.encodeHashes()
-	} else {
-		b, err := ss.c.man.MarshalBinary()
-		if err != nil {
-			return err
-		}
-		body = b
+	body, err := ss.u.header()
+	if err != nil {
+		return err
 	}
 	if err := ss.send([]byte{wire.TypeManifest}, body); err != nil {
 		return err
@@ -208,10 +206,7 @@ func (p *Service) serveManifest(ss *serverStream) error {
 // serveReconcile answers one reconciliation session.
 func (p *Service) serveReconcile(ss *serverStream) error {
 	c := ss.c
-	r := c.recon
-	if ss.hello.Coded {
-		r = ss.cb.recon
-	}
+	r := ss.u.responder()
 	// The memory of the session is claimed (a share of ReconcileBytes) when
 	// the length of its first message has arrived, before its bytes are
 	// buffered, and kept until the session ends.
@@ -251,18 +246,16 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 		// gets the time a fetcher gives it (4 idle periods), not one per
 		// message.
 		ss.until = clock.Deadline(p.clk, 4*ss.idle)
-		if ss.hello.Coded {
-			held = ss.cb.held()
-		} else {
+		if ss.u.plain() {
 			cursor = c.gainCursor()
-			held = c.store.Held()
 		}
+		held = ss.u.held()
 		return held, release, nil
 	}
 	remote := ss.s.Conn().RemotePeer()
 	var trim func([]uint32) []uint32
 	var sw *sched.SuperWatch[lpeer.ID]
-	if super := c.super; super != nil && !ss.hello.Coded {
+	if super := c.super; super != nil && ss.u.plain() {
 		trim = super.Trim
 		if ss.hello.Watch {
 			trim = func(found []uint32) []uint32 {
@@ -277,8 +270,8 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 	}
 	// A watch's filter goes into the content's tally of its watchers'
 	// filters (the rarity of BlockRarestFilters).
-	method, offered, found, theirs, err := p.answerSession(ss, r, slot, trim, ss.hello.Watch && !ss.hello.Coded)
-	watching := err == nil && ss.hello.Watch && !ss.hello.Coded && method != reconcile.IBLT
+	method, offered, found, theirs, err := p.answerSession(ss, r, slot, trim, ss.hello.Watch && ss.u.plain())
+	watching := err == nil && ss.hello.Watch && ss.u.plain() && method != reconcile.IBLT
 	if sw != nil && !watching {
 		c.super.Unwatch(sw)
 	}
@@ -323,16 +316,13 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 // serveBlocks answers want messages with blocks until the fetcher closes.
 func (p *Service) serveBlocks(ss *serverStream) error {
 	c := ss.c
-	limit := c.man.BlockCount()
-	if ss.hello.Coded {
-		limit = ss.cb.count()
-	}
+	limit := ss.u.count()
 	wantMax := 1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint
 	var idx []int
 	var hdr [1 + binaryMaxVarint]byte
 	key := ss.shareKey()
 	remote := ss.s.Conn().RemotePeer()
-	sends := c.repeatsFor(ss.hello.Coded, limit)
+	sends := ss.u.repeats()
 	for {
 		f, err := ss.next(wantMax)
 		if err != nil {
@@ -349,10 +339,10 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 		// offers them to nobody else meanwhile; it keeps its own queue (its
 		// offers), so it answers no request busy.
 		super := c.super
-		if ss.hello.Coded {
+		if !ss.u.plain() {
 			super = nil
 		}
-		if t := c.pushes(); t != nil && !ss.hello.Coded && t.firstCopies(idx) {
+		if t := c.pushes(); t != nil && ss.u.plain() && t.firstCopies(idx) {
 			// A seed's uplink goes to the first copies down the trees.
 			return p.busy(ss, "the seed pushes its first copies")
 		}
@@ -366,16 +356,12 @@ func (p *Service) serveBlocks(ss *serverStream) error {
 			if !sends.Allow(key, i, p.clk.Now()) {
 				p.guard.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
-			} else if ss.hello.Coded {
-				if data, ok := ss.cb.get(i); ok {
-					err = p.sendBlock(ss, hdr[:0], i, data)
-				} else {
-					err = ss.send(wire.AppendMissing(hdr[:0], i))
-				}
-			} else if c.store.Has(i) {
-				err = p.sendStored(ss, hdr[:0], i)
-			} else {
+			} else if data, ok := ss.u.get(i); !ok {
 				err = ss.send(wire.AppendMissing(hdr[:0], i))
+			} else if data != nil {
+				err = p.sendBlock(ss, hdr[:0], i, data)
+			} else {
+				err = p.sendStored(ss, hdr[:0], i)
 			}
 			if super != nil {
 				super.Done(remote, idx[k:k+1]) // sent (counted) or not
@@ -528,7 +514,7 @@ func (p *Service) busy(ss *serverStream, why string) error {
 func (p *Service) noteSent(ss *serverStream, i, n int) {
 	remote := ss.s.Conn().RemotePeer()
 	ss.c.noteSent(remote, n)
-	if super := ss.c.super; super != nil && !ss.hello.Coded {
+	if super := ss.c.super; super != nil && ss.u.plain() {
 		super.NoteSent(remote, i)
 	}
 	if p.cfg.observer != nil {
