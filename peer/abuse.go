@@ -55,7 +55,7 @@ const (
 const sweepEvery = 15 * time.Second
 
 // sweeper runs sweep every sweepEvery until the service closes.
-func (p *Service) sweeper() {
+func (p *server) sweeper() {
 	t := p.clk.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
@@ -68,13 +68,8 @@ func (p *Service) sweeper() {
 	}
 }
 
-func (p *Service) sweep(now time.Time) {
-	p.mu.Lock()
-	contents := make([]*content, 0, len(p.contents))
-	for _, c := range p.contents {
-		contents = append(contents, c)
-	}
-	p.mu.Unlock()
+func (p *server) sweep(now time.Time) {
+	contents := p.lib.all()
 	p.guard.sweep(now)
 	for _, c := range contents {
 		c.recon.trim()

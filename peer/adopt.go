@@ -195,7 +195,7 @@ func (t *pushTrees) lacks(s int) []int {
 func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsewhere []int, grand lpeer.ID, err error) {
 	p := t.p
 	root := t.c.man.ID()
-	cs, err := p.requestHello(p.ctx, target, ProtoAdopt, wire.Hello{Root: root[:]})
+	cs, err := p.cl.requestHello(p.ctx, target, ProtoAdopt, wire.Hello{Root: root[:]})
 	if err != nil {
 		return "", nil, "", err
 	}
@@ -289,7 +289,7 @@ func (t *pushTrees) fetchElsewhere(idx []int) {
 // adoptee) followed by a peers frame naming this peer's own parent in the
 // stripe, if it has one; or a peers frame of one peer to ask instead; or
 // an error frame (this peer does not get the stripe).
-func (p *Service) serveAdopt(ss *serverStream) error {
+func (p *server) serveAdopt(ss *serverStream) error {
 	c := ss.c
 	from := ss.s.Conn().RemotePeer()
 	f, err := ss.next(1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint)

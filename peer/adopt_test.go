@@ -62,7 +62,7 @@ func TestPushAdopt(t *testing.T) {
 		}
 	}
 	parent := func(p *Peer) lpeer.ID {
-		tr := p.lookup(root[:]).pushes()
+		tr := p.lib.lookup(root[:]).pushes()
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		return tr.parents[0]
@@ -436,7 +436,7 @@ func TestServeAdoptHostile(t *testing.T) {
 	if f, err := ask(wire.AppendWant(nil, []int{1, 3})); err != nil || len(f) == 0 || f[0] != wire.TypeHave {
 		t.Errorf("a good request: answered %q, %v; want adopted (an empty have frame)", f, err)
 	}
-	a.lookup(root[:]).pushes().parentFailed(w.seed.ID(), false)
+	a.lib.lookup(root[:]).pushes().parentFailed(w.seed.ID(), false)
 	if f, err := ask(wire.AppendWant(nil, []int{0})); err != nil || !isErr(f) {
 		t.Errorf("its parent gone: answered %q, %v; want an error frame", f, err)
 	}
@@ -464,7 +464,7 @@ func TestPushSeedSpares(t *testing.T) {
 			// Watchers of the seed that hold every block, and no other: a's
 			// watch of the seed, which ends with its fetch, must be gone
 			// from the tally first (else it counts as one more holder).
-			sc := w.seed.lookup(root[:])
+			sc := w.seed.lib.lookup(root[:])
 			waitWatchers(ctx, t, sc.tally, 0)
 			for j := range watchers {
 				sc.tally.Set(lpeer.ID(fmt.Sprint("watcher", j)), watchFilter(t, sc.tally.U, seq(0, w.man.BlockCount())))
@@ -540,7 +540,7 @@ func TestPushAdoptersParent(t *testing.T) {
 		}
 	}
 	wait := w.startFetch(ctx, c)
-	ct := c.lookup(root[:]).pushes()
+	ct := c.lib.lookup(root[:]).pushes()
 	// c's catch-up, as its fetch starts, asks p, which names the seed.
 	grand := func() lpeer.ID {
 		ct.mu.Lock()

@@ -95,7 +95,7 @@ func fetchUntilBan(ctx context.Context, t *testing.T) (liar *Peer, tk Ticket, sr
 	if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	asked = serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
 	tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
 	out = filepath.Join(dir, "out")

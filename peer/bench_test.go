@@ -65,7 +65,7 @@ func BenchmarkFetchSeeds(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m := full.lookup(tk.Root[:]).man
+			m := full.lib.lookup(tk.Root[:]).man
 			var extra []ma.Multiaddr
 			if n > 1 {
 				full.Close()
@@ -205,7 +205,7 @@ func BenchmarkMethods(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	n := m.BlockCount()
 	var runs atomic.Int64
 	layouts := []struct {

@@ -79,7 +79,7 @@ func WithCoded(cs *CodedSet, held []int) ServeOption {
 // CodedSet returns the coded blocks the service serves for root, or ok
 // false if it serves none.
 func (p *Service) CodedSet(root chunker.ID) (cs *CodedSet, ok bool) {
-	c := p.lookup(root[:])
+	c := p.lib.lookup(root[:])
 	if c == nil {
 		return nil, false
 	}
@@ -93,7 +93,7 @@ func (p *Service) CodedSet(root chunker.ID) (cs *CodedSet, ok bool) {
 // fetchAlt gets the units a fetch with method downloads instead of the
 // store's blocks, from the first of srcs that serves them, checked against
 // the manifest m: the coded header of the Byers baseline.
-func (p *Service) fetchAlt(ctx context.Context, method reconcile.Method, root chunker.ID, srcs []lpeer.ID, m *chunker.Manifest) (altUnits, error) {
+func (p *client) fetchAlt(ctx context.Context, method reconcile.Method, root chunker.ID, srcs []lpeer.ID, m *chunker.Manifest) (altUnits, error) {
 	if method != reconcile.Byers {
 		return nil, fmt.Errorf("peer: method %v: %w", method, reconcile.ErrMethod)
 	}

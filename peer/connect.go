@@ -16,7 +16,7 @@ import (
 // connectAll dials the given peers in parallel and returns those reached,
 // with the ids of known (already connected, or in the peerstore) that are
 // not banned, sorted and without duplicates.
-func (p *Service) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID) []lpeer.ID {
+func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID) []lpeer.ID {
 	all := append([]lpeer.AddrInfo(nil), infos...)
 	for _, a := range extra {
 		ai, err := lpeer.AddrInfoFromP2pAddr(a)
@@ -65,7 +65,7 @@ func (p *Service) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra 
 // growing pause waits it out. The swarm's dial backoff for ai is cleared
 // before a retry (on a host built on go-libp2p's swarm), or the retry would
 // not dial at all.
-func (p *Service) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
+func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
 	cctx, cancel := clock.WithTimeout(ctx, p.clk, 15*time.Second)
 	defer cancel()
 	var err error

@@ -10,6 +10,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 )
 
@@ -163,9 +164,9 @@ func (p *Service) addContent(st *chunker.Store, alt altUnits, super bool) error 
 	}
 	c.alt = alt
 	if super {
-		c.super = p.newSuperSeed(st.Manifest().BlockCount())
+		c.super = newSuperSeed(p.clk, st.Manifest().BlockCount())
 	}
-	return p.add(c)
+	return p.lib.add(c)
 }
 
 func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
@@ -278,7 +279,7 @@ func (c *content) close() error {
 }
 
 // newSuperSeed returns the super-seeding policy of content of blocks
-// blocks (WithSuperSeeding), its hold stretched by the time scale.
-func (p *Service) newSuperSeed(blocks int) *sched.SuperSeed[lpeer.ID] {
-	return sched.NewSuperSeed[lpeer.ID](blocks, sched.SuperSeedHold, p.clk.Now)
+// blocks (WithSuperSeeding), on clock clk.
+func newSuperSeed(clk clock.Clock, blocks int) *sched.SuperSeed[lpeer.ID] {
+	return sched.NewSuperSeed[lpeer.ID](blocks, sched.SuperSeedHold, clk.Now)
 }

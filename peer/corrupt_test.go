@@ -99,7 +99,7 @@ func TestCorruptBlockKeepGoing(t *testing.T) {
 	if _, err := flaky.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	var once sync.Once
 	var badAt atomic.Int64
 	badAt.Store(-1)
@@ -151,7 +151,7 @@ func TestCorruptBlocksBan(t *testing.T) {
 	if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
 	tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
 	fetcher := newTestPeer(t)

@@ -30,7 +30,7 @@ func (f finder) discover() {
 		f.mu.Unlock()
 		for _, id := range ids {
 			asked[id] = f.p.clk.Now()
-			infos, err := f.p.askPeers(f.ctx, id, f.c.man.ID())
+			infos, err := f.p.cl.askPeers(f.ctx, id, f.c.man.ID())
 			if err != nil {
 				continue
 			}
@@ -63,7 +63,7 @@ func (f finder) known(id lpeer.ID) bool {
 }
 
 // askPeers asks id for other peers of root.
-func (p *Service) askPeers(ctx context.Context, id lpeer.ID, root chunker.ID) ([]lpeer.AddrInfo, error) {
+func (p *client) askPeers(ctx context.Context, id lpeer.ID, root chunker.ID) ([]lpeer.AddrInfo, error) {
 	ctx, cancel := clock.WithTimeout(ctx, p.clk, p.cfg.streamIdle)
 	defer cancel()
 	cs, err := p.request(ctx, id, ProtoPeers, root, false)

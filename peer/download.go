@@ -121,7 +121,7 @@ func (w worker) download() (err error) {
 		}
 		if len(batch) > 0 {
 			if cs == nil {
-				cs, err = f.p.request(f.ctx, src.id, ProtoBlocks, f.c.man.ID(), !f.t.plain())
+				cs, err = f.p.cl.request(f.ctx, src.id, ProtoBlocks, f.c.man.ID(), !f.t.plain())
 				if err != nil {
 					return err
 				}

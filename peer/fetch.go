@@ -33,7 +33,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	}
 	start := p.clk.Now()
 	fileMode := fc.outFile && !isDir(out)
-	st, err := p.openOutput(ctx, out, t.Root, fileMode, fc.check)
+	st, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.check)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +43,9 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			return nil, err
 		}
 		removeBanFile(st, p.log)
-		return p.finishedSummary(st, fc, start), nil
+		return p.cl.finishedSummary(st, fc, start), nil
 	}
-	srcs := p.connectAll(ctx, t.Peers, fc.peers, fc.sources)
+	srcs := p.cl.connectAll(ctx, t.Peers, fc.peers, fc.sources)
 	if len(srcs) == 0 && (st == nil || !isBlockMethod(fc.method)) {
 		if st != nil {
 			st.Close()
@@ -55,14 +55,14 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	var m *chunker.Manifest
 	if st != nil {
 		m = st.Manifest()
-	} else if m, err = p.fetchManifest(ctx, t.Root, srcs); err != nil {
+	} else if m, err = p.cl.fetchManifest(ctx, t.Root, srcs); err != nil {
 		return nil, err
 	}
 	// A method that fetches other units than the blocks gets what it needs
 	// to check them first (the header of the content's altUnits).
 	var alt altUnits
 	if !isBlockMethod(fc.method) {
-		if alt, err = p.fetchAlt(ctx, fc.method, t.Root, srcs, m); err != nil {
+		if alt, err = p.cl.fetchAlt(ctx, fc.method, t.Root, srcs, m); err != nil {
 			if st != nil {
 				st.Close()
 			}
@@ -84,7 +84,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		st.Close()
 		return nil, err
 	}
-	return p.fetchServed(ctx, m.ID(), srcs, fc, start)
+	return p.cl.fetchServed(ctx, m.ID(), srcs, fc, start)
 }
 
 // FetchServed downloads the blocks a served content lacks (one added with
@@ -99,25 +99,25 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		return nil, err
 	}
 	start := p.clk.Now()
-	c := p.lookup(root[:])
+	c := p.lib.lookup(root[:])
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
-	srcs := p.connectAll(ctx, nil, fc.peers, fc.sources)
+	srcs := p.cl.connectAll(ctx, nil, fc.peers, fc.sources)
 	if !isBlockMethod(fc.method) && c.altSet() == nil {
-		alt, err := p.fetchAlt(ctx, fc.method, root, srcs, c.man)
+		alt, err := p.cl.fetchAlt(ctx, fc.method, root, srcs, c.man)
 		if err != nil {
 			return nil, err
 		}
 		c.setAlt(alt)
 	}
-	return p.fetchServed(ctx, root, srcs, fc, start)
+	return p.cl.fetchServed(ctx, root, srcs, fc, start)
 }
 
 // fetchServed is the one fetch of every method: it runs a fetch of the
 // served content root from srcs and sums it up.
-func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID, fc fetchConfig, start time.Time) (*Summary, error) {
-	c := p.lookup(root[:])
+func (p *client) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID, fc fetchConfig, start time.Time) (*Summary, error) {
+	c := p.lib.lookup(root[:])
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
@@ -130,7 +130,7 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 			return nil, err
 		}
 	}
-	f := newFetch(p, c, t, fc)
+	f := newFetch(p.Service, c, t, fc)
 	if !c.setFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
 	}
@@ -160,7 +160,7 @@ func (p *Service) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer
 
 // openOutput opens the store in out for root, or returns nil if out holds
 // none yet. A store of other content is ErrManifestMismatch.
-func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
+func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
 	sopts := []chunker.StoreOption{chunker.WithID(root), p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
 	if p.cfg.syncEvery != 1 {
 		// Blocks stored after the last group fsync have no record yet after a
@@ -193,7 +193,7 @@ func (p *Service) openOutput(ctx context.Context, out string, root chunker.ID, f
 }
 
 // finishedSummary is the summary of a fetch that found its output complete.
-func (p *Service) finishedSummary(st *chunker.Store, fc fetchConfig, start time.Time) *Summary {
+func (p *client) finishedSummary(st *chunker.Store, fc fetchConfig, start time.Time) *Summary {
 	m := st.Manifest()
 	files, n := outputFiles(st)
 	out := st.Dir()

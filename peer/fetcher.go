@@ -542,13 +542,13 @@ func (w worker) reconcileWith() ([]int, error) {
 	root := f.c.man.ID()
 	watch := f.t.method() != reconcile.IBLT && f.t.plain()
 	hello := wire.Hello{Root: root[:], Coded: !f.t.plain(), Watch: watch}
-	cs, err := f.p.requestHello(wctx, src.id, ProtoReconcile, hello)
+	cs, err := f.p.cl.requestHello(wctx, src.id, ProtoReconcile, hello)
 	if err != nil {
 		wcancel()
 		return nil, err
 	}
 	began := f.p.clk.Now()
-	s, trips, err := f.p.pullSession(sctx, cs, f.t.responder(), f.t.method(), f.t.held(), watch)
+	s, trips, err := f.p.cl.pullSession(sctx, cs, f.t.responder(), f.t.method(), f.t.held(), watch)
 	if err != nil {
 		cs.reset()
 		wcancel()

@@ -29,8 +29,8 @@ func (f finder) discoverMore() {
 		}
 		cctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, 10*time.Second)
 		defer cancel()
-		if err := f.p.connectProvider(cctx, ai); err == nil {
-			f.p.awaitDirect(f.ctx, ai.ID)
+		if err := f.p.cl.connectProvider(cctx, ai); err == nil {
+			f.p.cl.awaitDirect(f.ctx, ai.ID)
 			f.addSource(ai.ID)
 		}
 	}
@@ -141,7 +141,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 	defer cancel()
 	for _, ai := range infos {
 		go func() {
-			if err := p.connectProvider(cctx, ai); err != nil {
+			if err := p.cl.connectProvider(cctx, ai); err != nil {
 				p.log.Info("provider unreachable", "peer", ai.ID, "err", err)
 				ai.ID = ""
 			}
@@ -176,7 +176,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 // the addresses found fail (a record announced before the provider had a
 // relay address), it asks the DHT for the provider's current addresses and
 // tries those.
-func (p *Service) connectProvider(ctx context.Context, ai AddrInfo) error {
+func (p *client) connectProvider(ctx context.Context, ai AddrInfo) error {
 	err := p.h.Connect(ctx, ai)
 	if err == nil {
 		return nil

@@ -123,16 +123,10 @@ func (s *Service) kit() *hostkit.Host {
 // it serves and holds a block of (a fetch that holds none yet has nothing
 // to offer).
 func (s *Service) announceable() []chunker.ID {
-	s.mu.Lock()
-	roots := make([]chunker.ID, 0, len(s.contents))
-	for id := range s.contents {
-		roots = append(roots, id)
-	}
-	s.mu.Unlock()
-	out := roots[:0]
-	for _, r := range roots {
-		if held, _, _ := s.Held(r); held > 0 {
-			out = append(out, r)
+	var out []chunker.ID
+	for _, c := range s.lib.all() {
+		if c.store.HeldCount() > 0 {
+			out = append(out, c.man.ID())
 		}
 	}
 	return out
@@ -155,7 +149,7 @@ func (s *Service) DHT() *dht.IpfsDHT {
 }
 
 // pathTo says how this host is connected to id now (hostkit.Host.Path).
-func (s *Service) pathTo(id lpeer.ID) string {
+func (s *client) pathTo(id lpeer.ID) string {
 	if k := s.kit(); k != nil {
 		return k.Path(id)
 	}
@@ -166,14 +160,14 @@ func (s *Service) pathTo(id lpeer.ID) string {
 func (f *fetch) notePaths(shares []PeerShare) {
 	for i := range shares {
 		if id, err := lpeer.Decode(shares[i].Peer); err == nil {
-			shares[i].Path = f.p.pathTo(id)
+			shares[i].Path = f.p.cl.pathTo(id)
 		}
 	}
 }
 
 // awaitDirect gives hole punching a chance before blocks move over a relay
 // (hostkit.Host.AwaitDirect); it returns at once on an application's host.
-func (s *Service) awaitDirect(ctx context.Context, id lpeer.ID) {
+func (s *client) awaitDirect(ctx context.Context, id lpeer.ID) {
 	if k := s.kit(); k != nil {
 		k.AwaitDirect(ctx, id)
 	}

@@ -57,7 +57,7 @@ func TestReconcileSharePerPeer(t *testing.T) {
 				}
 			}
 		}))
-	n := seed.lookup(tk.Root[:]).man.BlockCount()
+	n := seed.lib.lookup(tk.Root[:]).man.BlockCount()
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +110,7 @@ func TestManifestRetried(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 64<<10, 16<<10)
-	serve := seed.handler(seed.serveManifest)
+	serve := seed.srv.handler(seed.srv.serveManifest)
 	var resets atomic.Int32
 	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
 		if resets.Add(1) <= 2 {
@@ -139,7 +139,7 @@ func TestRepeatedBlockBounded(t *testing.T) {
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 64<<10, 16<<10)
 	evil := connectedPeer(ctx, t, seed)
-	cs, err := evil.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
+	cs, err := evil.cl.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestMalformedBanned(t *testing.T) {
 		if seed.guard.isBanned(evil.ID()) {
 			t.Fatalf("banned after %d malformed frames", i)
 		}
-		cs, err := evil.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
+		cs, err := evil.cl.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,7 +244,7 @@ func TestStreamChurnBanned(t *testing.T) {
 	if !seed.guard.isBanned(evil.ID()) {
 		t.Fatalf("a peer that opened %d streams at once is not banned", 4*streamBurst)
 	}
-	if _, err := evil.fetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {
+	if _, err := evil.cl.fetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {
 		t.Error("a banned peer got the manifest")
 	}
 	out := filepath.Join(dir, "out")

@@ -24,7 +24,7 @@ const (
 // fetchManifest gets the manifest of root from the first of srcs that has
 // it and checks it against the root, trying each source again (with
 // backoff) after a failure of the stream.
-func (p *Service) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID) (*chunker.Manifest, error) {
+func (p *client) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID) (*chunker.Manifest, error) {
 	var errs []error
 	retry := srcs
 	for round := range manifestTries {
@@ -69,7 +69,7 @@ func (p *Service) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpe
 // askManifest sends a manifest request (with the hello's Coded flag when
 // coded: for the header of the content's altUnits) to id and returns the
 // body of the answer, of at most max bytes.
-func (p *Service) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
+func (p *client) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
 	cs, err := p.request(ctx, id, ProtoManifest, root, coded)
 	if err != nil {
 		return nil, err
@@ -91,7 +91,7 @@ func (p *Service) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID,
 	return body, nil
 }
 
-func (p *Service) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
+func (p *client) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
 	body, err := p.askManifest(ctx, root, id, false, p.cfg.limits.MaxManifestBytes)
 	if err != nil {
 		return nil, err

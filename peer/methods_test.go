@@ -32,7 +32,7 @@ func TestMethods(t *testing.T) {
 			dir := t.TempDir()
 			const size, bs = 1<<20 + 777, 16 << 10
 			seed, tk, src := seedFile(t, dir, size, bs, WithServeRate(4<<20))
-			m := seed.lookup(tk.Root[:]).man
+			m := seed.lib.lookup(tk.Root[:]).man
 			n := m.BlockCount()
 			a, b := newTestPeer(t), newTestPeer(t)
 			outA, outB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
@@ -293,7 +293,7 @@ func TestHostileRecon(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 4<<10)
-	n := seed.lookup(tk.Root[:]).man.BlockCount()
+	n := seed.lib.lookup(tk.Root[:]).man.BlockCount()
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		t.Fatal(err)
@@ -430,7 +430,7 @@ func TestReconcileTimeLimit(t *testing.T) {
 	dir := t.TempDir()
 	const idle = 300 * time.Millisecond
 	seed, tk, _ := seedFile(t, dir, 256<<10, 1<<10, WithStreamIdle(idle))
-	n := seed.lookup(tk.Root[:]).man.BlockCount()
+	n := seed.lib.lookup(tk.Root[:]).man.BlockCount()
 	evil := connectedPeer(ctx, t, seed)
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {

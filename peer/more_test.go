@@ -119,7 +119,7 @@ func TestManifestMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherManifest, _ := seed.lookup(otk.Root[:]).man.MarshalBinary()
+	otherManifest, _ := seed.lib.lookup(otk.Root[:]).man.MarshalBinary()
 	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
 		defer s.Close()
 		bw := bufio.NewWriter(s)
@@ -132,7 +132,7 @@ func TestManifestMismatch(t *testing.T) {
 		t.Fatalf("wrong manifest: %v", err)
 	}
 	// An output holding other content.
-	prefill(t, other, seed.lookup(otk.Root[:]).man, filepath.Join(dir, "o2"), func(int) bool { return true })
+	prefill(t, other, seed.lib.lookup(otk.Root[:]).man, filepath.Join(dir, "o2"), func(int) bool { return true })
 	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "o2")); !errors.Is(err, ErrManifestMismatch) {
 		t.Fatalf("output of other content: %v", err)
 	}
@@ -161,7 +161,7 @@ func TestPeersLackBlocks(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	half := filepath.Join(dir, "half")
 	prefill(t, src, m, half, func(i int) bool { return i%2 == 0 })
 	seed.Close()
@@ -243,7 +243,7 @@ func TestServeBytes(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if h, err := seed.serveMem.Acquire(alreadyDone, "check", int64(budget), nil); err != nil || h.N() != int64(budget) {
+		if h, err := seed.srv.serveMem.Acquire(alreadyDone, "check", int64(budget), nil); err != nil || h.N() != int64(budget) {
 			t.Errorf("budget %d: not all of it was given back", budget)
 		}
 	}
@@ -281,12 +281,12 @@ func (remoteConn) RemoteMultiaddr() ma.Multiaddr { return nil }
 // the mock network every write costs a latency), and decodes to the block.
 func TestServedBlockOneWrite(t *testing.T) {
 	seed, tk, _ := seedFile(t, t.TempDir(), 100<<10, 16<<10)
-	c := seed.lookup(tk.Root[:])
+	c := seed.lib.lookup(tk.Root[:])
 	w := &writeCounter{}
 	ss := &serverStream{s: w, bw: bufio.NewWriterSize(w, wire.BufSize), c: c, idle: time.Second, clk: clock.Real()}
 	for _, i := range []int{0, 6, 3} { // 6 is the short last block
 		w.writes = nil
-		if err := seed.sendStored(ss, nil, i); err != nil {
+		if err := seed.srv.sendStored(ss, nil, i); err != nil {
 			t.Fatal(err)
 		}
 		if len(w.writes) != 1 {

@@ -102,7 +102,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	if slices.Contains(st.Parents, p.h.ID()) || slices.Contains(st.Grandparents, p.h.ID()) {
 		return errors.New("peer: push: this peer is its own parent or grandparent")
 	}
-	c := p.lookup(root[:])
+	c := p.lib.lookup(root[:])
 	if c == nil {
 		return fmt.Errorf("peer: push: content %s is not served: %w", root, ErrUnknownRoot)
 	}
@@ -173,7 +173,7 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 // Pushing reports whether content root has its place in stripe trees
 // (Push, or a fetch's WithStripes).
 func (p *Service) Pushing(root chunker.ID) bool {
-	c := p.lookup(root[:])
+	c := p.lib.lookup(root[:])
 	return c != nil && c.pushes() != nil
 }
 

@@ -65,7 +65,7 @@ var errNotParent = errors.New("not a parent in the content's stripe trees")
 // servePush takes the blocks a parent pushes (ProtoPush): each is checked
 // against the parent's stripes, verified and stored as a fetched block is,
 // and passed on to this peer's children.
-func (p *Service) servePush(ss *serverStream) error {
+func (p *server) servePush(ss *serverStream) error {
 	c := ss.c
 	t := c.pushes()
 	from := ss.s.Conn().RemotePeer()
@@ -90,7 +90,7 @@ func (p *Service) servePush(ss *serverStream) error {
 }
 
 // readPushes reads and stores the pushes of from until the stream ends.
-func (p *Service) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) error {
+func (p *server) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) error {
 	c := ss.c
 	limit := c.man.BlockCount()
 	max := c.man.BlockSize() + 1 + binaryMaxVarint

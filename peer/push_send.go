@@ -123,7 +123,7 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 	p, c := t.p, t.c
 	root := c.man.ID()
-	cs, err := p.requestHello(p.ctx, child, ProtoPush, wire.Hello{Root: root[:]})
+	cs, err := p.cl.requestHello(p.ctx, child, ProtoPush, wire.Hello{Root: root[:]})
 	if err != nil {
 		return false, err
 	}
@@ -226,8 +226,8 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			if err != nil {
 				return accepted, err
 			}
-			if p.upload != nil {
-				if err := p.upload.WaitN(p.ctx, c.man.BlockLen(i)); err != nil {
+			if p.srv.upload != nil {
+				if err := p.srv.upload.WaitN(p.ctx, c.man.BlockLen(i)); err != nil {
 					return accepted, err
 				}
 			}

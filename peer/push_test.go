@@ -160,7 +160,7 @@ func (w *pushSwarm) startFetch(ctx context.Context, p *Peer) func() (*Summary, e
 // fetching waits until p's fetch of w's file runs.
 func (w *pushSwarm) fetching(ctx context.Context, p *Peer) error {
 	root := w.man.ID()
-	for c := p.lookup(root[:]); c == nil || !c.runningFetch().running(); c = p.lookup(root[:]) {
+	for c := p.lib.lookup(root[:]); c == nil || !c.runningFetch().running(); c = p.lib.lookup(root[:]) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -348,7 +348,7 @@ func TestPushCatchUpParentBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := w.man.ID()
-	tr := b.lookup(root[:]).pushes()
+	tr := b.lib.lookup(root[:]).pushes()
 	tr.parentFailed(a.ID(), false)
 	if !tr.accepts(a.ID()) {
 		t.Fatal("a parent back is not taken")
@@ -399,7 +399,7 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	a, b := w.peers[0], w.peers[1]
 	// a holds the first half of the blocks, and has no place yet.
 	root := w.man.ID()
-	seedStore := w.seed.lookup(root[:]).store
+	seedStore := w.seed.lib.lookup(root[:]).store
 	for i := range w.man.BlockCount() / 2 {
 		data, err := seedStore.ReadBlock(i, nil)
 		if err != nil {
@@ -416,7 +416,7 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	waitB := w.startFetch(ctx, b)
 	// b asks a to catch it up as its fetch starts, and a refuses.
 	for {
-		tr := b.lookup(root[:]).pushes()
+		tr := b.lib.lookup(root[:]).pushes()
 		tr.mu.Lock()
 		refused := tr.behind[a.ID()]
 		tr.mu.Unlock()
@@ -622,7 +622,7 @@ func FuzzReadPushes(f *testing.F) {
 		c.push = newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"remote", "other"}}, time.Second)
 		s := &readStream{r: bytes.NewReader(in)}
 		ss := &serverStream{s: s, fr: wire.NewReader(s), c: c, clk: clock.Real()}
-		_ = p.readPushes(ss, c.push, "remote")
+		_ = p.srv.readPushes(ss, c.push, "remote")
 		for _, i := range st.Held() {
 			if i%2 != 0 {
 				t.Errorf("block %d of the other parent's stripe stored", i)

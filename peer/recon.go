@@ -89,7 +89,7 @@ func (r *responder) filtersFor(held *reconcile.Set) (*reconcile.Filters, error) 
 }
 
 // reconcileLimits are the decoder limits of package reconcile for our limits.
-func (p *Service) reconcileLimits() reconcile.Limits {
+func (p *server) reconcileLimits() reconcile.Limits {
 	return reconcile.Limits{MaxMessage: p.cfg.limits.MaxFilterBytes + 64<<10, MaxFilterBytes: p.cfg.limits.MaxFilterBytes}
 }
 
@@ -177,7 +177,7 @@ func (c *reconConn) Recv() ([]byte, error) {
 
 // frameMax bounds a reconciliation frame: a message of package reconcile
 // within the filter limit, and its type byte.
-func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<10 }
+func (p *server) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<10 }
 
 // answerSession runs the responder side of one session on ss, with the
 // method the first message names, and returns that method, the units the
@@ -188,7 +188,7 @@ func (p *Service) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<
 // is refused with a reject (errNotServed); a disagreement of configurations
 // is rejected (errRejected); a peer that breaks the protocol gets an error
 // wrapping ErrMalformed, which resets the stream.
-func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error), trim func([]uint32) []uint32, keep bool) (method reconcile.Method, offered, found []int, theirs *cbfalgebra.CBF, err error) {
+func (p *server) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error), trim func([]uint32) []uint32, keep bool) (method reconcile.Method, offered, found []int, theirs *cbfalgebra.CBF, err error) {
 	lim := p.reconcileLimits()
 	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered, found: &found, trim: trim}
 	body, err := conn.Recv()
@@ -235,7 +235,7 @@ func (p *Service) answerSession(ss *serverStream, r *responder, slot func() (hel
 // answerOnce runs the session that answers the first message m, with the
 // held set slot returns, over conn, and returns the fetcher's CBF if keep
 // is set (see answerSession).
-func (p *Service) answerOnce(ss *serverStream, r *responder, m reconcile.Message, method reconcile.Method, conn *reconConn, slot func() ([]int, func(), error), keep bool) (*cbfalgebra.CBF, error) {
+func (p *server) answerOnce(ss *serverStream, r *responder, m reconcile.Message, method reconcile.Method, conn *reconConn, slot func() ([]int, func(), error), keep bool) (*cbfalgebra.CBF, error) {
 	held, release, err := slot()
 	if err != nil {
 		return nil, err
@@ -276,8 +276,8 @@ var errRejected = errors.New("peer: session rejected")
 // this side lacks, and the number of round trips it took. With whole set,
 // a CBF is sized for the whole universe rather than for held (see
 // watchParams).
-func (p *Service) pullSession(ctx context.Context, cs *clientStream, r *responder, method reconcile.Method, held []int, whole bool) (s *reconcile.Session, trips int, err error) {
-	lim := p.reconcileLimits()
+func (p *client) pullSession(ctx context.Context, cs *clientStream, r *responder, method reconcile.Method, held []int, whole bool) (s *reconcile.Session, trips int, err error) {
+	lim := p.srv.reconcileLimits()
 	set := heldSet(r.u.Blocks(), held)
 	filters, err := r.filtersFor(set)
 	if err != nil {
@@ -294,7 +294,7 @@ func (p *Service) pullSession(ctx context.Context, cs *clientStream, r *responde
 	if err := s.Start(); err != nil {
 		return nil, 0, err
 	}
-	err = reconcile.Drive(ctx, s, &reconConn{send: cs.send, flush: cs.flush, next: cs.next, max: p.frameMax()}, lim)
+	err = reconcile.Drive(ctx, s, &reconConn{send: cs.send, flush: cs.flush, next: cs.next, max: p.srv.frameMax()}, lim)
 	trips = s.Outcome().Flights / 2
 	switch {
 	case err == nil, isConnError(err):

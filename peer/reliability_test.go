@@ -62,7 +62,7 @@ func TestWrongBlockPeer(t *testing.T) {
 	if _, err := liar.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	misbehave(liar, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
 		for {
 			f, err := fr.Next(1 << 20)
@@ -109,7 +109,7 @@ func TestWrongBlockPeer(t *testing.T) {
 	if !fetcher.guard.isBanned(liar.ID()) {
 		t.Fatal("the liar is not on the deny-list")
 	}
-	if _, err := liar.askPeers(ctx, fetcher.ID(), tk.Root); err == nil {
+	if _, err := liar.cl.askPeers(ctx, fetcher.ID(), tk.Root); err == nil {
 		t.Error("a banned peer's request was answered")
 	}
 	fetcher.Host().SetStreamHandler("/app/echo/1", echo)
@@ -143,7 +143,7 @@ func TestBanKeepsAppProtocols(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.guard.ban(other.ID())
-	if _, err := other.askPeers(ctx, appHost.ID(), chunker.ID{}); err == nil {
+	if _, err := other.cl.askPeers(ctx, appHost.ID(), chunker.ID{}); err == nil {
 		t.Error("a banned peer's request was answered")
 	}
 	if got, err := echoed(ctx, other.Host(), appHost.ID(), "/app/echo/1"); err != nil || got != "ping" {
@@ -386,7 +386,7 @@ func TestSwarmHalves(t *testing.T) {
 	// each other and swap halves even on a loaded machine (at 4 MiB/s the seed
 	// sometimes sent everything before they met, and the test failed in CI).
 	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10, WithServeRate(512<<10))
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	a, b := newTestPeer(t), newTestPeer(t)
 	outs := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
 	for j, out := range outs {
@@ -466,7 +466,7 @@ func TestMissingBlocks(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10)
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	flaky := newTestPeer(t)
 	if _, err := flaky.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
 		t.Fatal(err)
@@ -590,7 +590,7 @@ func TestPhantomParentRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
-	tr := fetcher.lookup(tk.Root[:]).pushes()
+	tr := fetcher.lib.lookup(tk.Root[:]).pushes()
 	tr.mu.Lock()
 	state := tr.parent[phantom.ID()]
 	tr.mu.Unlock()

@@ -16,7 +16,7 @@ func TestRotateIdleSource(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	// A peer serving the content with none of its blocks.
 	empty := filepath.Join(dir, "empty")
 	prefill(t, src, m, empty, func(int) bool { return false })
@@ -44,7 +44,7 @@ func TestRotateIdleSource(t *testing.T) {
 	// Once the fetch runs with the idle peer as its one source, tell it of
 	// the seed, as a peer reconciling with it would.
 	for {
-		f := p.lookup(tk.Root[:])
+		f := p.lib.lookup(tk.Root[:])
 		if f != nil {
 			f.mu.Lock()
 			running := f.fetch
@@ -67,7 +67,7 @@ func TestRotateIdleSource(t *testing.T) {
 	if err := p.Host().Connect(ctx, seed.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	p.lookup(tk.Root[:]).offerSource(seed.ID())
+	p.lib.lookup(tk.Root[:]).offerSource(seed.ID())
 	r := <-res
 	if r.err != nil {
 		t.Fatal(r.err)

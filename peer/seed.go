@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
 // SeedOption configures Seed.
@@ -99,40 +101,40 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 		}
 	}
 	if sc.superSeed {
-		c.super = p.newSuperSeed(m.BlockCount())
+		c.super = newSuperSeed(p.clk, m.BlockCount())
 	}
-	if err := p.add(c); err != nil {
+	if err := p.lib.add(c); err != nil {
 		s.Close()
 		return Ticket{}, err
 	}
 	if sc.sourceCheck > 0 {
-		p.goroutine(func() { p.watchSources(c, sc.sourceCheck) })
+		p.goroutine(func() { c.watchSources(p.ctx, p.clk, p.log, sc.sourceCheck) })
 	}
-	return p.ticket(m.ID()), nil
+	return Ticket{Root: m.ID(), Peers: []lpeer.AddrInfo{p.AddrInfo()}}, nil
 }
 
 // watchSources checks the source files of the seeded content c every period
 // (chunker.Store.CheckSources) and logs what changed, until the service
 // closes or the content's store is closed (Unserve).
-func (p *Service) watchSources(c *content, every time.Duration) {
-	t := p.clk.NewTicker(every)
+func (c *content) watchSources(ctx context.Context, clk clock.Clock, log *slog.Logger, every time.Duration) {
+	t := clk.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
-		case <-p.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.Chan():
 		}
-		ch, err := c.store.CheckSources(p.ctx)
+		ch, err := c.store.CheckSources(ctx)
 		switch {
-		case errors.Is(err, chunker.ErrClosed) || p.ctx.Err() != nil:
+		case errors.Is(err, chunker.ErrClosed) || ctx.Err() != nil:
 			return
 		case err != nil:
-			p.log.Warn("checking the source files failed", "root", c.man.ID(), "err", err)
+			log.Warn("checking the source files failed", "root", c.man.ID(), "err", err)
 		case len(ch.Dropped) > 0 || len(ch.Restored) > 0:
-			p.log.Warn(sourceChangeText(c.man, ch))
+			log.Warn(sourceChangeText(c.man, ch))
 		case ch.Changed():
-			p.log.Info(sourceChangeText(c.man, ch))
+			log.Info(sourceChangeText(c.man, ch))
 		}
 	}
 }
@@ -217,50 +219,24 @@ func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
 	if err := p.addContent(s, alt, sc.superSeed); err != nil {
 		return Ticket{}, err
 	}
-	return p.ticket(s.Manifest().ID()), nil
+	return Ticket{Root: s.Manifest().ID(), Peers: []lpeer.AddrInfo{p.AddrInfo()}}, nil
 }
 
 // Unserve stops serving the content with the given root and closes its store.
 // It reports whether the content was served.
 func (p *Service) Unserve(root chunker.ID) (bool, error) {
-	p.mu.Lock()
-	c, ok := p.contents[root]
-	delete(p.contents, root)
-	p.mu.Unlock()
-	if !ok {
+	c := p.lib.remove(root)
+	if c == nil {
 		return false, nil
 	}
 	return true, c.close()
-}
-
-// Ticket returns a ticket for root naming this peer.
-func (p *Service) ticket(root chunker.ID) Ticket {
-	return Ticket{Root: root, Peers: []lpeer.AddrInfo{p.AddrInfo()}}
-}
-
-// add registers content; it fails if the root is already served.
-func (p *Service) add(c *content) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return ErrClosed
-	}
-	c.fresh = uploadQueueFresh
-	id := c.man.ID()
-	if _, dup := p.contents[id]; dup {
-		return fmt.Errorf("peer: content %s is already served by this peer", id)
-	}
-	p.contents[id] = c
-	return nil
 }
 
 // ServedBytes returns, for the content with the given root, the block bytes
 // this peer has sent to each remote peer (by peer id), or nil if the content
 // is not served.
 func (p *Service) ServedBytes(root chunker.ID) map[string]int64 {
-	p.mu.Lock()
-	c := p.contents[root]
-	p.mu.Unlock()
+	c := p.lib.get(root)
 	if c == nil {
 		return nil
 	}
@@ -274,9 +250,7 @@ func (p *Service) ServedBytes(root chunker.ID) map[string]int64 {
 // Held reports, for the content with the given root, how many blocks this
 // peer holds and how many the content has (ok false if it is not served).
 func (p *Service) Held(root chunker.ID) (held, total int, ok bool) {
-	p.mu.Lock()
-	c := p.contents[root]
-	p.mu.Unlock()
+	c := p.lib.get(root)
 	if c == nil {
 		return 0, 0, false
 	}

@@ -100,7 +100,7 @@ func (ss *serverStream) flush() error {
 
 // handler wraps a protocol handler: it reads and checks the hello, finds the
 // content and resets the stream on a protocol violation.
-func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler {
+func (p *server) handler(serve func(*serverStream) error) network.StreamHandler {
 	return func(s network.Stream) {
 		untrack, ok := p.guard.track(s)
 		if !ok {
@@ -154,7 +154,7 @@ func (p *Service) handler(serve func(*serverStream) error) network.StreamHandler
 	}
 }
 
-func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error {
+func (p *server) serve(ss *serverStream, serve func(*serverStream) error) error {
 	stop := context.AfterFunc(p.ctx, func() { ss.s.Reset() })
 	defer stop()
 	// The hello is a few dozen bytes: it arrives within helloTimeout or the
@@ -173,7 +173,7 @@ func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error
 		return err
 	}
 	ss.hello = h
-	ss.c = p.lookup(h.Root)
+	ss.c = p.lib.lookup(h.Root)
 	if ss.c != nil {
 		ss.u = blockUnits{ss.c}
 		if h.Coded {
@@ -192,7 +192,7 @@ func (p *Service) serve(ss *serverStream, serve func(*serverStream) error) error
 
 // serveManifest answers with the header of the stream's units: the
 // content's manifest, or what a fetch of the other units needs beside it.
-func (p *Service) serveManifest(ss *serverStream) error {
+func (p *server) serveManifest(ss *serverStream) error {
 	body, err := ss.u.header()
 	if err != nil {
 		return err
@@ -204,7 +204,7 @@ func (p *Service) serveManifest(ss *serverStream) error {
 }
 
 // serveReconcile answers one reconciliation session.
-func (p *Service) serveReconcile(ss *serverStream) error {
+func (p *server) serveReconcile(ss *serverStream) error {
 	c := ss.c
 	r := ss.u.responder()
 	// The memory of the session is claimed (a share of ReconcileBytes) when
@@ -314,7 +314,7 @@ func (p *Service) serveReconcile(ss *serverStream) error {
 }
 
 // serveBlocks answers want messages with blocks until the fetcher closes.
-func (p *Service) serveBlocks(ss *serverStream) error {
+func (p *server) serveBlocks(ss *serverStream) error {
 	c := ss.c
 	limit := ss.u.count()
 	wantMax := 1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint
@@ -399,7 +399,7 @@ var doneCtx = func() context.Context {
 // of the whole frame (on go-libp2p's mock network every write costs a
 // latency). The bytes it reads count against Limits.ServeBytes until they
 // are sent (written to the stream, or copied into its write buffer).
-func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
+func (p *server) sendStored(ss *serverStream, hdr []byte, i int) error {
 	c := ss.c
 	n := c.man.BlockLen(i)
 	key, evict := ss.shareKey(), func() { ss.s.Reset() }
@@ -450,7 +450,7 @@ func (p *Service) sendStored(ss *serverStream, hdr []byte, i int) error {
 }
 
 // sendBlock sends block i (within the upload rate, if capped).
-func (p *Service) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) error {
+func (p *server) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) error {
 	if p.upload != nil {
 		if err := p.upload.WaitN(p.ctx, len(data)); err != nil {
 			return err
@@ -469,7 +469,7 @@ func (p *Service) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) er
 // under its share gets one by resetting the oldest session of the peer that
 // holds the most). When it cannot, it tells the peer "busy" and returns an
 // error wrapping ErrBusy.
-func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
+func (p *server) reconcileSlot(ss *serverStream) (func(), error) {
 	key := ss.shareKey()
 	if isPeerKey(key) && p.slots.UsedBy(key) >= int64(p.cfg.limits.ReconcilesPerPeer) {
 		return nil, p.busy(ss, "the peer holds its share of the reconcile slots")
@@ -487,7 +487,7 @@ func (p *Service) reconcileSlot(ss *serverStream) (func(), error) {
 }
 
 // refuse answers ss with an error frame saying why.
-func (p *Service) refuse(ss *serverStream, why error) error {
+func (p *server) refuse(ss *serverStream, why error) error {
 	if err := ss.send(wire.AppendError(nil, why.Error())); err != nil {
 		return err
 	}
@@ -496,7 +496,7 @@ func (p *Service) refuse(ss *serverStream, why error) error {
 
 // busy tells the stream's peer "busy" and returns an error wrapping ErrBusy
 // that says why.
-func (p *Service) busy(ss *serverStream, why string) error {
+func (p *server) busy(ss *serverStream, why string) error {
 	if p.cfg.observer != nil {
 		ev := ServeEvent{Kind: EventBusy, Peer: ss.s.Conn().RemotePeer(), Coded: ss.hello.Coded}
 		if ss.c != nil {
@@ -511,7 +511,7 @@ func (p *Service) busy(ss *serverStream, why string) error {
 }
 
 // noteSent counts unit i of n bytes as sent on ss.
-func (p *Service) noteSent(ss *serverStream, i, n int) {
+func (p *server) noteSent(ss *serverStream, i, n int) {
 	remote := ss.s.Conn().RemotePeer()
 	ss.c.noteSent(remote, n)
 	if super := ss.c.super; super != nil && ss.u.plain() {
@@ -523,7 +523,7 @@ func (p *Service) noteSent(ss *serverStream, i, n int) {
 }
 
 // servePeers lists the other peers known to hold or fetch the content.
-func (p *Service) servePeers(ss *serverStream) error {
+func (p *server) servePeers(ss *serverStream) error {
 	remote := ss.s.Conn().RemotePeer()
 	var infos []lpeer.AddrInfo
 	for _, id := range ss.c.swarmPeers() {

@@ -76,25 +76,18 @@ type Service struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	// slots are the reconciliations answered at once (Limits.Reconciles),
-	// shared among peers.
-	slots *admit.FairPool
-	// upload caps the rate of served blocks; nil means no cap.
-	upload *rate.Limiter
-	// serveMem shares the bytes of blocks read for serving held at once
-	// (Limits.ServeBytes) among peers; serveBufs recycles those buffers.
-	serveMem  *admit.FairPool
-	serveBufs sync.Pool
-	// recvMem shares the memory of the reconciliation sessions answered at
-	// once (Limits.ReconcileBytes) among peers.
-	recvMem *admit.FairPool
+	// srv answers remote peers' requests, cl makes this service's own.
+	srv *server
+	cl  *client
 
 	// guard admits, scores and bans remote peers (peer/guard.go).
 	guard *guard
 
-	mu       sync.Mutex
-	contents map[chunker.ID]*content
-	closed   bool
+	// lib holds the contents served and fetched (peer/library.go).
+	lib *library
+
+	mu     sync.Mutex
+	closed bool
 }
 
 // NewService mounts the reconcile protocols on h, as go-libp2p's ping
@@ -124,25 +117,28 @@ func NewService(h host.Host, opts ...Option) (*Service, error) {
 func newService(h host.Host, cfg config) *Service {
 	p := &Service{
 		h: h, cfg: cfg, log: cfg.log, clk: cfg.clock,
-		contents: make(map[chunker.ID]*content),
-		guard:    newGuard(h, cfg),
+		lib:   newLibrary(),
+		guard: newGuard(h, cfg),
+	}
+	p.srv = &server{Service: p,
 		slots:    admit.NewFairPool(int64(cfg.limits.Reconciles)),
 		serveMem: admit.NewFairPool(int64(cfg.limits.ServeBytes)),
 		recvMem:  admit.NewFairPool(int64(cfg.limits.ReconcileBytes)),
 	}
+	p.cl = &client{Service: p}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.serveRate > 0 {
-		p.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
+		p.srv.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
 		// start empty: no initial burst (the limiter keeps real time)
-		p.upload.ReserveN(clock.Wall.Now(), chunker.MaxBlockSize)
+		p.srv.upload.ReserveN(clock.Wall.Now(), chunker.MaxBlockSize)
 	}
-	p.goroutine(p.sweeper) // peer/abuse.go
-	p.h.SetStreamHandler(ProtoManifest, p.handler(p.serveManifest))
-	p.h.SetStreamHandler(ProtoReconcile, p.handler(p.serveReconcile))
-	p.h.SetStreamHandler(ProtoBlocks, p.handler(p.serveBlocks))
-	p.h.SetStreamHandler(ProtoPeers, p.handler(p.servePeers))
-	p.h.SetStreamHandler(ProtoPush, p.handler(p.servePush))
-	p.h.SetStreamHandler(ProtoAdopt, p.handler(p.serveAdopt))
+	p.goroutine(p.srv.sweeper) // peer/abuse.go
+	p.h.SetStreamHandler(ProtoManifest, p.srv.handler(p.srv.serveManifest))
+	p.h.SetStreamHandler(ProtoReconcile, p.srv.handler(p.srv.serveReconcile))
+	p.h.SetStreamHandler(ProtoBlocks, p.srv.handler(p.srv.serveBlocks))
+	p.h.SetStreamHandler(ProtoPeers, p.srv.handler(p.srv.servePeers))
+	p.h.SetStreamHandler(ProtoPush, p.srv.handler(p.srv.servePush))
+	p.h.SetStreamHandler(ProtoAdopt, p.srv.handler(p.srv.serveAdopt))
 	return p
 }
 
@@ -208,12 +204,9 @@ func (p *Service) Close() error {
 	}
 	p.wg.Wait()
 	var errs []error
-	p.mu.Lock()
-	for id, c := range p.contents {
+	for _, c := range p.lib.close() {
 		errs = append(errs, c.close())
-		delete(p.contents, id)
 	}
-	p.mu.Unlock()
 	return errors.Join(errs...)
 }
 
@@ -232,14 +225,29 @@ func (p *Service) goroutine(fn func()) bool {
 	return true
 }
 
-// lookup returns the content with the given root, or nil.
-func (p *Service) lookup(root []byte) *content {
-	var id chunker.ID
-	if len(root) != len(id) {
-		return nil
-	}
-	copy(id[:], root)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.contents[id]
+// server answers the requests of remote peers: the stream handlers of the
+// service's protocols (manifest, reconcile, blocks, peers, push, adopt),
+// the watches, and the serve budget they share (reconcile slots, upload
+// rate, read buffers). Its admission of strangers is the guard's.
+type server struct {
+	*Service
+
+	// slots are the reconciliations answered at once (Limits.Reconciles),
+	// shared among peers.
+	slots *admit.FairPool
+	// upload caps the rate of served blocks; nil means no cap.
+	upload *rate.Limiter
+	// serveMem shares the bytes of blocks read for serving held at once
+	// (Limits.ServeBytes) among peers; serveBufs recycles those buffers.
+	serveMem  *admit.FairPool
+	serveBufs sync.Pool
+	// recvMem shares the memory of the reconciliation sessions answered at
+	// once (Limits.ReconcileBytes) among peers.
+	recvMem *admit.FairPool
+}
+
+// client is the service's side as a fetcher: it connects to peers, asks
+// them for manifests, reconciliations and peers, and starts fetches.
+type client struct {
+	*Service
 }

@@ -30,12 +30,12 @@ type clientStream struct {
 
 // request opens a stream of proto to id for root and sends the hello (it is
 // flushed with the first message, or by flush).
-func (p *Service) request(ctx context.Context, id lpeer.ID, proto protocol.ID, root chunker.ID, coded bool) (*clientStream, error) {
+func (p *client) request(ctx context.Context, id lpeer.ID, proto protocol.ID, root chunker.ID, coded bool) (*clientStream, error) {
 	return p.requestHello(ctx, id, proto, wire.Hello{Root: root[:], Coded: coded})
 }
 
 // requestHello is request with the hello h.
-func (p *Service) requestHello(ctx context.Context, id lpeer.ID, proto protocol.ID, h wire.Hello) (*clientStream, error) {
+func (p *client) requestHello(ctx context.Context, id lpeer.ID, proto protocol.ID, h wire.Hello) (*clientStream, error) {
 	if p.guard.isBanned(id) {
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
 	}

@@ -40,7 +40,7 @@ type target interface {
 
 // newTarget returns the target of a fetch of c with method m: the blocks of
 // its store with a block method, the content's other units otherwise.
-func (p *Service) newTarget(c *content, m reconcile.Method) (target, error) {
+func (p *client) newTarget(c *content, m reconcile.Method) (target, error) {
 	if isBlockMethod(m) {
 		return blockTarget{c, m}, nil
 	}

@@ -32,7 +32,7 @@ const haveFrameMax = 1 + binaryMaxVarint + maxHave*binaryMaxVarint
 // cursor on (and, for a super-seed's watcher sw, of the offers dealt to it),
 // and reads the watcher's own have frames, until the watcher closes the
 // stream (nil), the service closes or the stream fails.
-func (p *Service) serveWatch(ss *serverStream, cursor int, sw *sched.SuperWatch[lpeer.ID]) error {
+func (p *server) serveWatch(ss *serverStream, cursor int, sw *sched.SuperWatch[lpeer.ID]) error {
 	c := ss.c
 	read := make(chan error, 1)
 	if !p.goroutine(func() { read <- p.readWatcher(ss, sw) }) {
@@ -85,7 +85,7 @@ func (p *Service) serveWatch(ss *serverStream, cursor int, sw *sched.SuperWatch[
 
 // readWatcher reads the have frames of a watcher until its stream ends (a
 // clean end is io.EOF), telling a super-seed (sw, if set) what it got.
-func (p *Service) readWatcher(ss *serverStream, sw *sched.SuperWatch[lpeer.ID]) error {
+func (p *server) readWatcher(ss *serverStream, sw *sched.SuperWatch[lpeer.ID]) error {
 	limit := ss.c.man.BlockCount()
 	var idx []int
 	for {

@@ -22,7 +22,7 @@ func TestWatch(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10)
-	m := seed.lookup(tk.Root[:]).man
+	m := seed.lib.lookup(tk.Root[:]).man
 	half := func(i int) bool { return i < m.BlockCount()/2 }
 	var peers [2]*Peer
 	for j := range peers {
@@ -41,13 +41,13 @@ func TestWatch(t *testing.T) {
 	if err := b.Host().Connect(ctx, a.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	ca, cb := a.lookup(tk.Root[:]), b.lookup(tk.Root[:])
-	cs, err := b.requestHello(ctx, a.ID(), ProtoReconcile, wire.Hello{Root: tk.Root[:], Watch: true})
+	ca, cb := a.lib.lookup(tk.Root[:]), b.lib.lookup(tk.Root[:])
+	cs, err := b.cl.requestHello(ctx, a.ID(), ProtoReconcile, wire.Hello{Root: tk.Root[:], Watch: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.reset()
-	s, _, err := b.pullSession(ctx, cs, cb.recon, reconcile.Complete, cb.store.Held(), true)
+	s, _, err := b.cl.pullSession(ctx, cs, cb.recon, reconcile.Complete, cb.store.Held(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestWatch(t *testing.T) {
 	}
 	// a gains two blocks: b hears of each.
 	for _, gain := range []int{40, 50} {
-		data, err := seed.lookup(tk.Root[:]).store.ReadBlock(gain, nil)
+		data, err := seed.lib.lookup(tk.Root[:]).store.ReadBlock(gain, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
