@@ -11,6 +11,10 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
+// finder is a fetch's search for more sources: the peers its sources know
+// (ProtoPeers), providers in the DHT and peers on the LAN.
+type finder struct{ *fetch }
+
 // discover asks the sources for other peers of the content every second and
 // downloads from the new ones too (a swarm).
 func (f finder) discover() {

@@ -14,6 +14,14 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
+// A worker downloads from one source of a fetch (one runs per source): it
+// reconciles with the source, pulls the blocks it offers over one stream,
+// watches it for new blocks, and marks it failed.
+type worker struct {
+	*fetch
+	src *source
+}
+
 // unclaim releases blocks of src that did not arrive, for others to fetch.
 func (w worker) unclaim(idx map[int]struct{}) {
 	f, src := w.fetch, w.src

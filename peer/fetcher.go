@@ -596,20 +596,3 @@ func (w worker) reconcileWith() ([]int, error) {
 	}
 	return lacking, nil
 }
-
-// A worker downloads from one source of a fetch (one runs per source): it
-// reconciles with the source, pulls the blocks it offers over one stream,
-// watches it for new blocks, and marks it failed.
-type worker struct {
-	*fetch
-	src *source
-}
-
-// finder is a fetch's search for more sources: the peers its sources know
-// (ProtoPeers), providers in the DHT and peers on the LAN.
-type finder struct{ *fetch }
-
-// pushSink is a fetch's side of the stripe trees: it takes the blocks its
-// parents push, holds back the pulls of the stripes whose pushes come, and
-// refuses a parent that lies.
-type pushSink struct{ *fetch }

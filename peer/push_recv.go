@@ -12,6 +12,11 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
+// pushSink is a fetch's side of the stripe trees: it takes the blocks its
+// parents push, holds back the pulls of the stripes whose pushes come, and
+// refuses a parent that lies.
+type pushSink struct{ *fetch }
+
 // pushedBy notes that parent id pushed block i; an error when i's stripe
 // is not id's to push or id's pushes are refused (it pushed a corrupt
 // block before).
