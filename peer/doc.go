@@ -171,7 +171,8 @@
 //
 // # Hostile load
 //
-// (This section: peer/fair.go, peer/abuse.go, peer/repeat.go.)
+// (This section: package peer/admit for the policies, peer/guard.go and
+// peer/serve.go for their use.)
 //
 // Every scarce resource of a server is shared fairly among remote peers
 // (grouped by IPv4 address or IPv6 /48 when they connect from a public
@@ -291,4 +292,40 @@
 // Both options shape the host and apply to New only; an application that
 // mounts the service on its own host (NewService) configures its host's
 // reachability itself.
+//
+// # Time
+//
+// Every timer, timeout, ticker and timestamp of the service comes from one
+// clock ([WithClock], package peer/clock; the wall clock by default), so a
+// test hands it a clockwork.FakeClock and advances it instead of sleeping,
+// and [WithTimeScale] runs the service on a clock s times slower than real
+// time (package testnet's time scale). What stays on real time whatever the
+// clock: stream deadlines (a stream's SetDeadline takes a wall-clock time;
+// clock.Deadline converts), libp2p's own timers (yamux keepalives, QUIC
+// idle timeouts, the DHT's queries and refreshes, AutoRelay's and the hole
+// puncher's backoffs, dial timeouts), the serve rate limiter
+// ([WithServeRate]) and the seconds a Byers decode takes.
+//
+// # Inside
+//
+// This package is the public face and the wiring; each job has a
+// sub-package that does not import it:
+//   - peer/sched: which block to ask of which source (picker, rarity,
+//     flow window, stall timer, super-seeding); pure.
+//   - peer/admit: fair shares, rate tables, repeat bounds, abuse scores
+//     and the deny-list; pure, handed the time.
+//   - peer/stripes: the stripe trees' planner (and policies); pure.
+//   - peer/hostkit: the host with batteries (identity, transports,
+//     resource limits, relay, hole punching, AutoNAT, DHT, mDNS, paths).
+//   - peer/byers: the Byers baseline's coded blocks and their decoding.
+//   - peer/wire: the frames of the protocols.
+//   - peer/clock: the clock.
+//
+// In this package the Service wires: a server answers remote peers
+// (serve.go, recon.go, watch.go, push_recv.go, adopt.go), a client asks
+// them and starts fetches (connect.go, manifests.go, stream.go, fetch.go),
+// the guard admits and bans (guard.go), the library holds the contents
+// (library.go, content.go), and a running fetch (fetcher.go) runs a worker
+// per source (download.go), a finder for more sources (discover.go,
+// find.go) and takes the stripe trees' pushes (push_recv.go).
 package peer
