@@ -257,7 +257,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 const pushBacklog = stripes.Backlog
 
 // shedBy lets the running fetch take from its sources the blocks idx that
-// parent shed (a have frame on its push stream, see shedLocked): those of
+// parent shed (a have frame on its push stream, see stripes.Tree.Batch): those of
 // the stripes it is this peer's parent in.
 func (t *pushTrees) shedBy(parent lpeer.ID, idx []int) {
 	t.mu.Lock()
