@@ -65,7 +65,7 @@ func TestPushAdopt(t *testing.T) {
 		tr := p.lib.lookup(root[:]).pushes()
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		return tr.parents[0]
+		return tr.tree.Parent(0)
 	}
 	// The first to ask is the seed's adoptee, the other its own.
 	first, second, j := a, b, 1
@@ -194,7 +194,7 @@ func TestAdoptee(t *testing.T) {
 			}
 		}
 		tr.mu.Lock()
-		got := slices.Clone(tr.adoptees[0])
+		got := slices.Clone(tr.tree.Adoptees(0))
 		tr.mu.Unlock()
 		if !slices.Equal(got, adoptees) {
 			t.Errorf("%s: adoptees %v, want %v", name, got, adoptees)
@@ -221,7 +221,7 @@ func TestAdoptee(t *testing.T) {
 	}, []lpeer.ID{"s4", "s5", "s6", "s7"})
 	// Two orphans of the stripe asked the seed: their root is cut.
 	seed.mu.Lock()
-	kids := slices.Clone(seed.children[0])
+	kids := slices.Clone(seed.tree.Children(0))
 	seed.mu.Unlock()
 	if !slices.Equal(kids, []lpeer.ID{"s4", "s5", "s6", "s7"}) {
 		t.Errorf("the seed pushes stripe 0 to %v, want its adoptees only (the root cut)", kids)
@@ -230,13 +230,14 @@ func TestAdoptee(t *testing.T) {
 	// liar its root banned): adopted apart, no orphan is sent on to it.
 	rootUp := func() *pushTrees {
 		tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{"root"}}}, time.Second)
-		tr.outs["root"] = &pushOut{wake: make(chan struct{}, 1), up: true}
+		tr.outs["root"] = &pushOut{wake: make(chan struct{}, 1)}
+		tr.tree.SetUp("root", true)
 		return tr
 	}
 	banned := rootUp()
 	check("seed, an orphan its root banned", banned, []ask{{orphan: "liar"}}, []lpeer.ID{"liar"})
 	banned.mu.Lock()
-	banned.outs["root"].up = false // the root left
+	banned.tree.SetUp("root", false) // the root left
 	banned.mu.Unlock()
 	check("seed, its root left", banned, []ask{
 		{orphan: "h1"},             // adopted: the doubted one is not counted
@@ -254,7 +255,7 @@ func TestAdoptee(t *testing.T) {
 		{orphan: "liar2", next: "liar1"}, // corroborates it
 	}, []lpeer.ID{"liar1"})
 	twoBanned.mu.Lock()
-	twoBanned.rootFailedLocked("root")
+	twoBanned.tree.StreamFailed("root")
 	twoBanned.mu.Unlock()
 	check("seed, the root of two it doubted left", twoBanned, []ask{
 		{orphan: "h1"}, // adopted: neither liar counts
@@ -275,7 +276,7 @@ func TestAdoptee(t *testing.T) {
 		want []lpeer.ID
 	}{{"an orphan its root banned", banned, []lpeer.ID{"liar", "h1"}}, {"two orphans its root banned", twoBanned, []lpeer.ID{"liar1", "h1"}}, {"a root that passes nothing on", phantom, []lpeer.ID{"o1"}}} {
 		tc.tr.mu.Lock()
-		kids := slices.Clone(tc.tr.children[0])
+		kids := slices.Clone(tc.tr.tree.Children(0))
 		tc.tr.mu.Unlock()
 		if !slices.Equal(kids, tc.want) {
 			t.Errorf("seed, %s: pushes stripe 0 to %v, want %v (the root cut)", tc.name, kids, tc.want)
@@ -332,7 +333,7 @@ func TestAdopteeLacks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tr.known.set(0)
+	tr.tree.Know(0)
 	for _, w := range []string{"w1", "w2"} {
 		c.tally.Set(lpeer.ID(w), watchFilter(t, c.tally.U, []int{0, 2, 6}))
 	}
@@ -380,8 +381,8 @@ func TestAdopteeBounded(t *testing.T) {
 	}
 	seed.mu.Lock()
 	defer seed.mu.Unlock()
-	if len(seed.line[0]) > maxPushChildren || len(seed.sentOn[0]) > maxPushChildren || len(seed.forwarded[0]) > maxPushChildren {
-		t.Errorf("kept %d in line, %d sent on, %d forwarders; want at most %d each", len(seed.line[0]), len(seed.sentOn[0]), len(seed.forwarded[0]), maxPushChildren)
+	if line, sentOn, fwds := seed.tree.Kept(0); line > maxPushChildren || sentOn > maxPushChildren || fwds > maxPushChildren {
+		t.Errorf("kept %d in line, %d sent on, %d forwarders; want at most %d each", line, sentOn, fwds, maxPushChildren)
 	}
 	if sentOn != 2*maxPushChildren || refused != 3*maxPushChildren-1-sentOn {
 		t.Errorf("%d sent on, %d refused; want %d sent on (two to each in line), the rest refused", sentOn, refused, 2*maxPushChildren)
@@ -545,7 +546,7 @@ func TestPushAdoptersParent(t *testing.T) {
 	grand := func() lpeer.ID {
 		ct.mu.Lock()
 		defer ct.mu.Unlock()
-		return ct.grand[0]
+		return ct.tree.Grand(0)
 	}
 	for grand() != s {
 		select {

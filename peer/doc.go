@@ -102,7 +102,8 @@
 //
 // # Stripe trees
 //
-// (This section: peer/push.go, peer/adopt.go.)
+// (This section: peer/push*.go, peer/adopt*.go, around package
+// peer/stripes' Tree, which holds the trees' membership and repair policy.)
 //
 // Pulls alone leave a swarm about twice the fluid bound from done (each
 // peer learns what its neighbours hold a latency late, and asks for it a
@@ -123,7 +124,7 @@
 // grandparent ([Stripes].Grandparents) to adopt it ([ProtoAdopt]); the
 // grandparent adopts the first two such orphans of a stripe (a seed one)
 // and sends the others on to those that asked before, two to each, which
-// adopt them in turn (peer/adopt.go), so that a whole subtree is not left
+// adopt them in turn (stripes.Tree.Adoptee), so that a whole subtree is not left
 // to pulls, nor its orphans to the seed. A parent pushes what it gains, so
 // a peer asks its parents, as its fetch starts and when a parent's pushes
 // come again after it was gone, for the stripe's blocks they held before

@@ -10,6 +10,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
 // Stripes is one peer's place in the stripe trees of one content, as
@@ -123,7 +124,7 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	c.mu.Unlock()
 	t.mu.Lock()
 	for _, i := range c.store.Held() {
-		t.known.set(i)
+		t.tree.Know(i)
 	}
 	t.mu.Unlock()
 	if c.store.Complete() {
@@ -141,32 +142,10 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 // newPushTrees returns content c's place st in its stripe trees, with
 // the repair time repair.
 func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pushTrees {
-	k := len(st.Parents)
-	t := &pushTrees{p: p, c: c, parents: slices.Clone(st.Parents), planned: slices.Clone(st.Parents), children: make([][]lpeer.ID, k),
-		grand: make([]lpeer.ID, k), adoptees: make([][]lpeer.ID, k), line: make([][]lpeer.ID, k), early: make([][]lpeer.ID, k), rootGone: make([]bool, k), asking: make([]bool, k), orphan: make([]bool, k),
-		sentOn: make([]map[lpeer.ID]lpeer.ID, k), forwarded: make([]map[lpeer.ID]int, k), complaints: make([]map[lpeer.ID][]lpeer.ID, k),
-		repair: repair, last: make([]time.Time, k), parent: map[lpeer.ID]parentState{}, behind: map[lpeer.ID]bool{},
-		outs: map[lpeer.ID]*pushOut{}, pending: map[int]int{}, known: make(bitset, (c.man.BlockCount()+63)/64)}
-	copy(t.grand, st.Grandparents)
-	t.seed = !slices.ContainsFunc(t.parents, func(id lpeer.ID) bool { return id != "" })
-	for s, kids := range st.Children {
-		t.children[s] = slices.Clone(kids)
-	}
-	if t.seed {
-		t.roots = make([][]lpeer.ID, k)
-		for s, kids := range st.Children {
-			t.roots[s] = slices.Clone(kids)
-		}
-	}
-	now := p.clk.Now()
-	for s := range t.last {
-		t.last[s] = now
-	}
-	for _, id := range t.parents {
-		if id != "" {
-			t.parent[id] = parentUp
-		}
-	}
+	t := &pushTrees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}}
+	t.tree = stripes.NewTree(stripes.Place[lpeer.ID]{Self: p.h.ID(), Parents: st.Parents, Children: st.Children,
+		Grandparents: st.Grandparents, Blocks: c.man.BlockCount(), RepairAfter: repair,
+		Spare: t.othersHold}, p.clk.Now())
 	return t
 }
 
@@ -177,64 +156,20 @@ func (p *Service) Pushing(root chunker.ID) bool {
 	return c != nil && c.pushes() != nil
 }
 
-// pushTrees is a content's place in its stripe trees (Service.Push).
+// pushTrees is a content's place in its stripe trees (Service.Push): the
+// streams that push to its children, and its parents' pushes, around a
+// stripes.Tree that decides who is whose parent, child and adoptee.
 type pushTrees struct {
-	p *Service
-	c *content
-	// seed is set for a peer without parents: a seed, the root of every
-	// stripe.
-	seed bool
-	// planned holds the parents Push was given, grand the grandparents.
-	planned, grand []lpeer.ID
-	repair         time.Duration
+	p      *Service
+	c      *content
+	repair time.Duration
 
 	mu sync.Mutex
-	// children holds, per stripe, the peers to push to: Push's, and the
-	// adoptees.
-	children [][]lpeer.ID
-	// parents holds, per stripe, the parent pushes are taken from: the
-	// planned one, or one that adopted this peer (ProtoAdopt).
-	parents []lpeer.ID
-	// adoptees holds, per stripe, the children this peer adopted (also in
-	// children); line the orphans that asked it, adopted or sent on, in
-	// the order they first asked (see adoptee); asking is set while this
-	// peer asks to be adopted in the stripe.
-	adoptees [][]lpeer.ID
-	line     [][]lpeer.ID
-	asking   []bool
-	// roots holds, per stripe, a seed's planned children (Push's); early
-	// the orphans that asked it while a root still took its pushes, and
-	// rootGone is set once a root's stream failed after such an orphan
-	// asked (see noteEarlyLocked).
-	roots    [][]lpeer.ID
-	early    [][]lpeer.ID
-	rootGone []bool
-	// sentOn holds, per stripe, the peer each orphan was sent on to;
-	// forwarded how many orphans were sent on to each; complaints the
-	// orphans that asked again after being sent on to a peer (see
-	// complainLocked). Made as needed.
-	sentOn     []map[lpeer.ID]lpeer.ID
-	forwarded  []map[lpeer.ID]int
-	complaints []map[lpeer.ID][]lpeer.ID
-	// orphan is set, per stripe, while this peer has no parent for it (its
-	// parent failed and no peer adopted it): its children were let go
-	// (orphanLocked).
-	orphan []bool
-	// last is, per stripe, when its parent last pushed a block (or Push).
-	last   []time.Time
-	parent map[lpeer.ID]parentState
-	// behind holds the parents that answered a catch-up request with a
-	// refusal (not in the trees yet, or no place for this peer): they are
-	// asked again when their pushes come (accepts).
-	behind map[lpeer.ID]bool
-	outs   map[lpeer.ID]*pushOut
-	// pending counts, per block, the children it is queued for and not
-	// yet written to.
-	pending map[int]int
-	// known marks the blocks passed on to the children as they were then
-	// (gained), and those held when Push began: those an asking child is
-	// sent (see adoptee); a block stored but not yet passed on is not.
-	known bitset
+	// tree is the content's place in the trees and the decisions that keep
+	// it (t.mu held around every call).
+	tree *stripes.Tree[lpeer.ID]
+	// outs holds the queue and writer of each child pushed to.
+	outs map[lpeer.ID]*pushOut
 }
 
 // bitset is a set of block indexes.
@@ -243,27 +178,11 @@ type bitset []uint64
 func (b bitset) has(i int) bool { return i>>6 < len(b) && b[i>>6]&(1<<(i&63)) != 0 }
 func (b bitset) set(i int)      { b[i>>6] |= 1 << (i & 63) }
 
-// parentState is what a fetch makes of a parent's pushes.
-type parentState int
-
-const (
-	// parentUp: its pushes are taken (and awaited, see pushTrees.held).
-	parentUp parentState = iota
-	// parentGone: its push stream failed; a new one makes it up again.
-	parentGone
-	// parentRefused: it pushed a corrupt block or a malformed frame, or
-	// the fetch found it a phantom (errPhantom); its pushes are refused
-	// from then on.
-	parentRefused
-)
-
 // pushOut is the queue of blocks to push to one child, and its writer.
 type pushOut struct {
 	q       []int
 	wake    chan struct{}
 	running bool
-	// up is set while a stream the child took is open.
-	up bool
 	// failures counts the streams in a row that failed before the child
 	// took them (the child not there yet, gone, or refusing): a new one is
 	// tried a repair time later with the queue kept, up to pushRetries
@@ -278,12 +197,6 @@ type pushOut struct {
 	// stream it had not taken was running: if that stream fails before the
 	// child takes it, the next starts at once.
 	asked bool
-	// cut is set when the child was let go in a stripe (orphanLocked): the
-	// writer resets its stream, which the child takes as its parent gone.
-	cut bool
-	// backlogSince is when more than pushBacklog blocks began to wait for
-	// the child, zero while they do not (see shedLocked).
-	backlogSince time.Time
 }
 
 // markSent notes that o's current stream took block i of n (t.mu held).
@@ -299,4 +212,4 @@ func (o *pushOut) markSent(i, n int) {
 const pushRetries = 3
 
 // stripe returns block i's stripe.
-func (t *pushTrees) stripe(i int) int { return i % len(t.planned) }
+func (t *pushTrees) stripe(i int) int { return t.tree.Stripe(i) }

@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -24,17 +25,15 @@ func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
 	s := t.stripe(i)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.parents[s] != id {
-		if t.planned[s] == id {
-			// The planned parent, back after another adopted this peer.
-			return errNotNow
-		}
+	switch t.tree.PushedBy(id, i, t.p.clk.Now()) {
+	case stripes.NotNow:
+		// The planned parent, back after another adopted this peer.
+		return errNotNow
+	case stripes.NotTheirs:
 		return fmt.Errorf("%w: push of block %d: stripe %d is not the sender's to push", ErrMalformed, i, s)
-	}
-	if t.parent[id] == parentRefused {
+	case stripes.Refused:
 		return fmt.Errorf("%w: pushes refused after a corrupt one", ErrBadBlock)
 	}
-	t.last[s] = t.p.clk.Now()
 	return nil
 }
 
@@ -45,21 +44,9 @@ func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
 func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, ok := t.parent[id]
-	if !ok || st == parentRefused {
-		return
-	}
-	if refused {
-		t.parent[id] = parentRefused
-	} else {
-		t.parent[id] = parentGone
-	}
-	for s, p := range t.parents {
-		if p == id && t.grand[s] != "" && len(t.children[s]) > 0 && !t.asking[s] {
-			t.asking[s] = true
-			if !t.p.goroutine(func() { t.adopt(s) }) {
-				return
-			}
+	for _, s := range t.tree.ParentFailed(id, refused) {
+		if !t.p.goroutine(func() { t.adopt(s) }) {
+			return
 		}
 	}
 }
@@ -282,7 +269,7 @@ func (w worker) seeFromLocked(idx []int) {
 	t.mu.Lock() // after f.mu, as in updateHeld
 	defer t.mu.Unlock()
 	for _, i := range idx {
-		if t.parents[t.stripe(i)] == src.id {
+		if t.tree.Parent(t.stripe(i)) == src.id {
 			f.pick.See(i, now.Add(t.repair))
 		} else {
 			f.pick.See(i, now.Add(lateAfter*t.repair))

@@ -10,22 +10,16 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // gained queues block i for the children of its stripe.
 func (t *pushTrees) gained(i int) {
-	s := t.stripe(i)
-	if s >= len(t.children) {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.known.set(i)
-	if t.orphan[s] {
-		return // its children repair the stripe (orphanLocked)
-	}
-	for _, child := range t.children[s] {
+	// None while the stripe is orphaned: its children repair it.
+	for _, child := range t.tree.Gained(i) {
 		if !t.pushLocked(child, i) {
 			return // closed
 		}
@@ -75,7 +69,8 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 	p.log.Debug("push stream failed", "peer", child, "err", err)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	o.running, o.up = false, false
+	o.running = false
+	t.tree.SetUp(child, false)
 	clear(o.sent) // what the stream carried may be lost with it
 	if o.asked {
 		// The child asked for blocks (adoptee) while this stream failed:
@@ -91,12 +86,12 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 		// queued is dropped (it repairs it, if it comes back) until the
 		// next gain.
 		o.failures = pushRetries
-		t.rootFailedLocked(child)
+		t.tree.StreamFailed(child)
 	}
 	if o.failures++; o.failures > pushRetries {
-		t.unqueue(o.q...)
+		t.tree.Dequeue(o.q...)
 		o.q = nil
-		t.dropAdopteeLocked(child)
+		t.tree.DropAdoptee(child)
 		return
 	}
 	// Tried again a repair time later, with what is queued by then.
@@ -153,37 +148,27 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		if !accepted && p.ctx.Err() == nil {
-			for _, i := range unanswered {
-				t.pending[i]++
-			}
+			t.tree.Queue(unanswered...)
 			o.q = append(append(unanswered, rest...), o.q...)
 		} else {
-			t.unqueue(rest...)
+			t.tree.Dequeue(rest...)
 		}
 	}()
 	var buf []byte // the frames' buffer, reused
 	wait := answer
 	for {
 		t.mu.Lock()
-		if o.cut && accepted {
+		if accepted && t.tree.TakeCut(child) {
 			// Let go (orphanLocked): reset once taken, so that the child
 			// repairs.
-			o.cut = false
 			t.mu.Unlock()
 			cs.reset()
 			return accepted, errors.New("let go: this peer lost the stripe's parent")
 		}
-		rest = o.q
-		o.q = nil
+		// Past a backlog, what other peers hold is shed.
 		var shed []int
-		switch now := t.p.clk.Now(); {
-		case !accepted || len(rest) <= pushBacklog:
-			o.backlogSince = time.Time{}
-		case o.backlogSince.IsZero():
-			o.backlogSince = now
-		case now.Sub(o.backlogSince) >= t.repair:
-			rest, shed = t.shedLocked(rest)
-		}
+		rest, shed = t.tree.Batch(child, o.q, accepted, t.p.clk.Now())
+		o.q = nil
 		for _, i := range rest {
 			o.markSent(i, c.man.BlockCount())
 		}
@@ -201,12 +186,12 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 					return false, err
 				}
 				accepted, wait, unanswered = true, nil, nil
-				t.setUp(o, true)
+				t.setUp(child, o, true)
 			default:
 			}
 			i := rest[0]
 			t.mu.Lock()
-			still := slices.Contains(t.children[t.stripe(i)], child)
+			still := t.tree.PushesTo(child, i)
 			t.mu.Unlock()
 			var frame []byte
 			var err error
@@ -219,7 +204,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 				// repairs it): skipped.
 				rest = rest[1:]
 				t.mu.Lock()
-				t.unqueue(i)
+				t.tree.Dequeue(i)
 				t.mu.Unlock()
 				continue
 			}
@@ -236,7 +221,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			}
 			rest = rest[1:]
 			t.mu.Lock()
-			t.unqueue(i)
+			t.tree.Dequeue(i)
 			t.mu.Unlock()
 			if !accepted {
 				unanswered = append(unanswered, i)
@@ -257,7 +242,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 				return false, err
 			}
 			accepted, wait, unanswered = true, nil, nil
-			t.setUp(o, true)
+			t.setUp(child, o, true)
 		case <-gone:
 			return accepted, errors.New("the child ended the push stream")
 		case <-p.ctx.Done():
@@ -268,39 +253,15 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 
 // pushBacklog is how many blocks may wait for one child, for a repair time
 // on end, before this peer sheds the oldest that other peers hold
-// (shedLocked; a burst that drains sooner, as on loopback, is pushed
-// whole). A parent passes each block of its stripe on to all its children
-// (16 or 17 in the 200-peer testnet, which takes all its uplink at the
-// seed's pace); one adopted late, and pushed the rest of its stripe at
-// once, passed it on up to 0.7x T* after it got it, while its children's
-// neighbours, their uplinks two thirds idle, had offered the same blocks
-// long before.
-const pushBacklog = 16
-
-// shedLocked splits q, the blocks queued for a child, into those to push
-// and those the child is to fetch from its own sources (shed, unqueued):
-// of all but the last pushBacklog, those that other peers hold (othersHold;
-// t.mu held).
-func (t *pushTrees) shedLocked(q []int) (kept, shed []int) {
-	old := len(q) - pushBacklog
-	kept = q[:0]
-	for k, i := range q {
-		if k < old && t.othersHold(i) {
-			shed = append(shed, i)
-			t.unqueue(i)
-			continue
-		}
-		kept = append(kept, i)
-	}
-	return kept, shed
-}
+// (stripes.Backlog).
+const pushBacklog = stripes.Backlog
 
 // shedBy lets the running fetch take from its sources the blocks idx that
-// parent shed (a have frame on its push stream, see shedLocked): those of
+// parent shed (a have frame on its push stream, see stripes.Tree.Batch): those of
 // the stripes it is this peer's parent in.
 func (t *pushTrees) shedBy(parent lpeer.ID, idx []int) {
 	t.mu.Lock()
-	idx = slices.DeleteFunc(idx, func(i int) bool { return t.parents[t.stripe(i)] != parent })
+	idx = slices.DeleteFunc(idx, func(i int) bool { return t.tree.Parent(t.stripe(i)) != parent })
 	t.mu.Unlock()
 	t.fetchElsewhere(idx)
 }
@@ -336,19 +297,15 @@ func frameAround(b, hdr []byte, n int) []byte {
 // held reports, per stripe, whether a fetch leaves its blocks to the
 // pushes now: while its parent is up and pushed within the repair time.
 func (t *pushTrees) held(now time.Time, dst []bool) []bool {
-	dst = slices.Grow(dst[:0], len(t.parents))[:len(t.parents)]
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for s, id := range t.parents {
-		dst[s] = id != "" && t.parent[id] == parentUp && now.Sub(t.last[s]) < t.repair
-	}
-	return dst
+	return t.tree.Held(now, dst)
 }
 
-// setUp sets o.up.
-func (t *pushTrees) setUp(o *pushOut, up bool) {
+// setUp notes that child's stream is up, or not.
+func (t *pushTrees) setUp(child lpeer.ID, o *pushOut, up bool) {
 	t.mu.Lock()
-	o.up = up
+	t.tree.SetUp(child, up)
 	if up {
 		o.asked = false // the child took the stream it asked for
 	}
@@ -358,67 +315,31 @@ func (t *pushTrees) setUp(o *pushOut, up bool) {
 // queue queues block i for o (t.mu held).
 func (t *pushTrees) queue(o *pushOut, i int) {
 	o.q = append(o.q, i)
-	t.pending[i]++
+	t.tree.Queue(i)
 }
 
-// unqueue notes that blocks idx were written, or dropped, from a queue
-// (t.mu held).
-func (t *pushTrees) unqueue(idx ...int) {
-	for _, i := range idx {
-		if t.pending[i]--; t.pending[i] <= 0 {
-			delete(t.pending, i)
-		}
-	}
-}
-
-// firstCopies reports whether this peer is a seed (a root of every
-// stripe: no parent) and one of the blocks idx is still queued for a child
-// whose stream is up: the seed's uplink goes to the first copies of the
-// blocks, down the trees, and such requests are answered busy (other
-// peers repair the trees). A block queued for a child that is not there
-// (it left, or has not joined yet) is served at once.
+// firstCopies reports whether this peer is a seed and one of the blocks
+// idx is still queued for a child whose stream is up: such requests are
+// answered busy (stripes.Tree.FirstCopies).
 func (t *pushTrees) firstCopies(idx []int) bool {
-	if !t.seed {
+	if !t.tree.Seed() {
 		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, i := range idx {
-		if t.pending[i] == 0 {
-			continue
-		}
-		if s := t.stripe(i); s < len(t.children) {
-			for _, c := range t.children[s] {
-				if o := t.outs[c]; o != nil && o.up {
-					return true
-				}
-			}
-		}
-	}
-	return false
+	return t.tree.FirstCopies(idx)
 }
 
 // accepts reports whether pushes from id are taken, and marks it up when
-// they are (a new stream of a parent whose last one failed).
+// they are (a new stream of a parent whose last one failed); a parent back
+// (it left, or its stream failed), or that refused to catch this peer up
+// before it pushed, is asked for what it held before.
 func (t *pushTrees) accepts(id lpeer.ID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	st, ok := t.parent[id]
-	if !ok || st == parentRefused || !slices.Contains(t.parents, id) {
-		return false // refused, or no parent (any more: another adopted us)
-	}
-	t.parent[id] = parentUp
-	for s, pid := range t.parents {
-		if pid == id {
-			t.unorphanLocked(s) // its pushes come again: passed on
-		}
-	}
-	if st == parentGone || t.behind[id] {
-		// Back (it left, or its stream failed), or it refused to catch
-		// this peer up before it pushed: it pushes what it gains from now
-		// on, and is asked for what it held before.
-		delete(t.behind, id)
+	taken, catchUp := t.tree.Accepts(id)
+	if catchUp {
 		t.p.goroutine(func() { t.catchUp(id) })
 	}
-	return true
+	return taken
 }

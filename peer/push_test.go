@@ -418,7 +418,7 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	for {
 		tr := b.lib.lookup(root[:]).pushes()
 		tr.mu.Lock()
-		refused := tr.behind[a.ID()]
+		refused := tr.tree.Behind(a.ID())
 		tr.mu.Unlock()
 		if refused {
 			break
@@ -669,18 +669,16 @@ func TestPushShed(t *testing.T) {
 		{"over it", seq(0, pushBacklog+6), append([]int{1, 3, 5}, seq(6, pushBacklog+6)...), []int{0, 2, 4}},
 	} {
 		tr.mu.Lock()
-		for _, i := range tc.q {
-			tr.pending[i]++
-		}
+		tr.tree.Queue(tc.q...)
 		kept, shed := slices.Clone(tc.q), []int(nil)
 		if len(tc.q) > pushBacklog {
-			kept, shed = tr.shedLocked(kept)
+			kept, shed = tr.tree.Shed(kept)
 		}
 		left := 0
 		for _, i := range shed {
-			left += tr.pending[i]
+			left += tr.tree.Pending(i)
 		}
-		tr.unqueue(kept...)
+		tr.tree.Dequeue(kept...)
 		tr.mu.Unlock()
 		if !slices.Equal(kept, tc.kept) || !slices.Equal(shed, tc.shed) || left != 0 {
 			t.Errorf("%s: kept %v, shed %v (%d still queued); want %v, %v", tc.name, kept, shed, left, tc.kept, tc.shed)

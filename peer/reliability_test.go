@@ -22,6 +22,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -592,9 +593,9 @@ func TestPhantomParentRefused(t *testing.T) {
 	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
 	tr := fetcher.lib.lookup(tk.Root[:]).pushes()
 	tr.mu.Lock()
-	state := tr.parent[phantom.ID()]
+	state, _ := tr.tree.State(phantom.ID())
 	tr.mu.Unlock()
-	if state != parentRefused {
+	if state != stripes.ParentRefused {
 		t.Errorf("the phantom parent's state %v, want refused", state)
 	}
 	if held := tr.held(time.Now(), nil); held[1] {

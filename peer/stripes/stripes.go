@@ -21,10 +21,25 @@
 // stripe (Children), in the order they were placed. Who is where must be
 // known to all: the plan is drawn once, from a membership list.
 //
-// The package is pure: peers are numbers, delays and capacities are plain
-// inputs, and a plan depends on nothing else. Package transitstub times
-// pushes down the trees in its simulator, package testnet gives real peers
-// their places (package peer's Stripes).
+// Tree is one peer's place in the trees once pushes run, and the policy
+// that keeps it whole (tree.go, adopt.go, queue.go): whose pushes are
+// taken in each stripe and for how long the stripe is held for them, whom
+// each block is queued for, what a parent sheds of a child's backlog, and
+// the repair of a tree whose inner node left or lies. A child with
+// children of its own asks its grandparent to adopt it (Try, then Adopted
+// or Undo); the peer asked answers (Adoptee) by adopting it, sending it on
+// to an orphan that asked before (a binary tree of orphans), or refusing;
+// a seed doubts the orphans that ask while their root still takes its
+// pushes, and cuts a root two orphans were failed by; an orphan that no
+// peer adopts lets its children go (Orphan).
+//
+// The package is pure: peers are numbers (a Tree's, any comparable key),
+// delays and capacities are plain inputs, time is an argument, and there
+// is no IO, goroutine or lock: a plan depends on nothing else, and package
+// peer drives each Tree from its streams, holding its own lock around
+// every call. Package transitstub times pushes down the trees in its
+// simulator, package testnet gives real peers their places (package
+// peer's Stripes).
 package stripes
 
 import (
