@@ -30,14 +30,7 @@ func runCLI(t *testing.T, args ...string) (int, string, string) {
 // run runs the CLI with args and stdin, returning stdout and the error.
 func run(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	app := newApp()
-	var out bytes.Buffer
-	app.Reader = strings.NewReader(stdin)
-	app.Writer = &out
-	app.ErrWriter = &out
-	full := append([]string{"reconcile"}, args...)
-	err := app.Run(cliutil.PermuteArgs(app, full))
-	return out.String(), err
+	return cliutil.RunCaptured(newApp(), stdin, args...)
 }
 
 // TestUsageErrorsOneLine: a mistake on the command line is one line on

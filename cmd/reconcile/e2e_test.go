@@ -19,13 +19,8 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
-)
-
-var (
-	e2eOnce sync.Once
-	e2eBin  string
-	e2eErr  error
 )
 
 // e2eBinary builds the reconcile command once per test run.
@@ -34,22 +29,11 @@ func e2eBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	e2eOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "reconcile-e2e")
-		if err != nil {
-			e2eErr = err
-			return
-		}
-		e2eBin = filepath.Join(dir, "reconcile")
-		out, err := exec.Command("go", "build", "-o", e2eBin, ".").CombinedOutput()
-		if err != nil {
-			e2eErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if e2eErr != nil {
-		t.Fatal(e2eErr)
+	bin, err := cliutil.BuildReconcile()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return e2eBin
+	return bin
 }
 
 // startSeed runs "reconcile seed" and returns its ticket file once written.

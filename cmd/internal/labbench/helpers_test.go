@@ -1,18 +1,9 @@
 package labbench
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
-)
 
-var (
-	e2eOnce sync.Once
-	e2eBin  string
-	e2eErr  error
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 )
 
 // e2eBinary builds the reconcile command once per test run: bench and flood
@@ -22,20 +13,9 @@ func e2eBinary(t *testing.T) string {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	e2eOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "reconcile-e2e")
-		if err != nil {
-			e2eErr = err
-			return
-		}
-		e2eBin = filepath.Join(dir, "reconcile")
-		out, err := exec.Command("go", "build", "-o", e2eBin, "github.com/reconcile-p2p/reconcile/cmd/reconcile").CombinedOutput()
-		if err != nil {
-			e2eErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if e2eErr != nil {
-		t.Fatal(e2eErr)
+	bin, err := cliutil.BuildReconcile()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return e2eBin
+	return bin
 }

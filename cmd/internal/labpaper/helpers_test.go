@@ -1,8 +1,6 @@
 package labpaper
 
 import (
-	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/urfave/cli/v2"
@@ -16,12 +14,5 @@ func testApp() *cli.App { return cliutil.NewApp("reconcile", Commands()) }
 // run runs the CLI with args and stdin, returning stdout and the error.
 func run(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	app := testApp()
-	var out bytes.Buffer
-	app.Reader = strings.NewReader(stdin)
-	app.Writer = &out
-	app.ErrWriter = &out
-	full := append([]string{"reconcile"}, args...)
-	err := app.Run(cliutil.PermuteArgs(app, full))
-	return out.String(), err
+	return cliutil.RunCaptured(testApp(), stdin, args...)
 }
