@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
-	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/internal/flood"
+	"github.com/reconcile-p2p/reconcile/peer"
 )
 
 // seed starts a seed of a random file of size bytes on loopback.
