@@ -267,3 +267,13 @@ func TestFetchEventLines(t *testing.T) {
 		}
 	}
 }
+
+// TestBadTicketExitsTwo: a ticket that does not parse is a command-line
+// mistake (exit 2, one line with the hint), like every other.
+func TestBadTicketExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "fetch", "not-a-ticket", "--out", dir, "--progress", "none")
+	if code != cliutil.ExitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "bad ticket") || !strings.Contains(stderr, "copy the whole token") {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line naming the bad ticket", code, stderr)
+	}
+}
