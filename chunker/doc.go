@@ -54,6 +54,14 @@
 // output file found missing or resized on reopening is recreated and its blocks
 // are fetched again.
 //
+// Names from other systems: a manifest path is valid everywhere, but creating a
+// store refuses (ErrBadPath, naming the file) content the running system cannot
+// hold, rather than renaming it: on Windows reserved device names (CON, NUL,
+// COM1.txt, ...), the characters <>:"|?* and control characters, names ending in a
+// dot or space, and elements over 255 UTF-16 units; on Windows and macOS two names
+// that differ only in case. Paths longer than Windows' 260 characters are written,
+// since os.Root opens them one element at a time.
+//
 // The constructors take a context: cancelling it stops them promptly, notably amid
 // the re-hashing of WithVerify, whose progress WithCheckProgress reports.
 //

@@ -19,7 +19,9 @@ var (
 	// ErrBadBlockSize is returned for a block size outside [MinBlockSize, MaxBlockSize].
 	ErrBadBlockSize = errors.New("chunker: block size out of range")
 	// ErrBadPath is returned for a file path that is empty, absolute, not clean,
-	// escapes its root ("..") or collides with another path of the manifest.
+	// escapes its root ("..") or collides with another path of the manifest, and
+	// when creating a store for a path the system cannot hold (a reserved name
+	// or ":" on Windows, names differing only in case on Windows and macOS).
 	ErrBadPath = errors.New("chunker: bad file path")
 	// ErrNotFound is returned when a folder holds no store.
 	ErrNotFound = errors.New("chunker: no store here")

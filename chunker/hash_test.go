@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"math/rand/v2"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/reconcile-p2p/reconcile/internal/cputime"
 
 	"lukechampine.com/blake3"
 )
@@ -134,11 +135,8 @@ func nanotime() int64 { return time.Now().UnixNano() }
 
 // cpuTime is the user and system CPU time of the process so far, in ns.
 func cpuTime() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return ru.Utime.Nano() + ru.Stime.Nano()
+	d, _ := cputime.Self()
+	return int64(d)
 }
 
 // BenchmarkHashVersus hashes the same 256 KiB block with HashBlock,

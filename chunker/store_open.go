@@ -146,8 +146,14 @@ func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, ot
 	if err := p.fit(m); err != nil {
 		return nil, err
 	}
+	names := make([]string, len(m.files))
 	for k := range m.files {
-		name := p.diskPath(m, k)
+		names[k] = p.diskPath(m, k)
+	}
+	if err := hostRules.check(names); err != nil {
+		return nil, err
+	}
+	for _, name := range names {
 		_, err := p.root.Lstat(name)
 		switch {
 		case err == nil && others:

@@ -3,9 +3,9 @@ package testnet
 import (
 	"runtime/metrics"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/internal/cputime"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 )
@@ -229,11 +229,9 @@ func mean(xs []float64) float64 {
 	return s / float64(len(xs))
 }
 
-// cpuTime returns the CPU time (user and system) the process has used.
+// cpuTime returns the CPU time (user and system) the process has used, 0
+// where the platform cannot tell (CPUUse is then 0).
 func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	d, _ := cputime.Self()
+	return d
 }

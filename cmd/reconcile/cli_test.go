@@ -115,11 +115,16 @@ func TestVersion(t *testing.T) {
 	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Path: "github.com/reconcile-p2p/reconcile/cmd", Version: "v0.3.1"},
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "7edf698c0ffee1234567890abcdef"}, {Key: "vcs.time", Value: "2026-11-23T14:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
 	want := "reconcile v0.3.1 (module github.com/reconcile-p2p/reconcile/cmd), revision 7edf698c0ffe+modified (2026-11-23T14:00:00Z), go1.26.8"
-	if got := formatVersion(bi); got != want {
+	if got := formatVersion(bi, "", "", ""); got != want {
 		t.Errorf("formatVersion = %q, want %q", got, want)
 	}
+	// A release build's -ldflags -X values win.
+	want = "reconcile v1.2.3 (module github.com/reconcile-p2p/reconcile/cmd), revision 0123456789ab (2026-12-01T10:00:00Z), go1.26.8"
+	if got := formatVersion(bi, "v1.2.3", "0123456789abcdef", "2026-12-01T10:00:00Z"); got != want {
+		t.Errorf("formatVersion with -X = %q, want %q", got, want)
+	}
 	bi.Settings, bi.Main.Version = nil, ""
-	if got := formatVersion(bi); !strings.Contains(got, "(devel)") || !strings.Contains(got, "revision unknown") {
+	if got := formatVersion(bi, "", "", ""); !strings.Contains(got, "(devel)") || !strings.Contains(got, "revision unknown") {
 		t.Errorf("formatVersion without VCS = %q", got)
 	}
 }
@@ -253,5 +258,15 @@ func TestFetchEventLines(t *testing.T) {
 		if got := fetchEventLine(tc.ev); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.ev.Kind, got, tc.want)
 		}
+	}
+}
+
+// TestBadTicketExitsTwo: a ticket that does not parse is a command-line
+// mistake (exit 2, one line with the hint), like every other.
+func TestBadTicketExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	code, _, stderr := runCLI(t, "fetch", "not-a-ticket", "--out", dir, "--progress", "none")
+	if code != cliutil.ExitUsage || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "bad ticket") || !strings.Contains(stderr, "copy the whole token") {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line naming the bad ticket", code, stderr)
 	}
 }

@@ -65,8 +65,8 @@ func readTicket(c *cli.Context) (peer.Ticket, error) {
 		return peer.Ticket{Root: root}, nil
 	}
 	t, err := peer.ParseTicket(s)
-	if err != nil {
-		return peer.Ticket{}, fmt.Errorf("%w (copy the whole token printed by reconcile seed)", err)
+	if err != nil { // a command-line mistake: exit 2
+		return peer.Ticket{}, cliutil.Usagef("%v (copy the whole token printed by reconcile seed)", err)
 	}
 	return t, nil
 }
@@ -132,10 +132,12 @@ func runFetch(c *cli.Context) error {
 		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.Println(fetchEventLine(ev)) })}
 	pr.Status(connecting)
 	progress := func(x peer.Progress) { pr.Update(fetchProgress(x)) }
-	if pr.Mode() != cliutil.ProgressBar {
-		progress = firstBlockLog(processStart, c.App.ErrWriter, progress) // reach.go
+	var ttfbLog io.Writer // -v logs the time to the first block, off a bar
+	if cliutil.Verbose(c.App) && pr.Mode() != cliutil.ProgressBar {
+		ttfbLog = c.App.ErrWriter
 	}
-	opts = append(opts, peer.WithProgress(progress))
+	ttfb := newFirstBlock(processStart, ttfbLog) // reach.go
+	opts = append(opts, peer.WithProgress(ttfb.wrap(progress)))
 	if rootOnly { // reach.go: a root id alone, found through the DHT or mDNS
 		sum, err = p.FetchRoot(ctx, tk.Root, c.String("out"), opts...)
 	} else {
@@ -170,7 +172,11 @@ func runFetch(c *cli.Context) error {
 		return cliutil.OneLine(err)
 	}
 	if c.Bool("json") {
-		if err := cliutil.WriteJSON(c.App.Writer, sum); err != nil {
+		out := struct {
+			*peer.Summary
+			FirstBlockSeconds float64 `json:"first_block_seconds,omitempty"` // time to the first block since the command started
+		}{sum, ttfb.seconds()}
+		if err := cliutil.WriteJSON(c.App.Writer, out); err != nil {
 			return err
 		}
 	} else {

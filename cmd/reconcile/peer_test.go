@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,17 +145,34 @@ func TestPrintSummaryCorrupt(t *testing.T) {
 	}
 }
 
-// TestFirstBlockLogKeepsProgress: off a terminal the time to the first block
-// is logged once, and every progress report still reaches the plain progress
-// lines (the log used to replace the progress callback: no line at all).
+// TestFirstBlockLogKeepsProgress: the time to the first block is recorded
+// once (after the resumed blocks), logged once when a log is given (-v) and
+// not at all otherwise, and every progress report still reaches the plain
+// progress lines (the log used to replace the progress callback: no line at
+// all).
 func TestFirstBlockLogKeepsProgress(t *testing.T) {
-	var buf bytes.Buffer
-	var seen []int
-	fn := firstBlockLog(time.Now(), &buf, func(x peer.Progress) { seen = append(seen, x.Blocks) })
-	for _, b := range []int{5, 6, 7} { // 5 resumed, then two received
-		fn(peer.Progress{Blocks: b})
-	}
-	if len(seen) != 3 || strings.Count(buf.String(), "reconcile: first block after ") != 1 {
-		t.Errorf("progress calls %v, log %q; want 3 calls and one line", seen, buf.String())
+	for _, verbose := range []bool{true, false} {
+		var buf bytes.Buffer
+		var log io.Writer
+		if verbose {
+			log = &buf
+		}
+		var seen []int
+		f := newFirstBlock(time.Now(), log)
+		fn := f.wrap(func(x peer.Progress) { seen = append(seen, x.Blocks) })
+		fn(peer.Progress{Blocks: 5}) // 5 resumed
+		if f.seconds() != 0 {
+			t.Errorf("first block at %v s before any arrived", f.seconds())
+		}
+		for _, b := range []int{6, 7} { // then two received
+			fn(peer.Progress{Blocks: b})
+		}
+		lines := 0
+		if verbose {
+			lines = 1
+		}
+		if len(seen) != 3 || strings.Count(buf.String(), "reconcile: first block after ") != lines || f.seconds() <= 0 {
+			t.Errorf("verbose %v: progress calls %v, log %q, %v s; want 3 calls, %d lines and a time", verbose, seen, buf.String(), f.seconds(), lines)
+		}
 	}
 }

@@ -178,24 +178,46 @@ func waitForRelayAddrs(ctx context.Context, c *cli.Context, p *peer.Peer, d time
 	}
 }
 
-// firstBlockLog wraps the progress callback next so that it also reports on
-// w how long after start the first block arrived (the testbed's time to
-// first block); for fetches without a progress bar.
-func firstBlockLog(start time.Time, w io.Writer, next func(peer.Progress)) func(peer.Progress) {
-	var mu sync.Mutex
-	first, done := -1, false
+// firstBlock records how long after start the first block arrived (the
+// testbed's time to first block, a diagnostic): fetch --json reports it as
+// first_block_seconds, and with -v it is logged on log as it happens.
+type firstBlock struct {
+	start time.Time
+	log   io.Writer // nil: no log line
+
+	mu    sync.Mutex
+	first int     // blocks held at the first progress report (resumed), -1 before
+	secs  float64 // 0 until a block arrives
+}
+
+// newFirstBlock starts a record from start, logging on log if it is not nil.
+func newFirstBlock(start time.Time, log io.Writer) *firstBlock {
+	return &firstBlock{start: start, log: log, first: -1}
+}
+
+// wrap returns the progress callback next, which also records the first block.
+func (f *firstBlock) wrap(next func(peer.Progress)) func(peer.Progress) {
 	return func(pr peer.Progress) {
-		mu.Lock()
-		if first < 0 {
-			first = pr.Blocks
+		f.mu.Lock()
+		if f.first < 0 {
+			f.first = pr.Blocks
 		}
-		if pr.Blocks > first && !done {
-			done = true
-			fmt.Fprintf(w, "reconcile: first block after %.3f s\n", time.Since(start).Seconds())
+		if pr.Blocks > f.first && f.secs == 0 {
+			f.secs = max(time.Since(f.start).Seconds(), 1e-9)
+			if f.log != nil {
+				fmt.Fprintf(f.log, "reconcile: first block after %.3f s\n", f.secs)
+			}
 		}
-		mu.Unlock()
+		f.mu.Unlock()
 		next(pr)
 	}
+}
+
+// seconds returns the time to the first block, 0 if none arrived.
+func (f *firstBlock) seconds() float64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.secs
 }
 
 // processStart is when the command started (for the time to first block).

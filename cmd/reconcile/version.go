@@ -6,20 +6,37 @@ import (
 	"strings"
 )
 
+// The release build (scripts/release.sh) sets these with -ldflags "-X
+// main.version=v1.2.3 -X main.commit=HASH -X main.date=TIME"; they take the
+// place of the build information's module version and VCS settings, which a
+// -trimpath release build from an archive may not have.
+var (
+	version string
+	commit  string
+	date    string
+)
+
 // versionString describes this build from its build information: the module
 // and its version, the VCS revision and time (or why there is none), and Go's
 // version. "go build" in a git checkout records the revision; "go run", "go
-// test" and -buildvcs=false do not.
+// test" and -buildvcs=false do not; "go install ...@VERSION" records the
+// version; a release build records all from its -ldflags.
 func versionString() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "reconcile (no build information)"
+		bi = &debug.BuildInfo{Main: debug.Module{Path: "github.com/reconcile-p2p/reconcile/cmd"}}
 	}
-	return formatVersion(bi)
+	return formatVersion(bi, version, commit, date)
 }
 
-func formatVersion(bi *debug.BuildInfo) string {
+// formatVersion describes the build bi; a non-empty setVersion, setCommit or
+// setDate (from -ldflags -X) replaces the module version, VCS revision or
+// VCS time.
+func formatVersion(bi *debug.BuildInfo, setVersion, setCommit, setDate string) string {
 	version := bi.Main.Version
+	if setVersion != "" {
+		version = setVersion
+	}
 	if version == "" {
 		version = "(devel)"
 	}
@@ -34,6 +51,12 @@ func formatVersion(bi *debug.BuildInfo) string {
 		case "vcs.modified":
 			modified = s.Value == "true"
 		}
+	}
+	if setCommit != "" {
+		rev, modified = setCommit, false
+	}
+	if setDate != "" {
+		when = setDate
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "reconcile %s (module %s)", version, bi.Main.Path)
@@ -52,6 +75,8 @@ func formatVersion(bi *debug.BuildInfo) string {
 			fmt.Fprintf(&b, " (%s)", when)
 		}
 	}
-	fmt.Fprintf(&b, ", %s", bi.GoVersion)
+	if bi.GoVersion != "" {
+		fmt.Fprintf(&b, ", %s", bi.GoVersion)
+	}
 	return b.String()
 }

@@ -22,9 +22,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/internal/cputime"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
@@ -91,11 +91,8 @@ const clockTicks = 100
 
 // selfCPU returns the CPU seconds (user and system) this process has used.
 func selfCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	d, _ := cputime.Self()
+	return d.Seconds()
 }
 
 // copyMode is how benchTCP copies: through the kernel's zero-copy paths,
@@ -309,10 +306,7 @@ func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string
 	if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(stdout))).Decode(&sum); err != nil {
 		return nil, benchCPU{}, 0, fmt.Errorf("bench: fetch summary: %w", err)
 	}
-	rss := 0.0
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rss = float64(ru.Maxrss) / 1024 // KiB on Linux
-	}
+	rss := peakRSSMiB(cmd.ProcessState)
 	cpu := benchCPU{recv: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
 	return &sum, cpu, rss, nil
 }
