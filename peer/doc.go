@@ -17,8 +17,10 @@
 // fills the store of served content from given sources ([WithSources]);
 // [Service.Close] stops the service (and [Peer.Close] the host too). A
 // ticket is one copyable token: the content's root id (the hash of its
-// manifest) and the seed's peer id and addresses. [WithServeObserver] tells
-// an application (or a testnet's audit) what the service answers and sends.
+// manifest) and the seed's peer id and addresses, those useful from another
+// host ([TicketAddrs]: no loopback or link-local address unless the seed has
+// nothing else). [WithServeObserver] tells an application (or a testnet's
+// audit) what the service answers and sends.
 //
 // The framing of the protocols is package peer/wire; the reconciliation
 // messages are package reconcile's, driven by reconcile.Drive.

@@ -311,9 +311,12 @@ func (c *config) syncOption() chunker.StoreOption {
 	return chunker.WithSyncBytes(DefaultSyncBytes)
 }
 
-// WithServeRate caps the bytes per second of blocks this peer serves, over all
-// remote peers (to share a slow uplink, or to watch a swarm at work). Default:
-// no cap.
+// WithServeRate caps the bytes per second of blocks this peer serves, asked
+// for or pushed, over all remote peers (to share a slow uplink, or to watch a
+// swarm at work). The bytes counted are the block frames' (the blocks and
+// their few header bytes). The cap holds over any span of time, from the
+// start: a peer idle for a while sends at most 50 ms worth of bytes more
+// (the limiter's bucket). Default: no cap.
 func WithServeRate(bytesPerSecond float64) Option {
 	return func(c *config) error {
 		if bytesPerSecond < 0 {

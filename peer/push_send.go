@@ -211,10 +211,8 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			if err != nil {
 				return accepted, err
 			}
-			if p.srv.upload != nil {
-				if err := p.srv.upload.WaitN(p.ctx, c.man.BlockLen(i)); err != nil {
-					return accepted, err
-				}
+			if err := p.srv.waitUpload(len(frame)); err != nil {
+				return accepted, err
 			}
 			if err := cs.sendRaw(frame); err != nil {
 				return accepted, err

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
-
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
@@ -110,7 +108,7 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 	if sc.sourceCheck > 0 {
 		p.goroutine(func() { c.watchSources(p.ctx, p.clk, p.log, sc.sourceCheck) })
 	}
-	return Ticket{Root: m.ID(), Peers: []lpeer.AddrInfo{p.AddrInfo()}}, nil
+	return p.Ticket(m.ID()), nil
 }
 
 // watchSources checks the source files of the seeded content c every period
@@ -219,7 +217,7 @@ func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
 	if err := p.addContent(s, alt, sc.superSeed); err != nil {
 		return Ticket{}, err
 	}
-	return Ticket{Root: s.Manifest().ID(), Peers: []lpeer.AddrInfo{p.AddrInfo()}}, nil
+	return p.Ticket(s.Manifest().ID()), nil
 }
 
 // Unserve stops serving the content with the given root and closes its store.

@@ -14,7 +14,6 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"golang.org/x/time/rate"
 
-	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -128,9 +127,10 @@ func newService(h host.Host, cfg config) *Service {
 	p.cl = &client{Service: p}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if cfg.serveRate > 0 {
-		p.srv.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), chunker.MaxBlockSize)
+		b := uploadBurst(cfg.serveRate)
+		p.srv.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), b)
 		// start empty: no initial burst (the limiter keeps real time)
-		p.srv.upload.ReserveN(clock.Wall.Now(), chunker.MaxBlockSize)
+		p.srv.upload.ReserveN(clock.Wall.Now(), b)
 	}
 	p.goroutine(p.srv.sweeper) // peer/abuse.go
 	p.h.SetStreamHandler(ProtoManifest, p.srv.handler(p.srv.serveManifest))
@@ -235,7 +235,9 @@ type server struct {
 	// slots are the reconciliations answered at once (Limits.Reconciles),
 	// shared among peers.
 	slots *admit.FairPool
-	// upload caps the rate of served blocks; nil means no cap.
+	// upload caps the rate of served block frames (WithServeRate), over
+	// every stream and push; nil means no cap. Its bucket holds
+	// uploadBurst: waitUpload takes a larger frame in pieces.
 	upload *rate.Limiter
 	// serveMem shares the bytes of blocks read for serving held at once
 	// (Limits.ServeBytes) among peers; serveBufs recycles those buffers.

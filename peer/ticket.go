@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/multiformats/go-multibase"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -83,6 +85,47 @@ func ParseTicket(s string) (Ticket, error) {
 	}
 	t.Peers = peers
 	return t, nil
+}
+
+// TicketAddrs returns the addresses of addrs worth putting in a ticket, the
+// ones useful from another host, in their order: loopback (127.0.0.0/8, ::1)
+// and link-local (169.254.0.0/16, fe80::/10) addresses are left out, unless
+// every direct address is one of those (a seed listening on loopback only,
+// for a test or a demo, keeps them). Private addresses (RFC 1918,
+// 100.64.0.0/10, fc00::/7) stay, as LANs need them, and so do relay
+// (/p2p-circuit) addresses, whatever the relay's address.
+func TicketAddrs(addrs []ma.Multiaddr) []ma.Multiaddr {
+	local := func(a ma.Multiaddr) bool {
+		if manet.IsIPLoopback(a) || manet.IsIP6LinkLocal(a) {
+			return true
+		}
+		ip, err := manet.ToIP(a)
+		return err == nil && (ip.IsLinkLocalUnicast() || ip.IsLoopback())
+	}
+	var out []ma.Multiaddr
+	global := false // a direct address useful from elsewhere
+	for _, a := range addrs {
+		switch {
+		case isRelayed(a):
+			out = append(out, a)
+		case !local(a):
+			out = append(out, a)
+			global = true
+		}
+	}
+	if !global {
+		// Every direct address (if any) is loopback or link-local: keep them all.
+		return append([]ma.Multiaddr(nil), addrs...)
+	}
+	return out
+}
+
+// Ticket returns a ticket for the content with the given root naming this
+// peer alone, with the addresses of TicketAddrs.
+func (p *Service) Ticket(root chunker.ID) Ticket {
+	ai := p.AddrInfo()
+	ai.Addrs = TicketAddrs(ai.Addrs)
+	return Ticket{Root: root, Peers: []lpeer.AddrInfo{ai}}
 }
 
 // AddrInfo is a peer id and its addresses (libp2p's peer.AddrInfo), as tickets carry them.

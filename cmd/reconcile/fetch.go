@@ -184,7 +184,7 @@ func runFetch(c *cli.Context) error {
 	}
 	if c.Bool("seed-after") {
 		fmt.Fprintln(c.App.ErrWriter, "seeding the content; ticket:")
-		fmt.Fprintln(c.App.ErrWriter, peer.Ticket{Root: tk.Root, Peers: append(tk.Peers[:0:0], p.AddrInfo())}.String())
+		fmt.Fprintln(c.App.ErrWriter, p.Ticket(tk.Root).String())
 		<-ctx.Done()
 	}
 	return cliutil.OneLine(p.Close())
