@@ -10,7 +10,6 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 )
 
@@ -56,7 +55,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 	x.kit = k
 	p := &Peer{Service: newService(k.Host, cfg)}
 	k.SetBanned(p.guard.isBanned)
-	if err := k.StartDiscovery(p.ctx, p.announceable); err != nil {
+	if err := k.StartDiscovery(p.ctx, p.lib.announceable); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -117,19 +116,6 @@ func (s *Service) kit() *hostkit.Host {
 		return nil
 	}
 	return s.cfg.x.kit
-}
-
-// announceable are the roots the DHT of a peer New built announces: those
-// it serves and holds a block of (a fetch that holds none yet has nothing
-// to offer).
-func (s *Service) announceable() []chunker.ID {
-	var out []chunker.ID
-	for _, c := range s.lib.all() {
-		if c.store.HeldCount() > 0 {
-			out = append(out, c.man.ID())
-		}
-	}
-	return out
 }
 
 // discoveryOf is the host of s if it runs a DHT or mDNS, nil otherwise.

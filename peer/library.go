@@ -85,3 +85,16 @@ func (l *library) close() []*content {
 	}
 	return out
 }
+
+// announceable are the roots the DHT of a peer New built announces: those
+// it serves and holds a block of (a fetch that holds none yet has nothing
+// to offer).
+func (l *library) announceable() []chunker.ID {
+	var out []chunker.ID
+	for _, c := range l.all() {
+		if c.store.HeldCount() > 0 {
+			out = append(out, c.man.ID())
+		}
+	}
+	return out
+}
