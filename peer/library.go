@@ -73,11 +73,18 @@ func (l *library) all() []*content {
 	return out
 }
 
-// close takes no more contents and returns those it held, emptied.
-func (l *library) close() []*content {
+// stop makes add refuse new contents from now on (the service is
+// closing); those held stay until drain.
+func (l *library) stop() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+}
+
+// drain returns the contents held and empties the library.
+func (l *library) drain() []*content {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.closed = true
 	out := make([]*content, 0, len(l.contents))
 	for id, c := range l.contents {
 		out = append(out, c)

@@ -194,6 +194,7 @@ func (p *Service) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
+	p.lib.stop()
 	open := p.guard.close()
 	for _, proto := range protocols {
 		p.h.RemoveStreamHandler(proto)
@@ -204,7 +205,7 @@ func (p *Service) Close() error {
 	}
 	p.wg.Wait()
 	var errs []error
-	for _, c := range p.lib.close() {
+	for _, c := range p.lib.drain() {
 		errs = append(errs, c.close())
 	}
 	return errors.Join(errs...)
