@@ -45,6 +45,7 @@ const (
 	maxTallyCounters = 1 << 20
 )
 
+// NewNeighbourTally returns an empty tally of the blocks of universe u.
 func NewNeighbourTally[K comparable](u *reconcile.Universe) *NeighbourTally[K] {
 	return &NeighbourTally[K]{U: u, groups: make(map[cbfalgebra.Params]*cbfalgebra.Tally), filters: make(map[K]*cbfalgebra.CBF)}
 }
