@@ -23,7 +23,7 @@ type content struct {
 	man   *chunker.Manifest
 	store *chunker.Store
 	recon *responder                 // answers reconciliation requests
-	sends *admit.Repeats             // blocks sent per peer, to bound repeats (peer/repeat.go)
+	sends *admit.Repeats             // blocks sent per peer, to bound repeats (package peer/admit)
 	super *sched.SuperSeed[lpeer.ID] // the offer policy of WithSuperSeeding, nil when off
 	// tally sums the filters of the content's watchers (BlockRarestFilters).
 	tally *sched.NeighbourTally[lpeer.ID]
