@@ -27,7 +27,7 @@ type content struct {
 	super *sched.SuperSeed[lpeer.ID] // the offer policy of WithSuperSeeding, nil when off
 	// tally sums the filters of the content's watchers (BlockRarestFilters).
 	tally *sched.NeighbourTally[lpeer.ID]
-	// fresh is uploadQueueFresh, stretched by the service's time scale.
+	// fresh is uploadQueueFresh, on the service's clock.
 	fresh time.Duration
 
 	mu sync.Mutex

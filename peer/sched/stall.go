@@ -30,8 +30,8 @@ func (c *Stall) Arrived(t time.Time) {
 }
 
 // Timeout is how long to wait for the next block: max, or, once a few gaps
-// are known and others can take over, least (stallMin, stretched by the
-// time scale) and eight times the usual gap.
+// are known and others can take over, least (StallMin) and eight times the
+// usual gap, the gaps measured on the caller's clock.
 func (c *Stall) Timeout(max, least time.Duration, others bool) time.Duration {
 	if !others || c.n < 4 {
 		return max

@@ -37,7 +37,7 @@ type SuperSeed[K comparable] struct {
 	rng     *rand.Rand
 	now     func() time.Time
 	scratch []superSeedRank
-	// Hold is superSeedHold, stretched by the service's time scale.
+	// Hold is how long an offer is held (SuperSeedHold), on the clock now reads.
 	Hold time.Duration
 
 	watchers map[K]*SuperWatch[K]
@@ -87,7 +87,7 @@ type superSeedRank struct {
 }
 
 // NewSuperSeed returns the policy of a seed of blocks blocks whose offers
-// are held for hold (SuperSeedHold, stretched by the time scale); now is
+// are held for hold (SuperSeedHold, the default); now is
 // its clock.
 func NewSuperSeed[K comparable](blocks int, hold time.Duration, now func() time.Time) *SuperSeed[K] {
 	return &SuperSeed[K]{Hold: hold, sent: make([]int32, blocks), asked: make([]int32, blocks), offered: make([]time.Time, blocks),
