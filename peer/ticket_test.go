@@ -3,7 +3,6 @@ package peer
 import (
 	"crypto/rand"
 	"errors"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -22,12 +21,6 @@ func newKeyID(t testing.TB) lpeer.ID {
 		t.Fatal(err)
 	}
 	return id
-}
-
-func memStats() uint64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.TotalAlloc
 }
 
 func TestTicketRoundTrip(t *testing.T) {
