@@ -130,7 +130,7 @@ func newService(h host.Host, cfg config) *Service {
 		b := uploadBurst(cfg.serveRate)
 		p.srv.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), b)
 		// start empty: no initial burst (the limiter keeps real time)
-		p.srv.upload.ReserveN(clock.Wall.Now(), b)
+		p.srv.upload.ReserveN(clock.Real().Now(), b)
 	}
 	p.goroutine(p.srv.sweeper) // peer/abuse.go
 	p.h.SetStreamHandler(ProtoManifest, p.srv.handler(p.srv.serveManifest))

@@ -131,9 +131,9 @@ func (t *Target) Put(i int, data []byte) error {
 // decode decodes generation gen, claimed from the collector, and stores its
 // source blocks. It holds no lock of the target's while it decodes.
 func (t *Target) decode(gen int) error {
-	t0 := clock.Wall.Now()
+	t0 := clock.Real().Now()
 	src, err := t.coll.Decode(t.ctx, gen)
-	d := clock.Wall.Since(t0)
+	d := clock.Real().Since(t0)
 	if err == nil {
 		err = t.storeGen(gen, src)
 	}

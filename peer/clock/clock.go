@@ -17,7 +17,7 @@
 //     the swarm's dial timeouts. No test needs to advance them, and a
 //     Scaled clock does not scale them;
 //   - measurements of work, not of the protocol's time: the seconds a
-//     Byers decode takes (Wall).
+//     Byers decode takes (Real).
 package clock
 
 import (
@@ -37,12 +37,12 @@ type Timer = clockwork.Timer
 // Ticker is a Clock's ticker (its channel is Chan()).
 type Ticker = clockwork.Ticker
 
-// Wall is the wall clock, for what must stay on real time (see the package
-// doc): use the service's clock for everything else.
-var Wall Clock = clockwork.NewRealClock()
+// wall is the wall clock.
+var wall Clock = clockwork.NewRealClock()
 
-// Real returns the wall clock, the default of every service.
-func Real() Clock { return Wall }
+// Real returns the wall clock: the default of every service, and the clock
+// of what must stay on real time (see the package doc).
+func Real() Clock { return wall }
 
 // Scaled returns a clock that runs s times slower than the wall clock (s >
 // 0): its timers of d fire after d·s of real time, and its Now advances by
@@ -50,7 +50,7 @@ func Real() Clock { return Wall }
 // is the wall clock.
 func Scaled(s float64) Clock {
 	if s == 1 || s <= 0 {
-		return Wall
+		return wall
 	}
 	return &scaled{s: s, origin: time.Now()}
 }
