@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"errors"
 	"time"
 
 	"github.com/ipfs/go-cid"
@@ -24,8 +23,8 @@ func DefaultReach() Reach { return hostkit.DefaultReach() }
 // Default: the zero Reach (none).
 func WithReach(r Reach) Option {
 	return func(c *config) error {
-		if r.HolePunch && !r.RelayClient {
-			return errors.New("peer: hole punching needs the relay client (peers meet through a relay first)")
+		if err := r.Check(); err != nil {
+			return err
 		}
 		c.ext().reach = r
 		c.hostOpts = true
@@ -67,8 +66,8 @@ const MDNSService = hostkit.MDNSService
 // the zero Discovery (none).
 func WithDiscovery(d Discovery) Option {
 	return func(c *config) error {
-		if d.Reannounce < 0 {
-			return errors.New("peer: negative re-announce period")
+		if err := d.Check(); err != nil {
+			return err
 		}
 		if d.Reannounce == 0 {
 			d.Reannounce = time.Hour

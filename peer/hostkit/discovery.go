@@ -426,3 +426,12 @@ func (n *lanNotifee) HandlePeerFound(ai lpeer.AddrInfo) {
 		ds.log.Info("LAN peer unreachable", "peer", ai.ID, "err", err)
 	}()
 }
+
+// Check reports whether d is a Discovery a host can run: its re-announce
+// period is not negative (zero: the default).
+func (d Discovery) Check() error {
+	if d.Reannounce < 0 {
+		return errors.New("hostkit: negative re-announce period")
+	}
+	return nil
+}

@@ -86,11 +86,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real()
 	}
-	if cfg.Reach.HolePunch && !cfg.Reach.RelayClient {
-		return nil, errors.New("hostkit: hole punching needs the relay client (peers meet through a relay first)")
+	if err := cfg.Reach.Check(); err != nil {
+		return nil, err
 	}
-	if cfg.Discovery.Reannounce < 0 {
-		return nil, errors.New("hostkit: negative re-announce period")
+	if err := cfg.Discovery.Check(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("hostkit: start host: %w", err)

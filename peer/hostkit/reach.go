@@ -2,6 +2,7 @@ package hostkit
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -313,4 +314,13 @@ func treatAsPublic(ps []netip.Prefix) {
 	}
 	manet.Private4 = keep(manet.Private4)
 	manet.Unroutable4 = keep(manet.Unroutable4)
+}
+
+// Check reports whether r is a Reach a host can have: hole punching needs
+// the relay client (peers meet through a relay first).
+func (r Reach) Check() error {
+	if r.HolePunch && !r.RelayClient {
+		return errors.New("hostkit: hole punching needs the relay client (peers meet through a relay first)")
+	}
+	return nil
 }
