@@ -140,8 +140,8 @@ type Progress struct {
 type Config struct {
 	// Clock is the clock of the run's own timers and measurements: its
 	// link model, progress, churn pauses and run times. Default the wall
-	// clock. The peers run on it stretched by the time scale
-	// (peer.WithTimeScale: clock.Scaled).
+	// clock. The peers run on the wall clock slowed by the time scale
+	// (peer.WithTimeScale, a clock.Scaled), whatever Clock is.
 	Clock clock.Clock
 	// Nodes is the number of peers. Default 200.
 	Nodes int
