@@ -8,6 +8,7 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
@@ -34,7 +35,7 @@ const spareHolders = 2
 // othersHold reports whether spareHolders or more of this peer's watchers
 // hold block i, by their filters: it may leave the block to them.
 func (t *pushTrees) othersHold(i int) bool {
-	return t.c.tally.Holders(i, spareHolders) >= spareHolders
+	return t.c.Tally.Holders(i, spareHolders) >= spareHolders
 }
 
 // adoptAnswerMax bounds an adoption answer: a peers frame of one peer
@@ -107,10 +108,10 @@ func (t *pushTrees) adopt(s int) {
 // default unless both set another); the rest come by pushes or pulls.
 func (t *pushTrees) lacks(s int) []int {
 	c := t.c
-	most := min(t.p.cfg.limits.MaxWant, DefaultLimits.MaxWant)
+	most := min(t.p.cfg.Limits.MaxWant, DefaultLimits.MaxWant)
 	var lacks []int
-	for i := s; i < c.man.BlockCount() && len(lacks) < most; i += t.tree.Stripes() {
-		if !c.store.Has(i) {
+	for i := s; i < c.Man.BlockCount() && len(lacks) < most; i += t.tree.Stripes() {
+		if !c.Store.Has(i) {
 			lacks = append(lacks, i)
 		}
 	}
@@ -124,7 +125,7 @@ func (t *pushTrees) lacks(s int) []int {
 // sends this one on to when it did not.
 func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsewhere []int, grand lpeer.ID, err error) {
 	p := t.p
-	root := t.c.man.ID()
+	root := t.c.Man.ID()
 	cs, err := p.cl.requestHello(p.ctx, target, ProtoAdopt, wire.Hello{Root: root[:]})
 	if err != nil {
 		return "", nil, "", err
@@ -136,13 +137,13 @@ func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsew
 	if err := cs.flush(); err != nil {
 		return "", nil, "", err
 	}
-	f, err := cs.next(adoptAnswerMax + len(lacks)*binaryMaxVarint)
+	f, err := cs.next(adoptAnswerMax + len(lacks)*serve.MaxVarint)
 	if err != nil {
 		return "", nil, "", err
 	}
 	switch {
 	case len(f) > 0 && f[0] == wire.TypeHave:
-		idx, err := wire.DecodeHave(nil, f, len(lacks), t.c.man.BlockCount())
+		idx, err := wire.DecodeHave(nil, f, len(lacks), t.c.Man.BlockCount())
 		if err != nil {
 			return "", nil, "", err
 		}
@@ -183,7 +184,7 @@ func decodeOnePeer(f []byte) (lpeer.ID, error) {
 // this peer, or that it asked to catch it up, answered that other peers
 // hold them (see adoptee), or a parent shed them (shedBy).
 func (t *pushTrees) fetchElsewhere(idx []int) {
-	f := t.c.runningFetch()
+	f := fetchOf(t.c)
 	if f == nil || len(idx) == 0 {
 		return
 	}
@@ -204,44 +205,44 @@ func (t *pushTrees) fetchElsewhere(idx []int) {
 // adoptee) followed by a peers frame naming this peer's own parent in the
 // stripe, if it has one; or a peers frame of one peer to ask instead; or
 // an error frame (this peer does not get the stripe).
-func (p *server) serveAdopt(ss *serverStream) error {
-	c := ss.c
-	from := ss.s.Conn().RemotePeer()
-	f, err := ss.next(1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint)
+func (p *Service) serveAdopt(ss *serve.Stream) error {
+	c := ss.C
+	from := ss.S.Conn().RemotePeer()
+	f, err := ss.Next(1 + serve.MaxVarint + p.cfg.Limits.MaxWant*serve.MaxVarint)
 	if err != nil {
 		return err
 	}
-	t := c.pushes()
+	t := treesOf(c)
 	if t == nil {
-		return p.refuse(ss, errNotParent)
+		return p.srv.Refuse(ss, errNotParent)
 	}
-	s, lacks, err := decodeAdopt(f, p.cfg.limits.MaxWant, c.man.BlockCount(), t.tree.Stripes())
+	s, lacks, err := decodeAdopt(f, p.cfg.Limits.MaxWant, c.Man.BlockCount(), t.tree.Stripes())
 	if err != nil {
 		return err
 	}
 	next, adopted, elsewhere, err := t.adoptee(from, s, lacks)
 	switch {
 	case err != nil:
-		return p.refuse(ss, err)
+		return p.srv.Refuse(ss, err)
 	case next != "":
-		if err := ss.send(wire.AppendPeers(nil, []lpeer.AddrInfo{{ID: next}})); err != nil {
+		if err := ss.Send(wire.AppendPeers(nil, []lpeer.AddrInfo{{ID: next}})); err != nil {
 			return err
 		}
 	default:
-		if err := ss.send(wire.AppendHave(nil, elsewhere)); err != nil {
+		if err := ss.Send(wire.AppendHave(nil, elsewhere)); err != nil {
 			return err
 		}
 		// Its parent in the stripe: the asker's grandparent from now on.
 		if parent := t.parentUp(s); parent != "" && parent != from {
-			if err := ss.send(wire.AppendPeers(nil, []lpeer.AddrInfo{{ID: parent}})); err != nil {
+			if err := ss.Send(wire.AppendPeers(nil, []lpeer.AddrInfo{{ID: parent}})); err != nil {
 				return err
 			}
 		}
 	}
 	if adopted {
-		p.observe(ServeEvent{Kind: EventAdopted, Peer: from, Root: c.man.ID(), Index: s})
+		p.srv.Observe(ServeEvent{Kind: EventAdopted, Peer: from, Root: c.Man.ID(), Index: s})
 	}
-	return ss.flush()
+	return ss.Flush()
 }
 
 // parentUp returns this peer's parent in stripe s while its pushes come,
@@ -280,7 +281,7 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, elsewhere []int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	next, adopted, err = t.tree.Adoptee(id, s, t.c.store.Complete())
+	next, adopted, err = t.tree.Adoptee(id, s, t.c.Store.Complete())
 	if err != nil || next != "" {
 		return next, false, nil, err
 	}
@@ -303,7 +304,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 	case o != nil && !t.tree.Up(id):
 		o.asked = true
 	}
-	push, elsewhere := t.tree.Catch(lacks, adopted, t.c.store.Has, func(i int) bool {
+	push, elsewhere := t.tree.Catch(lacks, adopted, t.c.Store.Has, func(i int) bool {
 		return queued[i] || o != nil && o.sent.has(i)
 	})
 	for _, i := range push {

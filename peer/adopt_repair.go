@@ -69,7 +69,7 @@ func (t *pushTrees) catchUpFailed(parent lpeer.ID, err error) {
 		return
 	}
 	answered := errors.Is(err, ErrRemote) || errors.Is(err, ErrBusy) || errors.Is(err, ErrUnknownRoot)
-	if answered && !t.p.guard.isBanned(parent) {
+	if answered && !t.p.guard.IsBanned(parent) {
 		t.mu.Lock()
 		t.tree.CatchUpRefused(parent)
 		t.mu.Unlock()

@@ -62,7 +62,7 @@ func TestPushAdopt(t *testing.T) {
 		}
 	}
 	parent := func(p *Peer) lpeer.ID {
-		tr := p.lib.lookup(root[:]).pushes()
+		tr := treesOf(p.lib.Lookup(root[:]))
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		return tr.tree.Parent(0)
@@ -329,15 +329,15 @@ func TestAdopteeLacks(t *testing.T) {
 	// It passed on block 0 and stored block 6; two watchers hold blocks
 	// 0, 2 and 6, one holds block 4, none block 8.
 	for _, i := range []int{0, 6} {
-		if err := c.store.PutBlock(i, data[i*16<<10:(i+1)*16<<10]); err != nil {
+		if err := c.Store.PutBlock(i, data[i*16<<10:(i+1)*16<<10]); err != nil {
 			t.Fatal(err)
 		}
 	}
 	tr.tree.Know(0)
 	for _, w := range []string{"w1", "w2"} {
-		c.tally.Set(lpeer.ID(w), watchFilter(t, c.tally.U, []int{0, 2, 6}))
+		c.Tally.Set(lpeer.ID(w), watchFilter(t, c.Tally.U, []int{0, 2, 6}))
 	}
-	c.tally.Set("w3", watchFilter(t, c.tally.U, []int{4}))
+	c.Tally.Set("w3", watchFilter(t, c.Tally.U, []int{4}))
 	for _, tc := range []struct {
 		name      string
 		id        lpeer.ID
@@ -437,7 +437,7 @@ func TestServeAdoptHostile(t *testing.T) {
 	if f, err := ask(wire.AppendWant(nil, []int{1, 3})); err != nil || len(f) == 0 || f[0] != wire.TypeHave {
 		t.Errorf("a good request: answered %q, %v; want adopted (an empty have frame)", f, err)
 	}
-	a.lib.lookup(root[:]).pushes().parentFailed(w.seed.ID(), false)
+	treesOf(a.lib.Lookup(root[:])).parentFailed(w.seed.ID(), false)
 	if f, err := ask(wire.AppendWant(nil, []int{0})); err != nil || !isErr(f) {
 		t.Errorf("its parent gone: answered %q, %v; want an error frame", f, err)
 	}
@@ -465,10 +465,10 @@ func TestPushSeedSpares(t *testing.T) {
 			// Watchers of the seed that hold every block, and no other: a's
 			// watch of the seed, which ends with its fetch, must be gone
 			// from the tally first (else it counts as one more holder).
-			sc := w.seed.lib.lookup(root[:])
-			waitWatchers(ctx, t, sc.tally, 0)
+			sc := w.seed.lib.Lookup(root[:])
+			waitWatchers(ctx, t, sc.Tally, 0)
 			for j := range watchers {
-				sc.tally.Set(lpeer.ID(fmt.Sprint("watcher", j)), watchFilter(t, sc.tally.U, seq(0, w.man.BlockCount())))
+				sc.Tally.Set(lpeer.ID(fmt.Sprint("watcher", j)), watchFilter(t, sc.Tally.U, seq(0, w.man.BlockCount())))
 			}
 			// c takes the seed as its parent after the seed pushed every
 			// block: it asks to be caught up as its fetch starts.
@@ -541,7 +541,7 @@ func TestPushAdoptersParent(t *testing.T) {
 		}
 	}
 	wait := w.startFetch(ctx, c)
-	ct := c.lib.lookup(root[:]).pushes()
+	ct := treesOf(c.lib.Lookup(root[:]))
 	// c's catch-up, as its fetch starts, asks p, which names the seed.
 	grand := func() lpeer.ID {
 		ct.mu.Lock()

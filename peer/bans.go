@@ -17,6 +17,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // BanFile is the name of the file in a fetch store's state folder
@@ -30,7 +31,7 @@ const BanFile = "bans.json"
 
 // maxBanFileBytes bounds how much of a ban file is read: maxBanned entries
 // of a peer id (at most about 100 characters in base58) and a time.
-const maxBanFileBytes = maxBanned * 200
+const maxBanFileBytes = serve.MaxBanned * 200
 
 // A savedBan is one entry of a ban file.
 type savedBan struct {
@@ -68,14 +69,14 @@ func parseBans(b []byte, now time.Time) (map[lpeer.ID]time.Time, error) {
 	if err := json.Unmarshal(b, &saved); err != nil {
 		return nil, fmt.Errorf("peer: ban file: %w", err)
 	}
-	bans := make(map[lpeer.ID]time.Time, min(len(saved), maxBanned))
+	bans := make(map[lpeer.ID]time.Time, min(len(saved), serve.MaxBanned))
 	for _, s := range saved {
 		id, err := lpeer.Decode(s.Peer)
 		if err != nil || !s.Until.After(now) {
 			continue
 		}
-		bans[id] = minTime(s.Until, now.Add(banFor))
-		if len(bans) == maxBanned {
+		bans[id] = minTime(s.Until, now.Add(serve.BanFor))
+		if len(bans) == serve.MaxBanned {
 			break
 		}
 	}
@@ -204,7 +205,7 @@ func (b *banFile) save(id lpeer.ID, until time.Time) {
 			delete(b.saved, k)
 		}
 	}
-	if len(b.saved) >= maxBanned {
+	if len(b.saved) >= serve.MaxBanned {
 		return
 	}
 	b.saved[id] = until

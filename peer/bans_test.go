@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // TestResumeKeepsBans: a fetch that banned a liar and was interrupted is
@@ -50,16 +51,16 @@ func TestResumeKeepsBans(t *testing.T) {
 					corrupt++
 				case FetchPeerStillBanned:
 					still++
-					if ev.Peer != liar.ID() || time.Until(ev.Until) < banFor-time.Minute || time.Until(ev.Until) > banFor {
-						t.Errorf("still banned: %+v, want the liar for about %v", ev, banFor)
+					if ev.Peer != liar.ID() || time.Until(ev.Until) < serve.BanFor-time.Minute || time.Until(ev.Until) > serve.BanFor {
+						t.Errorf("still banned: %+v, want the liar for about %v", ev, serve.BanFor)
 					}
 				}
 			}
 			if want := map[bool]int{true: 1, false: 0}[keep]; still != want {
 				t.Errorf("%d peer-still-banned events, want %d", still, want)
 			}
-			if keep && (again != 0 || corrupt != 0 || !second.guard.isBanned(liar.ID())) {
-				t.Errorf("resumed with the bans: the liar was asked for %d blocks, %d corrupt came, banned %v; want none and banned", again, corrupt, second.guard.isBanned(liar.ID()))
+			if keep && (again != 0 || corrupt != 0 || !second.guard.IsBanned(liar.ID())) {
+				t.Errorf("resumed with the bans: the liar was asked for %d blocks, %d corrupt came, banned %v; want none and banned", again, corrupt, second.guard.IsBanned(liar.ID()))
 			}
 			if !keep && corrupt == 0 {
 				t.Errorf("resumed without the ban file: no corrupt block came (liar asked %d times); the test proves nothing", again)
@@ -95,7 +96,7 @@ func fetchUntilBan(ctx context.Context, t *testing.T) (liar *Peer, tk Ticket, sr
 	if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	asked = serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
 	tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
 	out = filepath.Join(dir, "out")
@@ -139,7 +140,7 @@ func TestBanFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[lpeer.ID]time.Time{a: now.Add(time.Minute), c: now.Add(banFor)}
+	want := map[lpeer.ID]time.Time{a: now.Add(time.Minute), c: now.Add(serve.BanFor)}
 	if len(got) != len(want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
@@ -193,11 +194,11 @@ func FuzzParseBans(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(bans) > maxBanned {
+		if len(bans) > serve.MaxBanned {
 			t.Fatalf("%d bans", len(bans))
 		}
 		for id, u := range bans {
-			if !u.After(now) || u.After(now.Add(banFor)) {
+			if !u.After(now) || u.After(now.Add(serve.BanFor)) {
 				t.Fatalf("%s banned until %v", id, u)
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -65,7 +66,7 @@ func BenchmarkFetchSeeds(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			m := full.lib.lookup(tk.Root[:]).man
+			m := full.lib.Lookup(tk.Root[:]).Man
 			var extra []ma.Multiaddr
 			if n > 1 {
 				full.Close()
@@ -205,7 +206,7 @@ func BenchmarkMethods(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	n := m.BlockCount()
 	var runs atomic.Int64
 	layouts := []struct {
@@ -216,7 +217,7 @@ func BenchmarkMethods(b *testing.B) {
 		{"lack32nd", func(j, i int) bool { return i*32/n != j }},
 	}
 	for _, lay := range layouts {
-		for _, method := range blockMethods {
+		for _, method := range serve.BlockMethods {
 			b.Run(lay.name+"/"+method.String(), func(b *testing.B) {
 				var recon, sent, received int64
 				var rounds, trips int

@@ -30,7 +30,7 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 	var ok []lpeer.ID
 	var wg sync.WaitGroup
 	for _, ai := range all {
-		if ai.ID == p.h.ID() || p.guard.isBanned(ai.ID) {
+		if ai.ID == p.h.ID() || p.guard.IsBanned(ai.ID) {
 			continue
 		}
 		wg.Add(1)
@@ -48,7 +48,7 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 	}
 	wg.Wait()
 	for _, id := range known {
-		if id != p.h.ID() && !p.guard.isBanned(id) {
+		if id != p.h.ID() && !p.guard.IsBanned(id) {
 			ok = append(ok, id)
 		}
 	}

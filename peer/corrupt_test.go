@@ -99,7 +99,7 @@ func TestCorruptBlockKeepGoing(t *testing.T) {
 	if _, err := flaky.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	var once sync.Once
 	var badAt atomic.Int64
 	badAt.Store(-1)
@@ -133,7 +133,7 @@ func TestCorruptBlockKeepGoing(t *testing.T) {
 	if share == nil || share.Dropped != "" || share.Rejected != 1 || share.Blocks == 0 {
 		t.Fatalf("flaky peer's share %+v: want 1 rejected, blocks sent, not dropped", share)
 	}
-	if fetcher.guard.isBanned(flaky.ID()) {
+	if fetcher.guard.IsBanned(flaky.ID()) {
 		t.Error("a peer with one corrupt block was banned")
 	}
 }
@@ -151,7 +151,7 @@ func TestCorruptBlocksBan(t *testing.T) {
 	if _, err := liar.Seed(ctx, src, WithBlockSize(bs)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	serveFromFile(liar, make([]byte, m.TotalSize()), bs, m.BlockCount(), func(i int, b []byte) []byte { return b })
 	tk.Peers = append([]AddrInfo{liar.AddrInfo()}, tk.Peers...)
 	fetcher := newTestPeer(t)
@@ -172,7 +172,7 @@ func TestCorruptBlocksBan(t *testing.T) {
 	if want := "corrupt-block corrupt-block corrupt-block peer-banned"; strings.Join(kinds, " ") != want {
 		t.Errorf("events %v, want %s", kinds, want)
 	}
-	if !fetcher.guard.isBanned(liar.ID()) {
+	if !fetcher.guard.IsBanned(liar.ID()) {
 		t.Error("the liar is not banned")
 	}
 	for _, ps := range sum.Peers {

@@ -34,7 +34,7 @@ func (f finder) discover() {
 		f.mu.Unlock()
 		for _, id := range ids {
 			asked[id] = f.p.clk.Now()
-			infos, err := f.p.cl.askPeers(f.ctx, id, f.c.man.ID())
+			infos, err := f.p.cl.askPeers(f.ctx, id, f.c.Man.ID())
 			if err != nil {
 				continue
 			}
@@ -46,7 +46,7 @@ func (f finder) discover() {
 				err := f.p.h.Connect(cctx, ai)
 				cancel()
 				if err == nil {
-					f.addSource(ai.ID)
+					f.AddSource(ai.ID)
 				}
 			}
 		}
@@ -68,7 +68,7 @@ func (f finder) known(id lpeer.ID) bool {
 
 // askPeers asks id for other peers of root.
 func (p *client) askPeers(ctx context.Context, id lpeer.ID, root chunker.ID) ([]lpeer.AddrInfo, error) {
-	ctx, cancel := clock.WithTimeout(ctx, p.clk, p.cfg.streamIdle)
+	ctx, cancel := clock.WithTimeout(ctx, p.clk, p.cfg.StreamIdle)
 	defer cancel()
 	cs, err := p.request(ctx, id, ProtoPeers, root, false)
 	if err != nil {

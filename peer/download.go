@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer/sched"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -55,7 +56,7 @@ func (w worker) offer(offered []int) error {
 	}
 	// A source offering every block the fetch lacks (a seed, or a peer done
 	// downloading) is full; see picker.offerFrom.
-	full := isBlockMethod(f.t.method()) && len(offered) > 0 && len(offered) >= f.c.man.BlockCount()-f.c.store.HeldCount()
+	full := serve.IsBlockMethod(f.t.Method()) && len(offered) > 0 && len(offered) >= f.c.Man.BlockCount()-f.c.Store.HeldCount()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(src.refused) > 0 {
@@ -73,7 +74,7 @@ func (w worker) offer(offered []int) error {
 func (w worker) download() (err error) {
 	f, src := w.fetch, w.src
 	win := &src.flow
-	win.Max, win.Fixed = f.p.cfg.window, f.p.cfg.fixedWindow
+	win.Max, win.Fixed = f.p.cfg.Window, f.p.cfg.FixedWindow
 	inflight := make(map[int]struct{}, win.Max)
 	defer func() { w.unclaim(inflight) }()
 	var cs *clientStream
@@ -93,7 +94,7 @@ func (w worker) download() (err error) {
 			cs.close()
 		}
 	}()
-	limit := f.t.count()
+	limit := f.t.Count()
 	var gaps sched.Stall
 	for {
 		if f.ctx.Err() != nil {
@@ -113,8 +114,8 @@ func (w worker) download() (err error) {
 		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
 			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && f.fc.endgame && isBlockMethod(f.t.method()) && f.p.clk.Since(f.lastStored) >= sched.EndgameWait {
-				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.man.BlockCount()-f.c.store.HeldCount())
+			if len(batch) == 0 && f.fc.endgame && serve.IsBlockMethod(f.t.Method()) && f.p.clk.Since(f.lastStored) >= sched.EndgameWait {
+				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.Man.BlockCount()-f.c.Store.HeldCount())
 			}
 			if len(batch) > 0 {
 				src.useful = f.p.clk.Now()
@@ -129,7 +130,7 @@ func (w worker) download() (err error) {
 		}
 		if len(batch) > 0 {
 			if cs == nil {
-				cs, err = f.p.cl.request(f.ctx, src.id, ProtoBlocks, f.c.man.ID(), !f.t.plain())
+				cs, err = f.p.cl.request(f.ctx, src.id, ProtoBlocks, f.c.Man.ID(), !f.t.Plain())
 				if err != nil {
 					return err
 				}
@@ -153,7 +154,7 @@ func (w worker) download() (err error) {
 		f.mu.Lock()
 		others := f.active > 1
 		f.mu.Unlock()
-		fr, err := cs.nextInto(f.getBuf, f.t.unitSize()+1+binaryMaxVarint, gaps.Timeout(f.p.cfg.stallTimeout, sched.StallMin, others))
+		fr, err := cs.nextInto(f.getBuf, f.t.UnitSize()+1+serve.MaxVarint, gaps.Timeout(f.p.cfg.StallTimeout, sched.StallMin, others))
 		gaps.Arrived(f.p.clk.Now())
 		if err != nil {
 			if ferr := w.failed(); ferr != nil {
@@ -327,11 +328,11 @@ func (f *fetch) event(ev FetchEvent) {
 // missingText words the blocks the fetch lacks, n of them: "2 of 16 blocks
 // missing (blocks 3 and 9-10)"; a long list ends in "…".
 func (f *fetch) missingText(n int) string {
-	s := fmt.Sprintf("%d of %d blocks missing", n, f.c.man.BlockCount())
+	s := fmt.Sprintf("%d of %d blocks missing", n, f.c.Man.BlockCount())
 	if n == 0 {
 		return s
 	}
-	return s + " (" + blockRanges(f.c.store.Missing(), 8) + ")"
+	return s + " (" + blockRanges(f.c.Store.Missing(), 8) + ")"
 }
 
 // noneHas words that none of the n connected peers has the blocks missing.
@@ -413,14 +414,14 @@ func (f *fetch) getBuf() []byte {
 		bufHolders.Put(h)
 		return b
 	}
-	return make([]byte, 0, f.t.unitSize()+1+binaryMaxVarint)
+	return make([]byte, 0, f.t.UnitSize()+1+serve.MaxVarint)
 }
 
 // putBuf returns a frame buffer to the fetch's pool when it can hold a
 // whole frame. The slice header goes into a holder of bufHolders, so that
 // a block costs no allocation once the pools are warm.
 func (f *fetch) putBuf(b []byte) {
-	if cap(b) < f.t.unitSize()+1+binaryMaxVarint {
+	if cap(b) < f.t.UnitSize()+1+serve.MaxVarint {
 		return
 	}
 	h, _ := bufHolders.Get().(*[]byte)
@@ -440,14 +441,14 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	f.mu.Lock()
 	f.received += int64(len(data))
 	f.mu.Unlock()
-	if f.t.has(i) {
+	if f.t.Has(i) {
 		f.mu.Lock()
 		f.sum.Redundant++
 		f.pick.Done(i, false)
 		f.mu.Unlock()
 		return nil
 	}
-	err := f.t.put(i, data)
+	err := f.t.Put(i, data)
 	f.mu.Lock()
 	f.pick.Done(i, err != nil)
 	if err != nil {
@@ -474,25 +475,25 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	}
 	f.lastProgress = f.p.clk.Now()
 	f.lastStored = f.lastProgress
-	held := f.c.store.HeldCount()
+	held := f.c.Store.HeldCount()
 	var prog Progress
 	if f.fc.progress != nil {
-		prog = Progress{Blocks: held, TotalBlocks: f.c.man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.man.TotalSize()}
+		prog = Progress{Blocks: held, TotalBlocks: f.c.Man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.Man.TotalSize()}
 	}
 	f.mu.Unlock()
-	if f.t.plain() {
+	if f.t.Plain() {
 		// Watches of this content, and the sources this fetch watches,
 		// hear of the block (see Hello.Watch).
-		f.c.noteGain(i)
+		f.c.NoteGain(i)
 		f.announce(i)
 	}
 	if f.fc.progress != nil {
-		prog.Bytes = heldBytes(f.c.man, held)
+		prog.Bytes = heldBytes(f.c.Man, held)
 		f.progMu.Lock()
 		f.fc.progress(prog)
 		f.progMu.Unlock()
 	}
-	if f.t.complete() {
+	if f.t.Complete() {
 		f.doneOnce.Do(func() { close(f.done) })
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // TestFrameBufsAllocs checks that a block's frame buffer, once the pools are
@@ -20,9 +21,9 @@ func TestFrameBufsAllocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fetch{t: blockTarget{c: &content{man: m}}}
+	f := &fetch{t: serve.NewBlockTarget(&serve.Content{Man: m}, 0)}
 	b := f.getBuf()
-	if len(b) != 0 || cap(b) < bs+1+binaryMaxVarint {
+	if len(b) != 0 || cap(b) < bs+1+serve.MaxVarint {
 		t.Fatalf("getBuf: len %d cap %d, want 0 and at least a frame", len(b), cap(b))
 	}
 	f.putBuf(b[:100])
@@ -45,7 +46,7 @@ func BenchmarkFrameBufs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	f := &fetch{t: blockTarget{c: &content{man: m}}}
+	f := &fetch{t: serve.NewBlockTarget(&serve.Content{Man: m}, 0)}
 	b.ReportAllocs()
 	for b.Loop() {
 		f.putBuf(f.getBuf())

@@ -22,10 +22,10 @@ var (
 	// protocol expects; the stream is reset. It is wire.ErrMalformed.
 	ErrMalformed = wire.ErrMalformed
 	// ErrNoPeers means no peer could be reached or none had what was needed.
-	ErrNoPeers = errors.New("peer: no reachable peer has the content")
+	ErrNoPeers = wire.ErrNoPeers
 	// ErrManifestMismatch means a manifest does not hash to the ticket's root id,
 	// or an existing output was made for another manifest.
-	ErrManifestMismatch = errors.New("peer: manifest does not match the ticket")
+	ErrManifestMismatch = wire.ErrManifestMismatch
 	// ErrUnknownRoot means the remote peer does not serve the requested
 	// content. It is wire.ErrUnknownRoot.
 	ErrUnknownRoot = wire.ErrUnknownRoot
@@ -36,12 +36,12 @@ var (
 	// ErrBadBlock means a peer sent a block whose hash does not match the
 	// manifest; the block is discarded and asked of other peers, and a peer
 	// that sent three is dropped and banned.
-	ErrBadBlock = errors.New("peer: block failed verification")
+	ErrBadBlock = wire.ErrBadBlock
 	// ErrRemote means the remote peer answered a request with an error. It is
 	// wire.ErrRemote.
 	ErrRemote = wire.ErrRemote
 	// ErrClosed means the peer was closed.
-	ErrClosed = errors.New("peer: closed")
+	ErrClosed = wire.ErrClosed
 )
 
 // anyOf words the peers a fetch tried: "the 1 peer", "any of 3 peers".

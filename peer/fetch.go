@@ -10,6 +10,8 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // Fetch downloads the content of ticket t into the folder out, from the
@@ -46,7 +48,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return p.cl.finishedSummary(st, fc, start), nil
 	}
 	srcs := p.cl.connectAll(ctx, t.Peers, fc.peers, fc.sources)
-	if len(srcs) == 0 && (st == nil || !isBlockMethod(fc.method)) {
+	if len(srcs) == 0 && (st == nil || !serve.IsBlockMethod(fc.method)) {
 		if st != nil {
 			st.Close()
 		}
@@ -60,8 +62,8 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	}
 	// A method that fetches other units than the blocks gets what it needs
 	// to check them first (the header of the content's altUnits).
-	var alt altUnits
-	if !isBlockMethod(fc.method) {
+	var alt serve.AltUnits
+	if !serve.IsBlockMethod(fc.method) {
 		if alt, err = p.cl.fetchAlt(ctx, fc.method, t.Root, srcs, m); err != nil {
 			if st != nil {
 				st.Close()
@@ -99,17 +101,17 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		return nil, err
 	}
 	start := p.clk.Now()
-	c := p.lib.lookup(root[:])
+	c := p.lib.Lookup(root[:])
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
 	srcs := p.cl.connectAll(ctx, nil, fc.peers, fc.sources)
-	if !isBlockMethod(fc.method) && c.altSet() == nil {
-		alt, err := p.cl.fetchAlt(ctx, fc.method, root, srcs, c.man)
+	if !serve.IsBlockMethod(fc.method) && c.AltSet() == nil {
+		alt, err := p.cl.fetchAlt(ctx, fc.method, root, srcs, c.Man)
 		if err != nil {
 			return nil, err
 		}
-		c.setAlt(alt)
+		c.SetAlt(alt)
 	}
 	return p.cl.fetchServed(ctx, root, srcs, fc, start)
 }
@@ -117,7 +119,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 // fetchServed is the one fetch of every method: it runs a fetch of the
 // served content root from srcs and sums it up.
 func (p *client) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID, fc fetchConfig, start time.Time) (*Summary, error) {
-	c := p.lib.lookup(root[:])
+	c := p.lib.Lookup(root[:])
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
@@ -125,35 +127,37 @@ func (p *client) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.
 	if err != nil {
 		return nil, err
 	}
-	if fc.stripes != nil && c.pushes() == nil {
+	if fc.stripes != nil && treesOf(c) == nil {
 		if err := p.Push(root, *fc.stripes); err != nil {
 			return nil, err
 		}
 	}
 	f := newFetch(p.Service, c, t, fc)
-	if !c.setFetch(f) {
+	if !c.SetFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
 	}
 	ids, until := f.bans.load()
 	for _, id := range ids {
-		u := p.guard.banUntil(id, until[id])
+		u := p.guard.BanUntil(id, until[id])
 		p.log.Info("peer banned by an earlier fetch", "peer", id, "until", u)
 		f.event(FetchEvent{Kind: FetchPeerStillBanned, Peer: id, Block: -1, Until: u})
 	}
 	sum, err := f.run(ctx, srcs)
-	c.clearFetch(f)
-	removeBanFile(c.store, p.log)
-	sum.Out = c.store.Dir()
-	if fp := c.store.FilePath(); fp != "" {
+	c.ClearFetch(f)
+	removeBanFile(c.Store, p.log)
+	sum.Out = c.Store.Dir()
+	if fp := c.Store.FilePath(); fp != "" {
 		sum.Out = fp
 	}
-	sum.Files, sum.FileCount = outputFiles(c.store)
+	sum.Files, sum.FileCount = outputFiles(c.Store)
 	sum.Seconds = p.clk.Since(start).Seconds()
-	if terr := t.finish(sum); err == nil {
+	decode, terr := t.Finish()
+	sum.DecodeSeconds = decode.Seconds()
+	if err == nil {
 		err = terr
 	}
-	if serr := c.store.Sync(); serr != nil && err == nil && !errors.Is(serr, chunker.ErrClosed) {
-		err = fmt.Errorf("peer: sync %s: %w", c.store.Dir(), serr)
+	if serr := c.Store.Sync(); serr != nil && err == nil && !errors.Is(serr, chunker.ErrClosed) {
+		err = fmt.Errorf("peer: sync %s: %w", c.Store.Dir(), serr)
 	}
 	return sum, err
 }
@@ -161,7 +165,7 @@ func (p *client) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.
 // openOutput opens the store in out for root, or returns nil if out holds
 // none yet. A store of other content is ErrManifestMismatch.
 func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
-	sopts := []chunker.StoreOption{chunker.WithID(root), p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.limits.MaxManifestBytes)}
+	sopts := []chunker.StoreOption{chunker.WithID(root), p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.Limits.MaxManifestBytes)}
 	if p.cfg.syncEvery != 1 {
 		// Blocks stored after the last group fsync have no record yet after a
 		// crash; re-hashing the output finds those whose bytes made it to
@@ -208,4 +212,17 @@ func (p *client) finishedSummary(st *chunker.Store, fc fetchConfig, start time.T
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
+}
+
+// newTarget returns the target of a fetch of c with method m: the blocks of
+// its store with a block method, the content's other units otherwise.
+func (p *client) newTarget(c *serve.Content, m reconcile.Method) (serve.Target, error) {
+	if serve.IsBlockMethod(m) {
+		return serve.NewBlockTarget(c, m), nil
+	}
+	alt := c.AltSet()
+	if alt == nil || !alt.Responder().Serves(m) {
+		return nil, fmt.Errorf("peer: content %s is not served with method %v: %w", c.Man.ID(), m, reconcile.ErrMethod)
+	}
+	return alt.NewTarget(p.ctx, c)
 }

@@ -12,6 +12,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -19,8 +20,8 @@ import (
 // fetch is the state of one running fetch of complete blocks.
 type fetch struct {
 	p   *Service
-	c   *content
-	t   target
+	c   *serve.Content
+	t   serve.Target
 	fc  fetchConfig
 	ctx context.Context
 	// cancel ends the fetch; its cause is the fetch's error (nil cause: done).
@@ -134,12 +135,12 @@ type source struct {
 // merely waits for its next block is kept.
 const rotateIdle = 2 * time.Second
 
-func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
+func newFetch(p *Service, c *serve.Content, t serve.Target, fc fetchConfig) *fetch {
 	f := &fetch{
 		p: p, c: c, t: t, fc: fc,
-		bans:    newBanFile(c.store, p.clk, p.log),
+		bans:    newBanFile(c.Store, p.clk, p.log),
 		done:    make(chan struct{}),
-		pick:    sched.NewPicker[lpeer.ID](t.has, max(2, fetchMemory/t.unitSize())),
+		pick:    sched.NewPicker[lpeer.ID](t.Has, max(2, fetchMemory/t.UnitSize())),
 		sources: make(map[lpeer.ID]*source),
 		banned:  make(map[lpeer.ID]string),
 		shares:  make(map[lpeer.ID]*PeerShare),
@@ -150,18 +151,18 @@ func newFetch(p *Service, c *content, t target, fc fetchConfig) *fetch {
 	f.pick.Hold = pushSink{f}.holds
 	f.pick.SetChoice(fc.choice, nil)
 	if fc.choice == BlockRarestFilters {
-		f.pick.RarityOf = c.tally.Count
+		f.pick.RarityOf = c.Tally.Count
 	}
 	return f
 }
 
 // run downloads until the store is complete, the context ends or no peer is left.
 func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
-	m := f.c.man
-	f.sum = Summary{Root: m.ID().String(), Method: f.t.method().String(), Blocks: m.BlockCount(), Bytes: m.TotalSize()}
-	f.resumed = f.c.store.HeldCount()
+	m := f.c.Man
+	f.sum = Summary{Root: m.ID().String(), Method: f.t.Method().String(), Blocks: m.BlockCount(), Bytes: m.TotalSize()}
+	f.resumed = f.c.Store.HeldCount()
 	f.sum.Resumed = f.resumed
-	if f.c.store.Complete() {
+	if f.c.Store.Complete() {
 		return f.summary(), nil
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
@@ -176,8 +177,8 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.lastStored = f.lastProgress
 	pushSink{f}.updateHeld()
 	// Received blocks wait for the writers in a queue bounded to about 64 MiB.
-	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.unitSize())))
-	for range min(maxFetchWriters, max(4, (64<<20)/f.t.unitSize())) {
+	f.writes = make(chan writeJob, min(64, max(2, (64<<20)/f.t.UnitSize())))
+	for range min(maxFetchWriters, max(4, (64<<20)/f.t.UnitSize())) {
 		f.writersWG.Add(1)
 		go f.writer()
 	}
@@ -186,7 +187,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.mu.Lock()
 	f.started = true
 	f.mu.Unlock()
-	if t := f.c.pushes(); t != nil {
+	if t := treesOf(f.c); t != nil {
 		// Its parents push what they held before as well (pushes that
 		// reach the fetch count in its summary).
 		t.catchUp("")
@@ -198,7 +199,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	srcs = slices.Clone(srcs)
 	rand.Shuffle(len(srcs), func(a, b int) { srcs[a], srcs[b] = srcs[b], srcs[a] })
 	for _, id := range srcs {
-		f.addSource(id)
+		f.AddSource(id)
 	}
 	f.mu.Lock()
 	f.fillLocked()
@@ -234,7 +235,7 @@ loop:
 				}
 			}
 			f.mu.Unlock()
-			missing := m.BlockCount() - f.c.store.HeldCount()
+			missing := m.BlockCount() - f.c.Store.HeldCount()
 			if idle > noPeer {
 				err = fmt.Errorf("%w: %s", ErrNoPeers, f.missingText(missing))
 				break loop
@@ -253,7 +254,7 @@ loop:
 	f.wg.Wait()
 	close(f.writes)
 	f.writersWG.Wait()
-	if f.c.store.Complete() {
+	if f.c.Store.Complete() {
 		err = nil
 	}
 	if errors.Is(err, ErrNoPeers) {
@@ -264,7 +265,7 @@ loop:
 
 // addSource starts downloading from id unless it is known, banned or the
 // source limit is reached.
-func (f *fetch) addSource(id lpeer.ID) {
+func (f *fetch) AddSource(id lpeer.ID) {
 	if id == f.p.h.ID() {
 		return
 	}
@@ -280,7 +281,7 @@ func (f *fetch) addSource(id lpeer.ID) {
 		// A peer that reconciled with this one before the fetch was set
 		// up (the whole swarm starts at once): a watch answers it only
 		// once, so it is kept for when the fetch starts.
-		if _, ok := f.spare[id]; !ok && !f.p.guard.isBanned(id) {
+		if _, ok := f.spare[id]; !ok && !f.p.guard.IsBanned(id) {
 			f.spare[id] = time.Time{}
 		}
 		return
@@ -288,10 +289,10 @@ func (f *fetch) addSource(id lpeer.ID) {
 	if _, ok := f.banned[id]; ok {
 		return
 	}
-	if f.p.guard.isBanned(id) {
+	if f.p.guard.IsBanned(id) {
 		return
 	}
-	if f.active >= f.p.cfg.maxSources {
+	if f.active >= f.p.cfg.MaxSources {
 		if _, ok := f.spare[id]; !ok {
 			f.spare[id] = time.Time{}
 		}
@@ -321,7 +322,7 @@ func (w worker) work() {
 	f, src := w.fetch, w.src
 	defer f.wg.Done()
 	// Keep the connection manager from trimming a connection we fetch over.
-	tag := "reconcile-fetch-" + f.c.man.ID().String()[:16]
+	tag := "reconcile-fetch-" + f.c.Man.ID().String()[:16]
 	f.p.h.ConnManager().Protect(src.id, tag)
 	defer f.p.h.ConnManager().Unprotect(src.id, tag)
 	defer func() {
@@ -458,7 +459,7 @@ func (w worker) work() {
 // While stripe trees push blocks (f.held), sources idle on purpose: they
 // are kept for the repair, not rotated (each rotation reconciles anew).
 func (f *fetch) rotateLocked(src *source) bool {
-	if f.active < f.p.cfg.maxSources || len(f.spare) == 0 || f.p.clk.Since(src.useful) < rotateIdle || slices.Contains(f.held, true) {
+	if f.active < f.p.cfg.MaxSources || len(f.spare) == 0 || f.p.clk.Since(src.useful) < rotateIdle || slices.Contains(f.held, true) {
 		return false
 	}
 	f.spare[src.id] = f.p.clk.Now()
@@ -469,7 +470,7 @@ func (f *fetch) rotateLocked(src *source) bool {
 // fillLocked starts spare peers while the fetch is below its source limit
 // (f.mu held): those never tried first, then those rotated out longest ago.
 func (f *fetch) fillLocked() {
-	for f.active < f.p.cfg.maxSources && len(f.spare) > 0 && f.ctx.Err() == nil {
+	for f.active < f.p.cfg.MaxSources && len(f.spare) > 0 && f.ctx.Err() == nil {
 		var best lpeer.ID
 		var bt time.Time
 		first := true
@@ -485,7 +486,7 @@ func (f *fetch) fillLocked() {
 		if first {
 			return
 		}
-		if _, banned := f.banned[best]; banned || f.p.guard.isBanned(best) {
+		if _, banned := f.banned[best]; banned || f.p.guard.IsBanned(best) {
 			delete(f.spare, best)
 			continue
 		}
@@ -510,8 +511,8 @@ func (f *fetch) drop(src *source, err error) {
 	} else {
 		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
 	}
-	f.c.forget(src.id)
-	f.bans.save(src.id, f.p.guard.ban(src.id))
+	f.c.Forget(src.id)
+	f.bans.save(src.id, f.p.guard.Ban(src.id))
 }
 
 func (f *fetch) dropQuietly(src *source, why string) {
@@ -537,18 +538,18 @@ func (w worker) reconcileWith() ([]int, error) {
 	// The stream lives as long as the watch (or the session, without one);
 	// the session itself has 4 idle periods.
 	wctx, wcancel := context.WithCancel(f.ctx)
-	sctx, scancel := clock.WithTimeout(wctx, f.p.clk, 4*f.p.cfg.streamIdle)
+	sctx, scancel := clock.WithTimeout(wctx, f.p.clk, 4*f.p.cfg.StreamIdle)
 	defer scancel()
-	root := f.c.man.ID()
-	watch := f.t.method() != reconcile.IBLT && f.t.plain()
-	hello := wire.Hello{Root: root[:], Coded: !f.t.plain(), Watch: watch}
+	root := f.c.Man.ID()
+	watch := f.t.Method() != reconcile.IBLT && f.t.Plain()
+	hello := wire.Hello{Root: root[:], Coded: !f.t.Plain(), Watch: watch}
 	cs, err := f.p.cl.requestHello(wctx, src.id, ProtoReconcile, hello)
 	if err != nil {
 		wcancel()
 		return nil, err
 	}
 	began := f.p.clk.Now()
-	s, trips, err := f.p.cl.pullSession(sctx, cs, f.t.responder(), f.t.method(), f.t.held(), watch)
+	s, trips, err := f.p.cl.pullSession(sctx, cs, f.t.Responder(), f.t.Method(), f.t.Held(), watch)
 	if err != nil {
 		cs.reset()
 		wcancel()
@@ -572,7 +573,7 @@ func (w worker) reconcileWith() ([]int, error) {
 	o := s.Outcome()
 	var lacking []int
 	for _, i := range s.Wanted() {
-		if !f.t.has(i) {
+		if !f.t.Has(i) {
 			lacking = append(lacking, i)
 		}
 	}

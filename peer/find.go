@@ -22,16 +22,16 @@ func (f finder) discoverMore() {
 	if ds == nil {
 		return
 	}
-	root := f.c.man.ID()
+	root := f.c.Man.ID()
 	add := func(ai AddrInfo) {
-		if ai.ID == f.p.h.ID() || f.known(ai.ID) || f.p.guard.isBanned(ai.ID) {
+		if ai.ID == f.p.h.ID() || f.known(ai.ID) || f.p.guard.IsBanned(ai.ID) {
 			return
 		}
 		cctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, 10*time.Second)
 		defer cancel()
 		if err := f.p.cl.connectProvider(cctx, ai); err == nil {
 			f.p.cl.awaitDirect(f.ctx, ai.ID)
-			f.addSource(ai.ID)
+			f.AddSource(ai.ID)
 		}
 	}
 	f.wg.Add(1)

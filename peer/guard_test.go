@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // TestBanExpires: on a service whose clock is a fake one, a banned peer's
@@ -19,8 +21,8 @@ func TestBanExpires(t *testing.T) {
 	seed := newTestPeer(t, WithClock(fc))
 	mallory := connectedPeer(ctx, t, seed)
 	id := mallory.ID()
-	until := seed.guard.ban(id)
-	if want := fc.Now().Add(banFor); !until.Equal(want) {
+	until := seed.guard.Ban(id)
+	if want := fc.Now().Add(serve.BanFor); !until.Equal(want) {
 		t.Fatalf("banned until %v, want %v (banFor on the service's clock)", until, want)
 	}
 	open := func() error {
@@ -38,18 +40,18 @@ func TestBanExpires(t *testing.T) {
 		_, err = s.Read(make([]byte, 1))
 		return err
 	}
-	if !seed.guard.isBanned(id) {
+	if !seed.guard.IsBanned(id) {
 		t.Fatal("not banned after ban")
 	}
 	if err := open(); err == nil {
 		t.Fatal("a banned peer's stream was answered")
 	}
-	fc.Advance(banFor - time.Second)
-	if !seed.guard.isBanned(id) {
+	fc.Advance(serve.BanFor - time.Second)
+	if !seed.guard.IsBanned(id) {
 		t.Fatal("the ban ended a second early")
 	}
 	fc.Advance(time.Second)
-	if seed.guard.isBanned(id) {
+	if seed.guard.IsBanned(id) {
 		t.Fatal("still banned once the clock passed the ban")
 	}
 
@@ -58,16 +60,16 @@ func TestBanExpires(t *testing.T) {
 	other := connectedPeer(ctx, t, seed)
 	conn := seed.Host().Network().ConnsToPeer(other.ID())[0]
 	for range 3 {
-		seed.guard.strike(conn, strikeMalformed, "test")
+		seed.guard.Strike(conn, admit.StrikeMalformed, "test")
 		fc.Advance(time.Hour)
 	}
-	if seed.guard.isBanned(other.ID()) {
+	if seed.guard.IsBanned(other.ID()) {
 		t.Fatal("strikes an hour apart added up to a ban")
 	}
 	for range 3 {
-		seed.guard.strike(conn, strikeMalformed, "test")
+		seed.guard.Strike(conn, admit.StrikeMalformed, "test")
 	}
-	if !seed.guard.isBanned(other.ID()) {
+	if !seed.guard.IsBanned(other.ID()) {
 		t.Fatal("three malformed frames at once: not banned")
 	}
 }

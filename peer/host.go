@@ -37,7 +37,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 		return nil, err
 	}
 	x := cfg.ext()
-	limits := ResourceLimits(cfg.limits)
+	limits := ResourceLimits(cfg.Limits)
 	k, err := hostkit.New(ctx, hostkit.Config{
 		Listen:     cfg.listen,
 		Key:        cfg.key,
@@ -46,16 +46,16 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 		DialRanker: cfg.dialRanker,
 		Reach:      x.reach,
 		Discovery:  x.disc,
-		Log:        cfg.log,
-		Clock:      cfg.clock,
+		Log:        cfg.Log,
+		Clock:      cfg.Clock,
 	})
 	if err != nil {
 		return nil, err
 	}
 	x.kit = k
 	p := &Peer{Service: newService(k.Host, cfg)}
-	k.SetBanned(p.guard.isBanned)
-	if err := k.StartDiscovery(p.ctx, p.lib.announceable); err != nil {
+	k.SetBanned(p.guard.IsBanned)
+	if err := k.StartDiscovery(p.ctx, p.lib.Announceable); err != nil {
 		p.Close()
 		return nil, err
 	}
@@ -81,7 +81,7 @@ func (p *Peer) Close() error {
 //	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(peer.ResourceLimits(peer.DefaultLimits)))
 //	h, err := libp2p.New(libp2p.ResourceManager(rm), ...)
 func ResourceLimits(l Limits) rcmgr.ConcreteLimitConfig {
-	l = l.withDefaults()
+	l = l.OrDefaults()
 	return hostkit.ResourceLimits(protocols, l.Streams, l.StreamsPerPeer)
 }
 

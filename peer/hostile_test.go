@@ -14,6 +14,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -57,7 +58,7 @@ func TestReconcileSharePerPeer(t *testing.T) {
 				}
 			}
 		}))
-	n := seed.lib.lookup(tk.Root[:]).man.BlockCount()
+	n := seed.lib.Lookup(tk.Root[:]).Man.BlockCount()
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestManifestRetried(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 64<<10, 16<<10)
-	serve := seed.srv.handler(seed.srv.serveManifest)
+	serve := seed.srv.Handler(seed.srv.ServeManifest)
 	var resets atomic.Int32
 	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
 		if resets.Add(1) <= 2 {
@@ -145,7 +146,7 @@ func TestRepeatedBlockBounded(t *testing.T) {
 	}
 	defer cs.reset()
 	sent, missing := 0, 0
-	for range 2 * admit.BanScore / strikeRepeat {
+	for range 2 * admit.BanScore / admit.StrikeRepeat {
 		if err := cs.send(wire.AppendWant(nil, []int{0})); err != nil {
 			break
 		}
@@ -169,10 +170,10 @@ func TestRepeatedBlockBounded(t *testing.T) {
 	if sent != 1+admit.MaxRepeats {
 		t.Errorf("block 0 sent %d times, want %d", sent, 1+admit.MaxRepeats)
 	}
-	if want := admit.BanScore / strikeRepeat; missing < want || missing > want+1 {
+	if want := admit.BanScore / admit.StrikeRepeat; missing < want || missing > want+1 {
 		t.Errorf("%d answers of missing before the ban, want about %d", missing, want)
 	}
-	if !seed.guard.isBanned(evil.ID()) {
+	if !seed.guard.IsBanned(evil.ID()) {
 		t.Errorf("the peer asking again and again is not banned")
 	}
 	out := filepath.Join(dir, "out")
@@ -183,15 +184,15 @@ func TestRepeatedBlockBounded(t *testing.T) {
 }
 
 // TestMalformedBanned: a peer that keeps sending malformed frames is banned
-// after ceil(admit.BanScore/strikeMalformed) of them.
+// after ceil(admit.BanScore/admit.StrikeMalformed) of them.
 func TestMalformedBanned(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	seed, tk, _ := seedFile(t, t.TempDir(), 64<<10, 16<<10)
 	evil := connectedPeer(ctx, t, seed)
-	n := (admit.BanScore + strikeMalformed - 1) / strikeMalformed
+	n := (admit.BanScore + admit.StrikeMalformed - 1) / admit.StrikeMalformed
 	for i := range n {
-		if seed.guard.isBanned(evil.ID()) {
+		if seed.guard.IsBanned(evil.ID()) {
 			t.Fatalf("banned after %d malformed frames", i)
 		}
 		cs, err := evil.cl.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
@@ -206,17 +207,17 @@ func TestMalformedBanned(t *testing.T) {
 		cs.reset()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !seed.guard.isBanned(evil.ID()) && time.Now().Before(deadline) {
+	for !seed.guard.IsBanned(evil.ID()) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !seed.guard.isBanned(evil.ID()) {
+	if !seed.guard.IsBanned(evil.ID()) {
 		t.Fatalf("not banned after %d malformed frames", n)
 	}
 }
 
 // TestStreamChurnBanned: a peer that opens streams as fast as it can (one
 // after the other, as an attacker whose streams a seed resets opens the
-// next) is banned once well past streamBurst, and from then on its streams
+// next) is banned once well past serve.StreamBurst, and from then on its streams
 // are refused by the host before any protocol is negotiated; a fetch of the
 // same seed goes through meanwhile.
 func TestStreamChurnBanned(t *testing.T) {
@@ -226,7 +227,7 @@ func TestStreamChurnBanned(t *testing.T) {
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
 	evil := connectedPeer(ctx, t, seed)
 	hello := wire.Hello{Root: tk.Root[:]}.Append(nil)
-	for i := 0; i < 4*streamBurst && !seed.guard.isBanned(evil.ID()); i++ {
+	for i := 0; i < 4*serve.StreamBurst && !seed.guard.IsBanned(evil.ID()); i++ {
 		s, err := evil.Host().NewStream(ctx, seed.ID(), ProtoManifest)
 		if err != nil {
 			continue // refused once banned
@@ -238,11 +239,11 @@ func TestStreamChurnBanned(t *testing.T) {
 		s.Reset()
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for !seed.guard.isBanned(evil.ID()) && time.Now().Before(deadline) {
+	for !seed.guard.IsBanned(evil.ID()) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if !seed.guard.isBanned(evil.ID()) {
-		t.Fatalf("a peer that opened %d streams at once is not banned", 4*streamBurst)
+	if !seed.guard.IsBanned(evil.ID()) {
+		t.Fatalf("a peer that opened %d streams at once is not banned", 4*serve.StreamBurst)
 	}
 	if _, err := evil.cl.fetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {
 		t.Error("a banned peer got the manifest")

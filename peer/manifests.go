@@ -92,11 +92,11 @@ func (p *client) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, 
 }
 
 func (p *client) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
-	body, err := p.askManifest(ctx, root, id, false, p.cfg.limits.MaxManifestBytes)
+	body, err := p.askManifest(ctx, root, id, false, p.cfg.Limits.MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
-	m, err := chunker.DecodeManifestID(body, root, p.cfg.limits.MaxManifestBytes)
+	m, err := chunker.DecodeManifestID(body, root, p.cfg.Limits.MaxManifestBytes)
 	if err != nil {
 		if errors.Is(err, chunker.ErrManifestMismatch) {
 			return nil, fmt.Errorf("%w: %w", ErrManifestMismatch, err)

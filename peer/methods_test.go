@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -25,14 +26,14 @@ import (
 // only A, so the last third reaches B through A, after A got it from S: B must
 // reconcile with A again (and A's cached filters must follow its held set).
 func TestMethods(t *testing.T) {
-	for _, method := range blockMethods {
+	for _, method := range serve.BlockMethods {
 		t.Run(method.String(), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			dir := t.TempDir()
 			const size, bs = 1<<20 + 777, 16 << 10
 			seed, tk, src := seedFile(t, dir, size, bs, WithServeRate(4<<20))
-			m := seed.lib.lookup(tk.Root[:]).man
+			m := seed.lib.Lookup(tk.Root[:]).Man
 			n := m.BlockCount()
 			a, b := newTestPeer(t), newTestPeer(t)
 			outA, outB := filepath.Join(dir, "a"), filepath.Join(dir, "b")
@@ -243,7 +244,7 @@ func TestServeMethods(t *testing.T) {
 			lacking = append(lacking, i)
 		}
 	}
-	for _, method := range append(blockMethods, blockMethods...) {
+	for _, method := range append(serve.BlockMethods, serve.BlockMethods...) {
 		r := openRecon(ctx, t, client, server, tk.Root, false)
 		s := r.pull(reconcile.Config{Method: method}, u, held)
 		if s.Err() != nil {
@@ -253,7 +254,7 @@ func TestServeMethods(t *testing.T) {
 		if method.Exact() && fmt.Sprint(got) != fmt.Sprint(lacking) {
 			t.Errorf("%v offered %v, want %v", method, got, lacking)
 		}
-		gotSet := heldSet(n, got)
+		gotSet := serve.HeldSet(n, got)
 		for _, i := range lacking {
 			if !gotSet.Has(i) {
 				t.Errorf("%v did not offer block %d", method, i)
@@ -293,7 +294,7 @@ func TestHostileRecon(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 4<<10)
-	n := seed.lib.lookup(tk.Root[:]).man.BlockCount()
+	n := seed.lib.Lookup(tk.Root[:]).Man.BlockCount()
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {
 		t.Fatal(err)
@@ -389,21 +390,21 @@ func TestHostileRecon(t *testing.T) {
 // TestFiltersFor: a responder keeps one Filters while the held set is the
 // same, and makes new ones once it changes (a fetcher gaining blocks).
 func TestFiltersFor(t *testing.T) {
-	r, err := newResponder(1000, blockMethods...)
+	r, err := serve.NewResponder(1000, serve.BlockMethods...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	held := []int{1, 5, 999}
-	f1, err := r.filtersFor(heldSet(1000, held))
+	f1, err := r.FiltersFor(serve.HeldSet(1000, held))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f2, _ := r.filtersFor(heldSet(1000, append([]int(nil), held...)))
+	f2, _ := r.FiltersFor(serve.HeldSet(1000, append([]int(nil), held...)))
 	if f1 != f2 {
 		t.Error("the same held set got new filters")
 	}
 	for _, next := range [][]int{{1, 5, 998}, {1, 5, 998, 999}, {}} {
-		f3, err := r.filtersFor(heldSet(1000, next))
+		f3, err := r.FiltersFor(serve.HeldSet(1000, next))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -411,12 +412,12 @@ func TestFiltersFor(t *testing.T) {
 			t.Errorf("held %v kept the filters of %v", next, held)
 		}
 		// The filters fit the set: a session accepts them.
-		if _, err := reconcile.NewSession(1, reconcile.Config{Filters: f3}, r.u, heldSet(1000, next), nil); err != nil {
+		if _, err := reconcile.NewSession(1, reconcile.Config{Filters: f3}, r.U, serve.HeldSet(1000, next), nil); err != nil {
 			t.Errorf("held %v: %v", next, err)
 		}
 		f2, held = f3, next
 	}
-	if _, err := r.filtersFor(heldSet(10, nil)); err == nil {
+	if _, err := r.FiltersFor(serve.HeldSet(10, nil)); err == nil {
 		t.Error("a set of another universe got filters")
 	}
 }
@@ -430,7 +431,7 @@ func TestReconcileTimeLimit(t *testing.T) {
 	dir := t.TempDir()
 	const idle = 300 * time.Millisecond
 	seed, tk, _ := seedFile(t, dir, 256<<10, 1<<10, WithStreamIdle(idle))
-	n := seed.lib.lookup(tk.Root[:]).man.BlockCount()
+	n := seed.lib.Lookup(tk.Root[:]).Man.BlockCount()
 	evil := connectedPeer(ctx, t, seed)
 	u, err := reconcile.NewUniverse(n)
 	if err != nil {

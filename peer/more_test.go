@@ -2,7 +2,6 @@ package peer
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,10 +12,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 
-	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -119,12 +116,12 @@ func TestManifestMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherManifest, _ := seed.lib.lookup(otk.Root[:]).man.MarshalBinary()
+	otherManifest, _ := seed.lib.Lookup(otk.Root[:]).Man.MarshalBinary()
 	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
 		defer s.Close()
 		bw := bufio.NewWriter(s)
 		fr := wire.NewReader(s)
-		fr.Next(helloMax)
+		fr.Next(serve.HelloMax)
 		wire.WriteFrame(bw, []byte{wire.TypeManifest}, otherManifest)
 		bw.Flush()
 	})
@@ -132,7 +129,7 @@ func TestManifestMismatch(t *testing.T) {
 		t.Fatalf("wrong manifest: %v", err)
 	}
 	// An output holding other content.
-	prefill(t, other, seed.lib.lookup(otk.Root[:]).man, filepath.Join(dir, "o2"), func(int) bool { return true })
+	prefill(t, other, seed.lib.Lookup(otk.Root[:]).Man, filepath.Join(dir, "o2"), func(int) bool { return true })
 	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "o2")); !errors.Is(err, ErrManifestMismatch) {
 		t.Fatalf("output of other content: %v", err)
 	}
@@ -161,7 +158,7 @@ func TestPeersLackBlocks(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	half := filepath.Join(dir, "half")
 	prefill(t, src, m, half, func(i int) bool { return i%2 == 0 })
 	seed.Close()
@@ -243,7 +240,7 @@ func TestServeBytes(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		if h, err := seed.srv.serveMem.Acquire(alreadyDone, "check", int64(budget), nil); err != nil || h.N() != int64(budget) {
+		if n := seed.srv.ServeBytesHeld(); n != 0 {
 			t.Errorf("budget %d: not all of it was given back", budget)
 		}
 	}
@@ -255,51 +252,6 @@ func TestFetchOptionsChecked(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second} {
 		if _, err := newTestPeer(t).Fetch(context.Background(), Ticket{}, t.TempDir(), WithNoPeerTimeout(d)); err == nil || !strings.Contains(err.Error(), "WithNoPeerTimeout") {
 			t.Errorf("WithNoPeerTimeout(%v): %v", d, err)
-		}
-	}
-}
-
-// writeCounter is a stream that records its writes.
-type writeCounter struct {
-	network.Stream
-	writes [][]byte
-}
-
-func (w *writeCounter) Write(b []byte) (int, error) {
-	w.writes = append(w.writes, append([]byte(nil), b...))
-	return len(b), nil
-}
-func (w *writeCounter) SetWriteDeadline(time.Time) error { return nil }
-func (w *writeCounter) Conn() network.Conn               { return remoteConn{} }
-
-type remoteConn struct{ network.Conn }
-
-func (remoteConn) RemotePeer() lpeer.ID          { return "remote" }
-func (remoteConn) RemoteMultiaddr() ma.Multiaddr { return nil }
-
-// TestServedBlockOneWrite: a served block frame goes out in one write (on
-// the mock network every write costs a latency), and decodes to the block.
-func TestServedBlockOneWrite(t *testing.T) {
-	seed, tk, _ := seedFile(t, t.TempDir(), 100<<10, 16<<10)
-	c := seed.lib.lookup(tk.Root[:])
-	w := &writeCounter{}
-	ss := &serverStream{s: w, bw: bufio.NewWriterSize(w, wire.BufSize), c: c, idle: time.Second, clk: clock.Real()}
-	for _, i := range []int{0, 6, 3} { // 6 is the short last block
-		w.writes = nil
-		if err := seed.srv.sendStored(ss, nil, i); err != nil {
-			t.Fatal(err)
-		}
-		if len(w.writes) != 1 {
-			t.Fatalf("block %d went out in %d writes", i, len(w.writes))
-		}
-		f, err := wire.NewReader(bytes.NewReader(w.writes[0])).Next(1 << 20)
-		if err != nil {
-			t.Fatal(err)
-		}
-		j, data, ok, err := wire.DecodeBlock(f, c.man.BlockCount())
-		want, _ := c.store.ReadBlock(i, nil)
-		if err != nil || !ok || j != i || !bytes.Equal(data, want) {
-			t.Fatalf("block %d: got %d, %d bytes, %v, %v", i, j, len(data), ok, err)
 		}
 	}
 }

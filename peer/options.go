@@ -13,6 +13,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/hostkit"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // Option configures New and NewService. Options that can fail return an
@@ -20,83 +21,24 @@ import (
 type Option func(*config) error
 
 type config struct {
+	// Config is what the server is told: log, clock (WithClock,
+	// WithTimeScale), limits, stream idle time, serve rate, observer.
+	serve.Config
 	listen  []string
 	key     crypto.PrivKey
 	keyFile string
 	// hostOpts is set by the options that shape a new host (New only).
 	hostOpts     bool
-	log          *slog.Logger
-	limits       Limits
-	streamIdle   time.Duration
-	stallTimeout time.Duration
-	window       int
-	fixedWindow  bool
-	maxSources   int
+	StallTimeout time.Duration
+	Window       int
+	FixedWindow  bool
+	MaxSources   int
 	syncEvery    int
-	serveRate    float64
-	observer     func(ServeEvent)
-	// clock is the service's time (WithClock, WithTimeScale).
-	clock clock.Clock
 	// dialRanker orders the dials of a peer's addresses (hostkit.TCPFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
 	// x is reachability and discovery, and New's host (peer/reach.go, peer/host.go).
 	x *extConfig
-}
-
-// Limits bound what a remote peer may make this peer allocate or hold open.
-type Limits struct {
-	// MaxManifestBytes is the largest manifest accepted from a peer. Default 256 MiB.
-	MaxManifestBytes int
-	// MaxFilterBytes is the largest reconciliation message (a filter or an index
-	// list) accepted. Default 16 MiB (a CBF of 2^25 4-bit counters).
-	MaxFilterBytes int
-	// Reconciles is the most reconciliation requests answered at once, over
-	// all peers; more wait their turn (up to the stream idle time, then they
-	// are told "busy"). With MaxFilterBytes it bounds the memory remote
-	// filters can take. A slot is taken only once the request's whole first
-	// message has arrived and decoded. Default 8.
-	Reconciles int
-	// ReconcilesPerPeer is the most of those slots one remote peer holds at
-	// once; its further requests are told "busy" at once. Default 2.
-	ReconcilesPerPeer int
-	// MaxWant is the most blocks one want message may ask for. Default 256.
-	MaxWant int
-	// StreamsPerPeer is the most concurrent inbound streams of one protocol one
-	// remote peer may hold open. Default 8.
-	StreamsPerPeer int
-	// Streams is the most concurrent inbound streams of one protocol over all
-	// peers. Default 512.
-	Streams int
-	// ServeBytes is the most bytes of blocks read from the store for serving
-	// that are held in memory at once, over all streams (each stream holds
-	// one block at a time; a block larger than ServeBytes waits until it is
-	// alone). It is shared fairly among peers: a peer waits at most the
-	// stream idle time for room, and one under its share gets room by
-	// resetting a stream of the peer that holds the most. Default 64 MiB.
-	ServeBytes int
-	// ReconcileBytes is the most memory the reconciliation sessions answered
-	// at once may take, over all peers, a session counting three times the
-	// size of its first message (the message, its decoded filter and the
-	// result of the subtraction). It is claimed when the message's length
-	// has arrived, before any of its bytes are buffered, and shared fairly
-	// among peers like ServeBytes; a message that finds no room within the
-	// stream idle time is refused with "busy". Default 128 MiB: two sessions
-	// with filters of 16 MiB at once, or thousands of small ones.
-	ReconcileBytes int
-}
-
-// DefaultLimits are the limits used when WithLimits is not given.
-var DefaultLimits = Limits{
-	MaxManifestBytes:  256 << 20,
-	MaxFilterBytes:    16 << 20,
-	Reconciles:        8,
-	ReconcilesPerPeer: 2,
-	MaxWant:           256,
-	StreamsPerPeer:    8,
-	Streams:           512,
-	ServeBytes:        64 << 20,
-	ReconcileBytes:    128 << 20,
 }
 
 // newConfig applies opts to the defaults.
@@ -119,7 +61,7 @@ func WithClock(c clock.Clock) Option {
 		if c == nil {
 			return errors.New("peer: WithClock(nil)")
 		}
-		cfg.clock = c
+		cfg.Clock = c
 		return nil
 	}
 }
@@ -135,21 +77,23 @@ func WithTimeScale(s float64) Option {
 		if !(s > 0) || math.IsInf(s, 0) {
 			return fmt.Errorf("peer: WithTimeScale(%g): want a positive scale", s)
 		}
-		c.clock = clock.Scaled(s)
+		c.Clock = clock.Scaled(s)
 		return nil
 	}
 }
 
 func defaultConfig() config {
 	return config{
-		listen:       []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1", "/ip6/::/tcp/0", "/ip6/::/udp/0/quic-v1"},
-		log:          slog.New(slog.DiscardHandler),
-		limits:       DefaultLimits,
-		streamIdle:   30 * time.Second,
-		stallTimeout: 10 * time.Second,
-		window:       16,
-		maxSources:   32,
-		clock:        clock.Real(),
+		listen: []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1", "/ip6/::/tcp/0", "/ip6/::/udp/0/quic-v1"},
+		Config: serve.Config{
+			Log:        slog.New(slog.DiscardHandler),
+			Limits:     DefaultLimits,
+			StreamIdle: 30 * time.Second,
+			Clock:      clock.Real(),
+		},
+		StallTimeout: 10 * time.Second,
+		Window:       16,
+		MaxSources:   32,
 		dialRanker:   hostkit.TCPFirst,
 	}
 }
@@ -190,33 +134,25 @@ func WithKeyFile(path string) Option {
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l != nil {
-			c.log = l
+			c.Log = l
 		}
 		return nil
 	}
 }
+
+// Limits bound what a remote peer may make this peer allocate or hold
+// open (see serve.Limits for each field and its default).
+type Limits = serve.Limits
+
+// DefaultLimits are the limits used when WithLimits is not given.
+var DefaultLimits = serve.DefaultLimits
 
 // WithLimits sets the limits on remote peers; zero fields keep their default.
 func WithLimits(l Limits) Option {
 	return func(c *config) error {
-		c.limits = l.withDefaults()
+		c.Limits = l.OrDefaults()
 		return nil
 	}
-}
-
-// withDefaults fills the zero (or negative) fields of l from DefaultLimits.
-func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
-	for _, f := range []struct{ v, d *int }{
-		{&l.MaxManifestBytes, &d.MaxManifestBytes}, {&l.MaxFilterBytes, &d.MaxFilterBytes},
-		{&l.MaxWant, &d.MaxWant}, {&l.Reconciles, &d.Reconciles}, {&l.ReconcilesPerPeer, &d.ReconcilesPerPeer}, {&l.StreamsPerPeer, &d.StreamsPerPeer},
-		{&l.Streams, &d.Streams}, {&l.ServeBytes, &d.ServeBytes}, {&l.ReconcileBytes, &d.ReconcileBytes},
-	} {
-		if *f.v > 0 {
-			*f.d = *f.v
-		}
-	}
-	return d
 }
 
 // WithStreamIdle sets how long a stream may go without progress before it is
@@ -226,7 +162,7 @@ func WithStreamIdle(d time.Duration) Option {
 		if d <= 0 {
 			return errors.New("peer: WithStreamIdle: duration must be positive")
 		}
-		c.streamIdle = d
+		c.StreamIdle = d
 		return nil
 	}
 }
@@ -238,7 +174,7 @@ func WithStallTimeout(d time.Duration) Option {
 		if d <= 0 {
 			return errors.New("peer: WithStallTimeout: duration must be positive")
 		}
-		c.stallTimeout = d
+		c.StallTimeout = d
 		return nil
 	}
 }
@@ -252,7 +188,7 @@ func WithWindow(n int) Option {
 		if n < 1 {
 			return errors.New("peer: WithWindow: must be at least 1")
 		}
-		c.window = n
+		c.Window = n
 		return nil
 	}
 }
@@ -261,7 +197,7 @@ func WithWindow(n int) Option {
 // requested from each peer, rather than a window adapted to the peer's rate
 // and round trip. Default: adapted.
 func WithFixedWindow() Option {
-	return func(c *config) error { c.fixedWindow = true; return nil }
+	return func(c *config) error { c.FixedWindow = true; return nil }
 }
 
 // WithMaxSources bounds the peers one fetch downloads from at once. Default 32.
@@ -270,7 +206,7 @@ func WithMaxSources(n int) Option {
 		if n < 1 {
 			return errors.New("peer: WithMaxSources: must be at least 1")
 		}
-		c.maxSources = n
+		c.MaxSources = n
 		return nil
 	}
 }
@@ -322,7 +258,7 @@ func WithServeRate(bytesPerSecond float64) Option {
 		if bytesPerSecond < 0 {
 			return errors.New("peer: WithServeRate: rate must not be negative")
 		}
-		c.serveRate = bytesPerSecond
+		c.ServeRate = bytesPerSecond
 		return nil
 	}
 }
@@ -334,5 +270,5 @@ func WithServeRate(bytesPerSecond float64) Option {
 // answers with it (a missed block is one held but not offered to a fetcher
 // that lacks it); an application may log or meter with it.
 func WithServeObserver(fn func(ServeEvent)) Option {
-	return func(c *config) error { c.observer = fn; return nil }
+	return func(c *config) error { c.Observer = fn; return nil }
 }

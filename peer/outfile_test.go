@@ -55,7 +55,7 @@ func TestCheckProgress(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	out := filepath.Join(dir, "out")
 	prefill(t, src, m, out, func(i int) bool { return i%2 == 0 })
 	var calls, lastDone, lastTotal int

@@ -10,6 +10,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
@@ -103,11 +104,11 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 	if slices.Contains(st.Parents, p.h.ID()) || slices.Contains(st.Grandparents, p.h.ID()) {
 		return errors.New("peer: push: this peer is its own parent or grandparent")
 	}
-	c := p.lib.lookup(root[:])
+	c := p.lib.Lookup(root[:])
 	if c == nil {
 		return fmt.Errorf("peer: push: content %s is not served: %w", root, ErrUnknownRoot)
 	}
-	if c.altSet() != nil {
+	if c.AltSet() != nil {
 		return errors.New("peer: push: the content is served as the Byers baseline's coded blocks")
 	}
 	repair := st.RepairAfter
@@ -115,25 +116,21 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 		repair = DefaultRepairAfter
 	}
 	t := newPushTrees(p, c, st, repair)
-	c.mu.Lock()
-	if c.push != nil {
-		c.mu.Unlock()
+	if !c.SetPushes(t) {
 		return errors.New("peer: push: the content's stripes are set already")
 	}
-	c.push = t
-	c.mu.Unlock()
 	t.mu.Lock()
-	for _, i := range c.store.Held() {
+	for _, i := range c.Store.Held() {
 		t.tree.Know(i)
 	}
 	t.mu.Unlock()
-	if c.store.Complete() {
+	if c.Store.Complete() {
 		// A seed: every block, in order, to the roots of the stripes.
-		for i := range c.man.BlockCount() {
-			t.gained(i)
+		for i := range c.Man.BlockCount() {
+			t.Gained(i)
 		}
 	}
-	if c.runningFetch().running() {
+	if fetchOf(c).running() {
 		t.catchUp("") // else the fetch does as it starts
 	}
 	return nil
@@ -141,10 +138,10 @@ func (p *Service) Push(root chunker.ID, st Stripes) error {
 
 // newPushTrees returns content c's place st in its stripe trees, with
 // the repair time repair.
-func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pushTrees {
+func newPushTrees(p *Service, c *serve.Content, st Stripes, repair time.Duration) *pushTrees {
 	t := &pushTrees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}}
 	t.tree = stripes.NewTree(stripes.Place[lpeer.ID]{Self: p.h.ID(), Parents: st.Parents, Children: st.Children,
-		Grandparents: st.Grandparents, Blocks: c.man.BlockCount(), RepairAfter: repair,
+		Grandparents: st.Grandparents, Blocks: c.Man.BlockCount(), RepairAfter: repair,
 		Spare: t.othersHold}, p.clk.Now())
 	return t
 }
@@ -152,8 +149,8 @@ func newPushTrees(p *Service, c *content, st Stripes, repair time.Duration) *pus
 // Pushing reports whether content root has its place in stripe trees
 // (Push, or a fetch's WithStripes).
 func (p *Service) Pushing(root chunker.ID) bool {
-	c := p.lib.lookup(root[:])
-	return c != nil && c.pushes() != nil
+	c := p.lib.Lookup(root[:])
+	return c != nil && treesOf(c) != nil
 }
 
 // pushTrees is a content's place in its stripe trees (Service.Push): the
@@ -161,7 +158,7 @@ func (p *Service) Pushing(root chunker.ID) bool {
 // stripes.Tree that decides who is whose parent, child and adoptee.
 type pushTrees struct {
 	p      *Service
-	c      *content
+	c      *serve.Content
 	repair time.Duration
 
 	mu sync.Mutex
@@ -213,3 +210,16 @@ const pushRetries = 3
 
 // stripe returns block i's stripe.
 func (t *pushTrees) stripe(i int) int { return t.tree.Stripe(i) }
+
+// treesOf returns content c's place in its stripe trees, nil when it has
+// none.
+func treesOf(c *serve.Content) *pushTrees {
+	t, _ := c.Pushes().(*pushTrees)
+	return t
+}
+
+// fetchOf returns content c's running fetch, nil when none runs.
+func fetchOf(c *serve.Content) *fetch {
+	f, _ := c.RunningFetch().(*fetch)
+	return f
+}

@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
@@ -57,18 +58,18 @@ var errNotParent = errors.New("not a parent in the content's stripe trees")
 // servePush takes the blocks a parent pushes (ProtoPush): each is checked
 // against the parent's stripes, verified and stored as a fetched block is,
 // and passed on to this peer's children.
-func (p *server) servePush(ss *serverStream) error {
-	c := ss.c
-	t := c.pushes()
-	from := ss.s.Conn().RemotePeer()
+func (p *Service) servePush(ss *serve.Stream) error {
+	c := ss.C
+	t := treesOf(c)
+	from := ss.S.Conn().RemotePeer()
 	if t == nil || !t.accepts(from) {
-		return p.refuse(ss, errNotParent)
+		return p.srv.Refuse(ss, errNotParent)
 	}
 	// Taken: an empty have frame says so.
-	if err := ss.send(wire.AppendHave(nil, nil)); err != nil {
+	if err := ss.Send(wire.AppendHave(nil, nil)); err != nil {
 		return err
 	}
-	if err := ss.flush(); err != nil {
+	if err := ss.Flush(); err != nil {
 		return err
 	}
 	err := p.readPushes(ss, t, from)
@@ -82,23 +83,23 @@ func (p *server) servePush(ss *serverStream) error {
 }
 
 // readPushes reads and stores the pushes of from until the stream ends.
-func (p *server) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) error {
-	c := ss.c
-	limit := c.man.BlockCount()
-	max := c.man.BlockSize() + 1 + binaryMaxVarint
+func (p *Service) readPushes(ss *serve.Stream, t *pushTrees, from lpeer.ID) error {
+	c := ss.C
+	limit := c.Man.BlockCount()
+	max := c.Man.BlockSize() + 1 + serve.MaxVarint
 	// A push stream is quiet while the parent waits for blocks; the
 	// service's close or the parent's end it.
-	if err := ss.s.SetReadDeadline(time.Time{}); err != nil {
+	if err := ss.S.SetReadDeadline(time.Time{}); err != nil {
 		return err
 	}
 	fresh := func() []byte { return make([]byte, 0, max) }
 	for {
-		f := c.runningFetch()
+		f := fetchOf(c)
 		get := fresh
 		if f != nil {
 			get = f.getBuf
 		}
-		fr, err := ss.fr.NextInto(get, max)
+		fr, err := ss.R.NextInto(get, max)
 		if err != nil {
 			return err
 		}
@@ -133,31 +134,17 @@ func (p *server) readPushes(ss *serverStream, t *pushTrees, from lpeer.ID) error
 			continue
 		}
 		// No fetch runs: stored here (the store verifies it).
-		if c.store.Has(i) {
+		if c.Store.Has(i) {
 			continue
 		}
-		if err := c.store.PutBlock(i, data); err != nil {
+		if err := c.Store.PutBlock(i, data); err != nil {
 			if errors.Is(err, chunker.ErrBadBlock) {
 				return fmt.Errorf("%w: pushed block %d: %v", ErrBadBlock, i, err)
 			}
 			return err
 		}
-		c.noteGain(i)
+		c.NoteGain(i)
 	}
-}
-
-// pushes returns the content's stripe trees, nil when it has none.
-func (c *content) pushes() *pushTrees {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.push
-}
-
-// runningFetch returns the content's running fetch, nil when none runs.
-func (c *content) runningFetch() *fetch {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.fetch
 }
 
 // running reports whether f (nil: no fetch) runs: started, not ended.
@@ -208,7 +195,7 @@ func (f pushSink) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 // are refused from then on, its stripes are no longer held for them and
 // are repaired, by adoption where this peer has children in them.
 func (f pushSink) refuseParent(id lpeer.ID) {
-	if t := f.c.pushes(); t != nil {
+	if t := treesOf(f.c); t != nil {
 		t.parentFailed(id, true)
 		f.updateHeld()
 	}
@@ -219,7 +206,7 @@ func (f pushSink) refuseParent(id lpeer.ID) {
 // let go, or a block has been offered by a source that is not full for the
 // repair time without being pushed, the sources look at them again.
 func (f pushSink) updateHeld() {
-	t := f.c.pushes()
+	t := treesOf(f.c)
 	if t == nil {
 		return
 	}
@@ -261,7 +248,7 @@ const lateAfter = 4
 // seed, or a peer done: its pushes come in their own time).
 func (w worker) seeFromLocked(idx []int) {
 	f, src := w.fetch, w.src
-	t := f.c.pushes()
+	t := treesOf(f.c)
 	if t == nil || src.offers.Full || f.pick.Hold == nil {
 		return
 	}

@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,12 +9,13 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // gained queues block i for the children of its stripe.
-func (t *pushTrees) gained(i int) {
+func (t *pushTrees) Gained(i int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// None while the stripe is orphaned: its children repair it.
@@ -117,7 +117,7 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 // written before the answer are queued again when it is a refusal.
 func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 	p, c := t.p, t.c
-	root := c.man.ID()
+	root := c.Man.ID()
 	cs, err := p.cl.requestHello(p.ctx, child, ProtoPush, wire.Hello{Root: root[:]})
 	if err != nil {
 		return false, err
@@ -126,7 +126,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 	answer, gone := make(chan error, 1), make(chan struct{})
 	if !p.goroutine(func() {
 		defer close(gone)
-		f, err := cs.nextQuiet(haveFrameMax)
+		f, err := cs.nextQuiet(serve.HaveFrameMax)
 		switch {
 		case err != nil:
 		case len(f) == 0 || f[0] != wire.TypeHave:
@@ -170,7 +170,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		rest, shed = t.tree.Batch(child, o.q, accepted, t.p.clk.Now())
 		o.q = nil
 		for _, i := range rest {
-			o.markSent(i, c.man.BlockCount())
+			o.markSent(i, c.Man.BlockCount())
 		}
 		t.mu.Unlock()
 		if len(shed) > 0 {
@@ -211,7 +211,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			if err != nil {
 				return accepted, err
 			}
-			if err := p.srv.waitUpload(len(frame)); err != nil {
+			if err := p.srv.WaitUpload(len(frame)); err != nil {
 				return accepted, err
 			}
 			if err := cs.sendRaw(frame); err != nil {
@@ -224,9 +224,9 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			if !accepted {
 				unanswered = append(unanswered, i)
 			}
-			c.noteSent(child, c.man.BlockLen(i))
-			if p.cfg.observer != nil {
-				p.observe(ServeEvent{Kind: EventBlockSent, Peer: child, Root: root, Index: i, Bytes: c.man.BlockLen(i), Pushed: true})
+			c.NoteSent(child, c.Man.BlockLen(i))
+			if p.cfg.Observer != nil {
+				p.srv.Observe(ServeEvent{Kind: EventBlockSent, Peer: child, Root: root, Index: i, Bytes: c.Man.BlockLen(i), Pushed: true})
 			}
 		}
 		// The hello goes out now if no block did.
@@ -266,30 +266,18 @@ func (t *pushTrees) shedBy(parent lpeer.ID, idx []int) {
 
 // storedFrame reads block i of c's store into *buf (grown as needed) as a
 // whole block frame, its length prefix included, and returns the frame.
-func storedFrame(c *content, buf *[]byte, i int) ([]byte, error) {
-	n := c.man.BlockLen(i)
-	if cap(*buf) < blockRoom+n {
-		*buf = make([]byte, 0, blockRoom+n)
+func storedFrame(c *serve.Content, buf *[]byte, i int) ([]byte, error) {
+	n := c.Man.BlockLen(i)
+	if cap(*buf) < serve.BlockRoom+n {
+		*buf = make([]byte, 0, serve.BlockRoom+n)
 	}
-	b := (*buf)[:blockRoom]
-	data, err := c.store.ReadBlock(i, b[blockRoom:])
+	b := (*buf)[:serve.BlockRoom]
+	data, err := c.Store.ReadBlock(i, b[serve.BlockRoom:])
 	if err != nil {
 		return nil, fmt.Errorf("read block %d: %w", i, err)
 	}
-	var hdr [1 + binaryMaxVarint]byte
-	return frameAround(b, wire.AppendBlockHeader(hdr[:0], i), len(data)), nil
-}
-
-// frameAround writes the length prefix and header hdr of a frame into the
-// blockRoom bytes of b in front of the n bytes of data that follow them,
-// and returns the whole frame, in one slice for one write.
-func frameAround(b, hdr []byte, n int) []byte {
-	var lp [binaryMaxVarint]byte
-	l := binary.PutUvarint(lp[:], uint64(len(hdr)+n))
-	start := blockRoom - len(hdr) - l
-	copy(b[start:], lp[:l])
-	copy(b[start+l:], hdr)
-	return b[start : blockRoom+n]
+	var hdr [1 + serve.MaxVarint]byte
+	return serve.FrameAround(b, wire.AppendBlockHeader(hdr[:0], i), len(data)), nil
 }
 
 // held reports, per stripe, whether a fetch leaves its blocks to the
@@ -319,7 +307,7 @@ func (t *pushTrees) queue(o *pushOut, i int) {
 // firstCopies reports whether this peer is a seed and one of the blocks
 // idx is still queued for a child whose stream is up: such requests are
 // answered busy (stripes.Tree.FirstCopies).
-func (t *pushTrees) firstCopies(idx []int) bool {
+func (t *pushTrees) FirstCopies(idx []int) bool {
 	if !t.tree.Seed() {
 		return false
 	}

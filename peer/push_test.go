@@ -20,6 +20,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -108,14 +109,14 @@ func (w *pushSwarm) pushCorrupt(ctx context.Context, h, p *Peer, i int) error {
 
 // emptyContent returns a content of m over a new empty store in dir,
 // closed when the test ends.
-func emptyContent(t testing.TB, m *chunker.Manifest, dir string) *content {
+func emptyContent(t testing.TB, m *chunker.Manifest, dir string) *serve.Content {
 	t.Helper()
 	st, err := chunker.CreateStore(context.Background(), dir, m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c, err := newContent(m, st)
+	c, err := serve.NewContent(m, st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +161,7 @@ func (w *pushSwarm) startFetch(ctx context.Context, p *Peer) func() (*Summary, e
 // fetching waits until p's fetch of w's file runs.
 func (w *pushSwarm) fetching(ctx context.Context, p *Peer) error {
 	root := w.man.ID()
-	for c := p.lib.lookup(root[:]); c == nil || !c.runningFetch().running(); c = p.lib.lookup(root[:]) {
+	for c := p.lib.Lookup(root[:]); c == nil || !fetchOf(c).running(); c = p.lib.Lookup(root[:]) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -348,7 +349,7 @@ func TestPushCatchUpParentBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := w.man.ID()
-	tr := b.lib.lookup(root[:]).pushes()
+	tr := treesOf(b.lib.Lookup(root[:]))
 	tr.parentFailed(a.ID(), false)
 	if !tr.accepts(a.ID()) {
 		t.Fatal("a parent back is not taken")
@@ -399,7 +400,7 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	a, b := w.peers[0], w.peers[1]
 	// a holds the first half of the blocks, and has no place yet.
 	root := w.man.ID()
-	seedStore := w.seed.lib.lookup(root[:]).store
+	seedStore := w.seed.lib.Lookup(root[:]).Store
 	for i := range w.man.BlockCount() / 2 {
 		data, err := seedStore.ReadBlock(i, nil)
 		if err != nil {
@@ -416,7 +417,7 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	waitB := w.startFetch(ctx, b)
 	// b asks a to catch it up as its fetch starts, and a refuses.
 	for {
-		tr := b.lib.lookup(root[:]).pushes()
+		tr := treesOf(b.lib.Lookup(root[:]))
 		tr.mu.Lock()
 		refused := tr.tree.Behind(a.ID())
 		tr.mu.Unlock()
@@ -618,11 +619,12 @@ func FuzzReadPushes(f *testing.F) {
 	p := newTestPeer(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := emptyContent(t, m, t.TempDir())
-		st := c.store
-		c.push = newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"remote", "other"}}, time.Second)
+		st := c.Store
+		tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"remote", "other"}}, time.Second)
+		c.SetPushes(tr)
 		s := &readStream{r: bytes.NewReader(in)}
-		ss := &serverStream{s: s, fr: wire.NewReader(s), c: c, clk: clock.Real()}
-		_ = p.srv.readPushes(ss, c.push, "remote")
+		ss := serve.NewStream(s, c, 0, clock.Real())
+		_ = p.readPushes(ss, tr, "remote")
 		for _, i := range st.Held() {
 			if i%2 != 0 {
 				t.Errorf("block %d of the other parent's stripe stored", i)
@@ -657,9 +659,9 @@ func TestPushShed(t *testing.T) {
 			odd = append(odd, i)
 		}
 	}
-	c.tally.Set("w1", watchFilter(t, c.tally.U, even))
-	c.tally.Set("w2", watchFilter(t, c.tally.U, even))
-	c.tally.Set("w3", watchFilter(t, c.tally.U, odd))
+	c.Tally.Set("w1", watchFilter(t, c.Tally.U, even))
+	c.Tally.Set("w2", watchFilter(t, c.Tally.U, even))
+	c.Tally.Set("w3", watchFilter(t, c.Tally.U, odd))
 	for _, tc := range []struct {
 		name       string
 		q          []int

@@ -63,7 +63,7 @@ func TestWrongBlockPeer(t *testing.T) {
 	if _, err := liar.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
 		t.Fatal(err)
 	}
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	misbehave(liar, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
 		for {
 			f, err := fr.Next(1 << 20)
@@ -107,7 +107,7 @@ func TestWrongBlockPeer(t *testing.T) {
 	// The liar is on the service's deny-list: its streams of our protocols
 	// are refused. The fetcher's host is its own (New), so every stream the
 	// liar opens is refused before it is negotiated; the connection stays.
-	if !fetcher.guard.isBanned(liar.ID()) {
+	if !fetcher.guard.IsBanned(liar.ID()) {
 		t.Fatal("the liar is not on the deny-list")
 	}
 	if _, err := liar.cl.askPeers(ctx, fetcher.ID(), tk.Root); err == nil {
@@ -143,7 +143,7 @@ func TestBanKeepsAppProtocols(t *testing.T) {
 	if err := other.Host().Connect(ctx, lpeer.AddrInfo{ID: appHost.ID(), Addrs: appHost.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	svc.guard.ban(other.ID())
+	svc.guard.Ban(other.ID())
 	if _, err := other.cl.askPeers(ctx, appHost.ID(), chunker.ID{}); err == nil {
 		t.Error("a banned peer's request was answered")
 	}
@@ -387,7 +387,7 @@ func TestSwarmHalves(t *testing.T) {
 	// each other and swap halves even on a loaded machine (at 4 MiB/s the seed
 	// sometimes sent everything before they met, and the test failed in CI).
 	seed, tk, src := seedFile(t, dir, 2<<20, 16<<10, WithServeRate(512<<10))
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	a, b := newTestPeer(t), newTestPeer(t)
 	outs := []string{filepath.Join(dir, "a"), filepath.Join(dir, "b")}
 	for j, out := range outs {
@@ -467,7 +467,7 @@ func TestMissingBlocks(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10)
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	flaky := newTestPeer(t)
 	if _, err := flaky.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
 		t.Fatal(err)
@@ -591,7 +591,7 @@ func TestPhantomParentRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
-	tr := fetcher.lib.lookup(tk.Root[:]).pushes()
+	tr := treesOf(fetcher.lib.Lookup(tk.Root[:]))
 	tr.mu.Lock()
 	state, _ := tr.tree.State(phantom.ID())
 	tr.mu.Unlock()

@@ -16,7 +16,7 @@ func TestRotateIdleSource(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 256<<10, 16<<10)
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	// A peer serving the content with none of its blocks.
 	empty := filepath.Join(dir, "empty")
 	prefill(t, src, m, empty, func(int) bool { return false })
@@ -44,11 +44,9 @@ func TestRotateIdleSource(t *testing.T) {
 	// Once the fetch runs with the idle peer as its one source, tell it of
 	// the seed, as a peer reconciling with it would.
 	for {
-		f := p.lib.lookup(tk.Root[:])
+		f := p.lib.Lookup(tk.Root[:])
 		if f != nil {
-			f.mu.Lock()
-			running := f.fetch
-			f.mu.Unlock()
+			running := fetchOf(f)
 			if running != nil {
 				running.mu.Lock()
 				n := len(running.sources)
@@ -67,7 +65,7 @@ func TestRotateIdleSource(t *testing.T) {
 	if err := p.Host().Connect(ctx, seed.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	p.lib.lookup(tk.Root[:]).offerSource(seed.ID())
+	p.lib.Lookup(tk.Root[:]).OfferSource(seed.ID())
 	r := <-res
 	if r.err != nil {
 		t.Fatal(r.err)

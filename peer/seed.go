@@ -10,6 +10,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // SeedOption configures Seed.
@@ -87,26 +88,28 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 	if err != nil {
 		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
 	}
-	c, err := newContent(m, s)
+	c, err := serve.NewContent(m, s)
 	if err != nil {
 		s.Close()
 		return Ticket{}, err
 	}
 	if sc.alt != nil {
-		if c.alt, err = sc.alt(ctx, s); err != nil {
+		alt, err := sc.alt(ctx, s)
+		if err != nil {
 			s.Close()
 			return Ticket{}, err
 		}
+		c.SetAlt(alt)
 	}
 	if sc.superSeed {
-		c.super = newSuperSeed(p.clk, m.BlockCount())
+		c.Super = serve.NewSuperSeed(p.clk, m.BlockCount())
 	}
-	if err := p.lib.add(c); err != nil {
+	if err := p.lib.Add(c); err != nil {
 		s.Close()
 		return Ticket{}, err
 	}
 	if sc.sourceCheck > 0 {
-		p.goroutine(func() { c.watchSources(p.ctx, p.clk, p.log, sc.sourceCheck) })
+		p.goroutine(func() { watchSources(p.ctx, c, p.clk, p.log, sc.sourceCheck) })
 	}
 	return p.Ticket(m.ID()), nil
 }
@@ -114,7 +117,7 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 // watchSources checks the source files of the seeded content c every period
 // (chunker.Store.CheckSources) and logs what changed, until the service
 // closes or the content's store is closed (Unserve).
-func (c *content) watchSources(ctx context.Context, clk clock.Clock, log *slog.Logger, every time.Duration) {
+func watchSources(ctx context.Context, c *serve.Content, clk clock.Clock, log *slog.Logger, every time.Duration) {
 	t := clk.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -123,16 +126,16 @@ func (c *content) watchSources(ctx context.Context, clk clock.Clock, log *slog.L
 			return
 		case <-t.Chan():
 		}
-		ch, err := c.store.CheckSources(ctx)
+		ch, err := c.Store.CheckSources(ctx)
 		switch {
 		case errors.Is(err, chunker.ErrClosed) || ctx.Err() != nil:
 			return
 		case err != nil:
-			log.Warn("checking the source files failed", "root", c.man.ID(), "err", err)
+			log.Warn("checking the source files failed", "root", c.Man.ID(), "err", err)
 		case len(ch.Dropped) > 0 || len(ch.Restored) > 0:
-			log.Warn(sourceChangeText(c.man, ch))
+			log.Warn(sourceChangeText(c.Man, ch))
 		case ch.Changed():
-			log.Info(sourceChangeText(c.man, ch))
+			log.Info(sourceChangeText(c.Man, ch))
 		}
 	}
 }
@@ -186,7 +189,7 @@ type serveConfig struct {
 
 // altMaker makes the units a content of store s serves beside its blocks
 // (the options of byers.go set it).
-type altMaker func(ctx context.Context, s *chunker.Store) (altUnits, error)
+type altMaker func(ctx context.Context, s *chunker.Store) (serve.AltUnits, error)
 
 // WithServeSuperSeeding is WithSuperSeeding for Serve: each reconciliation
 // is answered with only the few blocks sent least often. Default: off.
@@ -207,7 +210,7 @@ func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
 			return Ticket{}, err
 		}
 	}
-	var alt altUnits
+	var alt serve.AltUnits
 	if sc.alt != nil {
 		var err error
 		if alt, err = sc.alt(p.ctx, s); err != nil {
@@ -223,23 +226,23 @@ func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
 // Unserve stops serving the content with the given root and closes its store.
 // It reports whether the content was served.
 func (p *Service) Unserve(root chunker.ID) (bool, error) {
-	c := p.lib.remove(root)
+	c := p.lib.Remove(root)
 	if c == nil {
 		return false, nil
 	}
-	return true, c.close()
+	return true, c.Close()
 }
 
 // ServedBytes returns, for the content with the given root, the block bytes
 // this peer has sent to each remote peer (by peer id), or nil if the content
 // is not served.
 func (p *Service) ServedBytes(root chunker.ID) map[string]int64 {
-	c := p.lib.get(root)
+	c := p.lib.Get(root)
 	if c == nil {
 		return nil
 	}
 	out := make(map[string]int64)
-	for id, n := range c.sentTo() {
+	for id, n := range c.SentTo() {
 		out[id.String()] = n
 	}
 	return out
@@ -248,9 +251,25 @@ func (p *Service) ServedBytes(root chunker.ID) map[string]int64 {
 // Held reports, for the content with the given root, how many blocks this
 // peer holds and how many the content has (ok false if it is not served).
 func (p *Service) Held(root chunker.ID) (held, total int, ok bool) {
-	c := p.lib.get(root)
+	c := p.lib.Get(root)
 	if c == nil {
 		return 0, 0, false
 	}
-	return c.store.HeldCount(), c.man.BlockCount(), true
+	return c.Store.HeldCount(), c.Man.BlockCount(), true
+}
+
+// addContent serves the store st (and the units alt beside its blocks, if
+// not nil), super-seeding its blocks if super is set.
+func (p *Service) addContent(st *chunker.Store, alt serve.AltUnits, super bool) error {
+	c, err := serve.NewContent(st.Manifest(), st)
+	if err != nil {
+		return err
+	}
+	if alt != nil {
+		c.SetAlt(alt)
+	}
+	if super {
+		c.Super = serve.NewSuperSeed(p.clk, st.Manifest().BlockCount())
+	}
+	return p.lib.Add(c)
 }

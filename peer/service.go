@@ -6,17 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	ma "github.com/multiformats/go-multiaddr"
-	"golang.org/x/time/rate"
 
-	"github.com/reconcile-p2p/reconcile/peer/admit"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
-	"github.com/reconcile-p2p/reconcile/peer/wire"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // The protocols a peer speaks. Each is one request per stream, except blocks,
@@ -55,9 +52,6 @@ const (
 // constants).
 var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt}
 
-// helloMax bounds the first frame of a request.
-const helloMax = 2 + wire.MaxRootLen + 1
-
 // A Service is the reconcile protocols on a libp2p host: it seeds, serves and
 // fetches content. It serves every content it seeds or fetches to any peer
 // that asks, until Close. It never closes the host or a connection of the
@@ -76,14 +70,14 @@ type Service struct {
 	wg     sync.WaitGroup
 
 	// srv answers remote peers' requests, cl makes this service's own.
-	srv *server
+	srv *serve.Server
 	cl  *client
 
 	// guard admits, scores and bans remote peers (peer/guard.go).
-	guard *guard
+	guard *serve.Guard
 
 	// lib holds the contents served and fetched (peer/library.go).
-	lib *library
+	lib *serve.Library
 
 	mu     sync.Mutex
 	closed bool
@@ -115,39 +109,22 @@ func NewService(h host.Host, opts ...Option) (*Service, error) {
 
 func newService(h host.Host, cfg config) *Service {
 	p := &Service{
-		h: h, cfg: cfg, log: cfg.log, clk: cfg.clock,
-		lib:   newLibrary(),
-		guard: newGuard(h, cfg),
+		h: h, cfg: cfg, log: cfg.Log, clk: cfg.Clock,
+		lib:   serve.NewLibrary(),
+		guard: serve.NewGuard(h, cfg.Config),
 	}
-	p.srv = &server{Service: p,
-		slots:    admit.NewFairPool(int64(cfg.limits.Reconciles)),
-		serveMem: admit.NewFairPool(int64(cfg.limits.ServeBytes)),
-		recvMem:  admit.NewFairPool(int64(cfg.limits.ReconcileBytes)),
-	}
-	p.cl = &client{Service: p}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	if cfg.serveRate > 0 {
-		b := uploadBurst(cfg.serveRate)
-		p.srv.upload = rate.NewLimiter(rate.Limit(cfg.serveRate), b)
-		// start empty: no initial burst (the limiter keeps real time)
-		p.srv.upload.ReserveN(clock.Real().Now(), b)
-	}
-	p.goroutine(p.srv.sweeper) // peer/abuse.go
-	p.h.SetStreamHandler(ProtoManifest, p.srv.handler(p.srv.serveManifest))
-	p.h.SetStreamHandler(ProtoReconcile, p.srv.handler(p.srv.serveReconcile))
-	p.h.SetStreamHandler(ProtoBlocks, p.srv.handler(p.srv.serveBlocks))
-	p.h.SetStreamHandler(ProtoPeers, p.srv.handler(p.srv.servePeers))
-	p.h.SetStreamHandler(ProtoPush, p.srv.handler(p.srv.servePush))
-	p.h.SetStreamHandler(ProtoAdopt, p.srv.handler(p.srv.serveAdopt))
+	p.srv = serve.NewServer(p.ctx, h, cfg.Config, p.lib, p.guard, p.goroutine)
+	p.cl = &client{Service: p}
+	p.goroutine(p.srv.Sweeper)
+	p.h.SetStreamHandler(ProtoManifest, p.srv.Handler(p.srv.ServeManifest))
+	p.h.SetStreamHandler(ProtoReconcile, p.srv.Handler(p.srv.ServeReconcile))
+	p.h.SetStreamHandler(ProtoBlocks, p.srv.Handler(p.srv.ServeBlocks))
+	p.h.SetStreamHandler(ProtoPeers, p.srv.Handler(p.srv.ServePeers))
+	p.h.SetStreamHandler(ProtoPush, p.srv.Handler(p.servePush))
+	p.h.SetStreamHandler(ProtoAdopt, p.srv.Handler(p.serveAdopt))
 	return p
 }
-
-// banFor is how long a peer that sent a bad block or a malformed message is
-// refused: no stream to it is opened and its streams are reset.
-const banFor = 10 * time.Minute
-
-// banTag is the connection manager tag of a banned peer.
-const banTag = "reconcile-banned"
 
 // ID is the host's identity.
 func (p *Service) ID() lpeer.ID { return p.h.ID() }
@@ -194,8 +171,8 @@ func (p *Service) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	p.lib.stop()
-	open := p.guard.close()
+	p.lib.Stop()
+	open := p.guard.Close()
 	for _, proto := range protocols {
 		p.h.RemoveStreamHandler(proto)
 	}
@@ -205,8 +182,8 @@ func (p *Service) Close() error {
 	}
 	p.wg.Wait()
 	var errs []error
-	for _, c := range p.lib.drain() {
-		errs = append(errs, c.close())
+	for _, c := range p.lib.Drain() {
+		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -224,29 +201,6 @@ func (p *Service) goroutine(fn func()) bool {
 		fn()
 	}()
 	return true
-}
-
-// server answers the requests of remote peers: the stream handlers of the
-// service's protocols (manifest, reconcile, blocks, peers, push, adopt),
-// the watches, and the serve budget they share (reconcile slots, upload
-// rate, read buffers). Its admission of strangers is the guard's.
-type server struct {
-	*Service
-
-	// slots are the reconciliations answered at once (Limits.Reconciles),
-	// shared among peers.
-	slots *admit.FairPool
-	// upload caps the rate of served block frames (WithServeRate), over
-	// every stream and push; nil means no cap. Its bucket holds
-	// uploadBurst: waitUpload takes a larger frame in pieces.
-	upload *rate.Limiter
-	// serveMem shares the bytes of blocks read for serving held at once
-	// (Limits.ServeBytes) among peers; serveBufs recycles those buffers.
-	serveMem  *admit.FairPool
-	serveBufs sync.Pool
-	// recvMem shares the memory of the reconciliation sessions answered at
-	// once (Limits.ReconcileBytes) among peers.
-	recvMem *admit.FairPool
 }
 
 // client is the service's side as a fetcher: it connects to peers, asks

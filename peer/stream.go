@@ -36,19 +36,19 @@ func (p *client) request(ctx context.Context, id lpeer.ID, proto protocol.ID, ro
 
 // requestHello is request with the hello h.
 func (p *client) requestHello(ctx context.Context, id lpeer.ID, proto protocol.ID, h wire.Hello) (*clientStream, error) {
-	if p.guard.isBanned(id) {
+	if p.guard.IsBanned(id) {
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
 	}
 	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "reconcile"), id, proto)
 	if err != nil {
 		return nil, err
 	}
-	untrack, ok := p.guard.track(s)
+	untrack, ok := p.guard.Track(s)
 	if !ok {
 		s.Reset()
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
 	}
-	cs := &clientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, clk: p.clk, untrack: untrack}
+	cs := &clientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.StreamIdle, clk: p.clk, untrack: untrack}
 	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
 	if err := cs.send(h.Append(nil)); err != nil {
 		cs.reset()

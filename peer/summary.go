@@ -104,7 +104,7 @@ func (f *fetch) summary() *Summary {
 	defer f.mu.Unlock()
 	s := f.sum
 	s.Received = f.received
-	s.Fetched = f.c.store.HeldCount() - f.resumed
+	s.Fetched = f.c.Store.HeldCount() - f.resumed
 	s.Peers = make([]PeerShare, 0, len(f.shares))
 	for _, sh := range f.shares {
 		s.Peers = append(s.Peers, *sh)

@@ -1,14 +1,11 @@
 package peer
 
 import (
-	"errors"
 	"io"
 	"slices"
 	"sync"
-	"time"
 
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
-	"github.com/reconcile-p2p/reconcile/peer/sched"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -20,92 +17,6 @@ import (
 // blocks a one-way delay after they are stored, at a few bytes a block, as
 // BitTorrent's HAVE messages tell them, rather than by reconciling again. A
 // super-seed deals its offers out over its watches (superSeed).
-
-// maxHave is the most indices one have frame carries.
-const maxHave = 4096
-
-// haveFrameMax bounds a have frame: its type, count and indices.
-const haveFrameMax = 1 + binaryMaxVarint + maxHave*binaryMaxVarint
-
-// serveWatch keeps the answered reconciliation stream ss as a watch: it
-// sends a have frame of the blocks the store gains from the gain log's
-// cursor on (and, for a super-seed's watcher sw, of the offers dealt to it),
-// and reads the watcher's own have frames, until the watcher closes the
-// stream (nil), the service closes or the stream fails.
-func (p *server) serveWatch(ss *serverStream, cursor int, sw *sched.SuperWatch[lpeer.ID]) error {
-	c := ss.c
-	read := make(chan error, 1)
-	if !p.goroutine(func() { read <- p.readWatcher(ss, sw) }) {
-		return ErrClosed
-	}
-	var wake <-chan struct{}
-	// A super-seed's watch deals out offers a few times per hold when
-	// nothing else happens (the offers of idle watchers expire).
-	var tick <-chan time.Time
-	if sw != nil {
-		wake = sw.Wake
-		t := p.clk.NewTicker(c.super.Hold / 4)
-		defer t.Stop()
-		tick = t.Chan()
-	}
-	var idx []int
-	var grew <-chan struct{}
-	for {
-		idx, cursor, grew = c.gainsSince(idx[:0], cursor)
-		if sw != nil {
-			idx = append(idx, c.super.Take(sw)...)
-		}
-		for len(idx) > 0 {
-			n := min(len(idx), maxHave)
-			if err := ss.send(wire.AppendHave(nil, idx[:n])); err != nil {
-				return err
-			}
-			idx = idx[n:]
-			if len(idx) == 0 {
-				if err := ss.flush(); err != nil {
-					return err
-				}
-			}
-		}
-		select {
-		case <-grew:
-		case <-wake:
-		case <-tick:
-			c.super.Pump()
-		case err := <-read:
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
-			return err
-		case <-p.ctx.Done():
-			return p.ctx.Err()
-		}
-	}
-}
-
-// readWatcher reads the have frames of a watcher until its stream ends (a
-// clean end is io.EOF), telling a super-seed (sw, if set) what it got.
-func (p *server) readWatcher(ss *serverStream, sw *sched.SuperWatch[lpeer.ID]) error {
-	limit := ss.c.man.BlockCount()
-	var idx []int
-	for {
-		// A watch is quiet while nothing happens: no read deadline.
-		if err := ss.s.SetReadDeadline(time.Time{}); err != nil {
-			return err
-		}
-		f, err := ss.fr.Next(haveFrameMax)
-		if err != nil {
-			return err
-		}
-		if idx, err = wire.DecodeHave(idx, f, maxHave, limit); err != nil {
-			return err
-		}
-		if sw != nil {
-			ss.c.super.Has(sw, idx)
-		}
-		ss.c.tally.Have(ss.s.Conn().RemotePeer(), idx)
-	}
-}
 
 // watchConn is the fetcher's side of a watch of one source: a goroutine
 // reads the source's have frames into its offers, another sends the
@@ -137,12 +48,12 @@ func (wk worker) startWatch(cs *clientStream) *watchConn {
 // until the watch ends.
 func (wk worker) readHaves(w *watchConn) {
 	f, src := wk.fetch, wk.src
-	limit := f.t.count()
+	limit := f.t.Count()
 	var idx []int
 	for {
-		fr, err := w.cs.nextQuiet(haveFrameMax)
+		fr, err := w.cs.nextQuiet(serve.HaveFrameMax)
 		if err == nil {
-			idx, err = wire.DecodeHave(idx, fr, maxHave, limit)
+			idx, err = wire.DecodeHave(idx, fr, serve.MaxHave, limit)
 		}
 		if err != nil {
 			w.end(err)
@@ -151,7 +62,7 @@ func (wk worker) readHaves(w *watchConn) {
 		f.mu.Lock()
 		idx = slices.DeleteFunc(idx, func(i int) bool {
 			_, refused := src.refused[i]
-			return refused || f.t.has(i)
+			return refused || f.t.Has(i)
 		})
 		f.pick.Add(&src.offers, idx)
 		wk.seeFromLocked(idx)
@@ -188,7 +99,7 @@ func (w *watchConn) send() {
 		w.pending = nil
 		w.mu.Unlock()
 		for len(idx) > 0 {
-			n := min(len(idx), maxHave)
+			n := min(len(idx), serve.MaxHave)
 			err := w.cs.send(wire.AppendHave(nil, idx[:n]))
 			if err == nil {
 				err = w.cs.flush()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/protocol"
 
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -22,7 +23,7 @@ func TestWatch(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 1<<20, 16<<10)
-	m := seed.lib.lookup(tk.Root[:]).man
+	m := seed.lib.Lookup(tk.Root[:]).Man
 	half := func(i int) bool { return i < m.BlockCount()/2 }
 	var peers [2]*Peer
 	for j := range peers {
@@ -41,13 +42,13 @@ func TestWatch(t *testing.T) {
 	if err := b.Host().Connect(ctx, a.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	ca, cb := a.lib.lookup(tk.Root[:]), b.lib.lookup(tk.Root[:])
+	ca, cb := a.lib.Lookup(tk.Root[:]), b.lib.Lookup(tk.Root[:])
 	cs, err := b.cl.requestHello(ctx, a.ID(), ProtoReconcile, wire.Hello{Root: tk.Root[:], Watch: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.reset()
-	s, _, err := b.cl.pullSession(ctx, cs, cb.recon, reconcile.Complete, cb.store.Held(), true)
+	s, _, err := b.cl.pullSession(ctx, cs, cb.Recon, reconcile.Complete, cb.Store.Held(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,20 +57,20 @@ func TestWatch(t *testing.T) {
 	}
 	// a gains two blocks: b hears of each.
 	for _, gain := range []int{40, 50} {
-		data, err := seed.lib.lookup(tk.Root[:]).store.ReadBlock(gain, nil)
+		data, err := seed.lib.Lookup(tk.Root[:]).Store.ReadBlock(gain, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		stored := time.Now()
-		if err := ca.store.PutBlock(gain, data); err != nil {
+		if err := ca.Store.PutBlock(gain, data); err != nil {
 			t.Fatal(err)
 		}
-		ca.noteGain(gain)
-		f, err := cs.nextWithin(haveFrameMax, 5*time.Second)
+		ca.NoteGain(gain)
+		f, err := cs.nextWithin(serve.HaveFrameMax, 5*time.Second)
 		if err != nil {
 			t.Fatalf("no have frame for block %d: %v", gain, err)
 		}
-		idx, err := wire.DecodeHave(nil, f, maxHave, m.BlockCount())
+		idx, err := wire.DecodeHave(nil, f, serve.MaxHave, m.BlockCount())
 		if err != nil || !slices.Equal(idx, []int{gain}) {
 			t.Fatalf("have frame %v, %v; want [%d]", idx, err, gain)
 		}

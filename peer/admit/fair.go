@@ -175,6 +175,13 @@ func (fp *FairPool) releaseLocked(h *Holding) {
 }
 
 // UsedBy returns what key holds.
+// Used returns the units held now, over all keys.
+func (fp *FairPool) Used() int64 {
+	fp.mu.Lock()
+	defer fp.mu.Unlock()
+	return fp.used
+}
+
 func (fp *FairPool) UsedBy(key string) int64 {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()

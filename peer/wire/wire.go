@@ -35,6 +35,16 @@ var (
 	// ErrBusy means the remote answered that it has no room for the request
 	// now; it may be retried later.
 	ErrBusy = errors.New("peer: remote busy")
+	// ErrBadBlock means a unit's bytes failed verification against the
+	// manifest.
+	ErrBadBlock = errors.New("peer: block failed verification")
+	// ErrManifestMismatch means a manifest does not hash to the root asked
+	// for, or an existing output was made for another manifest.
+	ErrManifestMismatch = errors.New("peer: manifest does not match the ticket")
+	// ErrNoPeers means no peer could be reached or none had what was needed.
+	ErrNoPeers = errors.New("peer: no reachable peer has the content")
+	// ErrClosed means the service was closed.
+	ErrClosed = errors.New("peer: closed")
 )
 
 // A Type is the first byte of a frame: which message it carries.

@@ -1,10 +1,8 @@
-package peer
+package serve
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -23,19 +21,19 @@ import (
 // protocol. Each side pulls for itself, so two fetchers that serve each other
 // run one session in each direction.
 
-// blockMethods are the methods served for the blocks of a store; the units
+// BlockMethods are the methods served for the blocks of a store; the units
 // a content serves beside them (altUnits) have methods of their own.
-var blockMethods = []reconcile.Method{reconcile.Complete, reconcile.CCBF, reconcile.Bitfield, reconcile.IBLT}
+var BlockMethods = []reconcile.Method{reconcile.Complete, reconcile.CCBF, reconcile.Bitfield, reconcile.IBLT}
 
-// isBlockMethod reports whether m reconciles the blocks of a store.
-func isBlockMethod(m reconcile.Method) bool { return slices.Contains(blockMethods, m) }
+// IsBlockMethod reports whether m reconciles the blocks of a store.
+func IsBlockMethod(m reconcile.Method) bool { return slices.Contains(BlockMethods, m) }
 
-// responder holds what a peer needs to run sessions about one content (or
+// Responder holds what a peer needs to run sessions about one content (or
 // its altUnits): the universe (CBF(U) and block addresses cached per
 // parameter set), the methods served, and the filters of the held set, kept
 // while the set stays the same.
-type responder struct {
-	u       *reconcile.Universe
+type Responder struct {
+	U       *reconcile.Universe
 	methods []reconcile.Method
 
 	mu      sync.Mutex
@@ -44,10 +42,10 @@ type responder struct {
 	used    bool               // filters were used since the last trim
 }
 
-// trim gives back what the responder caches and no session used since the
-// last trim: the universe's entries, and the filters of the held set.
-func (r *responder) trim() {
-	r.u.Trim()
+// Trim gives back what the responder caches and no session used since the
+// last Trim: the universe's entries, and the filters of the held set.
+func (r *Responder) Trim() {
+	r.U.Trim()
 	r.mu.Lock()
 	if !r.used {
 		r.set, r.filters = nil, nil
@@ -56,31 +54,31 @@ func (r *responder) trim() {
 	r.mu.Unlock()
 }
 
-func newResponder(blocks int, methods ...reconcile.Method) (*responder, error) {
+func NewResponder(blocks int, methods ...reconcile.Method) (*Responder, error) {
 	u, err := reconcile.NewUniverse(blocks)
 	if err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
-	return &responder{u: u, methods: methods}, nil
+	return &Responder{U: u, methods: methods}, nil
 }
 
-// serves reports whether sessions of method m are answered.
-func (r *responder) serves(m reconcile.Method) bool { return slices.Contains(r.methods, m) }
+// Serves reports whether sessions of method m are answered.
+func (r *Responder) Serves(m reconcile.Method) bool { return slices.Contains(r.methods, m) }
 
-// filtersFor returns the filters of held for Config.Filters: the cached ones
+// FiltersFor returns the filters of held for Config.Filters: the cached ones
 // while the held set is the one they were made for, new ones (built lazily,
 // per parameter set, by the sessions that use them) once it has changed.
 // Sessions answered, and this side's own pulls, share them, so a server that
 // answers many fetchers builds CBF(S) or the first IBLT cells of S once per
 // held-set version.
-func (r *responder) filtersFor(held *reconcile.Set) (*reconcile.Filters, error) {
+func (r *Responder) FiltersFor(held *reconcile.Set) (*reconcile.Filters, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.used = true
 	if r.filters != nil && held.Universe() == r.set.Universe() && held.Len() == r.set.Len() && held.Difference(r.set) == 0 {
 		return r.filters, nil
 	}
-	f, err := reconcile.NewFilters(r.u, held)
+	f, err := reconcile.NewFilters(r.U, held)
 	if err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
@@ -88,13 +86,13 @@ func (r *responder) filtersFor(held *reconcile.Set) (*reconcile.Filters, error) 
 	return f, nil
 }
 
-// reconcileLimits are the decoder limits of package reconcile for our limits.
-func (p *server) reconcileLimits() reconcile.Limits {
-	return reconcile.Limits{MaxMessage: p.cfg.limits.MaxFilterBytes + 64<<10, MaxFilterBytes: p.cfg.limits.MaxFilterBytes}
+// ReconcileLimits are the decoder limits of package reconcile for our limits.
+func (p *Server) ReconcileLimits() reconcile.Limits {
+	return reconcile.Limits{MaxMessage: p.cfg.Limits.MaxFilterBytes + 64<<10, MaxFilterBytes: p.cfg.Limits.MaxFilterBytes}
 }
 
-// heldSet returns the set of held indices in a universe of n.
-func heldSet(n int, held []int) *reconcile.Set {
+// HeldSet returns the set of held indices in a universe of n.
+func HeldSet(n int, held []int) *reconcile.Set {
 	s := reconcile.NewSet(n)
 	for _, i := range held {
 		if i >= 0 && i < n {
@@ -117,15 +115,15 @@ func methodNames(ms []reconcile.Method) string {
 	return strings.Join(names, ", ")
 }
 
-// reconConn carries the messages of one session of package reconcile in
+// ReconConn carries the messages of one session of package reconcile in
 // payload frames of a stream (a reconcile.Conn for reconcile.Drive). When
 // offered is set, the indices of the offers sent are recorded in it.
-type reconConn struct {
-	send    func(parts ...[]byte) error
-	flush   func() error
-	next    func(max int) ([]byte, error)
-	max     int
-	offered *[]int
+type ReconConn struct {
+	SendFrame   func(parts ...[]byte) error
+	FlushFrames func() error
+	NextFrame   func(max int) ([]byte, error)
+	Max         int
+	offered     *[]int
 	// found, if set, records the indices of the offers the session found,
 	// before trim.
 	found *[]int
@@ -134,7 +132,7 @@ type reconConn struct {
 	trim func([]uint32) []uint32
 }
 
-func (c *reconConn) Send(m *reconcile.Message, encoded []byte) error {
+func (c *ReconConn) Send(m *reconcile.Message, encoded []byte) error {
 	if c.found != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
 		*c.found = appendInts((*c.found)[:0], m.Indices)
 	}
@@ -152,7 +150,7 @@ func (c *reconConn) Send(m *reconcile.Message, encoded []byte) error {
 	if c.offered != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
 		*c.offered = appendInts((*c.offered)[:0], m.Indices)
 	}
-	return c.send([]byte{wire.TypePayload}, encoded)
+	return c.SendFrame([]byte{wire.TypePayload}, encoded)
 }
 
 // appendInts appends the indices idx to dst as ints.
@@ -163,21 +161,21 @@ func appendInts(dst []int, idx []uint32) []int {
 	return dst
 }
 
-func (c *reconConn) Flush() error { return c.flush() }
+func (c *ReconConn) Flush() error { return c.FlushFrames() }
 
 // Recv returns the body of the next payload frame; an error frame is the
-// remote's error, any other frame ErrMalformed.
-func (c *reconConn) Recv() ([]byte, error) {
-	f, err := c.next(c.max)
+// remote's error, any other frame wire.ErrMalformed.
+func (c *ReconConn) Recv() ([]byte, error) {
+	f, err := c.NextFrame(c.Max)
 	if err != nil {
 		return nil, err
 	}
 	return wire.DecodeTyped(f, wire.TypePayload)
 }
 
-// frameMax bounds a reconciliation frame: a message of package reconcile
+// FrameMax bounds a reconciliation frame: a message of package reconcile
 // within the filter limit, and its type byte.
-func (p *server) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<10 }
+func (p *Server) FrameMax() int { return 1 + p.cfg.Limits.MaxFilterBytes + 64<<10 }
 
 // answerSession runs the responder side of one session on ss, with the
 // method the first message names, and returns that method, the units the
@@ -187,23 +185,23 @@ func (p *server) frameMax() int { return 1 + p.cfg.limits.MaxFilterBytes + 64<<1
 // otherwise). slot's held lists the units served. A method r does not serve
 // is refused with a reject (errNotServed); a disagreement of configurations
 // is rejected (errRejected); a peer that breaks the protocol gets an error
-// wrapping ErrMalformed, which resets the stream.
-func (p *server) answerSession(ss *serverStream, r *responder, slot func() (held []int, release func(), err error), trim func([]uint32) []uint32, keep bool) (method reconcile.Method, offered, found []int, theirs *cbfalgebra.CBF, err error) {
-	lim := p.reconcileLimits()
-	conn := &reconConn{send: ss.send, flush: ss.flush, next: ss.next, max: p.frameMax(), offered: &offered, found: &found, trim: trim}
+// wrapping wire.ErrMalformed, which resets the stream.
+func (p *Server) answerSession(ss *Stream, r *Responder, slot func() (held []int, release func(), err error), trim func([]uint32) []uint32, keep bool) (method reconcile.Method, offered, found []int, theirs *cbfalgebra.CBF, err error) {
+	lim := p.ReconcileLimits()
+	conn := &ReconConn{SendFrame: ss.Send, FlushFrames: ss.Flush, NextFrame: ss.Next, Max: p.FrameMax(), offered: &offered, found: &found, trim: trim}
 	body, err := conn.Recv()
 	if err != nil {
 		return 0, nil, nil, nil, err
 	}
 	m, err := reconcile.Decode(body, lim)
 	if err != nil {
-		return 0, nil, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return 0, nil, nil, nil, fmt.Errorf("%w: %w", wire.ErrMalformed, err)
 	}
 	if m.Type != reconcile.MsgFilter {
-		return 0, nil, nil, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", ErrMalformed, m.Type)
+		return 0, nil, nil, nil, fmt.Errorf("%w: session opens with a %v message, not a filter", wire.ErrMalformed, m.Type)
 	}
 	method = m.Filter.Method
-	if !r.serves(method) {
+	if !r.Serves(method) {
 		reason := fmt.Sprintf("peer: method %v is not served for this content (served: %s)", method, methodNames(r.methods))
 		rej := reconcile.Message{Type: reconcile.MsgReject, Session: m.Session, Reason: reason}
 		out, err := rej.AppendBinary(nil)
@@ -222,11 +220,11 @@ func (p *server) answerSession(ss *serverStream, r *responder, slot func() (held
 	switch {
 	case err == nil:
 		return method, offered, found, theirs, nil
-	case isConnError(err):
+	case IsConnError(err):
 		return method, nil, nil, nil, err
 	case reconcile.IsViolation(err):
 		// The reject is sent; the stream is reset.
-		return method, nil, nil, nil, fmt.Errorf("%w: %w", ErrMalformed, err)
+		return method, nil, nil, nil, fmt.Errorf("%w: %w", wire.ErrMalformed, err)
 	default:
 		return method, nil, nil, nil, fmt.Errorf("%w: %w", errRejected, err)
 	}
@@ -235,19 +233,19 @@ func (p *server) answerSession(ss *serverStream, r *responder, slot func() (held
 // answerOnce runs the session that answers the first message m, with the
 // held set slot returns, over conn, and returns the fetcher's CBF if keep
 // is set (see answerSession).
-func (p *server) answerOnce(ss *serverStream, r *responder, m reconcile.Message, method reconcile.Method, conn *reconConn, slot func() ([]int, func(), error), keep bool) (*cbfalgebra.CBF, error) {
+func (p *Server) answerOnce(ss *Stream, r *Responder, m reconcile.Message, method reconcile.Method, conn *ReconConn, slot func() ([]int, func(), error), keep bool) (*cbfalgebra.CBF, error) {
 	held, release, err := slot()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	lim := p.reconcileLimits()
-	set := heldSet(r.u.Blocks(), held)
-	filters, err := r.filtersFor(set)
+	lim := p.ReconcileLimits()
+	set := HeldSet(r.U.Blocks(), held)
+	filters, err := r.FiltersFor(set)
 	if err != nil {
 		return nil, err
 	}
-	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters, KeepPeerFilter: keep}, r.u, set, nil)
+	s, err := reconcile.NewSession(m.Session, reconcile.Config{Method: method, Limits: lim, Filters: filters, KeepPeerFilter: keep}, r.U, set, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -259,9 +257,9 @@ func (p *server) answerOnce(ss *serverStream, r *responder, m reconcile.Message,
 	return s.PeerFilter(), err
 }
 
-// isConnError reports whether err is the failure of a stream under a
+// IsConnError reports whether err is the failure of a stream under a
 // session (reconcile.ConnError), not the session's.
-func isConnError(err error) bool {
+func IsConnError(err error) bool {
 	_, ok := errors.AsType[*reconcile.ConnError](err)
 	return ok
 }
@@ -269,64 +267,3 @@ func isConnError(err error) bool {
 // errRejected ends a session this side rejected for a disagreement of
 // configurations (not a violation): the reject is sent, the stream closed.
 var errRejected = errors.New("peer: session rejected")
-
-// pullSession runs the initiator side of a one-way session of method over
-// cs: it sends the filter of held (the first cells, for IBLT, and more as the
-// server asks) and returns the session, whose Wanted lists the offered blocks
-// this side lacks, and the number of round trips it took. With whole set,
-// a CBF is sized for the whole universe rather than for held (see
-// watchParams).
-func (p *client) pullSession(ctx context.Context, cs *clientStream, r *responder, method reconcile.Method, held []int, whole bool) (s *reconcile.Session, trips int, err error) {
-	lim := p.srv.reconcileLimits()
-	set := heldSet(r.u.Blocks(), held)
-	filters, err := r.filtersFor(set)
-	if err != nil {
-		return nil, 0, err
-	}
-	cfg := reconcile.Config{Method: method, OneWay: true, Limits: lim, Filters: filters}
-	if whole {
-		cfg.M, cfg.K = watchParams(method, r.u.Blocks())
-	}
-	s, err = reconcile.NewSession(rand.Uint64(), cfg, r.u, set, nil)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := s.Start(); err != nil {
-		return nil, 0, err
-	}
-	err = reconcile.Drive(ctx, s, &reconConn{send: cs.send, flush: cs.flush, next: cs.next, max: p.srv.frameMax()}, lim)
-	trips = s.Outcome().Flights / 2
-	switch {
-	case err == nil, isConnError(err):
-	case reconcile.IsViolation(err):
-		// The reject went out first; the caller resets the stream.
-		err = fmt.Errorf("%w: %w", ErrMalformed, err)
-	default:
-		err = fmt.Errorf("%w: %w", ErrRemote, err)
-	}
-	return s, trips, err
-}
-
-// watchFilterMax bounds the CBF of a watch's reconciliation (see
-// watchParams).
-const watchFilterMax = 1 << 20
-
-// watchParams returns the counters and hash count of the CBF that starts a
-// watch of content of u blocks: sized for all u blocks, not for the ones
-// held, when that CBF is at most watchFilterMax bytes (0, 0 otherwise: sized
-// for the set). Every watcher then sends filters of the same parameters,
-// at their optimal load once they hold the file, so the server's tally of
-// its watchers' filters sums them in one group and counts holders closely
-// (BlockRarestFilters); and CBF(U) is not saturated, so the answer offers
-// few blocks the watcher holds. It costs about 5 bytes a block of the
-// content once per watch.
-func watchParams(method reconcile.Method, u int) (m, k int) {
-	if method != reconcile.Complete && method != reconcile.CCBF {
-		return 0, 0
-	}
-	p, err := reconcile.Config{Method: method}.Params(u)
-	if err != nil || p.M*p.R/8 > watchFilterMax {
-		return 0, 0
-	}
-	return p.M, p.K
-}

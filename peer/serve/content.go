@@ -1,4 +1,4 @@
-package peer
+package serve
 
 import (
 	"errors"
@@ -17,26 +17,26 @@ import (
 // maxSwarm bounds the peers remembered per content for peer exchange.
 const maxSwarm = 1024
 
-// content is one file or tree this peer serves: its manifest and store, the
+// Content is one file or tree this peer serves: its manifest and store, the
 // peers seen asking about it, and the fetch running for it, if any.
-type content struct {
-	man   *chunker.Manifest
-	store *chunker.Store
-	recon *responder                 // answers reconciliation requests
-	sends *admit.Repeats             // blocks sent per peer, to bound repeats (package peer/admit)
-	super *sched.SuperSeed[lpeer.ID] // the offer policy of WithSuperSeeding, nil when off
-	// tally sums the filters of the content's watchers (BlockRarestFilters).
-	tally *sched.NeighbourTally[lpeer.ID]
+type Content struct {
+	Man   *chunker.Manifest
+	Store *chunker.Store
+	Recon *Responder                 // answers reconciliation requests
+	Sends *admit.Repeats             // blocks sent per peer, to bound repeats (package peer/admit)
+	Super *sched.SuperSeed[lpeer.ID] // the offer policy of WithSuperSeeding, nil when off
+	// Tally sums the filters of the content's watchers (BlockRarestFilters).
+	Tally *sched.NeighbourTally[lpeer.ID]
 	// fresh is uploadQueueFresh, on the service's clock.
 	fresh time.Duration
 
 	mu sync.Mutex
 	// alt are the units served beside the store's blocks (altUnits), nil
 	// when none.
-	alt   altUnits
+	alt   AltUnits
 	swarm map[lpeer.ID]struct{}
 	sent  map[lpeer.ID]int64
-	fetch *fetch
+	fetch Fetch
 	// grew is closed and replaced when the store gains a block (noteGain).
 	grew chan struct{}
 	// queued counts, per share key, the blocks asked for and not yet sent.
@@ -46,7 +46,7 @@ type content struct {
 	gains []int32
 	// push is the content's place in its stripe trees (Service.Push), nil
 	// when it has none.
-	push *pushTrees
+	push Trees
 }
 
 // A peer serves the blocks asked for by a few peers at once, as
@@ -75,7 +75,7 @@ type queued struct {
 
 // queue counts n blocks asked for by key as queued, unless the queue of the
 // others is full; it reports whether they were counted.
-func (c *content) queue(key string, n int, now time.Time) bool {
+func (c *Content) queue(key string, n int, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	others := 0
@@ -101,7 +101,7 @@ func (c *content) queue(key string, n int, now time.Time) bool {
 }
 
 // unqueue ends the count of n blocks of key (sent, or not to be).
-func (c *content) unqueue(key string, n int, now time.Time) {
+func (c *Content) unqueue(key string, n int, now time.Time) {
 	if n <= 0 {
 		return
 	}
@@ -119,7 +119,7 @@ func (c *content) unqueue(key string, n int, now time.Time) {
 // gainCursor returns the place in the log of gained blocks that a watch
 // starts from: taken before the held set its answer is made of is read, so
 // that no block gained in between goes unannounced.
-func (c *content) gainCursor() int {
+func (c *Content) gainCursor() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.gains)
@@ -128,7 +128,7 @@ func (c *content) gainCursor() int {
 // gainsSince appends to dst the blocks gained from cursor on and returns
 // them, the cursor after them and a channel closed when the store next
 // gains a block.
-func (c *content) gainsSince(dst []int, cursor int) ([]int, int, <-chan struct{}) {
+func (c *Content) gainsSince(dst []int, cursor int) ([]int, int, <-chan struct{}) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, i := range c.gains[min(cursor, len(c.gains)):] {
@@ -140,8 +140,8 @@ func (c *content) gainsSince(dst []int, cursor int) ([]int, int, <-chan struct{}
 	return dst, len(c.gains), c.grew
 }
 
-// noteGain records that the store gained block i and wakes the watches.
-func (c *content) noteGain(i int) {
+// NoteGain records that the store gained block i and wakes the watches.
+func (c *Content) NoteGain(i int) {
 	c.mu.Lock()
 	c.gains = append(c.gains, int32(i))
 	if c.grew != nil {
@@ -151,34 +151,20 @@ func (c *content) noteGain(i int) {
 	t := c.push
 	c.mu.Unlock()
 	if t != nil {
-		t.gained(i)
+		t.Gained(i)
 	}
 }
 
-// addContent serves the store st (and the units alt beside its blocks, if
-// not nil), super-seeding its blocks if super is set.
-func (p *Service) addContent(st *chunker.Store, alt altUnits, super bool) error {
-	c, err := newContent(st.Manifest(), st)
-	if err != nil {
-		return err
-	}
-	c.alt = alt
-	if super {
-		c.super = newSuperSeed(p.clk, st.Manifest().BlockCount())
-	}
-	return p.lib.add(c)
-}
-
-func newContent(m *chunker.Manifest, s *chunker.Store) (*content, error) {
-	r, err := newResponder(m.BlockCount(), blockMethods...)
+func NewContent(m *chunker.Manifest, s *chunker.Store) (*Content, error) {
+	r, err := NewResponder(m.BlockCount(), BlockMethods...)
 	if err != nil {
 		return nil, err
 	}
-	return &content{man: m, store: s, recon: r, sends: admit.NewRepeats(m.BlockCount(), maxSwarm), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh,
-		tally: sched.NewNeighbourTally[lpeer.ID](r.u)}, nil
+	return &Content{Man: m, Store: s, Recon: r, Sends: admit.NewRepeats(m.BlockCount(), maxSwarm), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh,
+		Tally: sched.NewNeighbourTally[lpeer.ID](r.U)}, nil
 }
 
-func (c *content) noteSwarm(id lpeer.ID) {
+func (c *Content) noteSwarm(id lpeer.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.swarm) < maxSwarm {
@@ -186,13 +172,13 @@ func (c *content) noteSwarm(id lpeer.ID) {
 	}
 }
 
-func (c *content) forget(id lpeer.ID) {
+func (c *Content) Forget(id lpeer.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.swarm, id)
 }
 
-func (c *content) swarmPeers() []lpeer.ID {
+func (c *Content) swarmPeers() []lpeer.ID {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]lpeer.ID, 0, len(c.swarm))
@@ -203,14 +189,14 @@ func (c *content) swarmPeers() []lpeer.ID {
 	return out
 }
 
-func (c *content) noteSent(id lpeer.ID, n int) {
+func (c *Content) NoteSent(id lpeer.ID, n int) {
 	c.mu.Lock()
 	c.sent[id] += int64(n)
 	c.mu.Unlock()
 }
 
-// sentTo returns the bytes of blocks served to each peer so far.
-func (c *content) sentTo() map[lpeer.ID]int64 {
+// SentTo returns the bytes of blocks served to each peer so far.
+func (c *Content) SentTo() map[lpeer.ID]int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make(map[lpeer.ID]int64, len(c.sent))
@@ -220,18 +206,18 @@ func (c *content) sentTo() map[lpeer.ID]int64 {
 	return out
 }
 
-// offerSource tells a running fetch of this content about a peer that has it.
-func (c *content) offerSource(id lpeer.ID) {
+// OfferSource tells a running fetch of this content about a peer that has it.
+func (c *Content) OfferSource(id lpeer.ID) {
 	c.mu.Lock()
 	f := c.fetch
 	c.mu.Unlock()
 	if f != nil {
-		f.addSource(id)
+		f.AddSource(id)
 	}
 }
 
-// setFetch records f as the content's running fetch; false if one runs.
-func (c *content) setFetch(f *fetch) bool {
+// SetFetch records f as the content's running fetch; false if one runs.
+func (c *Content) SetFetch(f Fetch) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fetch != nil {
@@ -241,8 +227,8 @@ func (c *content) setFetch(f *fetch) bool {
 	return true
 }
 
-// clearFetch forgets f once it has ended.
-func (c *content) clearFetch(f *fetch) {
+// ClearFetch forgets f once it has ended.
+func (c *Content) ClearFetch(f Fetch) {
 	c.mu.Lock()
 	if c.fetch == f {
 		c.fetch = nil
@@ -250,16 +236,16 @@ func (c *content) clearFetch(f *fetch) {
 	c.mu.Unlock()
 }
 
-// altSet returns the units the content serves beside its store's blocks,
+// AltSet returns the units the content serves beside its store's blocks,
 // or nil.
-func (c *content) altSet() altUnits {
+func (c *Content) AltSet() AltUnits {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.alt
 }
 
-// setAlt sets the units the content serves beside its store's blocks once.
-func (c *content) setAlt(u altUnits) {
+// SetAlt sets the units the content serves beside its store's blocks once.
+func (c *Content) SetAlt(u AltUnits) {
 	c.mu.Lock()
 	if c.alt == nil {
 		c.alt = u
@@ -267,19 +253,62 @@ func (c *content) setAlt(u altUnits) {
 	c.mu.Unlock()
 }
 
-func (c *content) close() error {
-	if c.store == nil {
+func (c *Content) Close() error {
+	if c.Store == nil {
 		return nil
 	}
-	err := c.store.Close()
+	err := c.Store.Close()
 	if errors.Is(err, chunker.ErrClosed) {
 		return nil
 	}
 	return err
 }
 
-// newSuperSeed returns the super-seeding policy of content of blocks
+// NewSuperSeed returns the super-seeding policy of content of blocks
 // blocks (WithSuperSeeding), on clock clk.
-func newSuperSeed(clk clock.Clock, blocks int) *sched.SuperSeed[lpeer.ID] {
+func NewSuperSeed(clk clock.Clock, blocks int) *sched.SuperSeed[lpeer.ID] {
 	return sched.NewSuperSeed[lpeer.ID](blocks, sched.SuperSeedHold, clk.Now)
+}
+
+// Fetch is a running fetch of a content, as the server sees it: a peer
+// that reconciles with this one about the content may hold blocks the
+// fetch lacks.
+type Fetch interface {
+	// AddSource offers the fetch a peer that has the content.
+	AddSource(id lpeer.ID)
+}
+
+// Trees is a content's place in its stripe trees, as the server sees it.
+type Trees interface {
+	// Gained tells the trees that the store gained block i (to push it on).
+	Gained(i int)
+	// FirstCopies reports whether the blocks idx are first copies the
+	// trees push down from a seed: a request for them is answered busy.
+	FirstCopies(idx []int) bool
+}
+
+// Pushes returns the content's stripe trees, nil when it has none.
+func (c *Content) Pushes() Trees {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.push
+}
+
+// SetPushes sets the content's stripe trees once: false when they are set
+// already.
+func (c *Content) SetPushes(t Trees) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.push != nil {
+		return false
+	}
+	c.push = t
+	return true
+}
+
+// RunningFetch returns the content's running fetch, nil when none runs.
+func (c *Content) RunningFetch() Fetch {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.fetch
 }

@@ -1,4 +1,4 @@
-package peer
+package serve
 
 import (
 	"fmt"
@@ -12,14 +12,15 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
-// guard keeps misbehaving peers out of this service's protocols: it admits
+// Guard keeps misbehaving peers out of this service's protocols: it admits
 // inbound streams (a fair share of each protocol's streams, streams and
 // filter bytes per second), scores abuse, bans, and tracks the open streams
 // of this service's protocols, so that a ban resets them and only them. Its
 // policies are package admit's; it holds its own lock.
-type guard struct {
+type Guard struct {
 	h      host.Host
 	log    *slog.Logger
 	clk    clock.Clock
@@ -39,21 +40,28 @@ type guard struct {
 	closed      bool
 }
 
-// newGuard returns the guard of a service on h.
-func newGuard(h host.Host, cfg config) *guard {
-	return &guard{h: h, log: cfg.log, clk: cfg.clock, limits: cfg.limits,
+// NewGuard returns the guard of a service on h.
+// BanFor is how long a peer that sent a bad block or a malformed message is
+// refused: no stream to it is opened and its streams are reset.
+const BanFor = 10 * time.Minute
+
+// BanTag is the connection manager tag of a banned peer.
+const BanTag = "reconcile-banned"
+
+func NewGuard(h host.Host, cfg Config) *Guard {
+	return &Guard{h: h, log: cfg.Log, clk: cfg.Clock, limits: cfg.Limits,
 		banned:      admit.NewDenyList[lpeer.ID](),
 		streams:     make(map[lpeer.ID]map[network.Stream]struct{}),
 		streamPools: make(map[protocol.ID]*admit.FairPool),
 		scores:      admit.NewScores[lpeer.ID](),
-		filterRates: admit.NewRateTable(float64(cfg.limits.MaxFilterBytes), 2*cfg.limits.MaxFilterBytes+1<<20),
-		streamRates: admit.NewRateTable(streamRate, streamBurst),
+		filterRates: admit.NewRateTable(float64(cfg.Limits.MaxFilterBytes), 2*cfg.Limits.MaxFilterBytes+1<<20),
+		streamRates: admit.NewRateTable(streamRate, StreamBurst),
 	}
 }
 
-// close refuses every stream from now on and returns the open ones, for
+// Close refuses every stream from now on and returns the open ones, for
 // the service to reset.
-func (g *guard) close() []network.Stream {
+func (g *Guard) Close() []network.Stream {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.closed = true
@@ -66,8 +74,8 @@ func (g *guard) close() []network.Stream {
 	return open
 }
 
-// sweep forgets the scores and rate buckets that no peer used lately.
-func (g *guard) sweep(now time.Time) {
+// Sweep forgets the scores and rate buckets that no peer used lately.
+func (g *Guard) Sweep(now time.Time) {
 	g.mu.Lock()
 	g.scores.Sweep(now)
 	g.mu.Unlock()
@@ -75,19 +83,19 @@ func (g *guard) sweep(now time.Time) {
 	g.streamRates.Sweep(now)
 }
 
-// ban puts id on the deny-list for banFor (or keeps a longer ban running),
+// Ban puts id on the deny-list for banFor (or keeps a longer Ban running),
 // resets its open streams of this service's protocols and returns when the
-// ban ends. The host's connection to id stays up: other
+// Ban ends. The host's connection to id stays up: other
 // protocols of the host may use it; it is only tagged (banTag) as the first
 // to go when the host's connection manager trims connections. On a host New
 // built (the service's own), its resource manager refuses the peer's
 // streams before they are negotiated (banResources).
-func (g *guard) ban(id lpeer.ID) (until time.Time) {
-	return g.banUntil(id, g.clk.Now().Add(banFor))
+func (g *Guard) Ban(id lpeer.ID) (until time.Time) {
+	return g.BanUntil(id, g.clk.Now().Add(BanFor))
 }
 
-// banUntil is ban with the end of the ban given (a saved ban, peer/bans.go).
-func (g *guard) banUntil(id lpeer.ID, until time.Time) time.Time {
+// BanUntil is ban with the end of the ban given (a saved ban, peer/bans.go).
+func (g *Guard) BanUntil(id lpeer.ID, until time.Time) time.Time {
 	g.mu.Lock()
 	until = g.banned.Ban(id, until, g.clk.Now())
 	var open []network.Stream
@@ -100,20 +108,20 @@ func (g *guard) banUntil(id lpeer.ID, until time.Time) time.Time {
 	}
 	// The host's own connection manager decides which connections to trim
 	// when it has too many: a banned peer goes first.
-	g.h.ConnManager().TagPeer(id, banTag, -1000)
+	g.h.ConnManager().TagPeer(id, BanTag, -1000)
 	return until
 }
 
-// isBanned reports whether id is on the deny-list.
-func (g *guard) isBanned(id lpeer.ID) bool {
+// IsBanned reports whether id is on the deny-list.
+func (g *Guard) IsBanned(id lpeer.ID) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.banned.Banned(id, g.clk.Now())
 }
 
-// track records an open stream of ours until the returned func is called.
+// Track records an open stream of ours until the returned func is called.
 // It refuses (false) a stream of a banned peer or of a closed service.
-func (g *guard) track(s network.Stream) (untrack func(), ok bool) {
+func (g *Guard) Track(s network.Stream) (untrack func(), ok bool) {
 	id := s.Conn().RemotePeer()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -136,35 +144,35 @@ func (g *guard) track(s network.Stream) (untrack func(), ok bool) {
 	}, true
 }
 
-// strike adds w points to the abuse score of c's remote peer and bans it
+// Strike adds w points to the abuse score of c's remote peer and bans it
 // when the score reaches banScore.
-func (g *guard) strike(c network.Conn, w float64, why string) {
+func (g *Guard) Strike(c network.Conn, w float64, why string) {
 	id := c.RemotePeer()
 	g.mu.Lock()
 	ban := g.scores.Strike(id, w, g.clk.Now())
 	g.mu.Unlock()
 	if ban {
-		g.log.Warn("banned abusive peer", "peer", id, "for", banFor, "last", why)
-		g.ban(id)
+		g.log.Warn("banned abusive peer", "peer", id, "for", BanFor, "last", why)
+		g.Ban(id)
 	}
 }
 
-// admit takes a share of the inbound streams of s's protocol for s's peer
+// Admit takes a share of the inbound streams of s's protocol for s's peer
 // (see fairPool): over all peers at most Limits.Streams streams of each
 // protocol are served, one peer holds at most Limits.StreamsPerPeer of
 // them, and when they are all taken a peer under its fair share gets one
 // by resetting the oldest stream of the peer that holds the most.
-func (g *guard) admit(s network.Stream) (*admit.Holding, error) {
+func (g *Guard) Admit(s network.Stream) (*admit.Holding, error) {
 	key := shareKey(s.Conn())
 	pool := g.streamPool(s.Protocol())
 	if isPeerKey(key) && pool.UsedBy(key) >= int64(g.limits.StreamsPerPeer) {
-		return nil, fmt.Errorf("%w: the peer holds its %d streams", ErrBusy, g.limits.StreamsPerPeer)
+		return nil, fmt.Errorf("%w: the peer holds its %d streams", wire.ErrBusy, g.limits.StreamsPerPeer)
 	}
 	return pool.Acquire(alreadyDone, key, 1, func() { s.Reset() })
 }
 
 // streamPool returns the stream pool of a protocol.
-func (g *guard) streamPool(proto protocol.ID) *admit.FairPool {
+func (g *Guard) streamPool(proto protocol.ID) *admit.FairPool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	fp := g.streamPools[proto]
@@ -175,17 +183,17 @@ func (g *guard) streamPool(proto protocol.ID) *admit.FairPool {
 	return fp
 }
 
-// allowFilter reports whether the peer of key may have a reconciliation
+// AllowFilter reports whether the peer of key may have a reconciliation
 // message of n bytes answered now: each share key may send MaxFilterBytes
 // of messages per second (a burst of twice that), so that a peer sending
 // large filters (with new parameters each time, which the server's caches
 // cannot help with) gets one answered a second, while the small filters of
 // ordinary fetches are never held back.
-func (g *guard) allowFilter(key string, n int) bool {
+func (g *Guard) AllowFilter(key string, n int) bool {
 	return g.filterRates.Allow(key, n, g.clk.Now())
 }
 
-// allowStream reports whether the remote peer of c may open one more stream.
-func (g *guard) allowStream(c network.Conn) bool {
+// AllowStream reports whether the remote peer of c may open one more stream.
+func (g *Guard) AllowStream(c network.Conn) bool {
 	return g.streamRates.Allow(c.RemotePeer().String(), 1, g.clk.Now())
 }

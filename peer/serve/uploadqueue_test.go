@@ -1,4 +1,4 @@
-package peer
+package serve
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ func TestUploadQueue(t *testing.T) {
 	if uploadQueue != 2 || uploadQueuePeer != 1 {
 		t.Fatalf("the test is written for a queue of 2 peers")
 	}
-	c := &content{fresh: uploadQueueFresh}
+	c := &Content{fresh: uploadQueueFresh}
 	now := time.Unix(100, 0)
 	if !c.queue("a", 100, now) || !c.queue("a", 100, now) {
 		t.Fatal("a lone asker was turned away")

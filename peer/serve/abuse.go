@@ -1,4 +1,4 @@
-package peer
+package serve
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // helloTimeout is the time a stream has to deliver its hello (a few dozen
@@ -21,7 +23,7 @@ const (
 	strikeMalformed = admit.StrikeMalformed
 	strikeRepeat    = admit.StrikeRepeat
 	strikeSlow      = admit.StrikeSlow
-	maxBanned       = admit.MaxKeys
+	MaxBanned       = admit.MaxKeys
 	maxScored       = admit.MaxKeys
 )
 
@@ -29,14 +31,14 @@ const (
 // room only if there is some (or may be made) at once.
 var alreadyDone = func() context.Context {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	cancel(fmt.Errorf("%w: no room for the stream", ErrBusy))
+	cancel(fmt.Errorf("%w: no room for the stream", wire.ErrBusy))
 	return ctx
 }()
 
 func isPeerKey(k string) bool { return len(k) > 5 && k[:5] == "peer/" }
 
 // Streams opened per second: a remote peer may open streamRate streams of
-// this service's protocols a second (streamBurst at once); each stream
+// this service's protocols a second (StreamBurst at once); each stream
 // beyond that is reset at once and earns strikeStreams points, so a peer
 // that opens streams as fast as they are reset (a stream held past its share
 // is reset, and an attacker opens the next at once: thousands a second,
@@ -45,7 +47,7 @@ func isPeerKey(k string) bool { return len(k) > 5 && k[:5] == "peer/" }
 // reconciliation and a blocks stream per round).
 const (
 	streamRate    = 64
-	streamBurst   = 128
+	StreamBurst   = 128
 	strikeStreams = 2
 )
 
@@ -54,8 +56,8 @@ const (
 // returns within two sweeps), decayed abuse scores and idle rate limiters.
 const sweepEvery = 15 * time.Second
 
-// sweeper runs sweep every sweepEvery until the service closes.
-func (p *server) sweeper() {
+// Sweeper runs sweep every sweepEvery until the service closes.
+func (p *Server) Sweeper() {
 	t := p.clk.NewTicker(sweepEvery)
 	defer t.Stop()
 	for {
@@ -68,13 +70,13 @@ func (p *server) sweeper() {
 	}
 }
 
-func (p *server) sweep(now time.Time) {
-	contents := p.lib.all()
-	p.guard.sweep(now)
+func (p *Server) sweep(now time.Time) {
+	contents := p.lib.All()
+	p.guard.Sweep(now)
 	for _, c := range contents {
-		c.recon.trim()
-		if alt := c.altSet(); alt != nil {
-			alt.responder().trim()
+		c.Recon.Trim()
+		if alt := c.AltSet(); alt != nil {
+			alt.Responder().Trim()
 		}
 	}
 }
@@ -85,7 +87,7 @@ func (p *server) sweep(now time.Time) {
 // otherwise (loopback, private networks, relayed connections) its peer id.
 func shareKey(c network.Conn) string {
 	addr := c.RemoteMultiaddr()
-	if addr != nil && !isRelayed(addr) && manet.IsPublicAddr(addr) {
+	if addr != nil && !hostkit.IsRelayed(addr) && manet.IsPublicAddr(addr) {
 		if ip, err := manet.ToIP(addr); err == nil {
 			if v4 := ip.To4(); v4 != nil {
 				return "ip4/" + v4.String()

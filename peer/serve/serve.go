@@ -1,17 +1,22 @@
-package peer
+package serve
 
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
+	"sync"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/time/rate"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/admit"
@@ -21,17 +26,17 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-// serverStream is one inbound request: the stream, its reader and writer and
+// Stream is one inbound request: the stream, its reader and writer and
 // the content its hello names.
-type serverStream struct {
-	s     network.Stream
-	fr    *wire.Reader
+type Stream struct {
+	S     network.Stream
+	R     *wire.Reader
 	bw    *bufio.Writer
-	hello wire.Hello
-	c     *content
+	Hello wire.Hello
+	C     *Content
 	// u are the units the stream serves: the content's blocks, or with the
 	// hello's Coded flag the units it serves beside them.
-	u    units
+	u    Units
 	idle time.Duration
 	// clk is the service's clock.
 	clk clock.Clock
@@ -48,16 +53,16 @@ type serverStream struct {
 
 // shareKey returns the share key of the stream's peer: ss.key when set,
 // otherwise the function shareKey's.
-func (ss *serverStream) shareKey() string {
+func (ss *Stream) shareKey() string {
 	if ss.key != "" {
 		return ss.key
 	}
-	return shareKey(ss.s.Conn())
+	return shareKey(ss.S.Conn())
 }
 
-// next reads a frame of at most max bytes within the idle deadline (and
+// Next reads a frame of at most max bytes within the idle deadline (and
 // before until, if set).
-func (ss *serverStream) next(max int) ([]byte, error) {
+func (ss *Stream) Next(max int) ([]byte, error) {
 	d := clock.Deadline(ss.clk, ss.idle)
 	if !ss.until.IsZero() {
 		if clock.Passed(ss.until) {
@@ -67,15 +72,15 @@ func (ss *serverStream) next(max int) ([]byte, error) {
 			d = ss.until
 		}
 	}
-	if err := ss.s.SetReadDeadline(d); err != nil {
+	if err := ss.S.SetReadDeadline(d); err != nil {
 		return nil, err
 	}
-	return ss.fr.NextAdmit(max, ss.admit)
+	return ss.R.NextAdmit(max, ss.admit)
 }
 
-// send writes one frame within the idle deadline (it is flushed by flush).
-func (ss *serverStream) send(parts ...[]byte) error {
-	if err := ss.s.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
+// Send writes one frame within the idle deadline (it is flushed by flush).
+func (ss *Stream) Send(parts ...[]byte) error {
+	if err := ss.S.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
 		return err
 	}
 	return wire.WriteFrame(ss.bw, parts...)
@@ -84,37 +89,37 @@ func (ss *serverStream) send(parts ...[]byte) error {
 // sendRaw writes bytes that are already a whole frame (within the idle
 // deadline): in one write to the stream when nothing is buffered before them
 // and they are larger than the buffer.
-func (ss *serverStream) sendRaw(frame []byte) error {
-	if err := ss.s.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
+func (ss *Stream) sendRaw(frame []byte) error {
+	if err := ss.S.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
 		return err
 	}
 	_, err := ss.bw.Write(frame)
 	return err
 }
 
-func (ss *serverStream) flush() error {
-	if err := ss.s.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
+func (ss *Stream) Flush() error {
+	if err := ss.S.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
 		return err
 	}
 	return ss.bw.Flush()
 }
 
-// handler wraps a protocol handler: it reads and checks the hello, finds the
+// Handler wraps a protocol Handler: it reads and checks the hello, finds the
 // content and resets the stream on a protocol violation.
-func (p *server) handler(serve func(*serverStream) error) network.StreamHandler {
+func (p *Server) Handler(serve func(*Stream) error) network.StreamHandler {
 	return func(s network.Stream) {
-		untrack, ok := p.guard.track(s)
+		untrack, ok := p.guard.Track(s)
 		if !ok {
 			s.Reset()
 			return
 		}
-		if !p.guard.allowStream(s.Conn()) {
+		if !p.guard.AllowStream(s.Conn()) {
 			untrack()
 			s.Reset()
-			p.guard.strike(s.Conn(), strikeStreams, "opens streams faster than it may")
+			p.guard.Strike(s.Conn(), strikeStreams, "opens streams faster than it may")
 			return
 		}
-		admitted, err := p.guard.admit(s)
+		admitted, err := p.guard.Admit(s)
 		if err != nil {
 			untrack()
 			p.log.Debug("stream refused", "peer", s.Conn().RemotePeer(), "protocol", s.Protocol(), "err", err)
@@ -124,18 +129,19 @@ func (p *server) handler(serve func(*serverStream) error) network.StreamHandler 
 		untrack = func(untrack func()) func() { return func() { admitted.Release(); untrack() } }(untrack)
 		ok = p.goroutine(func() {
 			defer untrack()
-			ss := &serverStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.streamIdle, clk: p.clk, key: shareKey(s.Conn())}
+			ss := NewStream(s, nil, p.cfg.StreamIdle, p.clk)
+			ss.key = shareKey(s.Conn())
 			err := p.serve(ss, serve)
 			remote := s.Conn().RemotePeer()
 			switch {
-			case err == nil, errors.Is(err, ErrBusy):
+			case err == nil, errors.Is(err, wire.ErrBusy):
 				// Answered (a "busy" answer too: the fetcher must read it,
 				// and a reset could overtake it and read as a failure).
 				s.Close()
-			case errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge):
+			case errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrFrameTooLarge):
 				p.log.Warn("reset stream of misbehaving peer", "peer", remote, "protocol", s.Protocol(), "err", err)
 				s.Reset()
-				p.guard.strike(s.Conn(), strikeMalformed, err.Error())
+				p.guard.Strike(s.Conn(), strikeMalformed, err.Error())
 			case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, network.ErrReset) || errors.Is(err, context.Canceled):
 				s.Reset()
 			default:
@@ -144,7 +150,7 @@ func (p *server) handler(serve func(*serverStream) error) network.StreamHandler 
 				if errors.Is(err, os.ErrDeadlineExceeded) {
 					// A stream that stalls (a filter never finished, blocks
 					// never read) holds what it was given until its deadline.
-					p.guard.strike(s.Conn(), strikeSlow, "stalled: "+err.Error())
+					p.guard.Strike(s.Conn(), strikeSlow, "stalled: "+err.Error())
 				}
 			}
 		})
@@ -155,16 +161,16 @@ func (p *server) handler(serve func(*serverStream) error) network.StreamHandler 
 	}
 }
 
-func (p *server) serve(ss *serverStream, serve func(*serverStream) error) error {
-	stop := context.AfterFunc(p.ctx, func() { ss.s.Reset() })
+func (p *Server) serve(ss *Stream, serve func(*Stream) error) error {
+	stop := context.AfterFunc(p.ctx, func() { ss.S.Reset() })
 	defer stop()
 	// The hello is a few dozen bytes: it arrives within helloTimeout or the
 	// stream (and the share of streams it holds) is given up.
 	ss.until = clock.Deadline(p.clk, min(helloTimeout, ss.idle))
-	f, err := ss.next(helloMax)
+	f, err := ss.Next(HelloMax)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			p.guard.strike(ss.s.Conn(), strikeSlow, "no hello in time")
+			p.guard.Strike(ss.S.Conn(), strikeSlow, "no hello in time")
 		}
 		return err
 	}
@@ -173,41 +179,41 @@ func (p *server) serve(ss *serverStream, serve func(*serverStream) error) error 
 	if err != nil {
 		return err
 	}
-	ss.hello = h
-	ss.c = p.lib.lookup(h.Root)
-	if ss.c != nil {
-		ss.u = blockUnits{ss.c}
+	ss.Hello = h
+	ss.C = p.lib.Lookup(h.Root)
+	if ss.C != nil {
+		ss.u = blockUnits{ss.C}
 		if h.Coded {
-			ss.u = ss.c.altSet()
+			ss.u = ss.C.AltSet()
 		}
 	}
 	if ss.u == nil {
-		if err := ss.send(wire.AppendError(nil, wire.UnknownRootText)); err != nil {
+		if err := ss.Send(wire.AppendError(nil, wire.UnknownRootText)); err != nil {
 			return err
 		}
-		return ss.flush()
+		return ss.Flush()
 	}
-	ss.c.noteSwarm(ss.s.Conn().RemotePeer())
+	ss.C.noteSwarm(ss.S.Conn().RemotePeer())
 	return serve(ss)
 }
 
-// serveManifest answers with the header of the stream's units: the
+// ServeManifest answers with the header of the stream's units: the
 // content's manifest, or what a fetch of the other units needs beside it.
-func (p *server) serveManifest(ss *serverStream) error {
-	body, err := ss.u.header()
+func (p *Server) ServeManifest(ss *Stream) error {
+	body, err := ss.u.Header()
 	if err != nil {
 		return err
 	}
-	if err := ss.send([]byte{wire.TypeManifest}, body); err != nil {
+	if err := ss.Send([]byte{wire.TypeManifest}, body); err != nil {
 		return err
 	}
-	return ss.flush()
+	return ss.Flush()
 }
 
-// serveReconcile answers one reconciliation session.
-func (p *server) serveReconcile(ss *serverStream) error {
-	c := ss.c
-	r := ss.u.responder()
+// ServeReconcile answers one reconciliation session.
+func (p *Server) ServeReconcile(ss *Stream) error {
+	c := ss.C
+	r := ss.u.Responder()
 	// The memory of the session is claimed (a share of ReconcileBytes) when
 	// the length of its first message has arrived, before its bytes are
 	// buffered, and kept until the session ends.
@@ -220,14 +226,14 @@ func (p *server) serveReconcile(ss *serverStream) error {
 	ss.admit = func(n int) error {
 		ss.admit = nil
 		key := ss.shareKey()
-		if !p.guard.allowFilter(key, n) {
-			return p.busy(ss, "the peer sends more filter bytes per second than its share")
+		if !p.guard.AllowFilter(key, n) {
+			return p.Busy(ss, "the peer sends more filter bytes per second than its share")
 		}
 		ctx, cancel := clock.WithTimeoutCause(p.ctx, p.clk, ss.idle, errors.New("no room for the filter"))
 		defer cancel()
-		h, err := p.recvMem.Acquire(ctx, key, 3*int64(n), func() { ss.s.Reset() })
+		h, err := p.recvMem.Acquire(ctx, key, 3*int64(n), func() { ss.S.Reset() })
 		if err != nil {
-			return p.busy(ss, err.Error())
+			return p.Busy(ss, err.Error())
 		}
 		recv = h
 		return nil
@@ -247,18 +253,18 @@ func (p *server) serveReconcile(ss *serverStream) error {
 		// gets the time a fetcher gives it (4 idle periods), not one per
 		// message.
 		ss.until = clock.Deadline(p.clk, 4*ss.idle)
-		if ss.u.plain() {
+		if ss.u.Plain() {
 			cursor = c.gainCursor()
 		}
-		held = ss.u.held()
+		held = ss.u.Held()
 		return held, release, nil
 	}
-	remote := ss.s.Conn().RemotePeer()
+	remote := ss.S.Conn().RemotePeer()
 	var trim func([]uint32) []uint32
 	var sw *sched.SuperWatch[lpeer.ID]
-	if super := c.super; super != nil && ss.u.plain() {
+	if super := c.Super; super != nil && ss.u.Plain() {
 		trim = super.Trim
-		if ss.hello.Watch {
+		if ss.Hello.Watch {
 			trim = func(found []uint32) []uint32 {
 				var first []uint32
 				if sw != nil {
@@ -271,17 +277,17 @@ func (p *server) serveReconcile(ss *serverStream) error {
 	}
 	// A watch's filter goes into the content's tally of its watchers'
 	// filters (the rarity of BlockRarestFilters).
-	method, offered, found, theirs, err := p.answerSession(ss, r, slot, trim, ss.hello.Watch && ss.u.plain())
-	watching := err == nil && ss.hello.Watch && ss.u.plain() && method != reconcile.IBLT
+	method, offered, found, theirs, err := p.answerSession(ss, r, slot, trim, ss.Hello.Watch && ss.u.Plain())
+	watching := err == nil && ss.Hello.Watch && ss.u.Plain() && method != reconcile.IBLT
 	if sw != nil && !watching {
-		c.super.Unwatch(sw)
+		c.Super.Unwatch(sw)
 	}
-	if errors.Is(err, ErrBusy) {
+	if errors.Is(err, wire.ErrBusy) {
 		// Told so; the fetcher retries later.
 		return nil
 	}
-	if err == nil && p.cfg.observer != nil {
-		p.observe(ServeEvent{Kind: EventAnswered, Peer: remote, Root: c.man.ID(), Coded: ss.hello.Coded,
+	if err == nil && p.cfg.Observer != nil {
+		p.Observe(Event{Kind: EventAnswered, Peer: remote, Root: c.Man.ID(), Coded: ss.Hello.Coded,
 			Method: method, Held: held, Offered: offered, Found: found})
 	}
 	if errors.Is(err, errNotServed) || errors.Is(err, errRejected) {
@@ -293,7 +299,7 @@ func (p *server) serveReconcile(ss *serverStream) error {
 	}
 	// A peer that reconciles with us fetches the same content: if we fetch it
 	// too, it may hold blocks we lack.
-	c.offerSource(remote)
+	c.OfferSource(remote)
 	if !watching {
 		return nil
 	}
@@ -305,60 +311,60 @@ func (p *server) serveReconcile(ss *serverStream) error {
 	}
 	ss.until = time.Time{}
 	if sw != nil {
-		defer c.super.Unwatch(sw)
+		defer c.Super.Unwatch(sw)
 	}
 	if theirs != nil {
-		c.tally.Set(remote, theirs)
-		defer c.tally.Drop(remote, theirs)
+		c.Tally.Set(remote, theirs)
+		defer c.Tally.Drop(remote, theirs)
 	}
 	return p.serveWatch(ss, cursor, sw)
 }
 
-// serveBlocks answers want messages with blocks until the fetcher closes.
-func (p *server) serveBlocks(ss *serverStream) error {
-	c := ss.c
-	limit := ss.u.count()
-	wantMax := 1 + binaryMaxVarint + p.cfg.limits.MaxWant*binaryMaxVarint
+// ServeBlocks answers want messages with blocks until the fetcher closes.
+func (p *Server) ServeBlocks(ss *Stream) error {
+	c := ss.C
+	limit := ss.u.Count()
+	wantMax := 1 + MaxVarint + p.cfg.Limits.MaxWant*MaxVarint
 	var idx []int
-	var hdr [1 + binaryMaxVarint]byte
+	var hdr [1 + MaxVarint]byte
 	key := ss.shareKey()
-	remote := ss.s.Conn().RemotePeer()
-	sends := ss.u.repeats()
+	remote := ss.S.Conn().RemotePeer()
+	sends := ss.u.Repeats()
 	for {
-		f, err := ss.next(wantMax)
+		f, err := ss.Next(wantMax)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
 			return err
 		}
-		idx, err = wire.DecodeWant(idx, f, p.cfg.limits.MaxWant, limit)
+		idx, err = wire.DecodeWant(idx, f, p.cfg.Limits.MaxWant, limit)
 		if err != nil {
 			return err
 		}
 		// A super-seed counts the blocks asked for as being sent, so that it
 		// offers them to nobody else meanwhile; it keeps its own queue (its
 		// offers), so it answers no request busy.
-		super := c.super
-		if !ss.u.plain() {
+		super := c.Super
+		if !ss.u.Plain() {
 			super = nil
 		}
-		if t := c.pushes(); t != nil && ss.u.plain() && t.firstCopies(idx) {
+		if t := c.Pushes(); t != nil && ss.u.Plain() && t.FirstCopies(idx) {
 			// A seed's uplink goes to the first copies down the trees.
-			return p.busy(ss, "the seed pushes its first copies")
+			return p.Busy(ss, "the seed pushes its first copies")
 		}
 		if super == nil && !c.queue(key, len(idx), p.clk.Now()) {
-			return p.busy(ss, "the upload queue is full")
+			return p.Busy(ss, "the upload queue is full")
 		}
 		if super != nil {
 			super.Ask(remote, idx)
 		}
 		for k, i := range idx {
 			if !sends.Allow(key, i, p.clk.Now()) {
-				p.guard.strike(ss.s.Conn(), strikeRepeat, "asks for a block again and again")
-				err = ss.send(wire.AppendMissing(hdr[:0], i))
-			} else if data, ok := ss.u.get(i); !ok {
-				err = ss.send(wire.AppendMissing(hdr[:0], i))
+				p.guard.Strike(ss.S.Conn(), strikeRepeat, "asks for a block again and again")
+				err = ss.Send(wire.AppendMissing(hdr[:0], i))
+			} else if data, ok := ss.u.Get(i); !ok {
+				err = ss.Send(wire.AppendMissing(hdr[:0], i))
 			} else if data != nil {
 				err = p.sendBlock(ss, hdr[:0], i, data)
 			} else {
@@ -378,15 +384,15 @@ func (p *server) serveBlocks(ss *serverStream) error {
 				return err
 			}
 		}
-		if err := ss.flush(); err != nil {
+		if err := ss.Flush(); err != nil {
 			return err
 		}
 	}
 }
 
-// blockRoom is the room kept in front of a served block's bytes for its
+// BlockRoom is the room kept in front of a served block's bytes for its
 // frame's length and header, so that the frame goes out in one write.
-const blockRoom = binaryMaxVarint + 1 + binaryMaxVarint
+const BlockRoom = MaxVarint + 1 + MaxVarint
 
 // doneCtx is a context that is already done: a fairPool acquire with it
 // takes what is free now (or evicts what it may) and never waits.
@@ -400,10 +406,10 @@ var doneCtx = func() context.Context {
 // of the whole frame (on go-libp2p's mock network every write costs a
 // latency). The bytes it reads count against Limits.ServeBytes until they
 // are sent (written to the stream, or copied into its write buffer).
-func (p *server) sendStored(ss *serverStream, hdr []byte, i int) error {
-	c := ss.c
-	n := c.man.BlockLen(i)
-	key, evict := ss.shareKey(), func() { ss.s.Reset() }
+func (p *Server) sendStored(ss *Stream, hdr []byte, i int) error {
+	c := ss.C
+	n := c.Man.BlockLen(i)
+	key, evict := ss.shareKey(), func() { ss.S.Reset() }
 	// Room is there most of the time: take it without a timer first.
 	held, err := p.serveMem.Acquire(doneCtx, key, int64(n), evict)
 	if err != nil {
@@ -412,7 +418,7 @@ func (p *server) sendStored(ss *serverStream, hdr []byte, i int) error {
 		cancel()
 		if err != nil {
 			if errors.Is(err, context.DeadlineExceeded) && p.ctx.Err() == nil {
-				err = fmt.Errorf("%w: no room to serve a block within %v", ErrBusy, ss.idle)
+				err = fmt.Errorf("%w: no room to serve a block within %v", wire.ErrBusy, ss.idle)
 			}
 			return err
 		}
@@ -423,41 +429,41 @@ func (p *server) sendStored(ss *serverStream, hdr []byte, i int) error {
 		bp = new([]byte)
 	}
 	defer p.serveBufs.Put(bp)
-	if cap(*bp) < blockRoom+n {
-		*bp = make([]byte, 0, blockRoom+n)
+	if cap(*bp) < BlockRoom+n {
+		*bp = make([]byte, 0, BlockRoom+n)
 	}
-	buf := (*bp)[:blockRoom]
-	data, err := c.store.ReadBlock(i, buf[blockRoom:])
+	buf := (*bp)[:BlockRoom]
+	data, err := c.Store.ReadBlock(i, buf[BlockRoom:])
 	if errors.Is(err, chunker.ErrNotHeld) {
 		// The seeded file changed under us (chunker's source checks): the
 		// block is no longer ours to give.
-		return ss.send(wire.AppendMissing(hdr, i))
+		return ss.Send(wire.AppendMissing(hdr, i))
 	}
 	if err != nil {
 		return fmt.Errorf("read block %d: %w", i, err)
 	}
-	frame := frameAround(buf, wire.AppendBlockHeader(hdr, i), len(data))
-	if err := p.waitUpload(len(frame)); err != nil {
+	frame := FrameAround(buf, wire.AppendBlockHeader(hdr, i), len(data))
+	if err := p.WaitUpload(len(frame)); err != nil {
 		return err
 	}
 	// data lies right after the room (the buffer had the capacity).
 	if err := ss.sendRaw(frame); err != nil {
 		return err
 	}
-	p.noteSent(ss, i, len(data))
+	p.NoteSent(ss, i, len(data))
 	return nil
 }
 
 // sendBlock sends block i (within the upload rate, if capped).
-func (p *server) sendBlock(ss *serverStream, hdr []byte, i int, data []byte) error {
+func (p *Server) sendBlock(ss *Stream, hdr []byte, i int, data []byte) error {
 	hdr = wire.AppendBlockHeader(hdr, i)
-	if err := p.waitUpload(len(hdr) + len(data)); err != nil {
+	if err := p.WaitUpload(len(hdr) + len(data)); err != nil {
 		return err
 	}
-	if err := ss.send(hdr, data); err != nil {
+	if err := ss.Send(hdr, data); err != nil {
 		return err
 	}
-	p.noteSent(ss, i, len(data))
+	p.NoteSent(ss, i, len(data))
 	return nil
 }
 
@@ -471,11 +477,11 @@ func uploadBurst(r float64) int {
 	return max(1, int(min(r/20, float64(math.MaxInt32))))
 }
 
-// waitUpload waits until n more bytes may be sent within the upload rate
+// WaitUpload waits until n more bytes may be sent within the upload rate
 // (WithServeRate), taking them from the limiter in pieces of at most its
 // bucket. It returns at once when the rate is not capped, and an error when
 // the service closes.
-func (p *server) waitUpload(n int) error {
+func (p *Server) WaitUpload(n int) error {
 	if p.upload == nil {
 		return nil
 	}
@@ -495,65 +501,65 @@ func (p *server) waitUpload(n int) error {
 // the idle time; the slots are shared fairly among peers (fairPool: a peer
 // under its share gets one by resetting the oldest session of the peer that
 // holds the most). When it cannot, it tells the peer "busy" and returns an
-// error wrapping ErrBusy.
-func (p *server) reconcileSlot(ss *serverStream) (func(), error) {
+// error wrapping wire.ErrBusy.
+func (p *Server) reconcileSlot(ss *Stream) (func(), error) {
 	key := ss.shareKey()
-	if isPeerKey(key) && p.slots.UsedBy(key) >= int64(p.cfg.limits.ReconcilesPerPeer) {
-		return nil, p.busy(ss, "the peer holds its share of the reconcile slots")
+	if isPeerKey(key) && p.slots.UsedBy(key) >= int64(p.cfg.Limits.ReconcilesPerPeer) {
+		return nil, p.Busy(ss, "the peer holds its share of the reconcile slots")
 	}
-	ctx, cancel := clock.WithTimeoutCause(p.ctx, p.clk, p.cfg.streamIdle, errors.New("every reconcile slot is taken"))
+	ctx, cancel := clock.WithTimeoutCause(p.ctx, p.clk, p.cfg.StreamIdle, errors.New("every reconcile slot is taken"))
 	defer cancel()
-	h, err := p.slots.Acquire(ctx, key, 1, func() { ss.s.Reset() })
+	h, err := p.slots.Acquire(ctx, key, 1, func() { ss.S.Reset() })
 	if err != nil {
 		if p.ctx.Err() != nil {
 			return nil, p.ctx.Err()
 		}
-		return nil, p.busy(ss, err.Error())
+		return nil, p.Busy(ss, err.Error())
 	}
 	return h.Release, nil
 }
 
-// refuse answers ss with an error frame saying why.
-func (p *server) refuse(ss *serverStream, why error) error {
-	if err := ss.send(wire.AppendError(nil, why.Error())); err != nil {
+// Refuse answers ss with an error frame saying why.
+func (p *Server) Refuse(ss *Stream, why error) error {
+	if err := ss.Send(wire.AppendError(nil, why.Error())); err != nil {
 		return err
 	}
-	return ss.flush()
+	return ss.Flush()
 }
 
-// busy tells the stream's peer "busy" and returns an error wrapping ErrBusy
+// Busy tells the stream's peer "Busy" and returns an error wrapping wire.ErrBusy
 // that says why.
-func (p *server) busy(ss *serverStream, why string) error {
-	if p.cfg.observer != nil {
-		ev := ServeEvent{Kind: EventBusy, Peer: ss.s.Conn().RemotePeer(), Coded: ss.hello.Coded}
-		if ss.c != nil {
-			ev.Root = ss.c.man.ID()
+func (p *Server) Busy(ss *Stream, why string) error {
+	if p.cfg.Observer != nil {
+		ev := Event{Kind: EventBusy, Peer: ss.S.Conn().RemotePeer(), Coded: ss.Hello.Coded}
+		if ss.C != nil {
+			ev.Root = ss.C.Man.ID()
 		}
-		p.observe(ev)
+		p.Observe(ev)
 	}
-	if err := ss.send(wire.AppendError(nil, wire.BusyText)); err == nil {
-		ss.flush()
+	if err := ss.Send(wire.AppendError(nil, wire.BusyText)); err == nil {
+		ss.Flush()
 	}
-	return fmt.Errorf("%w: %s", ErrBusy, why)
+	return fmt.Errorf("%w: %s", wire.ErrBusy, why)
 }
 
-// noteSent counts unit i of n bytes as sent on ss.
-func (p *server) noteSent(ss *serverStream, i, n int) {
-	remote := ss.s.Conn().RemotePeer()
-	ss.c.noteSent(remote, n)
-	if super := ss.c.super; super != nil && ss.u.plain() {
+// NoteSent counts unit i of n bytes as sent on ss.
+func (p *Server) NoteSent(ss *Stream, i, n int) {
+	remote := ss.S.Conn().RemotePeer()
+	ss.C.NoteSent(remote, n)
+	if super := ss.C.Super; super != nil && ss.u.Plain() {
 		super.NoteSent(remote, i)
 	}
-	if p.cfg.observer != nil {
-		p.observe(ServeEvent{Kind: EventBlockSent, Peer: remote, Root: ss.c.man.ID(), Coded: ss.hello.Coded, Index: i, Bytes: n})
+	if p.cfg.Observer != nil {
+		p.Observe(Event{Kind: EventBlockSent, Peer: remote, Root: ss.C.Man.ID(), Coded: ss.Hello.Coded, Index: i, Bytes: n})
 	}
 }
 
-// servePeers lists the other peers known to hold or fetch the content.
-func (p *server) servePeers(ss *serverStream) error {
-	remote := ss.s.Conn().RemotePeer()
+// ServePeers lists the other peers known to hold or fetch the content.
+func (p *Server) ServePeers(ss *Stream) error {
+	remote := ss.S.Conn().RemotePeer()
 	var infos []lpeer.AddrInfo
-	for _, id := range ss.c.swarmPeers() {
+	for _, id := range ss.C.swarmPeers() {
 		if id == remote || id == p.h.ID() {
 			continue
 		}
@@ -566,11 +572,86 @@ func (p *server) servePeers(ss *serverStream) error {
 			break
 		}
 	}
-	if err := ss.send(wire.AppendPeers(nil, infos)); err != nil {
+	if err := ss.Send(wire.AppendPeers(nil, infos)); err != nil {
 		return err
 	}
-	return ss.flush()
+	return ss.Flush()
 }
 
-// binaryMaxVarint is the longest uvarint of an index we accept (uint64).
-const binaryMaxVarint = 10
+// MaxVarint is the longest uvarint of an index we accept (uint64).
+const MaxVarint = 10
+
+// FrameAround writes the length prefix and header hdr of a frame into the
+// blockRoom bytes of b in front of the n bytes of data that follow them,
+// and returns the whole frame, in one slice for one write.
+func FrameAround(b, hdr []byte, n int) []byte {
+	var lp [MaxVarint]byte
+	l := binary.PutUvarint(lp[:], uint64(len(hdr)+n))
+	start := BlockRoom - len(hdr) - l
+	copy(b[start:], lp[:l])
+	copy(b[start+l:], hdr)
+	return b[start : BlockRoom+n]
+}
+
+// Server answers the requests of remote peers: the stream handlers of the
+// service's protocols (manifest, reconcile, blocks, peers, push, adopt),
+// the watches, and the serve budget they share (reconcile slots, upload
+// rate, read buffers). Its admission of strangers is the guard's.
+type Server struct {
+	h         host.Host
+	cfg       Config
+	log       *slog.Logger
+	clk       clock.Clock
+	ctx       context.Context
+	goroutine func(func()) bool
+	lib       *Library
+	guard     *Guard
+
+	// slots are the reconciliations answered at once (Limits.Reconciles),
+	// shared among peers.
+	slots *admit.FairPool
+	// upload caps the rate of served block frames (WithServeRate), over
+	// every stream and push; nil means no cap. Its bucket holds
+	// uploadBurst: waitUpload takes a larger frame in pieces.
+	upload *rate.Limiter
+	// serveMem shares the bytes of blocks read for serving held at once
+	// (Limits.ServeBytes) among peers; serveBufs recycles those buffers.
+	serveMem  *admit.FairPool
+	serveBufs sync.Pool
+	// recvMem shares the memory of the reconciliation sessions answered at
+	// once (Limits.ReconcileBytes) among peers.
+	recvMem *admit.FairPool
+}
+
+// NewServer returns the server of a service on h: it answers for the
+// contents of lib, admits peers through guard and runs its goroutines with
+// goroutine (false once the service is closed) until ctx ends. The caller
+// registers its handlers (Handler) and runs Sweeper.
+func NewServer(ctx context.Context, h host.Host, cfg Config, lib *Library, guard *Guard, goroutine func(func()) bool) *Server {
+	p := &Server{h: h, cfg: cfg, log: cfg.Log, clk: cfg.Clock, ctx: ctx, goroutine: goroutine, lib: lib, guard: guard,
+		slots:    admit.NewFairPool(int64(cfg.Limits.Reconciles)),
+		serveMem: admit.NewFairPool(int64(cfg.Limits.ServeBytes)),
+		recvMem:  admit.NewFairPool(int64(cfg.Limits.ReconcileBytes)),
+	}
+	if cfg.ServeRate > 0 {
+		b := uploadBurst(cfg.ServeRate)
+		p.upload = rate.NewLimiter(rate.Limit(cfg.ServeRate), b)
+		// start empty: no initial burst (the limiter keeps real time)
+		p.upload.ReserveN(clock.Real().Now(), b)
+	}
+	return p
+}
+
+// HelloMax bounds the first frame of a request (wire.Hello).
+const HelloMax = 2 + wire.MaxRootLen + 1
+
+// NewStream returns the inbound request s about content c (nil until its
+// hello names one), with the idle deadline idle on clock clk.
+func NewStream(s network.Stream, c *Content, idle time.Duration, clk clock.Clock) *Stream {
+	return &Stream{S: s, R: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), C: c, idle: idle, clk: clk}
+}
+
+// ServeBytesHeld returns the bytes of blocks read for serving that are
+// held now (Limits.ServeBytes bounds them): none once every stream has
+// ended.
+func (p *Server) ServeBytesHeld() int64 { return p.serveMem.Used() }
