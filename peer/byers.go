@@ -98,7 +98,7 @@ func (p *client) fetchAlt(ctx context.Context, method reconcile.Method, root chu
 	}
 	var errs []error
 	for _, id := range srcs {
-		body, err := p.askManifest(ctx, root, id, true, byers.MaxHeaderLen(m))
+		body, err := p.nd.AskManifest(ctx, root, id, true, byers.MaxHeaderLen(m))
 		if err == nil {
 			var set *byers.Set
 			if set, err = byers.DecodeHeader(body, m); err == nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -195,7 +196,7 @@ func TestBlockRanges(t *testing.T) {
 		{[]int{1, 4, 5, 6, 9}, 8, "blocks 1, 4-6 and 9"},
 		{[]int{1, 3, 5, 7}, 2, "blocks 1, 3, …"},
 	} {
-		if got := blockRanges(tc.idx, tc.max); got != tc.want {
+		if got := swarm.BlockRanges(tc.idx, tc.max); got != tc.want {
 			t.Errorf("blockRanges(%v, %d) = %q, want %q", tc.idx, tc.max, got, tc.want)
 		}
 	}

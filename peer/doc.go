@@ -311,24 +311,27 @@
 //
 // # Inside
 //
-// This package is the public face and the wiring; each job has a
-// sub-package that does not import it:
+// This package is the public face and the wiring: Service, New,
+// NewService, Seed, Serve, Fetch, the options, Ticket and Summary. Each job
+// has a sub-package, and none imports this one:
+//   - peer/serve: the serving side: the library of contents, the handlers
+//     of the manifest, reconcile, blocks and peers protocols and their
+//     budget, the watches' serving side, and the guard (admission, abuse
+//     scores, bans).
+//   - peer/swarm: the fetching side: requests to peers, a running fetch
+//     (a worker per source, a finder of more sources, the watches), its
+//     saved bans, and a content's place in its stripe trees (pushes in and
+//     out, adoption and repair). It reaches the serving side through
+//     package serve, and a content reaches it through serve.Fetch and
+//     serve.Trees.
 //   - peer/sched: which block to ask of which source (picker, rarity,
 //     flow window, stall timer, super-seeding); pure.
 //   - peer/admit: fair shares, rate tables, repeat bounds, abuse scores
 //     and the deny-list; pure, handed the time.
-//   - peer/stripes: the stripe trees' planner (and policies); pure.
+//   - peer/stripes: the stripe trees' planner and policies; pure.
 //   - peer/hostkit: the host with batteries (identity, transports,
 //     resource limits, relay, hole punching, AutoNAT, DHT, mDNS, paths).
 //   - peer/byers: the Byers baseline's coded blocks and their decoding.
-//   - peer/wire: the frames of the protocols.
+//   - peer/wire: the protocols' ids, frames and sentinel errors.
 //   - peer/clock: the clock.
-//
-// In this package the Service wires: a server answers remote peers
-// (serve.go, recon.go, watch.go, push_recv.go, adopt.go), a client asks
-// them and starts fetches (connect.go, manifests.go, stream.go, fetch.go),
-// the guard admits and bans (guard.go), the library holds the contents
-// (library.go, content.go), and a running fetch (fetcher.go) runs a worker
-// per source (download.go), a finder for more sources (discover.go,
-// find.go) and takes the stripe trees' pushes (push_recv.go).
 package peer

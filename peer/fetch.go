@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
-	"github.com/reconcile-p2p/reconcile/reconcile"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 )
 
 // Fetch downloads the content of ticket t into the folder out, from the
@@ -34,8 +31,8 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, err
 	}
 	start := p.clk.Now()
-	fileMode := fc.outFile && !isDir(out)
-	st, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.check)
+	fileMode := fc.OutFile && !isDir(out)
+	st, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
 	if err != nil {
 		return nil, err
 	}
@@ -44,27 +41,27 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			st.Close()
 			return nil, err
 		}
-		removeBanFile(st, p.log)
-		return p.cl.finishedSummary(st, fc, start), nil
+		swarm.RemoveBanFile(st, p.log)
+		return p.nd.FinishedSummary(st, fc, start), nil
 	}
-	srcs := p.cl.connectAll(ctx, t.Peers, fc.peers, fc.sources)
-	if len(srcs) == 0 && (st == nil || !serve.IsBlockMethod(fc.method)) {
+	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources)
+	if len(srcs) == 0 && (st == nil || !serve.IsBlockMethod(fc.Method)) {
 		if st != nil {
 			st.Close()
 		}
-		return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.peers)+len(fc.sources)))
+		return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.Peers)+len(fc.Sources)))
 	}
 	var m *chunker.Manifest
 	if st != nil {
 		m = st.Manifest()
-	} else if m, err = p.cl.fetchManifest(ctx, t.Root, srcs); err != nil {
+	} else if m, err = p.nd.FetchManifest(ctx, t.Root, srcs); err != nil {
 		return nil, err
 	}
 	// A method that fetches other units than the blocks gets what it needs
 	// to check them first (the header of the content's altUnits).
 	var alt serve.AltUnits
-	if !serve.IsBlockMethod(fc.method) {
-		if alt, err = p.cl.fetchAlt(ctx, fc.method, t.Root, srcs, m); err != nil {
+	if !serve.IsBlockMethod(fc.Method) {
+		if alt, err = p.cl.fetchAlt(ctx, fc.Method, t.Root, srcs, m); err != nil {
 			if st != nil {
 				st.Close()
 			}
@@ -86,7 +83,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		st.Close()
 		return nil, err
 	}
-	return p.cl.fetchServed(ctx, m.ID(), srcs, fc, start)
+	return p.nd.FetchServed(ctx, m.ID(), srcs, fc, start)
 }
 
 // FetchServed downloads the blocks a served content lacks (one added with
@@ -105,61 +102,15 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
-	srcs := p.cl.connectAll(ctx, nil, fc.peers, fc.sources)
-	if !serve.IsBlockMethod(fc.method) && c.AltSet() == nil {
-		alt, err := p.cl.fetchAlt(ctx, fc.method, root, srcs, c.Man)
+	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources)
+	if !serve.IsBlockMethod(fc.Method) && c.AltSet() == nil {
+		alt, err := p.cl.fetchAlt(ctx, fc.Method, root, srcs, c.Man)
 		if err != nil {
 			return nil, err
 		}
 		c.SetAlt(alt)
 	}
-	return p.cl.fetchServed(ctx, root, srcs, fc, start)
-}
-
-// fetchServed is the one fetch of every method: it runs a fetch of the
-// served content root from srcs and sums it up.
-func (p *client) fetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID, fc fetchConfig, start time.Time) (*Summary, error) {
-	c := p.lib.Lookup(root[:])
-	if c == nil {
-		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
-	}
-	t, err := p.newTarget(c, fc.method)
-	if err != nil {
-		return nil, err
-	}
-	if fc.stripes != nil && treesOf(c) == nil {
-		if err := p.Push(root, *fc.stripes); err != nil {
-			return nil, err
-		}
-	}
-	f := newFetch(p.Service, c, t, fc)
-	if !c.SetFetch(f) {
-		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
-	}
-	ids, until := f.bans.load()
-	for _, id := range ids {
-		u := p.guard.BanUntil(id, until[id])
-		p.log.Info("peer banned by an earlier fetch", "peer", id, "until", u)
-		f.event(FetchEvent{Kind: FetchPeerStillBanned, Peer: id, Block: -1, Until: u})
-	}
-	sum, err := f.run(ctx, srcs)
-	c.ClearFetch(f)
-	removeBanFile(c.Store, p.log)
-	sum.Out = c.Store.Dir()
-	if fp := c.Store.FilePath(); fp != "" {
-		sum.Out = fp
-	}
-	sum.Files, sum.FileCount = outputFiles(c.Store)
-	sum.Seconds = p.clk.Since(start).Seconds()
-	decode, terr := t.Finish()
-	sum.DecodeSeconds = decode.Seconds()
-	if err == nil {
-		err = terr
-	}
-	if serr := c.Store.Sync(); serr != nil && err == nil && !errors.Is(serr, chunker.ErrClosed) {
-		err = fmt.Errorf("peer: sync %s: %w", c.Store.Dir(), serr)
-	}
-	return sum, err
+	return p.nd.FetchServed(ctx, root, srcs, fc, start)
 }
 
 // openOutput opens the store in out for root, or returns nil if out holds
@@ -196,33 +147,8 @@ func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fi
 	}
 }
 
-// finishedSummary is the summary of a fetch that found its output complete.
-func (p *client) finishedSummary(st *chunker.Store, fc fetchConfig, start time.Time) *Summary {
-	m := st.Manifest()
-	files, n := outputFiles(st)
-	out := st.Dir()
-	if fp := st.FilePath(); fp != "" {
-		out = fp
-	}
-	return &Summary{Files: files, FileCount: n, Root: m.ID().String(), Method: fc.method.String(), Out: out, Blocks: m.BlockCount(), Bytes: m.TotalSize(),
-		Resumed: m.BlockCount(), Peers: []PeerShare{}, Seconds: p.clk.Since(start).Seconds()}
-}
-
 // isDir reports whether path is an existing folder.
 func isDir(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.IsDir()
-}
-
-// newTarget returns the target of a fetch of c with method m: the blocks of
-// its store with a block method, the content's other units otherwise.
-func (p *client) newTarget(c *serve.Content, m reconcile.Method) (serve.Target, error) {
-	if serve.IsBlockMethod(m) {
-		return serve.NewBlockTarget(c, m), nil
-	}
-	alt := c.AltSet()
-	if alt == nil || !alt.Responder().Serves(m) {
-		return nil, fmt.Errorf("peer: content %s is not served with method %v: %w", c.Man.ID(), m, reconcile.ErrMethod)
-	}
-	return alt.NewTarget(p.ctx, c)
 }

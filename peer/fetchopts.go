@@ -8,29 +8,16 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
 // FetchOption configures Fetch.
-type FetchOption func(*fetchConfig) error
-
-type fetchConfig struct {
-	progress func(Progress)
-	peers    []ma.Multiaddr
-	sources  []lpeer.ID
-	method   reconcile.Method
-	noPeer   time.Duration
-	outFile  bool
-	check    func(done, total int)
-	events   func(FetchEvent)
-	choice   BlockChoice
-	endgame  bool
-	stripes  *Stripes
-}
+type FetchOption func(*swarm.FetchConfig) error
 
 // newFetchConfig applies opts to the defaults.
-func newFetchConfig(opts []FetchOption) (fetchConfig, error) {
-	fc := fetchConfig{method: reconcile.Complete, noPeer: 10 * time.Second}
+func newFetchConfig(opts []FetchOption) (swarm.FetchConfig, error) {
+	fc := swarm.FetchConfig{Method: reconcile.Complete, NoPeer: 10 * time.Second}
 	for _, o := range opts {
 		if err := o(&fc); err != nil {
 			return fc, err
@@ -44,18 +31,18 @@ func newFetchConfig(opts []FetchOption) (fetchConfig, error) {
 // it has its place already: the fetch then takes the blocks its parents
 // push and asks its sources only for what they do not bring.
 func WithStripes(st Stripes) FetchOption {
-	return func(c *fetchConfig) error { c.stripes = &st; return nil }
+	return func(c *swarm.FetchConfig) error { c.Stripes = &st; return nil }
 }
 
 // WithProgress sets a callback called after every stored block (calls are
 // serialized; keep it quick).
 func WithProgress(fn func(Progress)) FetchOption {
-	return func(c *fetchConfig) error { c.progress = fn; return nil }
+	return func(c *swarm.FetchConfig) error { c.Progress = fn; return nil }
 }
 
 // WithPeers adds peers to fetch from, as full multiaddrs ending in /p2p/ID.
 func WithPeers(addrs ...ma.Multiaddr) FetchOption {
-	return func(c *fetchConfig) error { c.peers = append(c.peers, addrs...); return nil }
+	return func(c *swarm.FetchConfig) error { c.Peers = append(c.Peers, addrs...); return nil }
 }
 
 // WithOutFile makes Fetch's out name the output file when the content is a
@@ -67,21 +54,21 @@ func WithPeers(addrs ...ma.Multiaddr) FetchOption {
 // files is written under out as a folder, as without the option; an out that
 // is an existing folder is always used as one. Default: out is a folder.
 func WithOutFile() FetchOption {
-	return func(c *fetchConfig) error { c.outFile = true; return nil }
+	return func(c *swarm.FetchConfig) error { c.OutFile = true; return nil }
 }
 
 // WithCheckProgress sets a callback for the re-hashing of the blocks already
 // on disk when a fetch resumes a store (see chunker.WithCheckProgress): it is
 // called with (0, total) first, then after every block checked. Default: none.
 func WithCheckProgress(fn func(done, total int)) FetchOption {
-	return func(c *fetchConfig) error { c.check = fn; return nil }
+	return func(c *swarm.FetchConfig) error { c.Check = fn; return nil }
 }
 
 // WithSources adds peers to fetch from by id: peers the host is connected to
 // already, or whose addresses its peerstore holds (an application that
 // found them by its own means, or a testnet that linked them).
 func WithSources(ids ...lpeer.ID) FetchOption {
-	return func(c *fetchConfig) error { c.sources = append(c.sources, ids...); return nil }
+	return func(c *swarm.FetchConfig) error { c.Sources = append(c.Sources, ids...); return nil }
 }
 
 // WithMethod sets the reconciliation method. reconcile.Complete (the
@@ -90,11 +77,11 @@ func WithSources(ids ...lpeer.ID) FetchOption {
 // method from the fetcher's first message); reconcile.Byers downloads coded
 // blocks instead (the seed must serve them, see WithByers).
 func WithMethod(m reconcile.Method) FetchOption {
-	return func(c *fetchConfig) error {
+	return func(c *swarm.FetchConfig) error {
 		if !m.Valid() {
 			return fmt.Errorf("peer: method %v: %w", m, reconcile.ErrMethod)
 		}
-		c.method = m
+		c.Method = m
 		return nil
 	}
 }
@@ -102,11 +89,11 @@ func WithMethod(m reconcile.Method) FetchOption {
 // WithBlockChoice sets how a fetch chooses which of a source's offered
 // blocks to ask it for first. Default BlockRarest.
 func WithBlockChoice(c BlockChoice) FetchOption {
-	return func(fc *fetchConfig) error {
+	return func(fc *swarm.FetchConfig) error {
 		if c != BlockRarest && c != BlockInOrder && c != BlockRandom && c != BlockRarestFilters {
 			return fmt.Errorf("peer: WithBlockChoice: unknown choice %d", int(c))
 		}
-		fc.choice = c
+		fc.Choice = c
 		return nil
 	}
 }
@@ -119,66 +106,20 @@ func WithBlockChoice(c BlockChoice) FetchOption {
 // fetcher finished within 10 % of the median without it, and the copies it
 // asks for twice cost upload.
 func WithEndgame() FetchOption {
-	return func(fc *fetchConfig) error { fc.endgame = true; return nil }
+	return func(fc *swarm.FetchConfig) error { fc.Endgame = true; return nil }
 }
 
 // WithNoPeerTimeout sets how long a fetch goes on with no peer left to
 // download from, or with peers that have none of the missing blocks, before
 // it fails with ErrNoPeers. Default 10 s.
 func WithNoPeerTimeout(d time.Duration) FetchOption {
-	return func(c *fetchConfig) error {
+	return func(c *swarm.FetchConfig) error {
 		if d <= 0 {
 			return errors.New("peer: WithNoPeerTimeout: duration must be positive")
 		}
-		c.noPeer = d
+		c.NoPeer = d
 		return nil
 	}
-}
-
-// A FetchEventKind says what a FetchEvent reports.
-type FetchEventKind int
-
-const (
-	// FetchCorruptBlock: a peer sent a block that failed verification. The
-	// block is asked of other peers, never of this one again; the peer may
-	// still send others.
-	FetchCorruptBlock FetchEventKind = iota + 1
-	// FetchPeerBanned: a peer sent its third corrupt block; it is dropped
-	// from the fetch and banned for a while.
-	FetchPeerBanned
-	// FetchPeerStillBanned: an earlier fetch on the same store banned the
-	// peer (for corrupt blocks or other misbehaviour, see BanFile), and this
-	// fetch keeps it banned until Until.
-	FetchPeerStillBanned
-)
-
-// String names the kind.
-func (k FetchEventKind) String() string {
-	switch k {
-	case FetchCorruptBlock:
-		return "corrupt-block"
-	case FetchPeerBanned:
-		return "peer-banned"
-	case FetchPeerStillBanned:
-		return "peer-still-banned"
-	}
-	return "unknown"
-}
-
-// A FetchEvent is something a fetch reports about one of its peers, given to
-// the WithFetchEvents function.
-type FetchEvent struct {
-	// Kind is what happened.
-	Kind FetchEventKind
-	// Peer is the remote peer.
-	Peer lpeer.ID
-	// Block is the corrupt block (a coded block with reconcile.Byers); -1
-	// for FetchPeerStillBanned.
-	Block int
-	// Corrupt counts the corrupt blocks Peer sent in this fetch so far.
-	Corrupt int
-	// Until is when the ban of a FetchPeerStillBanned event ends.
-	Until time.Time
 }
 
 // WithFetchEvents sets a callback for what happens to the fetch's peers (a
@@ -186,5 +127,5 @@ type FetchEvent struct {
 // Calls are serialized with those of WithProgress; keep it quick. Default:
 // none (the service's logger still logs them).
 func WithFetchEvents(fn func(FetchEvent)) FetchOption {
-	return func(c *fetchConfig) error { c.events = fn; return nil }
+	return func(c *swarm.FetchConfig) error { c.Events = fn; return nil }
 }

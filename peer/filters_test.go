@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/reconcile-p2p/reconcile/cbfalgebra"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -35,6 +36,6 @@ func heldFilter(t testing.TB, u *reconcile.Universe, cfg reconcile.Config, idx [
 // (sized for all of u's blocks, see watchParams).
 func watchFilter(t testing.TB, u *reconcile.Universe, idx []int) *cbfalgebra.CBF {
 	t.Helper()
-	m, k := watchParams(reconcile.Complete, u.Blocks())
+	m, k := swarm.WatchParams(reconcile.Complete, u.Blocks())
 	return heldFilter(t, u, reconcile.Config{M: m, K: k}, idx)
 }

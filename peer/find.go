@@ -11,54 +11,6 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
-// providerLookupEvery is the pause between DHT lookups of a running fetch.
-const providerLookupEvery = 10 * time.Second
-
-// discoverMore starts the fetch's DHT and LAN discovery, if the peer runs
-// any: providers of the root found in the DHT, and peers found on the LAN
-// by mDNS, become sources as they are found.
-func (f finder) discoverMore() {
-	ds := f.p.discoveryOf()
-	if ds == nil {
-		return
-	}
-	root := f.c.Man.ID()
-	add := func(ai AddrInfo) {
-		if ai.ID == f.p.h.ID() || f.known(ai.ID) || f.p.guard.IsBanned(ai.ID) {
-			return
-		}
-		cctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, 10*time.Second)
-		defer cancel()
-		if err := f.p.cl.connectProvider(cctx, ai); err == nil {
-			f.p.cl.awaitDirect(f.ctx, ai.ID)
-			f.AddSource(ai.ID)
-		}
-	}
-	f.wg.Add(1)
-	go func() {
-		defer f.wg.Done()
-		t := f.p.clk.NewTicker(time.Second)
-		defer t.Stop()
-		var last time.Time
-		for {
-			for _, id := range ds.LANPeers() {
-				add(AddrInfo{ID: id})
-			}
-			if ds.DHT() != nil && f.p.clk.Since(last) > providerLookupEvery {
-				last = f.p.clk.Now()
-				ctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, providerLookupEvery)
-				ds.Providers(ctx, root, func(ai AddrInfo) { go add(ai) })
-				cancel()
-			}
-			select {
-			case <-f.ctx.Done():
-				return
-			case <-t.Chan():
-			}
-		}
-	}()
-}
-
 // FindProviders looks for peers that serve root: providers in the DHT and
 // peers of this tool on the LAN (WithDiscovery). It returns those found
 // within wait, or as soon as one is found and a further second has passed.
@@ -141,7 +93,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 	defer cancel()
 	for _, ai := range infos {
 		go func() {
-			if err := p.cl.connectProvider(cctx, ai); err != nil {
+			if err := p.nd.ConnectProvider(cctx, ai); err != nil {
 				p.log.Info("provider unreachable", "peer", ai.ID, "err", err)
 				ai.ID = ""
 			}
@@ -170,25 +122,4 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 		reached = infos // let Fetch report why
 	}
 	return p.Fetch(ctx, Ticket{Root: root, Peers: reached}, out, opts...)
-}
-
-// connectProvider connects to a provider found in the DHT or on the LAN. If
-// the addresses found fail (a record announced before the provider had a
-// relay address), it asks the DHT for the provider's current addresses and
-// tries those.
-func (p *client) connectProvider(ctx context.Context, ai AddrInfo) error {
-	err := p.h.Connect(ctx, ai)
-	if err == nil {
-		return nil
-	}
-	ds := p.discoveryOf()
-	if ds == nil || ds.DHT() == nil || ctx.Err() != nil {
-		return err
-	}
-	found, ferr := ds.DHT().FindPeer(ctx, ai.ID)
-	if ferr != nil || len(found.Addrs) == 0 {
-		return err
-	}
-	p.log.Info("provider's addresses from the DHT", "peer", ai.ID, "addrs", found.Addrs)
-	return p.h.Connect(ctx, found)
 }

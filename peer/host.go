@@ -6,7 +6,6 @@ import (
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/crypto"
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	ma "github.com/multiformats/go-multiaddr"
 
@@ -132,31 +131,6 @@ func (s *Service) DHT() *dht.IpfsDHT {
 		return k.DHT()
 	}
 	return nil
-}
-
-// pathTo says how this host is connected to id now (hostkit.Host.Path).
-func (s *client) pathTo(id lpeer.ID) string {
-	if k := s.kit(); k != nil {
-		return k.Path(id)
-	}
-	return hostkit.PathOf(s.h.Network(), id)
-}
-
-// notePaths fills in the Path of each share.
-func (f *fetch) notePaths(shares []PeerShare) {
-	for i := range shares {
-		if id, err := lpeer.Decode(shares[i].Peer); err == nil {
-			shares[i].Path = f.p.cl.pathTo(id)
-		}
-	}
-}
-
-// awaitDirect gives hole punching a chance before blocks move over a relay
-// (hostkit.Host.AwaitDirect); it returns at once on an application's host.
-func (s *client) awaitDirect(ctx context.Context, id lpeer.ID) {
-	if k := s.kit(); k != nil {
-		k.AwaitDirect(ctx, id)
-	}
 }
 
 func isRelayed(a ma.Multiaddr) bool { return hostkit.IsRelayed(a) }

@@ -140,20 +140,20 @@ func TestRepeatedBlockBounded(t *testing.T) {
 	dir := t.TempDir()
 	seed, tk, src := seedFile(t, dir, 64<<10, 16<<10)
 	evil := connectedPeer(ctx, t, seed)
-	cs, err := evil.cl.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
+	cs, err := evil.nd.Request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.reset()
+	defer cs.Reset()
 	sent, missing := 0, 0
 	for range 2 * admit.BanScore / admit.StrikeRepeat {
-		if err := cs.send(wire.AppendWant(nil, []int{0})); err != nil {
+		if err := cs.Send(wire.AppendWant(nil, []int{0})); err != nil {
 			break
 		}
-		if err := cs.flush(); err != nil {
+		if err := cs.Flush(); err != nil {
 			break
 		}
-		f, err := cs.next(1 << 20)
+		f, err := cs.Next(1 << 20)
 		if err != nil {
 			break // reset: banned
 		}
@@ -195,16 +195,16 @@ func TestMalformedBanned(t *testing.T) {
 		if seed.guard.IsBanned(evil.ID()) {
 			t.Fatalf("banned after %d malformed frames", i)
 		}
-		cs, err := evil.cl.request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
+		cs, err := evil.nd.Request(ctx, seed.ID(), ProtoBlocks, tk.Root, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		cs.send([]byte{0xff, 0x01})
-		cs.flush()
-		if _, err := cs.next(1 << 20); err == nil {
+		cs.Send([]byte{0xff, 0x01})
+		cs.Flush()
+		if _, err := cs.Next(1 << 20); err == nil {
 			t.Fatalf("frame %d: the malformed want was answered", i)
 		}
-		cs.reset()
+		cs.Reset()
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for !seed.guard.IsBanned(evil.ID()) && time.Now().Before(deadline) {
@@ -245,7 +245,7 @@ func TestStreamChurnBanned(t *testing.T) {
 	if !seed.guard.IsBanned(evil.ID()) {
 		t.Fatalf("a peer that opened %d streams at once is not banned", 4*serve.StreamBurst)
 	}
-	if _, err := evil.cl.fetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {
+	if _, err := evil.nd.FetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {
 		t.Error("a banned peer got the manifest")
 	}
 	out := filepath.Join(dir, "out")

@@ -14,6 +14,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 )
 
 // Option configures New and NewService. Options that can fail return an
@@ -23,17 +24,13 @@ type Option func(*config) error
 type config struct {
 	// Config is what the server is told: log, clock (WithClock,
 	// WithTimeScale), limits, stream idle time, serve rate, observer.
-	serve.Config
+	swarm.Config
 	listen  []string
 	key     crypto.PrivKey
 	keyFile string
 	// hostOpts is set by the options that shape a new host (New only).
-	hostOpts     bool
-	StallTimeout time.Duration
-	Window       int
-	FixedWindow  bool
-	MaxSources   int
-	syncEvery    int
+	hostOpts  bool
+	syncEvery int
 	// dialRanker orders the dials of a peer's addresses (hostkit.TCPFirst; tests
 	// compare it with libp2p's default).
 	dialRanker network.DialRanker
@@ -85,16 +82,18 @@ func WithTimeScale(s float64) Option {
 func defaultConfig() config {
 	return config{
 		listen: []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1", "/ip6/::/tcp/0", "/ip6/::/udp/0/quic-v1"},
-		Config: serve.Config{
-			Log:        slog.New(slog.DiscardHandler),
-			Limits:     DefaultLimits,
-			StreamIdle: 30 * time.Second,
-			Clock:      clock.Real(),
+		Config: swarm.Config{
+			Config: serve.Config{
+				Log:        slog.New(slog.DiscardHandler),
+				Limits:     DefaultLimits,
+				StreamIdle: 30 * time.Second,
+				Clock:      clock.Real(),
+			},
+			StallTimeout: 10 * time.Second,
+			Window:       16,
+			MaxSources:   32,
 		},
-		StallTimeout: 10 * time.Second,
-		Window:       16,
-		MaxSources:   32,
-		dialRanker:   hostkit.TCPFirst,
+		dialRanker: hostkit.TCPFirst,
 	}
 }
 

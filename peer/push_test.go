@@ -2,12 +2,9 @@ package peer
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
-	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -161,7 +158,7 @@ func (w *pushSwarm) startFetch(ctx context.Context, p *Peer) func() (*Summary, e
 // fetching waits until p's fetch of w's file runs.
 func (w *pushSwarm) fetching(ctx context.Context, p *Peer) error {
 	root := w.man.ID()
-	for c := p.lib.Lookup(root[:]); c == nil || !fetchOf(c).running(); c = p.lib.Lookup(root[:]) {
+	for c := p.lib.Lookup(root[:]); c == nil || !swarm.FetchOf(c).Running(); c = p.lib.Lookup(root[:]) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -349,9 +346,9 @@ func TestPushCatchUpParentBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := w.man.ID()
-	tr := treesOf(b.lib.Lookup(root[:]))
-	tr.parentFailed(a.ID(), false)
-	if !tr.accepts(a.ID()) {
+	tr := swarm.TreesOf(b.lib.Lookup(root[:]))
+	tr.ParentFailed(a.ID(), false)
+	if !tr.Accepts(a.ID()) {
 		t.Fatal("a parent back is not taken")
 	}
 	for !w.stores[1].Complete() {
@@ -417,10 +414,10 @@ func TestPushCatchUpRefusedFirst(t *testing.T) {
 	waitB := w.startFetch(ctx, b)
 	// b asks a to catch it up as its fetch starts, and a refuses.
 	for {
-		tr := treesOf(b.lib.Lookup(root[:]))
-		tr.mu.Lock()
-		refused := tr.tree.Behind(a.ID())
-		tr.mu.Unlock()
+		tr := swarm.TreesOf(b.lib.Lookup(root[:]))
+		tr.Lock()
+		refused := tr.Tree().Behind(a.ID())
+		tr.Unlock()
 		if refused {
 			break
 		}
@@ -537,7 +534,7 @@ func TestPushChecked(t *testing.T) {
 		st   Stripes
 	}{
 		{"no stripes", root, Stripes{}},
-		{"too many stripes", root, Stripes{Parents: make([]lpeer.ID, maxStripes+1)}},
+		{"too many stripes", root, Stripes{Parents: make([]lpeer.ID, swarm.MaxStripes+1)}},
 		{"children of more stripes than parents", root, Stripes{Parents: []lpeer.ID{other}, Children: [][]lpeer.ID{nil, {other}}}},
 		{"own child", root, Stripes{Parents: []lpeer.ID{other}, Children: [][]lpeer.ID{{self}}}},
 		{"child twice", root, Stripes{Parents: []lpeer.ID{""}, Children: [][]lpeer.ID{{other, other}}}},
@@ -587,69 +584,16 @@ func TestPushRetried(t *testing.T) {
 	}
 }
 
-// readStream is a stream that reads from r (and takes any deadline).
-type readStream struct {
-	network.Stream
-	r io.Reader
-}
-
-func (s *readStream) Read(b []byte) (int, error)      { return s.r.Read(b) }
-func (s *readStream) SetReadDeadline(time.Time) error { return nil }
-
-// FuzzReadPushes: whatever a parent pushes, the child never panics, stores
-// only blocks that match the manifest, and takes a block only of the
-// stripes the parent pushes (here stripe 0 of 2).
-func FuzzReadPushes(f *testing.F) {
-	dir := f.TempDir()
-	src := writeRandomFile(f, dir, "data.bin", 64<<10, 5)
-	m := manifestOf(f, src)
-	data, err := os.ReadFile(src)
-	if err != nil {
-		f.Fatal(err)
-	}
-	frame := func(fr []byte) []byte { return append(binary.AppendUvarint(nil, uint64(len(fr))), fr...) }
-	f.Add(frame(append(wire.AppendBlockHeader(nil, 0), data[:16<<10]...)))
-	f.Add(frame(append(wire.AppendBlockHeader(nil, 2), data[32<<10:48<<10]...)))
-	f.Add(frame(append(wire.AppendBlockHeader(nil, 1), data[16<<10:32<<10]...)))
-	f.Add(frame(wire.AppendMissing(nil, 0)))
-	f.Add(append(frame(wire.AppendHave(nil, []int{1, 2, 3})), frame(append(wire.AppendBlockHeader(nil, 0), data[:16<<10]...))...))
-	f.Add(frame(wire.AppendHave(nil, []int{1 << 20})))
-	f.Add(frame(append(wire.AppendBlockHeader(nil, 0), make([]byte, 16<<10)...)))
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x0f})
-	p := newTestPeer(f)
-	f.Fuzz(func(t *testing.T, in []byte) {
-		c := emptyContent(t, m, t.TempDir())
-		st := c.Store
-		tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"remote", "other"}}, time.Second)
-		c.SetPushes(tr)
-		s := &readStream{r: bytes.NewReader(in)}
-		ss := serve.NewStream(s, c, 0, clock.Real())
-		_ = p.readPushes(ss, tr, "remote")
-		for _, i := range st.Held() {
-			if i%2 != 0 {
-				t.Errorf("block %d of the other parent's stripe stored", i)
-			}
-			got, err := st.ReadBlock(i, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, data[i*m.BlockSize():][:m.BlockLen(i)]) {
-				t.Errorf("block %d stored is not the file's", i)
-			}
-		}
-	})
-}
-
 // TestPushShed: of the blocks queued for a child, all but the last
-// pushBacklog that two or more of the parent's watchers hold are shed
+// stripes.Backlog that two or more of the parent's watchers hold are shed
 // (the child fetches them from its own sources), in order, and no longer
-// count as queued; a queue within pushBacklog is kept whole.
+// count as queued; a queue within stripes.Backlog is kept whole.
 func TestPushShed(t *testing.T) {
 	dir := t.TempDir()
 	m := manifestOf(t, writeRandomFile(t, dir, "data.bin", 48*16<<10, 7)) // 48 blocks
 	c := emptyContent(t, m, filepath.Join(dir, "out"))
 	p := newTestPeer(t)
-	tr := newPushTrees(p.Service, c, Stripes{Parents: []lpeer.ID{"par"}}, time.Second)
+	tr := swarm.NewTrees(p.nd, c, Stripes{Parents: []lpeer.ID{"par"}}, time.Second)
 	// Two watchers hold the even blocks, one the odd ones.
 	var even, odd []int
 	for i := range m.BlockCount() {
@@ -667,21 +611,21 @@ func TestPushShed(t *testing.T) {
 		q          []int
 		kept, shed []int
 	}{
-		{"within the backlog", seq(0, pushBacklog), seq(0, pushBacklog), nil},
-		{"over it", seq(0, pushBacklog+6), append([]int{1, 3, 5}, seq(6, pushBacklog+6)...), []int{0, 2, 4}},
+		{"within the backlog", seq(0, stripes.Backlog), seq(0, stripes.Backlog), nil},
+		{"over it", seq(0, stripes.Backlog+6), append([]int{1, 3, 5}, seq(6, stripes.Backlog+6)...), []int{0, 2, 4}},
 	} {
-		tr.mu.Lock()
-		tr.tree.Queue(tc.q...)
+		tr.Lock()
+		tr.Tree().Queue(tc.q...)
 		kept, shed := slices.Clone(tc.q), []int(nil)
-		if len(tc.q) > pushBacklog {
-			kept, shed = tr.tree.Shed(kept)
+		if len(tc.q) > stripes.Backlog {
+			kept, shed = tr.Tree().Shed(kept)
 		}
 		left := 0
 		for _, i := range shed {
-			left += tr.tree.Pending(i)
+			left += tr.Tree().Pending(i)
 		}
-		tr.tree.Dequeue(kept...)
-		tr.mu.Unlock()
+		tr.Tree().Dequeue(kept...)
+		tr.Unlock()
 		if !slices.Equal(kept, tc.kept) || !slices.Equal(shed, tc.shed) || left != 0 {
 			t.Errorf("%s: kept %v, shed %v (%d still queued); want %v, %v", tc.name, kept, shed, left, tc.kept, tc.shed)
 		}

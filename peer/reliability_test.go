@@ -23,6 +23,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -110,7 +111,7 @@ func TestWrongBlockPeer(t *testing.T) {
 	if !fetcher.guard.IsBanned(liar.ID()) {
 		t.Fatal("the liar is not on the deny-list")
 	}
-	if _, err := liar.cl.askPeers(ctx, fetcher.ID(), tk.Root); err == nil {
+	if _, err := liar.nd.AskPeers(ctx, fetcher.ID(), tk.Root); err == nil {
 		t.Error("a banned peer's request was answered")
 	}
 	fetcher.Host().SetStreamHandler("/app/echo/1", echo)
@@ -144,7 +145,7 @@ func TestBanKeepsAppProtocols(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc.guard.Ban(other.ID())
-	if _, err := other.cl.askPeers(ctx, appHost.ID(), chunker.ID{}); err == nil {
+	if _, err := other.nd.AskPeers(ctx, appHost.ID(), chunker.ID{}); err == nil {
 		t.Error("a banned peer's request was answered")
 	}
 	if got, err := echoed(ctx, other.Host(), appHost.ID(), "/app/echo/1"); err != nil || got != "ping" {
@@ -591,14 +592,14 @@ func TestPhantomParentRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, src, filepath.Join(dir, "out", "data.bin"))
-	tr := treesOf(fetcher.lib.Lookup(tk.Root[:]))
-	tr.mu.Lock()
-	state, _ := tr.tree.State(phantom.ID())
-	tr.mu.Unlock()
+	tr := swarm.TreesOf(fetcher.lib.Lookup(tk.Root[:]))
+	tr.Lock()
+	state, _ := tr.Tree().State(phantom.ID())
+	tr.Unlock()
 	if state != stripes.ParentRefused {
 		t.Errorf("the phantom parent's state %v, want refused", state)
 	}
-	if held := tr.held(time.Now(), nil); held[1] {
+	if held := tr.HeldStripes(time.Now(), nil); held[1] {
 		t.Error("stripe 1 is still held for the phantom's pushes")
 	}
 }

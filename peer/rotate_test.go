@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 )
 
 // TestRotateIdleSource: a fetch at its source limit whose only source has
@@ -46,11 +48,9 @@ func TestRotateIdleSource(t *testing.T) {
 	for {
 		f := p.lib.Lookup(tk.Root[:])
 		if f != nil {
-			running := fetchOf(f)
+			running := swarm.FetchOf(f)
 			if running != nil {
-				running.mu.Lock()
-				n := len(running.sources)
-				running.mu.Unlock()
+				n := running.Sources()
 				if n == 1 {
 					break
 				}

@@ -11,6 +11,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 )
 
 // SeedOption configures Seed.
@@ -161,13 +162,13 @@ func sourceChangeText(m *chunker.Manifest, ch chunker.SourceChange) string {
 	case n == 1:
 		parts = append(parts, fmt.Sprintf("block %d no longer matches; not serving it", ch.Dropped[0]))
 	case n > 1:
-		parts = append(parts, fmt.Sprintf("%d of %d blocks no longer match (%s); not serving them", n, m.BlockCount(), blockRanges(ch.Dropped, 8)))
+		parts = append(parts, fmt.Sprintf("%d of %d blocks no longer match (%s); not serving them", n, m.BlockCount(), swarm.BlockRanges(ch.Dropped, 8)))
 	}
 	switch n := len(ch.Restored); {
 	case n == 1:
 		parts = append(parts, fmt.Sprintf("block %d matches again; serving it again", ch.Restored[0]))
 	case n > 1:
-		parts = append(parts, fmt.Sprintf("%s match again; serving them again", blockRanges(ch.Restored, 8)))
+		parts = append(parts, fmt.Sprintf("%s match again; serving them again", swarm.BlockRanges(ch.Restored, 8)))
 	}
 	if len(parts) == 0 {
 		if len(ch.Files) > 1 {

@@ -14,38 +14,25 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
-// The protocols a peer speaks. Each is one request per stream, except blocks,
-// where one stream carries many want and block messages.
+// The protocols a peer speaks (see package peer/wire for each one's
+// messages).
 const (
-	// ProtoManifest answers a root id with the content's manifest.
-	ProtoManifest protocol.ID = "/reconcile/1/manifest"
-	// ProtoReconcile carries one reconciliation exchange of package reconcile:
-	// the fetcher's filter in, the indices of the blocks to offer it out.
-	ProtoReconcile protocol.ID = "/reconcile/1/reconcile"
-	// ProtoBlocks moves blocks: want messages in, block messages out.
-	ProtoBlocks protocol.ID = "/reconcile/1/blocks"
-	// ProtoPeers lists other peers that hold or fetch the same content.
-	ProtoPeers protocol.ID = "/reconcile/1/peers"
-	// ProtoPush carries the pushes of stripe trees (Service.Push): a parent
-	// opens it to a child and writes block frames after the hello, each
-	// block of the child's stripes as the parent gains it, and have frames
-	// naming blocks it will not push (the child fetches them from its own
-	// sources); the child answers the hello once (an empty have frame:
-	// taken; an error frame: refused) and nothing after.
-	ProtoPush protocol.ID = "/reconcile/1/push"
-	// ProtoAdopt asks a peer to adopt this one in a stripe whose parent
-	// left or lies (see Stripes.Grandparents): a want frame of the blocks
-	// of that stripe the asker lacks after the hello; the answer is a have
-	// frame (adopted: pushes follow on ProtoPush; it names the blocks of the
-	// request the asker is not to wait for, which it fetches from its own
-	// sources: other peers hold them, and the adopter lacks them or, a
-	// seed, spares its uplink), then, when the adopter has a parent in
-	// the stripe, a peers frame naming it (the asker's grandparent from
-	// then on); or a peers frame of one peer to ask instead; or an error
-	// frame (refused).
-	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
+	// ProtoManifest is wire.ProtoManifest.
+	ProtoManifest = wire.ProtoManifest
+	// ProtoReconcile is wire.ProtoReconcile.
+	ProtoReconcile = wire.ProtoReconcile
+	// ProtoBlocks is wire.ProtoBlocks.
+	ProtoBlocks = wire.ProtoBlocks
+	// ProtoPeers is wire.ProtoPeers.
+	ProtoPeers = wire.ProtoPeers
+	// ProtoPush is wire.ProtoPush.
+	ProtoPush = wire.ProtoPush
+	// ProtoAdopt is wire.ProtoAdopt.
+	ProtoAdopt = wire.ProtoAdopt
 )
 
 // protocols lists the protocols NewService registers on its host (the Proto
@@ -71,7 +58,9 @@ type Service struct {
 
 	// srv answers remote peers' requests, cl makes this service's own.
 	srv *serve.Server
-	cl  *client
+	// nd runs the fetches and the stripe trees (package peer/swarm).
+	nd *swarm.Node
+	cl *client
 
 	// guard admits, scores and bans remote peers (peer/guard.go).
 	guard *serve.Guard
@@ -111,18 +100,19 @@ func newService(h host.Host, cfg config) *Service {
 	p := &Service{
 		h: h, cfg: cfg, log: cfg.Log, clk: cfg.Clock,
 		lib:   serve.NewLibrary(),
-		guard: serve.NewGuard(h, cfg.Config),
+		guard: serve.NewGuard(h, cfg.Config.Config),
 	}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
-	p.srv = serve.NewServer(p.ctx, h, cfg.Config, p.lib, p.guard, p.goroutine)
+	p.srv = serve.NewServer(p.ctx, h, cfg.Config.Config, p.lib, p.guard, p.goroutine)
+	p.nd = swarm.NewNode(p.ctx, h, cfg.Config, p.lib, p.guard, p.srv, p.kit(), p.goroutine)
 	p.cl = &client{Service: p}
 	p.goroutine(p.srv.Sweeper)
 	p.h.SetStreamHandler(ProtoManifest, p.srv.Handler(p.srv.ServeManifest))
 	p.h.SetStreamHandler(ProtoReconcile, p.srv.Handler(p.srv.ServeReconcile))
 	p.h.SetStreamHandler(ProtoBlocks, p.srv.Handler(p.srv.ServeBlocks))
 	p.h.SetStreamHandler(ProtoPeers, p.srv.Handler(p.srv.ServePeers))
-	p.h.SetStreamHandler(ProtoPush, p.srv.Handler(p.servePush))
-	p.h.SetStreamHandler(ProtoAdopt, p.srv.Handler(p.serveAdopt))
+	p.h.SetStreamHandler(ProtoPush, p.srv.Handler(p.nd.ServePush))
+	p.h.SetStreamHandler(ProtoAdopt, p.srv.Handler(p.nd.ServeAdopt))
 	return p
 }
 

@@ -43,12 +43,12 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	ca, cb := a.lib.Lookup(tk.Root[:]), b.lib.Lookup(tk.Root[:])
-	cs, err := b.cl.requestHello(ctx, a.ID(), ProtoReconcile, wire.Hello{Root: tk.Root[:], Watch: true})
+	cs, err := b.nd.RequestHello(ctx, a.ID(), ProtoReconcile, wire.Hello{Root: tk.Root[:], Watch: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.reset()
-	s, _, err := b.cl.pullSession(ctx, cs, cb.Recon, reconcile.Complete, cb.Store.Held(), true)
+	defer cs.Reset()
+	s, _, err := b.nd.PullSession(ctx, cs, cb.Recon, reconcile.Complete, cb.Store.Held(), true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestWatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		ca.NoteGain(gain)
-		f, err := cs.nextWithin(serve.HaveFrameMax, 5*time.Second)
+		f, err := cs.NextWithin(serve.HaveFrameMax, 5*time.Second)
 		if err != nil {
 			t.Fatalf("no have frame for block %d: %v", gain, err)
 		}
@@ -80,13 +80,13 @@ func TestWatch(t *testing.T) {
 	}
 	// b's own have frame is read (a plain server ignores it), and the watch
 	// ends cleanly when b closes: a's stream of the watch goes away.
-	if err := cs.send(wire.AppendHave(nil, []int{60})); err != nil {
+	if err := cs.Send(wire.AppendHave(nil, []int{60})); err != nil {
 		t.Fatal(err)
 	}
-	if err := cs.flush(); err != nil {
+	if err := cs.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	cs.close()
+	cs.Close()
 	deadline := time.Now().Add(5 * time.Second)
 	for streamsOf(a, ProtoReconcile) > 0 {
 		if time.Now().After(deadline) {

@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"context"
@@ -19,10 +19,10 @@ import (
 
 // fetch is the state of one running fetch of complete blocks.
 type fetch struct {
-	p   *Service
+	p   *Node
 	c   *serve.Content
 	t   serve.Target
-	fc  fetchConfig
+	fc  FetchConfig
 	ctx context.Context
 	// cancel ends the fetch; its cause is the fetch's error (nil cause: done).
 	cancel context.CancelCauseFunc
@@ -101,7 +101,7 @@ type source struct {
 	busy     int           // "busy" answers (retried, not failures)
 	unknown  int           // "unknown root" answers in a row
 	err      error         // set by a writer when the source is dropped for bad blocks
-	cs       *clientStream // the current blocks stream, to abort it
+	cs       *ClientStream // the current blocks stream, to abort it
 	// watch is its watch (Hello.Watch), nil or ended when none: then the
 	// fetch reconciles with it again to learn of its new blocks.
 	watch *watchConn
@@ -135,7 +135,7 @@ type source struct {
 // merely waits for its next block is kept.
 const rotateIdle = 2 * time.Second
 
-func newFetch(p *Service, c *serve.Content, t serve.Target, fc fetchConfig) *fetch {
+func newFetch(p *Node, c *serve.Content, t serve.Target, fc FetchConfig) *fetch {
 	f := &fetch{
 		p: p, c: c, t: t, fc: fc,
 		bans:    newBanFile(c.Store, p.clk, p.log),
@@ -149,8 +149,8 @@ func newFetch(p *Service, c *serve.Content, t serve.Target, fc fetchConfig) *fet
 		wake:    make(chan struct{}),
 	}
 	f.pick.Hold = pushSink{f}.holds
-	f.pick.SetChoice(fc.choice, nil)
-	if fc.choice == BlockRarestFilters {
+	f.pick.SetChoice(fc.Choice, nil)
+	if fc.Choice == sched.BlockRarestFilters {
 		f.pick.RarityOf = c.Tally.Count
 	}
 	return f
@@ -170,7 +170,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.ctx = fctx
 	f.mu.Unlock()
 	f.cancel = cancel
-	stop := context.AfterFunc(f.p.ctx, func() { cancel(ErrClosed) })
+	stop := context.AfterFunc(f.p.ctx, func() { cancel(wire.ErrClosed) })
 	defer stop()
 	f.lastLive = f.p.clk.Now()
 	f.lastProgress = f.p.clk.Now()
@@ -187,7 +187,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.mu.Lock()
 	f.started = true
 	f.mu.Unlock()
-	if t := treesOf(f.c); t != nil {
+	if t := TreesOf(f.c); t != nil {
 		// Its parents push what they held before as well (pushes that
 		// reach the fetch count in its summary).
 		t.catchUp("")
@@ -207,7 +207,7 @@ func (f *fetch) run(ctx context.Context, srcs []lpeer.ID) (*Summary, error) {
 	f.wg.Add(1)
 	go finder{f}.discover()
 	tick := f.p.clk.NewTicker(100 * time.Millisecond)
-	noPeer := f.fc.noPeer
+	noPeer := f.fc.NoPeer
 	defer tick.Stop()
 	var err error
 loop:
@@ -237,15 +237,15 @@ loop:
 			f.mu.Unlock()
 			missing := m.BlockCount() - f.c.Store.HeldCount()
 			if idle > noPeer {
-				err = fmt.Errorf("%w: %s", ErrNoPeers, f.missingText(missing))
+				err = fmt.Errorf("%w: %s", wire.ErrNoPeers, f.missingText(missing))
 				break loop
 			}
 			if stuck > noPeer && busy > 0 && busy == active {
-				err = fmt.Errorf("%w: %s: all %d peers refused: busy", ErrNoPeers, f.missingText(missing), active)
+				err = fmt.Errorf("%w: %s: all %d peers refused: busy", wire.ErrNoPeers, f.missingText(missing), active)
 				break loop
 			}
 			if stuck > noPeer {
-				err = fmt.Errorf("%w: %s, and %s", ErrNoPeers, f.missingText(missing), noneHas(active))
+				err = fmt.Errorf("%w: %s, and %s", wire.ErrNoPeers, f.missingText(missing), noneHas(active))
 				break loop
 			}
 		}
@@ -257,7 +257,7 @@ loop:
 	if f.c.Store.Complete() {
 		err = nil
 	}
-	if errors.Is(err, ErrNoPeers) {
+	if errors.Is(err, wire.ErrNoPeers) {
 		err = f.bans.hint(err)
 	}
 	return f.summary(), err
@@ -373,7 +373,7 @@ func (w worker) work() {
 				// It had something for us: it may have more soon.
 				wait = first
 			}
-		case errors.Is(err, ErrBadBlock) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrManifestMismatch):
+		case errors.Is(err, wire.ErrBadBlock) || errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrManifestMismatch):
 			f.drop(src, err)
 			return
 		case errors.Is(err, errPhantom):
@@ -386,12 +386,12 @@ func (w worker) work() {
 			// worth waiting for.
 			pushSink{f}.refuseParent(src.id)
 			return
-		case errors.Is(err, ErrBusy):
+		case errors.Is(err, wire.ErrBusy):
 			// The peer has no room for us now: ask again after the pause
 			// (it grows to a second), without counting it as a failure.
 			f.p.log.Debug("peer busy", "peer", src.id)
 			src.busy++
-		case errors.Is(err, ErrUnknownRoot):
+		case errors.Is(err, wire.ErrUnknownRoot):
 			// Not (yet) serving the content. A peer that started its own
 			// fetch a moment after us registers the content a moment later
 			// (two fetchers that dial each other at once would otherwise
@@ -506,7 +506,7 @@ func (f *fetch) drop(src *source, err error) {
 	if already {
 		return
 	}
-	if f.fc.events != nil && errors.Is(err, ErrBadBlock) {
+	if f.fc.Events != nil && errors.Is(err, wire.ErrBadBlock) {
 		f.p.log.Info("dropping peer", "peer", src.id, "err", err) // a FetchPeerBanned event told
 	} else {
 		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
@@ -543,15 +543,15 @@ func (w worker) reconcileWith() ([]int, error) {
 	root := f.c.Man.ID()
 	watch := f.t.Method() != reconcile.IBLT && f.t.Plain()
 	hello := wire.Hello{Root: root[:], Coded: !f.t.Plain(), Watch: watch}
-	cs, err := f.p.cl.requestHello(wctx, src.id, ProtoReconcile, hello)
+	cs, err := f.p.RequestHello(wctx, src.id, wire.ProtoReconcile, hello)
 	if err != nil {
 		wcancel()
 		return nil, err
 	}
 	began := f.p.clk.Now()
-	s, trips, err := f.p.cl.pullSession(sctx, cs, f.t.Responder(), f.t.Method(), f.t.Held(), watch)
+	s, trips, err := f.p.PullSession(sctx, cs, f.t.Responder(), f.t.Method(), f.t.Held(), watch)
 	if err != nil {
-		cs.reset()
+		cs.Reset()
 		wcancel()
 		return nil, err
 	}
@@ -567,7 +567,7 @@ func (w worker) reconcileWith() ([]int, error) {
 		src.watch = w
 		f.mu.Unlock()
 	} else {
-		cs.close()
+		cs.Close()
 		wcancel()
 	}
 	o := s.Outcome()

@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"errors"
@@ -16,12 +16,12 @@ import (
 // Adoption repairs a stripe tree whose inner node left or lies, after
 // SplitStream: the node's children that have children of their own in
 // that stripe ask their grandparent (Stripes.Grandparents) to adopt them
-// (ProtoAdopt), naming the stripe's blocks they lack; the peer asked
+// (wire.ProtoAdopt), naming the stripe's blocks they lack; the peer asked
 // adopts the orphan, or names the peer it is to ask instead (a peer id in
 // the answer), or refuses. Who adopts whom, sends whom on, and cuts whom
 // is package peer/stripes' Tree (stripes/adopt.go); here are the streams.
 
-// spareHolders is how many of a peer's watchers must hold a block (by
+// SpareHolders is how many of a peer's watchers must hold a block (by
 // their filters) for it to leave the block to them: a seed asked to adopt
 // an orphan or catch up a child that lacks it, any peer so asked for a
 // block it lacks too (adoptee), a parent shedding a child's backlog
@@ -30,12 +30,12 @@ import (
 // 200-peer testnet with churn and liars, a seed that pushed every block
 // asked for sent 80 to 240 blocks that ten or more peers held while blocks
 // no peer held still waited for its uplink.
-const spareHolders = 2
+const SpareHolders = 2
 
 // othersHold reports whether spareHolders or more of this peer's watchers
 // hold block i, by their filters: it may leave the block to them.
-func (t *pushTrees) othersHold(i int) bool {
-	return t.c.Tally.Holders(i, spareHolders) >= spareHolders
+func (t *Trees) othersHold(i int) bool {
+	return t.c.Tally.Holders(i, SpareHolders) >= SpareHolders
 }
 
 // adoptAnswerMax bounds an adoption answer: a peers frame of one peer
@@ -53,7 +53,7 @@ var errNoStripe = stripes.ErrNoStripe
 // grandparent first, then the peers it is sent on to. The stripe's new
 // parent is set before each ask, so that its first pushes are taken; a
 // refusal puts the old one back.
-func (t *pushTrees) adopt(s int) {
+func (t *Trees) adopt(s int) {
 	p := t.p
 	adopted := false
 	defer func() {
@@ -106,9 +106,9 @@ func (t *pushTrees) adopt(s int) {
 // lacks returns the first blocks of stripe s this peer lacks, at most as
 // many as an adopter or parent takes in one request (its MaxWant, the
 // default unless both set another); the rest come by pushes or pulls.
-func (t *pushTrees) lacks(s int) []int {
+func (t *Trees) lacks(s int) []int {
 	c := t.c
-	most := min(t.p.cfg.Limits.MaxWant, DefaultLimits.MaxWant)
+	most := min(t.p.cfg.Limits.MaxWant, serve.DefaultLimits.MaxWant)
 	var lacks []int
 	for i := s; i < c.Man.BlockCount() && len(lacks) < most; i += t.tree.Stripes() {
 		if !c.Store.Has(i) {
@@ -123,21 +123,21 @@ func (t *pushTrees) lacks(s int) []int {
 // not push (elsewhere: other peers hold them, see adoptee) and target's
 // own parent in the stripe (grand: "" for none named), or the peer it
 // sends this one on to when it did not.
-func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsewhere []int, grand lpeer.ID, err error) {
+func (t *Trees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsewhere []int, grand lpeer.ID, err error) {
 	p := t.p
 	root := t.c.Man.ID()
-	cs, err := p.cl.requestHello(p.ctx, target, ProtoAdopt, wire.Hello{Root: root[:]})
+	cs, err := p.RequestHello(p.ctx, target, wire.ProtoAdopt, wire.Hello{Root: root[:]})
 	if err != nil {
 		return "", nil, "", err
 	}
-	defer cs.close()
-	if err := cs.send(wire.AppendWant(nil, lacks)); err != nil {
+	defer cs.Close()
+	if err := cs.Send(wire.AppendWant(nil, lacks)); err != nil {
 		return "", nil, "", err
 	}
-	if err := cs.flush(); err != nil {
+	if err := cs.Flush(); err != nil {
 		return "", nil, "", err
 	}
-	f, err := cs.next(adoptAnswerMax + len(lacks)*serve.MaxVarint)
+	f, err := cs.Next(adoptAnswerMax + len(lacks)*serve.MaxVarint)
 	if err != nil {
 		return "", nil, "", err
 	}
@@ -151,7 +151,7 @@ func (t *pushTrees) askAdopt(target lpeer.ID, lacks []int) (next lpeer.ID, elsew
 		elsewhere = slices.DeleteFunc(idx, func(i int) bool { return !slices.Contains(lacks, i) })
 		// Its parent may follow, named in a peers frame (adopted all the
 		// same when it does not, or names it wrong).
-		g, err := cs.next(adoptAnswerMax)
+		g, err := cs.Next(adoptAnswerMax)
 		if err == nil {
 			grand, err = decodeOnePeer(g)
 		}
@@ -174,7 +174,7 @@ func decodeOnePeer(f []byte) (lpeer.ID, error) {
 		return "", err
 	}
 	if len(infos) != 1 {
-		return "", fmt.Errorf("%w: an adoption answer names %d peers", ErrMalformed, len(infos))
+		return "", fmt.Errorf("%w: an adoption answer names %d peers", wire.ErrMalformed, len(infos))
 	}
 	return infos[0].ID, nil
 }
@@ -183,8 +183,8 @@ func decodeOnePeer(f []byte) (lpeer.ID, error) {
 // now rather than wait for their stripe's pushes: the parent that adopted
 // this peer, or that it asked to catch it up, answered that other peers
 // hold them (see adoptee), or a parent shed them (shedBy).
-func (t *pushTrees) fetchElsewhere(idx []int) {
-	f := fetchOf(t.c)
+func (t *Trees) fetchElsewhere(idx []int) {
+	f := FetchOf(t.c)
 	if f == nil || len(idx) == 0 {
 		return
 	}
@@ -198,21 +198,21 @@ func (t *pushTrees) fetchElsewhere(idx []int) {
 	f.notify()
 }
 
-// serveAdopt answers an orphan's adoption request, or a child's catch-up
-// (ProtoAdopt): a want frame of the blocks of one stripe it lacks. The
+// ServeAdopt answers an orphan's adoption request, or a child's catch-up
+// (wire.ProtoAdopt): a want frame of the blocks of one stripe it lacks. The
 // answer is a have frame (adopted: the blocks follow on a push stream; it
 // lists those of the request the asker is to fetch from other peers, see
 // adoptee) followed by a peers frame naming this peer's own parent in the
 // stripe, if it has one; or a peers frame of one peer to ask instead; or
 // an error frame (this peer does not get the stripe).
-func (p *Service) serveAdopt(ss *serve.Stream) error {
+func (p *Node) ServeAdopt(ss *serve.Stream) error {
 	c := ss.C
 	from := ss.S.Conn().RemotePeer()
 	f, err := ss.Next(1 + serve.MaxVarint + p.cfg.Limits.MaxWant*serve.MaxVarint)
 	if err != nil {
 		return err
 	}
-	t := treesOf(c)
+	t := TreesOf(c)
 	if t == nil {
 		return p.srv.Refuse(ss, errNotParent)
 	}
@@ -240,14 +240,14 @@ func (p *Service) serveAdopt(ss *serve.Stream) error {
 		}
 	}
 	if adopted {
-		p.srv.Observe(ServeEvent{Kind: EventAdopted, Peer: from, Root: c.Man.ID(), Index: s})
+		p.srv.Observe(serve.Event{Kind: serve.EventAdopted, Peer: from, Root: c.Man.ID(), Index: s})
 	}
 	return ss.Flush()
 }
 
 // parentUp returns this peer's parent in stripe s while its pushes come,
 // "" otherwise (and for a seed).
-func (t *pushTrees) parentUp(s int) lpeer.ID {
+func (t *Trees) parentUp(s int) lpeer.ID {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.tree.ParentUp(s)
@@ -262,12 +262,12 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 		return 0, nil, err
 	}
 	if len(lacks) == 0 {
-		return 0, nil, fmt.Errorf("%w: an adoption request names no block", ErrMalformed)
+		return 0, nil, fmt.Errorf("%w: an adoption request names no block", wire.ErrMalformed)
 	}
 	s := lacks[0] % stripes
 	for _, i := range lacks {
 		if i%stripes != s {
-			return 0, nil, fmt.Errorf("%w: an adoption request names blocks of stripes %d and %d", ErrMalformed, s, i%stripes)
+			return 0, nil, fmt.Errorf("%w: an adoption request names blocks of stripes %d and %d", wire.ErrMalformed, s, i%stripes)
 		}
 	}
 	return s, lacks, nil
@@ -278,7 +278,7 @@ func decodeAdopt(f []byte, max, blocks, stripes int) (int, []int, error) {
 // ask instead, or refuses (stripes.Tree.Adoptee); of the blocks, it names
 // in elsewhere those id is to fetch from its own sources
 // (stripes.Tree.Catch).
-func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, elsewhere []int, err error) {
+func (t *Trees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, adopted bool, elsewhere []int, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	next, adopted, err = t.tree.Adoptee(id, s, t.c.Store.Complete())
@@ -299,7 +299,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 	case o != nil && !o.running:
 		o.failures = 0
 		if len(o.q) > 0 && !t.kickLocked(id, o) {
-			return "", false, nil, ErrClosed
+			return "", false, nil, wire.ErrClosed
 		}
 	case o != nil && !t.tree.Up(id):
 		o.asked = true
@@ -309,7 +309,7 @@ func (t *pushTrees) adoptee(id lpeer.ID, s int, lacks []int) (next lpeer.ID, ado
 	})
 	for _, i := range push {
 		if !t.pushLocked(id, i) {
-			return "", false, nil, ErrClosed
+			return "", false, nil, wire.ErrClosed
 		}
 	}
 	return "", adopted, elsewhere, nil

@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ type pushSink struct{ *fetch }
 // pushedBy notes that parent id pushed block i; an error when i's stripe
 // is not id's to push or id's pushes are refused (it pushed a corrupt
 // block before).
-func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
+func (t *Trees) pushedBy(id lpeer.ID, i int) error {
 	s := t.stripe(i)
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -31,18 +31,18 @@ func (t *pushTrees) pushedBy(id lpeer.ID, i int) error {
 		// The planned parent, back after another adopted this peer.
 		return errNotNow
 	case stripes.NotTheirs:
-		return fmt.Errorf("%w: push of block %d: stripe %d is not the sender's to push", ErrMalformed, i, s)
+		return fmt.Errorf("%w: push of block %d: stripe %d is not the sender's to push", wire.ErrMalformed, i, s)
 	case stripes.Refused:
-		return fmt.Errorf("%w: pushes refused after a corrupt one", ErrBadBlock)
+		return fmt.Errorf("%w: pushes refused after a corrupt one", wire.ErrBadBlock)
 	}
 	return nil
 }
 
-// parentFailed marks id gone (its stream failed) or refused (bad pushes,
+// ParentFailed marks id gone (its stream failed) or refused (bad pushes,
 // or a phantom),
 // and asks to be adopted in the stripes it parents where this peer has
 // children (adopt).
-func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
+func (t *Trees) ParentFailed(id lpeer.ID, refused bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, s := range t.tree.ParentFailed(id, refused) {
@@ -55,14 +55,14 @@ func (t *pushTrees) parentFailed(id lpeer.ID, refused bool) {
 // errNotParent refuses a push stream of a peer that is no parent.
 var errNotParent = errors.New("not a parent in the content's stripe trees")
 
-// servePush takes the blocks a parent pushes (ProtoPush): each is checked
+// ServePush takes the blocks a parent pushes (wire.ProtoPush): each is checked
 // against the parent's stripes, verified and stored as a fetched block is,
 // and passed on to this peer's children.
-func (p *Service) servePush(ss *serve.Stream) error {
+func (p *Node) ServePush(ss *serve.Stream) error {
 	c := ss.C
-	t := treesOf(c)
+	t := TreesOf(c)
 	from := ss.S.Conn().RemotePeer()
-	if t == nil || !t.accepts(from) {
+	if t == nil || !t.Accepts(from) {
 		return p.srv.Refuse(ss, errNotParent)
 	}
 	// Taken: an empty have frame says so.
@@ -74,7 +74,7 @@ func (p *Service) servePush(ss *serve.Stream) error {
 	}
 	err := p.readPushes(ss, t, from)
 	if err != nil && !errors.Is(err, io.EOF) {
-		t.parentFailed(from, errors.Is(err, ErrMalformed) || errors.Is(err, ErrFrameTooLarge) || errors.Is(err, ErrBadBlock))
+		t.ParentFailed(from, errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrBadBlock))
 	}
 	if errors.Is(err, io.EOF) {
 		return nil
@@ -83,7 +83,7 @@ func (p *Service) servePush(ss *serve.Stream) error {
 }
 
 // readPushes reads and stores the pushes of from until the stream ends.
-func (p *Service) readPushes(ss *serve.Stream, t *pushTrees, from lpeer.ID) error {
+func (p *Node) readPushes(ss *serve.Stream, t *Trees, from lpeer.ID) error {
 	c := ss.C
 	limit := c.Man.BlockCount()
 	max := c.Man.BlockSize() + 1 + serve.MaxVarint
@@ -94,7 +94,7 @@ func (p *Service) readPushes(ss *serve.Stream, t *pushTrees, from lpeer.ID) erro
 	}
 	fresh := func() []byte { return make([]byte, 0, max) }
 	for {
-		f := fetchOf(c)
+		f := FetchOf(c)
 		get := fresh
 		if f != nil {
 			get = f.getBuf
@@ -120,7 +120,7 @@ func (p *Service) readPushes(ss *serve.Stream, t *pushTrees, from lpeer.ID) erro
 			return err
 		}
 		if !ok {
-			return fmt.Errorf("%w: a push of block %d says it is missing", ErrMalformed, i)
+			return fmt.Errorf("%w: a push of block %d says it is missing", wire.ErrMalformed, i)
 		}
 		if err := t.pushedBy(from, i); errors.Is(err, errNotNow) {
 			if f != nil {
@@ -139,7 +139,7 @@ func (p *Service) readPushes(ss *serve.Stream, t *pushTrees, from lpeer.ID) erro
 		}
 		if err := c.Store.PutBlock(i, data); err != nil {
 			if errors.Is(err, chunker.ErrBadBlock) {
-				return fmt.Errorf("%w: pushed block %d: %v", ErrBadBlock, i, err)
+				return fmt.Errorf("%w: pushed block %d: %v", wire.ErrBadBlock, i, err)
 			}
 			return err
 		}
@@ -147,8 +147,8 @@ func (p *Service) readPushes(ss *serve.Stream, t *pushTrees, from lpeer.ID) erro
 	}
 }
 
-// running reports whether f (nil: no fetch) runs: started, not ended.
-func (f *fetch) running() bool {
+// Running reports whether f (nil: no fetch) runs: started, not ended.
+func (f *fetch) Running() bool {
 	if f == nil {
 		return false
 	}
@@ -195,8 +195,8 @@ func (f pushSink) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 // are refused from then on, its stripes are no longer held for them and
 // are repaired, by adoption where this peer has children in them.
 func (f pushSink) refuseParent(id lpeer.ID) {
-	if t := treesOf(f.c); t != nil {
-		t.parentFailed(id, true)
+	if t := TreesOf(f.c); t != nil {
+		t.ParentFailed(id, true)
 		f.updateHeld()
 	}
 }
@@ -206,14 +206,14 @@ func (f pushSink) refuseParent(id lpeer.ID) {
 // let go, or a block has been offered by a source that is not full for the
 // repair time without being pushed, the sources look at them again.
 func (f pushSink) updateHeld() {
-	t := treesOf(f.c)
+	t := TreesOf(f.c)
 	if t == nil {
 		return
 	}
 	now := f.p.clk.Now()
 	f.mu.Lock()
 	prev := f.held
-	f.held = t.held(now, f.heldBuf)
+	f.held = t.HeldStripes(now, f.heldBuf)
 	f.heldBuf = prev
 	opened := false
 	for s, h := range f.held {
@@ -248,7 +248,7 @@ const lateAfter = 4
 // seed, or a peer done: its pushes come in their own time).
 func (w worker) seeFromLocked(idx []int) {
 	f, src := w.fetch, w.src
-	t := treesOf(f.c)
+	t := TreesOf(f.c)
 	if t == nil || src.offers.Full || f.pick.Hold == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // (go-libp2p's mock network has none, and ignores write deadlines) both ends
 // would wait for ever.
 type wantWriter struct {
-	cs   *clientStream
+	cs   *ClientStream
 	ch   chan []byte
 	done chan struct{}
 	mu   sync.Mutex
@@ -22,7 +22,7 @@ type wantWriter struct {
 // startWantWriter starts the writer of cs; at most depth wants wait at once
 // (a fetch has fewer than its window pending: a block that arrives was
 // asked for in a want the source has read).
-func startWantWriter(cs *clientStream, depth int) *wantWriter {
+func startWantWriter(cs *ClientStream, depth int) *wantWriter {
 	w := &wantWriter{cs: cs, ch: make(chan []byte, max(depth, 1)), done: make(chan struct{})}
 	go w.run()
 	return w
@@ -34,9 +34,9 @@ func (w *wantWriter) run() {
 		if w.failed() != nil {
 			continue
 		}
-		err := w.cs.send(msg)
+		err := w.cs.Send(msg)
 		if err == nil {
-			err = w.cs.flush()
+			err = w.cs.Flush()
 		}
 		if err != nil {
 			w.mu.Lock()

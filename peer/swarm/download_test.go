@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func TestWaitForRoom(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fc := clockwork.NewFakeClock()
-	f := &fetch{p: &Service{cfg: defaultConfig(), clk: fc}, ctx: ctx, pick: sched.NewPicker[lpeer.ID](func(int) bool { return false }, 2)}
+	f := &fetch{p: &Node{cfg: testConfig(), clk: fc}, ctx: ctx, pick: sched.NewPicker[lpeer.ID](func(int) bool { return false }, 2)}
 	src := &source{id: "a"}
 	f.pick.Offer(&src.offers, []int{0, 1, 2, 3})
 	// Room, and offers nothing can be claimed of now (a source to be

@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"errors"
@@ -15,7 +15,7 @@ import (
 )
 
 // gained queues block i for the children of its stripe.
-func (t *pushTrees) Gained(i int) {
+func (t *Trees) Gained(i int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// None while the stripe is orphaned: its children repair it.
@@ -28,7 +28,7 @@ func (t *pushTrees) Gained(i int) {
 
 // pushLocked queues block i for child and sees that its writer runs
 // (t.mu held); false when the service is closed.
-func (t *pushTrees) pushLocked(child lpeer.ID, i int) bool {
+func (t *Trees) pushLocked(child lpeer.ID, i int) bool {
 	o := t.outs[child]
 	if o == nil {
 		o = &pushOut{wake: make(chan struct{}, 1)}
@@ -40,7 +40,7 @@ func (t *pushTrees) pushLocked(child lpeer.ID, i int) bool {
 
 // kickLocked sees that o's writer runs, unless a retry of a stream that
 // failed is due (t.mu held); false when the service is closed.
-func (t *pushTrees) kickLocked(child lpeer.ID, o *pushOut) bool {
+func (t *Trees) kickLocked(child lpeer.ID, o *pushOut) bool {
 	if !o.running {
 		if o.failures > 0 && o.failures <= pushRetries {
 			return true // a retry is due
@@ -60,7 +60,7 @@ func (t *pushTrees) kickLocked(child lpeer.ID, o *pushOut) bool {
 
 // write pushes the blocks queued for child over one stream until the
 // service closes or the stream fails (see pushOut.failures).
-func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
+func (t *Trees) write(child lpeer.ID, o *pushOut) {
 	p := t.p
 	accepted, err := t.stream(child, o)
 	if p.ctx.Err() != nil {
@@ -115,14 +115,14 @@ func (t *pushTrees) write(child lpeer.ID, o *pushOut) {
 // error frame: no place in the trees yet, or not its parent), and nothing
 // after, so that the stream's end is read as the child leaving. Blocks
 // written before the answer are queued again when it is a refusal.
-func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
+func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 	p, c := t.p, t.c
 	root := c.Man.ID()
-	cs, err := p.cl.requestHello(p.ctx, child, ProtoPush, wire.Hello{Root: root[:]})
+	cs, err := p.RequestHello(p.ctx, child, wire.ProtoPush, wire.Hello{Root: root[:]})
 	if err != nil {
 		return false, err
 	}
-	defer cs.close()
+	defer cs.Close()
 	answer, gone := make(chan error, 1), make(chan struct{})
 	if !p.goroutine(func() {
 		defer close(gone)
@@ -139,7 +139,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		}
 		answer <- err
 	}) {
-		return false, ErrClosed
+		return false, wire.ErrClosed
 	}
 	// Until the child has answered, the blocks written are kept, with the
 	// rest of the batch, to be queued again if the stream fails.
@@ -162,7 +162,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			// Let go (orphanLocked): reset once taken, so that the child
 			// repairs.
 			t.mu.Unlock()
-			cs.reset()
+			cs.Reset()
 			return accepted, errors.New("let go: this peer lost the stripe's parent")
 		}
 		// Past a backlog, what other peers hold is shed.
@@ -175,7 +175,7 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 		t.mu.Unlock()
 		if len(shed) > 0 {
 			// The child fetches those from its own sources.
-			if err := cs.send(wire.AppendHave(nil, shed)); err != nil {
+			if err := cs.Send(wire.AppendHave(nil, shed)); err != nil {
 				return accepted, err
 			}
 		}
@@ -226,11 +226,11 @@ func (t *pushTrees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error
 			}
 			c.NoteSent(child, c.Man.BlockLen(i))
 			if p.cfg.Observer != nil {
-				p.srv.Observe(ServeEvent{Kind: EventBlockSent, Peer: child, Root: root, Index: i, Bytes: c.Man.BlockLen(i), Pushed: true})
+				p.srv.Observe(serve.Event{Kind: serve.EventBlockSent, Peer: child, Root: root, Index: i, Bytes: c.Man.BlockLen(i), Pushed: true})
 			}
 		}
 		// The hello goes out now if no block did.
-		if err := cs.flush(); err != nil {
+		if err := cs.Flush(); err != nil {
 			return accepted, err
 		}
 		select {
@@ -257,7 +257,7 @@ const pushBacklog = stripes.Backlog
 // shedBy lets the running fetch take from its sources the blocks idx that
 // parent shed (a have frame on its push stream, see stripes.Tree.Batch): those of
 // the stripes it is this peer's parent in.
-func (t *pushTrees) shedBy(parent lpeer.ID, idx []int) {
+func (t *Trees) shedBy(parent lpeer.ID, idx []int) {
 	t.mu.Lock()
 	idx = slices.DeleteFunc(idx, func(i int) bool { return t.tree.Parent(t.stripe(i)) != parent })
 	t.mu.Unlock()
@@ -280,16 +280,16 @@ func storedFrame(c *serve.Content, buf *[]byte, i int) ([]byte, error) {
 	return serve.FrameAround(b, wire.AppendBlockHeader(hdr[:0], i), len(data)), nil
 }
 
-// held reports, per stripe, whether a fetch leaves its blocks to the
+// HeldStripes reports, per stripe, whether a fetch leaves its blocks to the
 // pushes now: while its parent is up and pushed within the repair time.
-func (t *pushTrees) held(now time.Time, dst []bool) []bool {
+func (t *Trees) HeldStripes(now time.Time, dst []bool) []bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.tree.Held(now, dst)
 }
 
 // setUp notes that child's stream is up, or not.
-func (t *pushTrees) setUp(child lpeer.ID, o *pushOut, up bool) {
+func (t *Trees) setUp(child lpeer.ID, o *pushOut, up bool) {
 	t.mu.Lock()
 	t.tree.SetUp(child, up)
 	if up {
@@ -299,7 +299,7 @@ func (t *pushTrees) setUp(child lpeer.ID, o *pushOut, up bool) {
 }
 
 // queue queues block i for o (t.mu held).
-func (t *pushTrees) queue(o *pushOut, i int) {
+func (t *Trees) queue(o *pushOut, i int) {
 	o.q = append(o.q, i)
 	t.tree.Queue(i)
 }
@@ -307,7 +307,7 @@ func (t *pushTrees) queue(o *pushOut, i int) {
 // firstCopies reports whether this peer is a seed and one of the blocks
 // idx is still queued for a child whose stream is up: such requests are
 // answered busy (stripes.Tree.FirstCopies).
-func (t *pushTrees) FirstCopies(idx []int) bool {
+func (t *Trees) FirstCopies(idx []int) bool {
 	if !t.tree.Seed() {
 		return false
 	}
@@ -316,11 +316,11 @@ func (t *pushTrees) FirstCopies(idx []int) bool {
 	return t.tree.FirstCopies(idx)
 }
 
-// accepts reports whether pushes from id are taken, and marks it up when
+// Accepts reports whether pushes from id are taken, and marks it up when
 // they are (a new stream of a parent whose last one failed); a parent back
 // (it left, or its stream failed), or that refused to catch this peer up
 // before it pushed, is asked for what it held before.
-func (t *pushTrees) accepts(id lpeer.ID) bool {
+func (t *Trees) Accepts(id lpeer.ID) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	taken, catchUp := t.tree.Accepts(id)

@@ -1,15 +1,11 @@
-package peer
+package swarm
 
 import (
-	"errors"
-	"fmt"
-	"slices"
 	"sync"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
-	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
@@ -38,7 +34,7 @@ type Stripes struct {
 	// Grandparents holds, per stripe, its parent's parent (nil or shorter
 	// than Parents, or "": none, as for a stripe's root). When a parent
 	// leaves or pushes a corrupt block and this peer has children in that
-	// stripe, it asks the grandparent to adopt it (ProtoAdopt), so that its
+	// stripe, it asks the grandparent to adopt it (wire.ProtoAdopt), so that its
 	// subtree keeps getting pushes rather than every peer in it fetching
 	// the stripe: the roots' children ask the seed. A parent's answer to
 	// an adoption or catch-up request names its own parent, which takes
@@ -59,105 +55,28 @@ type Stripes struct {
 // at wide-area latencies and a few blocks' times on a slow uplink.
 const DefaultRepairAfter = 2 * time.Second
 
-// maxStripes bounds Stripes' stripe count; maxPushChildren bounds the
+// MaxStripes bounds Stripes' stripe count; MaxPushChildren bounds the
 // children of one peer over all stripes.
 const (
-	maxStripes      = 256
-	maxPushChildren = 1024
+	MaxStripes      = 256
+	MaxPushChildren = 1024
 )
 
-// Push has the service pass content root's blocks down the stripe trees
-// st gives its place in: every block the content's store gains from now
-// on (fetched, pushed to it, or put there by anyone), and every block at
-// once for content held whole (a seed), goes to the block stripe's
-// children, each over one ProtoPush stream, in the order gained; pushes
-// are taken from the stripes' parents only, verified like fetched blocks
-// and passed on in turn. A running fetch of the content (Fetch,
-// FetchServed) leaves the blocks of a stripe to its pushes while they
-// come, and fetches them as usual once they stop (st.RepairAfter). The
-// content must be served (Seed, Serve or a fetch started) and not be the
-// Byers baseline's coded blocks; Push is set once per content.
-func (p *Service) Push(root chunker.ID, st Stripes) error {
-	k := len(st.Parents)
-	switch {
-	case k == 0 || k > maxStripes:
-		return fmt.Errorf("peer: push: %d stripes (want 1 to %d)", k, maxStripes)
-	case len(st.Children) > k:
-		return fmt.Errorf("peer: push: children of %d stripes, parents of %d", len(st.Children), k)
-	case len(st.Grandparents) > k:
-		return fmt.Errorf("peer: push: grandparents of %d stripes, parents of %d", len(st.Grandparents), k)
-	case st.RepairAfter < 0:
-		return fmt.Errorf("peer: push: negative repair time %v", st.RepairAfter)
-	}
-	n := 0
-	for s, kids := range st.Children {
-		for a, c := range kids {
-			if c == p.h.ID() || c == "" || slices.Contains(kids[:a], c) {
-				return fmt.Errorf("peer: push: stripe %d: child %q is this peer, empty or listed twice", s, c)
-			}
-		}
-		n += len(kids)
-	}
-	if n > maxPushChildren {
-		return fmt.Errorf("peer: push: %d children (at most %d)", n, maxPushChildren)
-	}
-	if slices.Contains(st.Parents, p.h.ID()) || slices.Contains(st.Grandparents, p.h.ID()) {
-		return errors.New("peer: push: this peer is its own parent or grandparent")
-	}
-	c := p.lib.Lookup(root[:])
-	if c == nil {
-		return fmt.Errorf("peer: push: content %s is not served: %w", root, ErrUnknownRoot)
-	}
-	if c.AltSet() != nil {
-		return errors.New("peer: push: the content is served as the Byers baseline's coded blocks")
-	}
-	repair := st.RepairAfter
-	if repair == 0 {
-		repair = DefaultRepairAfter
-	}
-	t := newPushTrees(p, c, st, repair)
-	if !c.SetPushes(t) {
-		return errors.New("peer: push: the content's stripes are set already")
-	}
-	t.mu.Lock()
-	for _, i := range c.Store.Held() {
-		t.tree.Know(i)
-	}
-	t.mu.Unlock()
-	if c.Store.Complete() {
-		// A seed: every block, in order, to the roots of the stripes.
-		for i := range c.Man.BlockCount() {
-			t.Gained(i)
-		}
-	}
-	if fetchOf(c).running() {
-		t.catchUp("") // else the fetch does as it starts
-	}
-	return nil
-}
-
-// newPushTrees returns content c's place st in its stripe trees, with
+// NewTrees returns content c's place st in its stripe trees, with
 // the repair time repair.
-func newPushTrees(p *Service, c *serve.Content, st Stripes, repair time.Duration) *pushTrees {
-	t := &pushTrees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}}
+func NewTrees(p *Node, c *serve.Content, st Stripes, repair time.Duration) *Trees {
+	t := &Trees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}}
 	t.tree = stripes.NewTree(stripes.Place[lpeer.ID]{Self: p.h.ID(), Parents: st.Parents, Children: st.Children,
 		Grandparents: st.Grandparents, Blocks: c.Man.BlockCount(), RepairAfter: repair,
 		Spare: t.othersHold}, p.clk.Now())
 	return t
 }
 
-// Pushing reports whether content root has its place in stripe trees
-// (Push, or a fetch's WithStripes).
-func (p *Service) Pushing(root chunker.ID) bool {
-	c := p.lib.Lookup(root[:])
-	return c != nil && treesOf(c) != nil
-}
-
-// pushTrees is a content's place in its stripe trees (Service.Push): the
+// Trees is a content's place in its stripe trees (Service.Push): the
 // streams that push to its children, and its parents' pushes, around a
 // stripes.Tree that decides who is whose parent, child and adoptee.
-type pushTrees struct {
-	p      *Service
+type Trees struct {
+	p      *Node
 	c      *serve.Content
 	repair time.Duration
 
@@ -209,17 +128,17 @@ func (o *pushOut) markSent(i, n int) {
 const pushRetries = 3
 
 // stripe returns block i's stripe.
-func (t *pushTrees) stripe(i int) int { return t.tree.Stripe(i) }
+func (t *Trees) stripe(i int) int { return t.tree.Stripe(i) }
 
-// treesOf returns content c's place in its stripe trees, nil when it has
+// TreesOf returns content c's place in its stripe trees, nil when it has
 // none.
-func treesOf(c *serve.Content) *pushTrees {
-	t, _ := c.Pushes().(*pushTrees)
+func TreesOf(c *serve.Content) *Trees {
+	t, _ := c.Pushes().(*Trees)
 	return t
 }
 
-// fetchOf returns content c's running fetch, nil when none runs.
-func fetchOf(c *serve.Content) *fetch {
+// FetchOf returns content c's running fetch, nil when none runs.
+func FetchOf(c *serve.Content) *fetch {
 	f, _ := c.RunningFetch().(*fetch)
 	return f
 }

@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"bufio"
@@ -16,9 +16,9 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
-// clientStream is one outbound request stream with deadlines on every read
+// ClientStream is one outbound request stream with deadlines on every read
 // and write.
-type clientStream struct {
+type ClientStream struct {
 	s       network.Stream
 	fr      *wire.Reader
 	bw      *bufio.Writer
@@ -28,16 +28,16 @@ type clientStream struct {
 	untrack func()
 }
 
-// request opens a stream of proto to id for root and sends the hello (it is
+// Request opens a stream of proto to id for root and sends the hello (it is
 // flushed with the first message, or by flush).
-func (p *client) request(ctx context.Context, id lpeer.ID, proto protocol.ID, root chunker.ID, coded bool) (*clientStream, error) {
-	return p.requestHello(ctx, id, proto, wire.Hello{Root: root[:], Coded: coded})
+func (p *Node) Request(ctx context.Context, id lpeer.ID, proto protocol.ID, root chunker.ID, coded bool) (*ClientStream, error) {
+	return p.RequestHello(ctx, id, proto, wire.Hello{Root: root[:], Coded: coded})
 }
 
-// requestHello is request with the hello h.
-func (p *client) requestHello(ctx context.Context, id lpeer.ID, proto protocol.ID, h wire.Hello) (*clientStream, error) {
+// RequestHello is request with the hello h.
+func (p *Node) RequestHello(ctx context.Context, id lpeer.ID, proto protocol.ID, h wire.Hello) (*ClientStream, error) {
 	if p.guard.IsBanned(id) {
-		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
+		return nil, fmt.Errorf("%w: %s misbehaved earlier", wire.ErrUnknownRoot, id)
 	}
 	s, err := p.h.NewStream(network.WithAllowLimitedConn(ctx, "reconcile"), id, proto)
 	if err != nil {
@@ -46,18 +46,18 @@ func (p *client) requestHello(ctx context.Context, id lpeer.ID, proto protocol.I
 	untrack, ok := p.guard.Track(s)
 	if !ok {
 		s.Reset()
-		return nil, fmt.Errorf("%w: %s misbehaved earlier", ErrUnknownRoot, id)
+		return nil, fmt.Errorf("%w: %s misbehaved earlier", wire.ErrUnknownRoot, id)
 	}
-	cs := &clientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.StreamIdle, clk: p.clk, untrack: untrack}
+	cs := &ClientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.StreamIdle, clk: p.clk, untrack: untrack}
 	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
-	if err := cs.send(h.Append(nil)); err != nil {
-		cs.reset()
+	if err := cs.Send(h.Append(nil)); err != nil {
+		cs.Reset()
 		return nil, err
 	}
 	return cs, nil
 }
 
-func (cs *clientStream) send(parts ...[]byte) error {
+func (cs *ClientStream) Send(parts ...[]byte) error {
 	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (cs *clientStream) send(parts ...[]byte) error {
 
 // sendRaw writes bytes that are already a whole frame (see
 // serverStream.sendRaw).
-func (cs *clientStream) sendRaw(frame []byte) error {
+func (cs *ClientStream) sendRaw(frame []byte) error {
 	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
 	}
@@ -74,18 +74,18 @@ func (cs *clientStream) sendRaw(frame []byte) error {
 	return err
 }
 
-func (cs *clientStream) flush() error {
+func (cs *ClientStream) Flush() error {
 	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
 	}
 	return cs.bw.Flush()
 }
 
-// next reads a frame of at most max bytes within the idle deadline.
-func (cs *clientStream) next(max int) ([]byte, error) { return cs.nextWithin(max, cs.idle) }
+// Next reads a frame of at most max bytes within the idle deadline.
+func (cs *ClientStream) Next(max int) ([]byte, error) { return cs.NextWithin(max, cs.idle) }
 
-// nextWithin reads a frame of at most max bytes within d.
-func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
+// NextWithin reads a frame of at most max bytes within d.
+func (cs *ClientStream) NextWithin(max int, d time.Duration) ([]byte, error) {
 	if err := cs.s.SetReadDeadline(clock.Deadline(cs.clk, d)); err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (cs *clientStream) nextWithin(max int, d time.Duration) ([]byte, error) {
 
 // nextQuiet reads a frame of at most max bytes, waiting as long as it takes
 // (a watch is quiet while nothing happens; the fetch's end resets it).
-func (cs *clientStream) nextQuiet(max int) ([]byte, error) {
+func (cs *ClientStream) nextQuiet(max int) ([]byte, error) {
 	if err := cs.s.SetReadDeadline(time.Time{}); err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func (cs *clientStream) nextQuiet(max int) ([]byte, error) {
 
 // nextInto reads a frame of at most max bytes within d into the memory of a
 // buffer from get (see wire.Reader.NextInto).
-func (cs *clientStream) nextInto(get func() []byte, max int, d time.Duration) ([]byte, error) {
+func (cs *ClientStream) nextInto(get func() []byte, max int, d time.Duration) ([]byte, error) {
 	if err := cs.s.SetReadDeadline(clock.Deadline(cs.clk, d)); err != nil {
 		return nil, err
 	}
@@ -122,15 +122,15 @@ func (cs *clientStream) nextInto(get func() []byte, max int, d time.Duration) ([
 	return f, err
 }
 
-// close ends the request politely: the remote sees EOF.
-func (cs *clientStream) close() {
+// Close ends the request politely: the remote sees EOF.
+func (cs *ClientStream) Close() {
 	cs.stop()
 	cs.s.Close()
 	cs.untrack()
 }
 
-// reset aborts the stream.
-func (cs *clientStream) reset() {
+// Reset aborts the stream.
+func (cs *ClientStream) Reset() {
 	cs.stop()
 	cs.s.Reset()
 	cs.untrack()

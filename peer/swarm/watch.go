@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"io"
@@ -22,7 +22,7 @@ import (
 // reads the source's have frames into its offers, another sends the
 // fetch's new blocks.
 type watchConn struct {
-	cs *clientStream
+	cs *ClientStream
 	// news has a value when haves of the source were added to its offers.
 	news chan struct{}
 	// done is closed when the watch has ended (either side).
@@ -37,7 +37,7 @@ type watchConn struct {
 
 // startWatch keeps cs, the stream of an answered reconciliation asked for
 // with Hello.Watch, as src's watch.
-func (wk worker) startWatch(cs *clientStream) *watchConn {
+func (wk worker) startWatch(cs *ClientStream) *watchConn {
 	w := &watchConn{cs: cs, news: make(chan struct{}, 1), done: make(chan struct{}), signal: make(chan struct{}, 1)}
 	go w.send()
 	go wk.readHaves(w)
@@ -100,9 +100,9 @@ func (w *watchConn) send() {
 		w.mu.Unlock()
 		for len(idx) > 0 {
 			n := min(len(idx), serve.MaxHave)
-			err := w.cs.send(wire.AppendHave(nil, idx[:n]))
+			err := w.cs.Send(wire.AppendHave(nil, idx[:n]))
 			if err == nil {
-				err = w.cs.flush()
+				err = w.cs.Flush()
 			}
 			if err != nil {
 				w.end(err)
@@ -121,7 +121,7 @@ func (w *watchConn) end(err error) {
 		w.err = err
 		w.mu.Unlock()
 		close(w.done)
-		w.cs.reset()
+		w.cs.Reset()
 	})
 }
 
@@ -132,7 +132,7 @@ func (w *watchConn) close() {
 		w.err = io.EOF
 		w.mu.Unlock()
 		close(w.done)
-		w.cs.close()
+		w.cs.Close()
 	})
 }
 

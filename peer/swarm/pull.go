@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"context"
@@ -6,16 +6,17 @@ import (
 	"math/rand/v2"
 
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
-// pullSession runs the initiator side of a one-way session of method over
+// PullSession runs the initiator side of a one-way session of method over
 // cs: it sends the filter of held (the first cells, for IBLT, and more as the
 // server asks) and returns the session, whose Wanted lists the offered blocks
 // this side lacks, and the number of round trips it took. With whole set,
 // a CBF is sized for the whole universe rather than for held (see
 // watchParams).
-func (p *client) pullSession(ctx context.Context, cs *clientStream, r *serve.Responder, method reconcile.Method, held []int, whole bool) (s *reconcile.Session, trips int, err error) {
+func (p *Node) PullSession(ctx context.Context, cs *ClientStream, r *serve.Responder, method reconcile.Method, held []int, whole bool) (s *reconcile.Session, trips int, err error) {
 	lim := p.srv.ReconcileLimits()
 	set := serve.HeldSet(r.U.Blocks(), held)
 	filters, err := r.FiltersFor(set)
@@ -24,7 +25,7 @@ func (p *client) pullSession(ctx context.Context, cs *clientStream, r *serve.Res
 	}
 	cfg := reconcile.Config{Method: method, OneWay: true, Limits: lim, Filters: filters}
 	if whole {
-		cfg.M, cfg.K = watchParams(method, r.U.Blocks())
+		cfg.M, cfg.K = WatchParams(method, r.U.Blocks())
 	}
 	s, err = reconcile.NewSession(rand.Uint64(), cfg, r.U, set, nil)
 	if err != nil {
@@ -33,15 +34,15 @@ func (p *client) pullSession(ctx context.Context, cs *clientStream, r *serve.Res
 	if err := s.Start(); err != nil {
 		return nil, 0, err
 	}
-	err = reconcile.Drive(ctx, s, &serve.ReconConn{SendFrame: cs.send, FlushFrames: cs.flush, NextFrame: cs.next, Max: p.srv.FrameMax()}, lim)
+	err = reconcile.Drive(ctx, s, &serve.ReconConn{SendFrame: cs.Send, FlushFrames: cs.Flush, NextFrame: cs.Next, Max: p.srv.FrameMax()}, lim)
 	trips = s.Outcome().Flights / 2
 	switch {
 	case err == nil, serve.IsConnError(err):
 	case reconcile.IsViolation(err):
 		// The reject went out first; the caller resets the stream.
-		err = fmt.Errorf("%w: %w", ErrMalformed, err)
+		err = fmt.Errorf("%w: %w", wire.ErrMalformed, err)
 	default:
-		err = fmt.Errorf("%w: %w", ErrRemote, err)
+		err = fmt.Errorf("%w: %w", wire.ErrRemote, err)
 	}
 	return s, trips, err
 }
@@ -50,16 +51,16 @@ func (p *client) pullSession(ctx context.Context, cs *clientStream, r *serve.Res
 // watchParams).
 const watchFilterMax = 1 << 20
 
-// watchParams returns the counters and hash count of the CBF that starts a
+// WatchParams returns the counters and hash count of the CBF that starts a
 // watch of content of u blocks: sized for all u blocks, not for the ones
 // held, when that CBF is at most watchFilterMax bytes (0, 0 otherwise: sized
 // for the set). Every watcher then sends filters of the same parameters,
 // at their optimal load once they hold the file, so the server's tally of
 // its watchers' filters sums them in one group and counts holders closely
-// (BlockRarestFilters); and CBF(U) is not saturated, so the answer offers
+// (sched.BlockRarestFilters); and CBF(U) is not saturated, so the answer offers
 // few blocks the watcher holds. It costs about 5 bytes a block of the
 // content once per watch.
-func watchParams(method reconcile.Method, u int) (m, k int) {
+func WatchParams(method reconcile.Method, u int) (m, k int) {
 	if method != reconcile.Complete && method != reconcile.CCBF {
 		return 0, 0
 	}

@@ -1,14 +1,15 @@
-package peer
+package swarm
 
 import (
 	"errors"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // catchUp asks this peer's parent in every stripe (only: in those whose
 // parent it is, if not "") to push the blocks of the stripe it lacks and
-// the parent holds (ProtoAdopt, as an orphan asks to be adopted, but of
+// the parent holds (wire.ProtoAdopt, as an orphan asks to be adopted, but of
 // its own parent), as its fetch starts (or as Push is called on a running
 // fetch), and of a parent whose pushes come again after it left: a
 // parent pushes what it gains, so a peer that takes its place in trees
@@ -22,7 +23,7 @@ import (
 // repair. Answers are not waited for; a parent
 // that refuses (it does not get the stripe, or has no place for this peer
 // yet) leaves the stripe to its pushes and the repair.
-func (t *pushTrees) catchUp(only lpeer.ID) {
+func (t *Trees) catchUp(only lpeer.ID) {
 	if t.tree.Seed() {
 		return
 	}
@@ -64,18 +65,18 @@ func (t *pushTrees) catchUp(only lpeer.ID) {
 // left waited for the blocks that parent held before for lateAfter repair
 // times, though every peer around offered them (the 200-peer testnet's
 // slowest peers that never left, at 2.1x T*).
-func (t *pushTrees) catchUpFailed(parent lpeer.ID, err error) {
+func (t *Trees) catchUpFailed(parent lpeer.ID, err error) {
 	if t.p.ctx.Err() != nil {
 		return
 	}
-	answered := errors.Is(err, ErrRemote) || errors.Is(err, ErrBusy) || errors.Is(err, ErrUnknownRoot)
+	answered := errors.Is(err, wire.ErrRemote) || errors.Is(err, wire.ErrBusy) || errors.Is(err, wire.ErrUnknownRoot)
 	if answered && !t.p.guard.IsBanned(parent) {
 		t.mu.Lock()
 		t.tree.CatchUpRefused(parent)
 		t.mu.Unlock()
 		return
 	}
-	t.parentFailed(parent, false)
+	t.ParentFailed(parent, false)
 }
 
 // orphanLocked notes that this peer found no parent for stripe s, whose
@@ -83,7 +84,7 @@ func (t *pushTrees) catchUpFailed(parent lpeer.ID, err error) {
 // children in s go (stripes.Tree.Orphan): their blocks of s queued are
 // dropped, and their push streams reset, so that they repair the stripe at
 // once.
-func (t *pushTrees) orphanLocked(s int) {
+func (t *Trees) orphanLocked(s int) {
 	if t.tree.Orphaned(s) || len(t.lacks(s)) == 0 {
 		return
 	}

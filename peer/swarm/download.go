@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"errors"
@@ -77,7 +77,7 @@ func (w worker) download() (err error) {
 	win.Max, win.Fixed = f.p.cfg.Window, f.p.cfg.FixedWindow
 	inflight := make(map[int]struct{}, win.Max)
 	defer func() { w.unclaim(inflight) }()
-	var cs *clientStream
+	var cs *ClientStream
 	var wants *wantWriter
 	defer func() {
 		if cs == nil {
@@ -87,11 +87,11 @@ func (w worker) download() (err error) {
 		src.cs = nil
 		f.mu.Unlock()
 		if err != nil || f.ctx.Err() != nil {
-			cs.reset()
+			cs.Reset()
 			wants.stop()
 		} else {
 			wants.stop()
-			cs.close()
+			cs.Close()
 		}
 	}()
 	limit := f.t.Count()
@@ -114,7 +114,7 @@ func (w worker) download() (err error) {
 		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
 			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && f.fc.endgame && serve.IsBlockMethod(f.t.Method()) && f.p.clk.Since(f.lastStored) >= sched.EndgameWait {
+			if len(batch) == 0 && f.fc.Endgame && serve.IsBlockMethod(f.t.Method()) && f.p.clk.Since(f.lastStored) >= sched.EndgameWait {
 				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.Man.BlockCount()-f.c.Store.HeldCount())
 			}
 			if len(batch) > 0 {
@@ -130,7 +130,7 @@ func (w worker) download() (err error) {
 		}
 		if len(batch) > 0 {
 			if cs == nil {
-				cs, err = f.p.cl.request(f.ctx, src.id, ProtoBlocks, f.c.Man.ID(), !f.t.Plain())
+				cs, err = f.p.Request(f.ctx, src.id, wire.ProtoBlocks, f.c.Man.ID(), !f.t.Plain())
 				if err != nil {
 					return err
 				}
@@ -170,7 +170,7 @@ func (w worker) download() (err error) {
 			return err
 		}
 		if _, asked := inflight[i]; !asked {
-			return fmt.Errorf("%w: block %d was not requested", ErrMalformed, i)
+			return fmt.Errorf("%w: block %d was not requested", wire.ErrMalformed, i)
 		}
 		delete(inflight, i)
 		if !ok {
@@ -266,7 +266,7 @@ func (f *fetch) writer() {
 	for job := range f.writes {
 		err := f.store(job.src, job.i, job.data)
 		f.putBuf(job.buf)
-		if errors.Is(err, ErrBadBlock) {
+		if errors.Is(err, wire.ErrBadBlock) {
 			if job.src.push {
 				pushSink{f}.refuseParent(job.src.id)
 			}
@@ -305,24 +305,24 @@ func (f *fetch) corrupt(src *source, i int, err error) {
 }
 
 // corruptError is why a peer that sent too many corrupt blocks was dropped
-// (PeerShare.Dropped); it wraps ErrBadBlock.
+// (PeerShare.Dropped); it wraps wire.ErrBadBlock.
 type corruptError struct{ n, last int }
 
 func (e *corruptError) Error() string {
 	return fmt.Sprintf("sent %d corrupt blocks (the last: block %d)", e.n, e.last)
 }
 
-func (e *corruptError) Unwrap() error { return ErrBadBlock }
+func (e *corruptError) Unwrap() error { return wire.ErrBadBlock }
 
 // event passes ev to the WithFetchEvents function, if any (serialized with
 // the progress calls).
 func (f *fetch) event(ev FetchEvent) {
-	if f.fc.events == nil {
+	if f.fc.Events == nil {
 		return
 	}
 	f.progMu.Lock()
 	defer f.progMu.Unlock()
-	f.fc.events(ev)
+	f.fc.Events(ev)
 }
 
 // missingText words the blocks the fetch lacks, n of them: "2 of 16 blocks
@@ -332,7 +332,7 @@ func (f *fetch) missingText(n int) string {
 	if n == 0 {
 		return s
 	}
-	return s + " (" + blockRanges(f.c.Store.Missing(), 8) + ")"
+	return s + " (" + BlockRanges(f.c.Store.Missing(), 8) + ")"
 }
 
 // noneHas words that none of the n connected peers has the blocks missing.
@@ -346,9 +346,9 @@ func noneHas(n int) string {
 	return fmt.Sprintf("none of the %d peers connected has them", n)
 }
 
-// blockRanges words the increasing block indices idx as ranges, at most max
+// BlockRanges words the increasing block indices idx as ranges, at most max
 // of them: "block 3", "blocks 0-14", "blocks 1, 4-6 and 9", "blocks 1, 3, …".
-func blockRanges(idx []int, max int) string {
+func BlockRanges(idx []int, max int) string {
 	var parts []string
 	more := false
 	for k := 0; k < len(idx); {
@@ -452,7 +452,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	f.mu.Lock()
 	f.pick.Done(i, err != nil)
 	if err != nil {
-		if errors.Is(err, ErrBadBlock) {
+		if errors.Is(err, wire.ErrBadBlock) {
 			f.sum.Rejected++
 			src.share.Rejected++
 			f.mu.Unlock()
@@ -477,7 +477,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	f.lastStored = f.lastProgress
 	held := f.c.Store.HeldCount()
 	var prog Progress
-	if f.fc.progress != nil {
+	if f.fc.Progress != nil {
 		prog = Progress{Blocks: held, TotalBlocks: f.c.Man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.Man.TotalSize()}
 	}
 	f.mu.Unlock()
@@ -487,10 +487,10 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		f.c.NoteGain(i)
 		f.announce(i)
 	}
-	if f.fc.progress != nil {
+	if f.fc.Progress != nil {
 		prog.Bytes = heldBytes(f.c.Man, held)
 		f.progMu.Lock()
-		f.fc.progress(prog)
+		f.fc.Progress(prog)
 		f.progMu.Unlock()
 	}
 	if f.t.Complete() {

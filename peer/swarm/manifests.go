@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"context"
@@ -21,10 +21,10 @@ const (
 	manifestRetry = 250 * time.Millisecond
 )
 
-// fetchManifest gets the manifest of root from the first of srcs that has
+// FetchManifest gets the manifest of root from the first of srcs that has
 // it and checks it against the root, trying each source again (with
 // backoff) after a failure of the stream.
-func (p *client) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID) (*chunker.Manifest, error) {
+func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID) (*chunker.Manifest, error) {
 	var errs []error
 	retry := srcs
 	for round := range manifestTries {
@@ -44,9 +44,9 @@ func (p *client) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpee
 				return m, nil
 			}
 			switch {
-			case errors.Is(err, ErrManifestMismatch):
+			case errors.Is(err, wire.ErrManifestMismatch):
 				p.log.Warn("peer sent a manifest that does not match the ticket", "peer", id)
-			case errors.Is(err, ErrMalformed), errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrUnknownRoot):
+			case errors.Is(err, wire.ErrMalformed), errors.Is(err, wire.ErrFrameTooLarge), errors.Is(err, wire.ErrUnknownRoot):
 			default:
 				again = append(again, id)
 			}
@@ -59,49 +59,49 @@ func (p *client) fetchManifest(ctx context.Context, root chunker.ID, srcs []lpee
 		}
 	}
 	for _, e := range errs {
-		if errors.Is(e, ErrManifestMismatch) {
-			return nil, fmt.Errorf("%w: %w", ErrManifestMismatch, errors.Join(errs...))
+		if errors.Is(e, wire.ErrManifestMismatch) {
+			return nil, fmt.Errorf("%w: %w", wire.ErrManifestMismatch, errors.Join(errs...))
 		}
 	}
-	return nil, fmt.Errorf("%w: no peer sent the manifest: %w", ErrNoPeers, errors.Join(errs...))
+	return nil, fmt.Errorf("%w: no peer sent the manifest: %w", wire.ErrNoPeers, errors.Join(errs...))
 }
 
-// askManifest sends a manifest request (with the hello's Coded flag when
+// AskManifest sends a manifest request (with the hello's Coded flag when
 // coded: for the header of the content's altUnits) to id and returns the
 // body of the answer, of at most max bytes.
-func (p *client) askManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
-	cs, err := p.request(ctx, id, ProtoManifest, root, coded)
+func (p *Node) AskManifest(ctx context.Context, root chunker.ID, id lpeer.ID, coded bool, max int) ([]byte, error) {
+	cs, err := p.Request(ctx, id, wire.ProtoManifest, root, coded)
 	if err != nil {
 		return nil, err
 	}
-	defer cs.close()
-	if err := cs.flush(); err != nil {
+	defer cs.Close()
+	if err := cs.Flush(); err != nil {
 		return nil, err
 	}
-	f, err := cs.next(1 + max)
+	f, err := cs.Next(1 + max)
 	if err != nil {
-		cs.reset()
+		cs.Reset()
 		return nil, err
 	}
 	body, err := wire.DecodeTyped(f, wire.TypeManifest)
 	if err != nil {
-		cs.reset()
+		cs.Reset()
 		return nil, err
 	}
 	return body, nil
 }
 
-func (p *client) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
-	body, err := p.askManifest(ctx, root, id, false, p.cfg.Limits.MaxManifestBytes)
+func (p *Node) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.ID) (*chunker.Manifest, error) {
+	body, err := p.AskManifest(ctx, root, id, false, p.cfg.Limits.MaxManifestBytes)
 	if err != nil {
 		return nil, err
 	}
 	m, err := chunker.DecodeManifestID(body, root, p.cfg.Limits.MaxManifestBytes)
 	if err != nil {
 		if errors.Is(err, chunker.ErrManifestMismatch) {
-			return nil, fmt.Errorf("%w: %w", ErrManifestMismatch, err)
+			return nil, fmt.Errorf("%w: %w", wire.ErrManifestMismatch, err)
 		}
-		return nil, fmt.Errorf("%w: manifest: %w", ErrMalformed, err)
+		return nil, fmt.Errorf("%w: manifest: %w", wire.ErrMalformed, err)
 	}
 	return m, nil
 }

@@ -1,4 +1,4 @@
-package peer
+package swarm
 
 import (
 	"encoding/json"
@@ -137,10 +137,10 @@ func banFilePath(st *chunker.Store) string {
 	return filepath.Join(dir, BanFile)
 }
 
-// removeBanFile removes the ban file of a complete store: no fetch will
+// RemoveBanFile removes the ban file of a complete store: no fetch will
 // read it, and the store's state folder goes with its last file
 // (chunker.Store.RemoveState).
-func removeBanFile(st *chunker.Store, log *slog.Logger) {
+func RemoveBanFile(st *chunker.Store, log *slog.Logger) {
 	path := banFilePath(st)
 	if path == "" || !st.Complete() {
 		return
@@ -214,7 +214,7 @@ func (b *banFile) save(id lpeer.ID, until time.Time) {
 	}
 }
 
-// hint adds to err, the fetch's ErrNoPeers, how many peers this fetch and
+// hint adds to err, the fetch's wire.ErrNoPeers, how many peers this fetch and
 // earlier ones on its store banned that stay banned, and where those bans
 // are kept: a user whose seed sent corrupt blocks (a disk error) learns why
 // it is not asked again.

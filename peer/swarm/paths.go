@@ -1,0 +1,33 @@
+package swarm
+
+import (
+	"context"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
+)
+
+// PathTo says how this host is connected to id now (hostkit.Host.Path).
+func (s *Node) PathTo(id lpeer.ID) string {
+	if k := s.kit; k != nil {
+		return k.Path(id)
+	}
+	return hostkit.PathOf(s.h.Network(), id)
+}
+
+// notePaths fills in the Path of each share.
+func (f *fetch) notePaths(shares []PeerShare) {
+	for i := range shares {
+		if id, err := lpeer.Decode(shares[i].Peer); err == nil {
+			shares[i].Path = f.p.PathTo(id)
+		}
+	}
+}
+
+// AwaitDirect gives hole punching a chance before blocks move over a relay
+// (hostkit.Host.AwaitDirect); it returns at once on an application's host.
+func (s *Node) AwaitDirect(ctx context.Context, id lpeer.ID) {
+	if k := s.kit; k != nil {
+		k.AwaitDirect(ctx, id)
+	}
+}

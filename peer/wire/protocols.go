@@ -1,0 +1,35 @@
+package wire
+
+import "github.com/libp2p/go-libp2p/core/protocol"
+
+// The protocols a peer speaks. Each is one request per stream, except blocks,
+// where one stream carries many want and block messages.
+const (
+	// ProtoManifest answers a root id with the content's manifest.
+	ProtoManifest protocol.ID = "/reconcile/1/manifest"
+	// ProtoReconcile carries one reconciliation exchange of package reconcile:
+	// the fetcher's filter in, the indices of the blocks to offer it out.
+	ProtoReconcile protocol.ID = "/reconcile/1/reconcile"
+	// ProtoBlocks moves blocks: want messages in, block messages out.
+	ProtoBlocks protocol.ID = "/reconcile/1/blocks"
+	// ProtoPeers lists other peers that hold or fetch the same content.
+	ProtoPeers protocol.ID = "/reconcile/1/peers"
+	// ProtoPush carries the pushes of stripe trees (Service.Push): a parent
+	// opens it to a child and writes block frames after the hello, each
+	// block of the child's stripes as the parent gains it, and have frames
+	// naming blocks it will not push (the child fetches them from its own
+	// sources); the child answers the hello once (an empty have frame:
+	// taken; an error frame: refused) and nothing after.
+	ProtoPush protocol.ID = "/reconcile/1/push"
+	// ProtoAdopt asks a peer to adopt this one in a stripe whose parent
+	// left or lies (see Stripes.Grandparents): a want frame of the blocks
+	// of that stripe the asker lacks after the hello; the answer is a have
+	// frame (adopted: pushes follow on ProtoPush; it names the blocks of the
+	// request the asker is not to wait for, which it fetches from its own
+	// sources: other peers hold them, and the adopter lacks them or, a
+	// seed, spares its uplink), then, when the adopter has a parent in
+	// the stripe, a peers frame naming it (the asker's grandparent from
+	// then on); or a peers frame of one peer to ask instead; or an error
+	// frame (refused).
+	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
+)
