@@ -174,7 +174,6 @@ func (fp *FairPool) releaseLocked(h *Holding) {
 	fp.changed = make(chan struct{})
 }
 
-// UsedBy returns what key holds.
 // Used returns the units held now, over all keys.
 func (fp *FairPool) Used() int64 {
 	fp.mu.Lock()
@@ -182,6 +181,7 @@ func (fp *FairPool) Used() int64 {
 	return fp.used
 }
 
+// UsedBy returns what key holds.
 func (fp *FairPool) UsedBy(key string) int64 {
 	fp.mu.Lock()
 	defer fp.mu.Unlock()

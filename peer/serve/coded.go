@@ -37,6 +37,8 @@ type CodedUnits struct {
 	sends *admit.Repeats // made on first use
 }
 
+// NewCodedUnits returns the units of the coded set set, as a content serves
+// them beside its blocks.
 func NewCodedUnits(set *byers.Set) (*CodedUnits, error) {
 	r, err := NewResponder(set.Count(), reconcile.Byers)
 	if err != nil {
@@ -45,18 +47,26 @@ func NewCodedUnits(set *byers.Set) (*CodedUnits, error) {
 	return &CodedUnits{Set: set, recon: r}, nil
 }
 
+// Plain reports whether the units are the blocks of a store: no.
 func (u *CodedUnits) Plain() bool { return false }
 
+// Count is the number of units.
 func (u *CodedUnits) Count() int { return u.Set.Count() }
 
+// Get reports whether unit i is held, with its bytes when kept in memory.
 func (u *CodedUnits) Get(i int) ([]byte, bool) { return u.Set.Get(i) }
 
+// Held lists the units held.
 func (u *CodedUnits) Held() []int { return u.Set.Held() }
 
+// Responder is the reconciliation universe of the units, with the filters
+// of the held set.
 func (u *CodedUnits) Responder() *Responder { return u.recon }
 
+// Header is the body of the answer to a manifest request.
 func (u *CodedUnits) Header() ([]byte, error) { return u.Set.Header(), nil }
 
+// Repeats counts the sends of every unit to every peer.
 func (u *CodedUnits) Repeats() *admit.Repeats {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -66,6 +76,7 @@ func (u *CodedUnits) Repeats() *admit.Repeats {
 	return u.sends
 }
 
+// NewTarget returns a fetch of the units into c's store.
 func (u *CodedUnits) NewTarget(ctx context.Context, c *Content) (Target, error) {
 	t, err := byers.NewTarget(ctx, u.Set, c.Man, c.Store)
 	if err != nil {

@@ -155,6 +155,8 @@ func (c *Content) NoteGain(i int) {
 	}
 }
 
+// NewContent returns the content of manifest m held in store s (nil for
+// none yet), with its responder and counters.
 func NewContent(m *chunker.Manifest, s *chunker.Store) (*Content, error) {
 	r, err := NewResponder(m.BlockCount(), BlockMethods...)
 	if err != nil {
@@ -172,6 +174,7 @@ func (c *Content) noteSwarm(id lpeer.ID) {
 	}
 }
 
+// Forget drops id from the peers remembered for peer exchange.
 func (c *Content) Forget(id lpeer.ID) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -189,6 +192,7 @@ func (c *Content) swarmPeers() []lpeer.ID {
 	return out
 }
 
+// NoteSent counts n bytes of blocks sent to id.
 func (c *Content) NoteSent(id lpeer.ID, n int) {
 	c.mu.Lock()
 	c.sent[id] += int64(n)
@@ -253,6 +257,7 @@ func (c *Content) SetAlt(u AltUnits) {
 	c.mu.Unlock()
 }
 
+// Close closes the content's store (a store closed already is no error).
 func (c *Content) Close() error {
 	if c.Store == nil {
 		return nil

@@ -48,6 +48,8 @@ const BanFor = 10 * time.Minute
 // BanTag is the connection manager tag of a banned peer.
 const BanTag = "reconcile-banned"
 
+// NewGuard returns the guard of a service on h, with cfg's log, clock and
+// limits.
 func NewGuard(h host.Host, cfg Config) *Guard {
 	return &Guard{h: h, log: cfg.Log, clk: cfg.Clock, limits: cfg.Limits,
 		banned:      admit.NewDenyList[lpeer.ID](),

@@ -16,6 +16,7 @@ type Library struct {
 	closed   bool
 }
 
+// NewLibrary returns an empty library.
 func NewLibrary() *Library {
 	return &Library{contents: make(map[chunker.ID]*Content)}
 }

@@ -54,6 +54,8 @@ func (r *Responder) Trim() {
 	r.mu.Unlock()
 }
 
+// NewResponder returns the responder of a universe of blocks units that
+// answers sessions of methods.
 func NewResponder(blocks int, methods ...reconcile.Method) (*Responder, error) {
 	u, err := reconcile.NewUniverse(blocks)
 	if err != nil {
@@ -132,6 +134,8 @@ type ReconConn struct {
 	trim func([]uint32) []uint32
 }
 
+// Send writes message m, encoded, as one payload frame (recording the
+// offers it names, and trimming them, as the conn says).
 func (c *ReconConn) Send(m *reconcile.Message, encoded []byte) error {
 	if c.found != nil && (m.Type == reconcile.MsgOffer || m.Type == reconcile.MsgBlocks) {
 		*c.found = appendInts((*c.found)[:0], m.Indices)
@@ -161,6 +165,7 @@ func appendInts(dst []int, idx []uint32) []int {
 	return dst
 }
 
+// Flush sends what Send buffered.
 func (c *ReconConn) Flush() error { return c.FlushFrames() }
 
 // Recv returns the body of the next payload frame; an error frame is the

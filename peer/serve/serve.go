@@ -97,6 +97,7 @@ func (ss *Stream) sendRaw(frame []byte) error {
 	return err
 }
 
+// Flush sends what Send buffered, within the idle deadline.
 func (ss *Stream) Flush() error {
 	if err := ss.S.SetWriteDeadline(clock.Deadline(ss.clk, ss.idle)); err != nil {
 		return err

@@ -47,16 +47,35 @@ type BlockTarget struct {
 	m reconcile.Method
 }
 
-func (t BlockTarget) Responder() *Responder          { return t.c.Recon }
-func (t BlockTarget) Method() reconcile.Method       { return t.m }
-func (t BlockTarget) Plain() bool                    { return true }
-func (t BlockTarget) Count() int                     { return t.c.Man.BlockCount() }
-func (t BlockTarget) UnitSize() int                  { return t.c.Man.BlockSize() }
-func (t BlockTarget) Has(i int) bool                 { return t.c.Store.Has(i) }
-func (t BlockTarget) Held() []int                    { return t.c.Store.Held() }
-func (t BlockTarget) Complete() bool                 { return t.c.Store.Complete() }
+// Responder is the reconciliation universe of the blocks, with the filters
+// of the held set.
+func (t BlockTarget) Responder() *Responder { return t.c.Recon }
+
+// Method is the reconciliation method.
+func (t BlockTarget) Method() reconcile.Method { return t.m }
+
+// Plain reports whether the units are the blocks of a store.
+func (t BlockTarget) Plain() bool { return true }
+
+// Count is the number of units.
+func (t BlockTarget) Count() int { return t.c.Man.BlockCount() }
+
+// UnitSize bounds the payload of one unit.
+func (t BlockTarget) UnitSize() int { return t.c.Man.BlockSize() }
+
+// Has reports whether unit i is held.
+func (t BlockTarget) Has(i int) bool { return t.c.Store.Has(i) }
+
+// Held lists the units held.
+func (t BlockTarget) Held() []int { return t.c.Store.Held() }
+
+// Complete reports whether the content is whole.
+func (t BlockTarget) Complete() bool { return t.c.Store.Complete() }
+
+// Finish returns the decode time and the first error met outside Put.
 func (t BlockTarget) Finish() (time.Duration, error) { return 0, nil }
 
+// Put verifies and stores unit i.
 func (t BlockTarget) Put(i int, data []byte) error {
 	err := t.c.Store.PutBlock(i, data)
 	if errors.Is(err, chunker.ErrBadBlock) {

@@ -9,6 +9,8 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
+// FetchConfig is what one fetch is told (package peer's FetchOptions set
+// it).
 type FetchConfig struct {
 	Progress func(Progress)
 	Peers    []ma.Multiaddr

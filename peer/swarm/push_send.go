@@ -14,7 +14,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
-// gained queues block i for the children of its stripe.
+// Gained queues block i for the children of its stripe.
 func (t *Trees) Gained(i int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -304,7 +304,7 @@ func (t *Trees) queue(o *pushOut, i int) {
 	t.tree.Queue(i)
 }
 
-// firstCopies reports whether this peer is a seed and one of the blocks
+// FirstCopies reports whether this peer is a seed and one of the blocks
 // idx is still queued for a child whose stream is up: such requests are
 // answered busy (stripes.Tree.FirstCopies).
 func (t *Trees) FirstCopies(idx []int) bool {

@@ -57,6 +57,7 @@ func (p *Node) RequestHello(ctx context.Context, id lpeer.ID, proto protocol.ID,
 	return cs, nil
 }
 
+// Send writes one frame of parts within the idle deadline (Flush sends it).
 func (cs *ClientStream) Send(parts ...[]byte) error {
 	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
@@ -74,6 +75,7 @@ func (cs *ClientStream) sendRaw(frame []byte) error {
 	return err
 }
 
+// Flush sends what Send buffered, within the idle deadline.
 func (cs *ClientStream) Flush() error {
 	if err := cs.s.SetWriteDeadline(clock.Deadline(cs.clk, cs.idle)); err != nil {
 		return err
