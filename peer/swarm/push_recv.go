@@ -154,18 +154,15 @@ func (f *fetch) Running() bool {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.runningLocked()
+	return f.started && f.ctx.Err() == nil
 }
-
-// runningLocked is running with f.mu held.
-func (f *fetch) runningLocked() bool { return f.started && f.ctx.Err() == nil }
 
 // takePush hands block i, pushed by parent from, to the fetch's writers,
 // as a block fetched from a source of its own; false when the fetch has not
 // started or has ended (the caller stores it).
 func (f pushSink) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 	f.mu.Lock()
-	if !f.runningLocked() {
+	if !f.started || f.ctx.Err() != nil { // not running (f.mu held)
 		f.mu.Unlock()
 		return false
 	}
