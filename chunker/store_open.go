@@ -402,6 +402,7 @@ func (s *Store) makeDir(name string, dirs map[string]struct{}) error {
 		}
 	}
 }
+
 // finish sets the final modes of a complete store's files and makes its
 // symbolic links (see makeLinks).
 func (s *Store) finish() error {
