@@ -311,3 +311,29 @@ func TestStoreContentDefined(t *testing.T) {
 		t.Fatalf("CheckSources: %+v, %v; want block %d dropped (file blocks [%d, %d))", ch, err, first+1, first, end)
 	}
 }
+
+// TestFileStoreContentDefined downloads single-file content-defined content
+// into a file of one's choosing, resuming once, then leaves just the file.
+func TestFileStoreContentDefined(t *testing.T) {
+	ctx := context.Background()
+	data := randBytes(71, 200<<10)
+	m := chunkBytes(t, "movie.mkv", data, smallChunking)
+	out := filepath.Join(t.TempDir(), "film.mkv")
+	st, err := CreateFileStore(ctx, out, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill(t, st, data, evens)
+	st.Close()
+	if st, err = OpenOrCreateFileStore(ctx, out, m); err != nil {
+		t.Fatal(err)
+	}
+	fill(t, st, data, func(i int) bool { return i%2 == 1 })
+	checkStore(t, st, data)
+	if err := st.RemoveState(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("output file: %v", err)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	cdc "github.com/PlakarKorp/go-cdc-chunkers"
 	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc"
+	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/jc"
 	jotfs "github.com/jotfs/fastcdc-go"
 	"github.com/reconcile-p2p/reconcile/chunker"
 	restic "github.com/restic/chunker"
@@ -107,13 +108,16 @@ var candidates = []struct {
 			return ch.Data, err
 		}
 	}},
-	{"go-cdc-chunkers-v1.1.0-fastcdc/min64K-normal128K-max1M", 1 << 20, plakar(64<<10, 128<<10, 1<<20)},
-	{"go-cdc-chunkers-v1.1.0-fastcdc/min96K-normal128K-max1M", 1 << 20, plakar(96<<10, 128<<10, 1<<20)},
+	{"go-cdc-chunkers-v1.1.0-fastcdc/min64K-normal128K-max1M", 1 << 20, plakar(chunker.CDCAlgorithm, 64<<10, 128<<10, 1<<20)},
+	{"go-cdc-chunkers-v1.1.0-fastcdc/min96K-normal128K-max1M", 1 << 20, plakar(chunker.CDCAlgorithm, 96<<10, 128<<10, 1<<20)},
+	// JC skips ahead after a near-cut: the fastest by far, but its cuts
+	// depend on where it jumped from, and an edit moves many of them.
+	{"go-cdc-chunkers-v1.1.0-jc/min128K-normal256K-max1M", 1 << 20, plakar("jc-v1.1.0", 128<<10, 256<<10, 1<<20)},
 }
 
-func plakar(mn, normal, mx int) func() cutter {
+func plakar(algo string, mn, normal, mx int) func() cutter {
 	return func() cutter {
-		c, err := cdc.NewChunker(chunker.CDCAlgorithm, bytes.NewReader(data), &cdc.ChunkerOpts{MinSize: mn, NormalSize: normal, MaxSize: mx})
+		c, err := cdc.NewChunker(algo, bytes.NewReader(data), &cdc.ChunkerOpts{MinSize: mn, NormalSize: normal, MaxSize: mx})
 		if err != nil {
 			panic(err)
 		}
