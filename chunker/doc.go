@@ -1,21 +1,40 @@
-// Package chunker cuts a file or a directory tree into fixed-size blocks, describes
-// them in a Manifest (the files, the block size and every block's hash; its ID is the
-// hash of its canonical msgpack encoding) and keeps a peer's blocks in a crash-safe
+// Package chunker cuts a file or a directory tree into blocks, describes them in a
+// Manifest (the files, how they were cut and every block's hash; its ID is the hash
+// of its canonical msgpack encoding) and keeps a peer's blocks in a crash-safe
 // on-disk Store.
 //
 // # Blocks
 //
-// The files of a tree are taken in byte-wise order of their slash-separated paths and
-// their bytes are read as one stream, cut into blocks of BlockSize bytes (the last one
-// may be shorter; a block may span several files). Every block is hashed with BLAKE3
-// (see HashBlock). Chunking streams: memory stays a few blocks whatever the size.
+// Blocks are of a fixed size by default: the files of a tree are taken in byte-wise
+// order of their slash-separated paths and their bytes are read as one stream, cut
+// into blocks of BlockSize bytes (the last one may be shorter; a block may span
+// several files). Every block is hashed with BLAKE3 (see HashBlock). Chunking
+// streams: memory stays a few blocks whatever the size.
+//
+// With WithContentDefined (or WithChunking) blocks are content-defined (FastCDC,
+// see Chunking and CDCAlgorithm): each file is cut on its own where its bytes say,
+// so inserting or deleting bytes changes only the blocks around the edit, a block
+// never spans files, and the same bytes give the same blocks in any file, folder
+// or version, which lets peers reuse blocks across versions. Such a manifest
+// (format Version2) records the chunking rule and every block's length; BlockLen
+// and BlockSpan give them, BlockSize is the longest a block may be, and
+// ContentDefined tells the two kinds apart. Cutting is sequential, hashing runs
+// on several goroutines as for fixed-size blocks. docs/chunking.md has the
+// measurements behind the choice of library and defaults.
 //
 // Paths in a manifest start with the base name of the chunked path: chunking
 // /data/movie.mkv gives the single file "movie.mkv", chunking /data/photos gives
-// "photos/a.jpg", "photos/2024/b.jpg", ... Only regular files are taken; symbolic
-// links inside a tree, devices, empty directories and the metadata folders of block
-// stores (MetaDir) are skipped. A symbolic link given as the path itself is followed
-// and keeps its own name.
+// "photos/a.jpg", "photos/2024/b.jpg", ... A symbolic link given as the path itself
+// is followed and keeps its own name. Inside a folder, with content-defined blocks
+// (or WithLinksAndDirs), symbolic links whose target is relative and stays inside
+// the folder and empty folders are recorded too (see Tree); other links, devices,
+// sockets and pipes are left out, and WithSkipped names them. Fixed-size blocks
+// take the regular files only by default, so their manifests and IDs are what the
+// first release made. The metadata folders of block stores (MetaDir) are never
+// content.
+//
+// Manifests of format Version (fixed-size blocks over regular files) are still
+// written and read as before; DecodeManifest reads both formats.
 //
 // # Stores
 //
@@ -44,6 +63,14 @@
 // checksum and is ignored. SeedStore serves an original file or tree in place,
 // read-only, without copying it; when a file changes under it, the blocks that no
 // longer match are no longer held (Store.CheckSources, and ReadBlock after a change).
+//
+// Empty folders are made with the store's files (and again on reopening if
+// missing); symbolic links once the store is complete, through the os.Root like
+// every write, never over something already there (ErrExists), and again on
+// reopening if missing. Where a link cannot be made (on Windows it takes Developer
+// Mode or an administrator) the call that completed the store fails with
+// ErrSymlink: every block is still held and recorded, and reopening tries again.
+// A single-file store (CreateFileStore) holds no links or folders (ErrNotFile).
 //
 // A state folder holds one manifest: OpenOrCreateStore resumes the store of the
 // same manifest and refuses to put another one's files where files are already

@@ -40,6 +40,10 @@ var (
 	// ErrNoSpace is returned when creating a store's output file finds the
 	// disk too small for it (its space is reserved as it is created).
 	ErrNoSpace = errors.New("chunker: not enough disk space")
+	// ErrSymlink is returned when a complete store cannot make one of its
+	// manifest's symbolic links (on Windows, making them takes a privilege);
+	// the blocks stay held, and reopening the store tries again.
+	ErrSymlink = errors.New("chunker: cannot make symbolic link")
 	// ErrNotFile is returned when a single-file store is asked for content that is
 	// not exactly one file.
 	ErrNotFile = errors.New("chunker: content is not a single file")

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 )
@@ -133,4 +135,93 @@ func ExampleOpenOrCreateFileStore() {
 	// state in greeting.txt.reconcile
 	// greeting.txt
 	// hello.txt
+}
+
+// Content-defined blocks follow the bytes: a version of a file with bytes
+// inserted in the middle shares all its blocks with the old one but those
+// around the insertion, where fixed-size blocks would all shift.
+func ExampleWithContentDefined() {
+	ctx := context.Background()
+	v1 := make([]byte, 8<<20)
+	rand.NewChaCha8([32]byte{1}).Read(v1)
+	v2 := slices.Concat(v1[:4<<20], []byte("a few bytes inserted"), v1[4<<20:])
+
+	shared := func(opts ...chunker.ChunkOption) string {
+		m1, err := chunker.ChunkReader(ctx, "data.bin", 0o644, bytes.NewReader(v1), 0, opts...)
+		if err != nil {
+			log.Fatal(err)
+		}
+		m2, err := chunker.ChunkReader(ctx, "data.bin", 0o644, bytes.NewReader(v2), 0, opts...)
+		if err != nil {
+			log.Fatal(err)
+		}
+		have := map[[chunker.HashSize]byte]bool{}
+		for i := range m1.BlockCount() {
+			have[m1.BlockHash(i)] = true
+		}
+		n := 0
+		for i := range m2.BlockCount() {
+			if have[m2.BlockHash(i)] {
+				n++
+			}
+		}
+		return fmt.Sprintf("%d of %d blocks of v2 are in v1", n, m2.BlockCount())
+	}
+	fmt.Println("fixed-size:      ", shared())
+	fmt.Println("content-defined: ", shared(chunker.WithContentDefined()))
+	// Output:
+	// fixed-size:       16 of 33 blocks of v2 are in v1
+	// content-defined:  50 of 51 blocks of v2 are in v1
+}
+
+// A folder's symbolic links (those that stay inside it) and empty folders are
+// part of its content: a store makes the folders as it is created and the
+// links once every block is there.
+func ExampleWithLinksAndDirs() {
+	tmp, err := os.MkdirTemp("", "chunker-example")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "site")
+	os.MkdirAll(filepath.Join(src, "cache"), 0o755)
+	os.WriteFile(filepath.Join(src, "index.html"), []byte("<h1>hello</h1>\n"), 0o644)
+	os.Symlink("index.html", filepath.Join(src, "home.html"))
+	os.Symlink("/etc/hostname", filepath.Join(src, "host"))
+
+	ctx := context.Background()
+	m, err := chunker.ChunkPath(ctx, src, 0, chunker.WithContentDefined(),
+		chunker.WithSkipped(func(path, reason string) { fmt.Println("skipped", filepath.Base(path)+":", reason) }))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(m.Files()[0].Path, m.Symlinks(), m.Dirs())
+
+	seed, err := chunker.SeedStore(ctx, src, m)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer seed.Close()
+	out := filepath.Join(tmp, "copy")
+	st, err := chunker.CreateStore(ctx, out, m)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var buf []byte
+	for _, i := range st.Missing() {
+		if buf, err = seed.ReadBlock(i, buf); err != nil {
+			log.Fatal(err)
+		}
+		if err := st.PutBlock(i, buf); err != nil {
+			log.Fatal(err)
+		}
+	}
+	st.Close()
+	target, _ := os.Readlink(filepath.Join(out, "site", "home.html"))
+	info, _ := os.Stat(filepath.Join(out, "site", "cache"))
+	fmt.Println("home.html ->", target, "; cache is a folder:", info.IsDir())
+	// Output:
+	// skipped host: symbolic link to /etc/hostname: its target is absolute
+	// site/index.html [{site/home.html index.html}] [site/cache]
+	// home.html -> index.html ; cache is a folder: true
 }

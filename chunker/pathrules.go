@@ -131,3 +131,24 @@ func isWindowsDevice(el string) bool {
 	}
 	return false
 }
+
+// checkTargets returns an error wrapping ErrBadPath for the first symbolic link
+// whose target r's system cannot hold: on Windows, a target element that is no
+// valid name there ("C:x" would even name another drive); the ".." that lead a
+// target are not names.
+func (r pathRules) checkTargets(links []Symlink) error {
+	if !r.windows {
+		return nil
+	}
+	for _, l := range links {
+		for el := range strings.SplitSeq(l.Target, "/") {
+			if el == ".." || el == "." {
+				continue
+			}
+			if why := windowsNameProblem(el); why != "" {
+				return fmt.Errorf("%w: symbolic link %q to %q cannot be made on %s: %q %s", ErrBadPath, l.Path, l.Target, r.goos, el, why)
+			}
+		}
+	}
+	return nil
+}

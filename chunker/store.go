@@ -177,7 +177,11 @@ type Store struct {
 // newStore returns a store of m over root with nothing held and no log open.
 func newStore(p *place, m *Manifest, cfg storeConfig) *Store {
 	if cfg.syncBytes > 0 {
-		cfg.syncEvery = int(max(1, min(cfg.syncBytes/int64(m.blockSize), int64(m.blockCount))))
+		per := int64(m.blockSize)
+		if m.ContentDefined() {
+			per = int64(max(m.AvgBlockLen(), 1))
+		}
+		cfg.syncEvery = int(max(1, min(cfg.syncBytes/per, int64(m.blockCount))))
 	}
 	return &Store{
 		place: *p, m: m, cfg: cfg,

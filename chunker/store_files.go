@@ -126,3 +126,6 @@ func (s *Store) closeFiles() {
 
 // diskPath returns the path of file k under the store's root.
 func (s *Store) diskPath(k int) string { return s.place.diskPath(s.m, k) }
+
+// mapPath returns the path under the store's root of manifest path name.
+func (s *Store) mapPath(name string) string { return s.place.mapPath(name) }

@@ -231,16 +231,18 @@ func (p *place) fit(m *Manifest) error {
 	if p.file == "" {
 		return nil
 	}
-	if len(m.files) != 1 {
-		return fmt.Errorf("%w: manifest %s has %d files", ErrNotFile, m.id, len(m.files))
+	if len(m.files) != 1 || len(m.links) > 0 || len(m.dirs) > 0 {
+		return fmt.Errorf("%w: manifest %s has %d files, %d symbolic links and %d empty folders", ErrNotFile, m.id, len(m.files), len(m.links), len(m.dirs))
 	}
 	p.top = [2]string{m.files[0].Path, p.file}
 	return nil
 }
 
 // diskPath returns the path of m's file k under the output folder.
-func (p *place) diskPath(m *Manifest, k int) string {
-	name := m.files[k].Path
+func (p *place) diskPath(m *Manifest, k int) string { return p.mapPath(m.files[k].Path) }
+
+// mapPath returns the path under the output folder of manifest path name.
+func (p *place) mapPath(name string) string {
 	if p.top[0] != p.top[1] && p.top[0] != "" {
 		name = p.top[1] + name[len(p.top[0]):]
 	}

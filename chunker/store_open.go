@@ -146,16 +146,27 @@ func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, ot
 	if err := p.fit(m); err != nil {
 		return nil, err
 	}
-	names := make([]string, len(m.files))
+	names := make([]string, 0, len(m.files)+len(m.links)+len(m.dirs))
 	for k := range m.files {
-		names[k] = p.diskPath(m, k)
+		names = append(names, p.diskPath(m, k))
+	}
+	for _, l := range m.links {
+		names = append(names, p.mapPath(l.Path))
+	}
+	for _, d := range m.dirs {
+		names = append(names, p.mapPath(d))
 	}
 	if err := hostRules.check(names); err != nil {
 		return nil, err
 	}
-	for _, name := range names {
-		_, err := p.root.Lstat(name)
+	if err := hostRules.checkTargets(m.links); err != nil {
+		return nil, err
+	}
+	nondirs := len(m.files) + len(m.links) // names[:nondirs] must not exist; the folders may
+	for j, name := range names {
+		info, err := p.root.Lstat(name)
 		switch {
+		case err == nil && j >= nondirs && info.IsDir():
 		case err == nil && others:
 			return nil, fmt.Errorf("%w: %s, and %s holds the store of other content (%w)", ErrExists, filepath.Join(p.dir, filepath.FromSlash(name)), p.dir, ErrManifestMismatch)
 		case err == nil:
@@ -292,6 +303,12 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 			}
 		})
 	}
+	// The empty folders: made with the files, and again if found missing.
+	for _, d := range m.dirs {
+		if err := s.makeDir(s.mapPath(d), dirs); err != nil {
+			return fail(err)
+		}
+	}
 	for d := range dirs {
 		if err := syncDir(root, d); err != nil {
 			return fail(fmt.Errorf("chunker: output folder %s: %w", d, err))
@@ -363,18 +380,31 @@ func (s *Store) createFile(k int, dirs map[string]struct{}) error {
 
 // fileBlocks calls fn for every block that overlaps file k.
 func (s *Store) fileBlocks(k int, fn func(i int)) {
-	f := s.m.files[k]
-	if f.Size == 0 {
-		return
-	}
-	bs := int64(s.m.blockSize)
-	start := s.m.starts[k]
-	for i := start / bs; i <= (start+f.Size-1)/bs; i++ {
-		fn(int(i))
+	first, end := s.m.FileBlocks(k)
+	for i := first; i < end; i++ {
+		fn(i)
 	}
 }
 
-// finish sets the final modes of a complete store's files.
+// makeDir makes folder name (and its parents) under the root unless it is a
+// folder already, adding it and its parents to dirs, which the caller fsyncs.
+func (s *Store) makeDir(name string, dirs map[string]struct{}) error {
+	if info, err := s.root.Stat(name); err == nil && info.IsDir() {
+		return nil
+	}
+	if err := s.root.MkdirAll(name, 0o755); err != nil {
+		return fmt.Errorf("chunker: output folder %s: %w", name, err)
+	}
+	for d := path.Dir(name); ; d = path.Dir(d) {
+		dirs[d] = struct{}{}
+		if d == "." {
+			return nil
+		}
+	}
+}
+
+// finish sets the final modes of a complete store's files and makes its
+// symbolic links (see makeLinks).
 func (s *Store) finish() error {
 	if s.readOnly {
 		return nil
@@ -382,6 +412,50 @@ func (s *Store) finish() error {
 	for k, f := range s.m.files {
 		if err := s.root.Chmod(s.diskPath(k), fs.FileMode(f.Mode|0o400)); err != nil {
 			return fmt.Errorf("chunker: %w", err)
+		}
+	}
+	return s.makeLinks()
+}
+
+// makeLinks makes the manifest's symbolic links that are not there yet, through
+// the root, and fsyncs their folders. A link already there with the manifest's
+// target is kept; anything else at a link's path is left alone and reported
+// (ErrExists). The targets stay inside the tree (checkTarget), and the root
+// keeps the links' own paths inside the output folder.
+func (s *Store) makeLinks() error {
+	if len(s.m.links) == 0 {
+		return nil
+	}
+	dirs := map[string]struct{}{}
+	for _, l := range s.m.links {
+		name, target := s.mapPath(l.Path), filepath.FromSlash(l.Target)
+		info, err := s.root.Lstat(name)
+		switch {
+		case err == nil && info.Mode()&fs.ModeSymlink != 0:
+			if have, err := s.root.Readlink(name); err == nil && have == target {
+				continue
+			}
+			fallthrough
+		case err == nil:
+			return fmt.Errorf("%w: %s is not the symbolic link to %s of the manifest", ErrExists, filepath.Join(s.dir, filepath.FromSlash(name)), l.Target)
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("chunker: symbolic link %s: %w", l.Path, err)
+		}
+		if err := s.makeDir(path.Dir(name), dirs); err != nil {
+			return err
+		}
+		if err := s.root.Symlink(target, name); err != nil {
+			hint := ""
+			if runtime.GOOS == "windows" {
+				hint = " (on Windows, making symbolic links takes Developer Mode or an administrator)"
+			}
+			return fmt.Errorf("%w %s -> %s: %w%s; every block is held, the store's files are complete", ErrSymlink, l.Path, l.Target, err, hint)
+		}
+		dirs[path.Dir(name)] = struct{}{}
+	}
+	for d := range dirs {
+		if err := syncDir(s.root, d); err != nil {
+			return fmt.Errorf("chunker: output folder %s: %w", d, err)
 		}
 	}
 	return nil

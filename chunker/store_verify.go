@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -142,7 +143,8 @@ func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (R
 
 // SeedStore serves the original file or tree at path (the path given to ChunkPath)
 // in place: read-only, every block held, nothing copied. It checks that every file of
-// m exists under path with its size (ErrManifestMismatch otherwise); WithVerify also
+// m exists under path with its size, and that its symbolic links and empty folders
+// are there (links with their targets; ErrManifestMismatch otherwise); WithVerify also
 // re-hashes every block (ErrBadBlock if one does not match), which cancelling ctx
 // stops promptly (see WithCheckProgress).
 func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) (*Store, error) {
@@ -158,9 +160,20 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 	if err != nil {
 		return nil, err
 	}
+	under := func(p string) bool { return p == name || len(p) > len(name) && p[:len(name)+1] == name+"/" }
 	for _, f := range m.files {
-		if f.Path != name && !(len(f.Path) > len(name) && f.Path[:len(name)+1] == name+"/") {
+		if !under(f.Path) {
 			return nil, fmt.Errorf("%w: manifest file %s is not under %s", ErrManifestMismatch, f.Path, name)
+		}
+	}
+	for _, l := range m.links {
+		if !under(l.Path) {
+			return nil, fmt.Errorf("%w: manifest symbolic link %s is not under %s", ErrManifestMismatch, l.Path, name)
+		}
+	}
+	for _, d := range m.dirs {
+		if !under(d) {
+			return nil, fmt.Errorf("%w: manifest folder %s is not under %s", ErrManifestMismatch, d, name)
 		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
@@ -187,6 +200,10 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 			return nil, fmt.Errorf("%w: seed %s: size %d, manifest says %d", ErrManifestMismatch, f.Path, info.Size(), f.Size)
 		}
 	}
+	if err := s.checkSeedTree(); err != nil {
+		s.Close()
+		return nil, err
+	}
 	if cfg.verify {
 		if err := s.verifyAll(ctx); err != nil {
 			s.Close()
@@ -201,4 +218,28 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 	s.nheld = m.blockCount
 	s.initSources(infos)
 	return s, nil
+}
+
+// checkSeedTree checks that a seed store's symbolic links and empty folders are
+// on disk as the manifest says (ErrManifestMismatch otherwise).
+func (s *Store) checkSeedTree() error {
+	for _, l := range s.m.links {
+		have, err := s.root.Readlink(s.mapPath(l.Path))
+		if err != nil {
+			return fmt.Errorf("%w: seed symbolic link %s: %w", ErrManifestMismatch, l.Path, err)
+		}
+		if filepath.ToSlash(have) != l.Target && path.Clean(filepath.ToSlash(have)) != l.Target {
+			return fmt.Errorf("%w: seed symbolic link %s points to %s, manifest says %s", ErrManifestMismatch, l.Path, have, l.Target)
+		}
+	}
+	for _, d := range s.m.dirs {
+		info, err := s.root.Lstat(s.mapPath(d))
+		if err != nil {
+			return fmt.Errorf("%w: seed folder %s: %w", ErrManifestMismatch, d, err)
+		}
+		if !info.IsDir() {
+			return fmt.Errorf("%w: seed folder %s is not a folder", ErrManifestMismatch, d)
+		}
+	}
+	return nil
 }

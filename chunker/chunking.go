@@ -1,0 +1,52 @@
+package chunker
+
+import (
+	"fmt"
+)
+
+// CDCAlgorithm names the content-defined chunking rule that manifests record:
+// FastCDC with normalized chunking (level 2) and the Gear table of
+// github.com/PlakarKorp/go-cdc-chunkers, which registers it under this
+// versioned name and keeps a name's boundaries fixed across releases.
+const CDCAlgorithm = "fastcdc-v1.0.0"
+
+// Chunking is a rule of content-defined blocks (FastCDC, see CDCAlgorithm):
+// the blocks of a file end where its bytes say, so that inserting or deleting
+// bytes changes only the blocks around the edit, and the same bytes give the
+// same blocks in any file and any version. Each file is cut on its own (no
+// block spans files, a file's last block ends at its end, an empty file has
+// no block). The rule is recorded in the manifest, so the same bytes always
+// chunk the same way.
+//
+// A block is at least Min bytes long (but a file's last, which may be shorter)
+// and at most Max. Past Min, a cut is unlikely until Normal bytes and likely
+// after: on random bytes the blocks average about 1.2 × Normal.
+type Chunking struct {
+	Min    int // the shortest block but a file's last, at least MinBlockSize
+	Normal int // where cuts become likely: a power of two, above Min
+	Max    int // the longest block: above Normal, at most MaxBlockSize
+}
+
+// DefaultChunking is the content-defined chunking of WithContentDefined:
+// blocks of 96 KiB to 1 MiB averaging about 157 KiB on random bytes (under the
+// 256 KiB of DefaultBlockSize). The figures that chose it are in
+// docs/chunking.md.
+var DefaultChunking = Chunking{Min: 96 << 10, Normal: 128 << 10, Max: 1 << 20}
+
+// IsZero reports whether c is the zero Chunking, which stands for fixed-size
+// blocks.
+func (c Chunking) IsZero() bool { return c == Chunking{} }
+
+// Check returns an error wrapping ErrBadBlockSize unless
+// MinBlockSize <= Min < Normal < Max <= MaxBlockSize and Normal is a power of two.
+func (c Chunking) Check() error {
+	if c.Min < MinBlockSize || c.Min >= c.Normal || c.Normal >= c.Max || c.Max > MaxBlockSize || c.Normal&(c.Normal-1) != 0 {
+		return fmt.Errorf("%w: chunking %s: want %d <= min < normal < max <= %d, normal a power of two", ErrBadBlockSize, c, MinBlockSize, MaxBlockSize)
+	}
+	return nil
+}
+
+// String gives the rule as "fastcdc-v1.0.0 min/normal/max" in bytes.
+func (c Chunking) String() string {
+	return fmt.Sprintf("%s %d/%d/%d", CDCAlgorithm, c.Min, c.Normal, c.Max)
+}

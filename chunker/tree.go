@@ -1,0 +1,151 @@
+package chunker
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// Tree is what a manifest holds besides its blocks: the files, and the symbolic
+// links and empty folders of a chunked folder.
+type Tree struct {
+	// Files are the regular files, sorted by path (byte-wise); their bytes, in
+	// this order, are the manifest's stream of blocks.
+	Files []File
+	// Symlinks are the symbolic links, sorted by path.
+	Symlinks []Symlink
+	// Dirs are the empty folders (folders holding no file, link or other folder
+	// of the tree), sorted by path, paths as for File.Path.
+	Dirs []string
+}
+
+// Symlink is a symbolic link of a manifest. Only links that stay inside their
+// tree are recorded, so that a store recreating them never points outside it.
+type Symlink struct {
+	// Path is the link's manifest path, as for File.Path; a link is always
+	// inside a folder (the chunked one).
+	Path string
+	// Target is where it points, relative to the folder holding the link,
+	// slash-separated and clean (path.Clean leaves it as it is, so ".." can only
+	// lead it), no backslash or NUL, valid UTF-8, and resolving inside the tree:
+	// path.Join(path.Dir(Path), Target) is the tree's top folder (the first
+	// element of Path) or inside it.
+	Target string
+}
+
+// clone returns a copy of t whose slices the caller may keep.
+func (t Tree) clone() Tree {
+	c := Tree{Files: append([]File(nil), t.Files...)}
+	if len(t.Symlinks) > 0 {
+		c.Symlinks = append([]Symlink(nil), t.Symlinks...)
+	}
+	if len(t.Dirs) > 0 {
+		c.Dirs = append([]string(nil), t.Dirs...)
+	}
+	return c
+}
+
+// checkTree validates the files (checkFiles), the links and the empty folders:
+// their paths are valid, sorted and unique, every target stays inside its tree,
+// no path is two things, and only folders hold other paths (a file, link or empty
+// folder is no folder of another path).
+func checkTree(t Tree) error {
+	if err := checkFiles(t.Files); err != nil {
+		return err
+	}
+	if len(t.Symlinks) == 0 && len(t.Dirs) == 0 {
+		return nil
+	}
+	for i, l := range t.Symlinks {
+		if err := checkPath(l.Path); err != nil {
+			return fmt.Errorf("symbolic link: %w", err)
+		}
+		if i > 0 && t.Symlinks[i-1].Path >= l.Path {
+			return fmt.Errorf("%w: symbolic link %q after %q: paths must be sorted and unique", ErrBadPath, l.Path, t.Symlinks[i-1].Path)
+		}
+		if err := checkTarget(l); err != nil {
+			return err
+		}
+	}
+	for i, d := range t.Dirs {
+		if err := checkPath(d); err != nil {
+			return fmt.Errorf("empty folder: %w", err)
+		}
+		if i > 0 && t.Dirs[i-1] >= d {
+			return fmt.Errorf("%w: empty folder %q after %q: paths must be sorted and unique", ErrBadPath, d, t.Dirs[i-1])
+		}
+	}
+	kinds := make(map[string]string, len(t.Files)+len(t.Symlinks)+len(t.Dirs))
+	add := func(p, kind string) error {
+		if k, ok := kinds[p]; ok {
+			return fmt.Errorf("%w: %q is a %s and a %s", ErrBadPath, p, k, kind)
+		}
+		kinds[p] = kind
+		return nil
+	}
+	for _, f := range t.Files {
+		if err := add(f.Path, "file"); err != nil {
+			return err
+		}
+	}
+	for _, l := range t.Symlinks {
+		if err := add(l.Path, "symbolic link"); err != nil {
+			return err
+		}
+	}
+	for _, d := range t.Dirs {
+		if err := add(d, "empty folder"); err != nil {
+			return err
+		}
+	}
+	for p := range kinds {
+		for j := strings.IndexByte(p, '/'); j >= 0; {
+			if k, ok := kinds[p[:j]]; ok {
+				return fmt.Errorf("%w: %q is a %s and a folder of %q", ErrBadPath, p[:j], k, p)
+			}
+			k := strings.IndexByte(p[j+1:], '/')
+			if k < 0 {
+				break
+			}
+			j += 1 + k
+		}
+	}
+	return nil
+}
+
+// checkTarget validates a symbolic link's target (see Symlink.Target).
+func checkTarget(l Symlink) error {
+	tg := l.Target
+	switch {
+	case tg == "":
+		return fmt.Errorf("%w: symbolic link %q has an empty target", ErrBadPath, l.Path)
+	case len(tg) > MaxPathLen:
+		return fmt.Errorf("%w: symbolic link %q: target of %d bytes", ErrBadPath, l.Path, len(tg))
+	case !utf8.ValidString(tg):
+		return fmt.Errorf("%w: symbolic link %q: target is not UTF-8", ErrBadPath, l.Path)
+	case strings.ContainsAny(tg, "\\\x00"):
+		return fmt.Errorf("%w: symbolic link %q: target %q has a backslash or NUL", ErrBadPath, l.Path, tg)
+	case tg[0] == '/':
+		return fmt.Errorf("%w: symbolic link %q: target %q is absolute", ErrBadPath, l.Path, tg)
+	case path.Clean(tg) != tg:
+		return fmt.Errorf("%w: symbolic link %q: target %q is not clean (%q)", ErrBadPath, l.Path, tg, path.Clean(tg))
+	}
+	top, _, ok := strings.Cut(l.Path, "/")
+	if !ok {
+		return fmt.Errorf("%w: symbolic link %q is not inside a folder", ErrBadPath, l.Path)
+	}
+	if !insideTree(l) {
+		return fmt.Errorf("%w: symbolic link %q: target %q leaves the tree %q", ErrBadPath, l.Path, tg, top)
+	}
+	return nil
+}
+
+// insideTree reports whether l's target, from the folder holding l, resolves to
+// the top folder of l's path or inside it. The target is clean, so its ".."
+// elements all lead and climb real folders (no link is a folder of another path).
+func insideTree(l Symlink) bool {
+	top, _, _ := strings.Cut(l.Path, "/")
+	res := path.Join(path.Dir(l.Path), l.Target)
+	return res == top || strings.HasPrefix(res, top+"/")
+}
