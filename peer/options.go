@@ -166,8 +166,15 @@ func WithStreamIdle(d time.Duration) Option {
 	}
 }
 
-// WithStallTimeout sets how long a fetch waits for a requested block before it
-// gives the peer's outstanding blocks to other peers. Default 10 s.
+// WithStallTimeout sets the longest a fetch waits for a source's next
+// requested block before it gives the source's outstanding blocks to other
+// sources. With other sources at work, a source gets far less: four times
+// what the fetch's sources take to serve a block at the 99th percentile,
+// at least three of its round trips (sched.Waits), so a source that
+// stalls is given up in a few block times; one that stalls three times in
+// a row, sending nothing between, is dropped from the fetch
+// (PeerShare.Stalled and Dropped name it). Default 10 s: the wait of a
+// lone source, and of any source before the fetch has seen 8 blocks.
 func WithStallTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {

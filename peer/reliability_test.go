@@ -210,8 +210,52 @@ func TestStalledPeer(t *testing.T) {
 	}
 }
 
+// TestStallingSourceNamed: a source that answers the manifest and the
+// reconciliation honestly and never sends a block is given up in a few of
+// the honest seed's block times, not the stall timeout (a minute here,
+// longer than the test's deadline), and the summary names it: the blocks
+// it was asked for, and, once it has stalled stallRounds times, why it
+// was dropped.
+func TestStallingSourceNamed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 4<<20, 16<<10, WithServeRate(8<<20))
+	mute := newTestPeer(t)
+	if _, err := mute.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
+		t.Fatal(err)
+	}
+	misbehave(mute, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
+		for {
+			if _, err := fr.Next(1 << 20); err != nil {
+				return
+			}
+		}
+	})
+	tk.Peers = append([]AddrInfo{mute.AddrInfo()}, tk.Peers...)
+	fetcher := newTestPeer(t, WithStallTimeout(time.Minute))
+	out := filepath.Join(dir, "out")
+	sum, err := fetcher.Fetch(ctx, tk, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+	var ps *PeerShare
+	for i := range sum.Peers {
+		if sum.Peers[i].Peer == mute.ID().String() {
+			ps = &sum.Peers[i]
+		}
+	}
+	if ps == nil || ps.Blocks != 0 || ps.Stalled == 0 {
+		t.Fatalf("the stalling peer's share: %+v", ps)
+	}
+	if !strings.Contains(ps.Dropped, "stalled") {
+		t.Errorf("the stalling peer was not dropped for stalling: %q", ps.Dropped)
+	}
+}
+
 // TestPeerStallsMidway: a peer that sends blocks at a steady pace and then
-// stops is given up after a few of its usual gaps (stallClock), not the
+// stops is given up after a few of the fetch's block times (stallWatch), not the
 // whole stall timeout, and the fetch completes from the other peer: with a
 // stall timeout of a minute, it completes long before.
 func TestPeerStallsMidway(t *testing.T) {

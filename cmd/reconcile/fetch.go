@@ -38,7 +38,7 @@ func fetchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "give up after this long with no peer to download from"},
 			&cli.IntFlag{Name: "sync-every", Category: categoryTuning, Usage: "`N` blocks per fsync (0: 8 MiB worth; 1: every block)"},
 			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
-			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "move a silent peer's blocks to others after this long"},
+			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "longest wait for a peer's block (less beside others)"},
 			cliutil.ProgressFlag(),
 		),
 		Action: runFetch,
@@ -272,6 +272,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		}
 		if ps.Path != "" {
 			line += "  " + ps.Path
+		}
+		if ps.Stalled > 0 && ps.Dropped == "" {
+			line += fmt.Sprintf("  stalled %s (asked of others)", cliutil.Count(ps.Stalled, "request"))
 		}
 		if ps.Dropped != "" {
 			line += "  dropped: " + ps.Dropped

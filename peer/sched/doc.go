@@ -2,7 +2,7 @@
 // which source is asked for which block (Picker: claims, rarest first,
 // the endgame's second claims, blocks held back for stripe pushes), how many
 // requests a source is given at once (FlowWindow), how long a source may go
-// silent before its requests go to others (Stall), how rare a block is
+// silent before its requests go to others (Waits), how rare a block is
 // among a peer's neighbours by the sum of their counting Bloom filters
 // (NeighbourTally), and what a super-seed offers each fetcher (SuperSeed).
 //

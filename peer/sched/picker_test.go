@@ -139,27 +139,45 @@ func TestPickerProperty(t *testing.T) {
 	}
 }
 
-// TestStallClock: the wait for a block is the stall timeout until a few
-// gaps are known, then a few times the usual gap (at least StallMin) when
-// other sources can take over, and the stall timeout again when not.
-func TestStallClock(t *testing.T) {
-	var c Stall
-	t0 := time.Unix(0, 0)
-	if got := c.Timeout(10*time.Second, StallMin, true); got != 10*time.Second {
-		t.Fatalf("no gap known: %v", got)
+// TestWaitsAllowed: a wait is bounded by the cap until MinWaits waits
+// are known, then by StallFactor times their P99, at least the floor (and
+// StallFloor), at most the cap; a slow source's long waits, once they are
+// more than a hundredth of the waits, raise the P99 to themselves.
+func TestWaitsAllowed(t *testing.T) {
+	var w Waits
+	limit := 10 * time.Second
+	if got := w.Allowed(0, limit); got != limit {
+		t.Fatalf("no wait known: %v", got)
 	}
-	for i := range 6 {
-		c.Arrived(t0.Add(time.Duration(i) * 10 * time.Millisecond))
+	for range 100 {
+		w.Add(10 * time.Millisecond)
 	}
-	if got := c.Timeout(10*time.Second, StallMin, true); got != StallMin+80*time.Millisecond {
-		t.Fatalf("10 ms gaps, others there: %v, want %v", got, StallMin+80*time.Millisecond)
+	if got := w.Allowed(0, limit); got != 40*time.Millisecond {
+		t.Fatalf("10 ms waits: %v, want 40ms", got)
 	}
-	if got := c.Timeout(10*time.Second, StallMin, false); got != 10*time.Second {
-		t.Fatalf("alone: %v, want the stall timeout", got)
+	if got := w.Allowed(time.Second, limit); got != time.Second {
+		t.Fatalf("floor 1s: %v", got)
 	}
-	c.Arrived(t0.Add(time.Hour)) // a long gap raises the average
-	if got := c.Timeout(10*time.Second, StallMin, true); got != 10*time.Second {
-		t.Fatalf("after an hour's gap: %v, want the stall timeout (the cap)", got)
+	if got := w.Allowed(0, 30*time.Millisecond); got != 30*time.Millisecond {
+		t.Fatalf("cap 30ms: %v", got)
+	}
+	var q Waits
+	for range 100 {
+		q.Add(time.Microsecond)
+	}
+	if got := q.Allowed(0, limit); got != StallFloor {
+		t.Fatalf("1 µs waits: %v, want StallFloor", got)
+	}
+	// One slow source among ten fast ones: its waits are a tenth of them.
+	for i := range WaitSamples {
+		if i%10 == 0 {
+			w.Add(100 * time.Millisecond)
+		} else {
+			w.Add(10 * time.Millisecond)
+		}
+	}
+	if p, _ := w.P99(); p != 100*time.Millisecond {
+		t.Fatalf("P99 with a slow source: %v, want its 100ms", p)
 	}
 }
 

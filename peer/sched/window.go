@@ -65,3 +65,7 @@ func (w *FlowWindow) Arrived(t time.Time) {
 	}
 	w.n++
 }
+
+// RTT returns the base round trip to the source (the smallest seen), zero
+// while none is known.
+func (w *FlowWindow) RTT() time.Duration { return w.rtt }

@@ -74,11 +74,19 @@ func (w worker) offer(offered []int) error {
 func (w worker) download() (err error) {
 	f, src := w.fetch, w.src
 	win := &src.flow
-	win.Max, win.Fixed = f.p.cfg.Window, f.p.cfg.FixedWindow
+	// A source that stalled lately gets a smaller window: it keeps fewer
+	// blocks from the others when it stalls again.
+	win.Max, win.Fixed = max(1, f.p.cfg.Window>>min(src.stallRun, 8)), f.p.cfg.FixedWindow
 	inflight := make(map[int]struct{}, win.Max)
 	defer func() { w.unclaim(inflight) }()
 	var cs *ClientStream
 	var wants *wantWriter
+	var watch *stallWatch
+	defer func() {
+		if watch != nil {
+			watch.stop()
+		}
+	}()
 	defer func() {
 		if cs == nil {
 			return
@@ -95,7 +103,6 @@ func (w worker) download() (err error) {
 		}
 	}()
 	limit := f.t.Count()
-	var gaps sched.Stall
 	for {
 		if f.ctx.Err() != nil {
 			return nil
@@ -138,6 +145,7 @@ func (w worker) download() (err error) {
 				src.cs = cs
 				f.mu.Unlock()
 				wants = startWantWriter(cs, win.Max)
+				watch = &stallWatch{w: w, cs: cs}
 			}
 			sort.Ints(batch)
 			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {
@@ -150,12 +158,20 @@ func (w worker) download() (err error) {
 			}
 			continue
 		}
-		// Read the frame straight into a buffer the writers will own.
-		f.mu.Lock()
-		others := f.active > 1
-		f.mu.Unlock()
-		fr, err := cs.nextInto(f.getBuf, f.t.UnitSize()+1+serve.MaxVarint, gaps.Timeout(f.p.cfg.StallTimeout, sched.StallMin, others))
-		gaps.Arrived(f.p.clk.Now())
+		// Read the frame straight into a buffer the writers will own, for
+		// as long as the fetch allows this source (stallWatch).
+		waitFrom := f.p.clk.Now()
+		watch.begin(waitFrom)
+		fr, err := cs.nextInto(f.getBuf, f.t.UnitSize()+1+serve.MaxVarint, f.p.cfg.StallTimeout)
+		if stalled, allowed := watch.end(); stalled && err != nil {
+			src.stallRun++
+			src.stalled += len(inflight)
+			f.mu.Lock()
+			src.share.Stalled += len(inflight)
+			f.mu.Unlock()
+			return fmt.Errorf("%w: %d requested blocks did not come within %v (the fetch's sources serve a block within %v at the 99th percentile)",
+				errStalled, len(inflight), allowed.Round(time.Millisecond), (allowed / sched.StallFactor).Round(time.Millisecond))
+		}
 		if err != nil {
 			if ferr := w.failed(); ferr != nil {
 				return ferr
@@ -190,8 +206,10 @@ func (w worker) download() (err error) {
 		}
 		now := f.p.clk.Now()
 		win.Arrived(now)
+		src.stallRun = 0
 		f.mu.Lock()
 		src.useful = now
+		f.waits.Add(now.Sub(waitFrom))
 		f.mu.Unlock()
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.

@@ -56,6 +56,9 @@ type fetch struct {
 	// lastStored is the last time a block was stored (or the fetch began).
 	lastStored time.Time
 	sum        Summary
+	// waits are the recent waits for the sources' blocks, which bound how
+	// long a source may keep a block (allowedWait).
+	waits sched.Waits
 	received   int64
 	resumed    int
 
@@ -127,6 +130,10 @@ type source struct {
 	// push is set for a parent of the stripe trees (Service.Push): its
 	// blocks are pushed, it has no worker.
 	push bool
+	// stallRun counts its downloads in a row that stalled (errStalled)
+	// without a block between, stalled the blocks it was asked for that
+	// never came (its worker only).
+	stallRun, stalled int
 }
 
 // rotateIdle is how long a source may go without a block to give before it
@@ -386,6 +393,15 @@ func (w worker) work() {
 			// worth waiting for.
 			pushSink{f}.refuseParent(src.id)
 			return
+		case errors.Is(err, errStalled):
+			// Its blocks went back to the others; it is asked again (for
+			// fewer) after the pause, and dropped once it stalls
+			// stallRounds times in a row.
+			f.p.log.Info("peer stalled", "peer", src.id, "err", err)
+			if src.stallRun >= stallRounds {
+				f.dropQuietly(src, fmt.Sprintf("stalled %d requests; its blocks were asked of others", src.stalled))
+				return
+			}
 		case errors.Is(err, wire.ErrBusy):
 			// The peer has no room for us now: ask again after the pause
 			// (it grows to a second), without counting it as a failure.

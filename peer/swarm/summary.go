@@ -44,6 +44,10 @@ type PeerShare struct {
 	Pushed int `json:"pushed,omitempty"`
 	// Rejected counts its blocks that failed verification.
 	Rejected int `json:"rejected"`
+	// Stalled counts the blocks asked of it that did not come within what
+	// the fetch allows a source (a few times what its sources take to
+	// serve a block): they were asked of others.
+	Stalled int `json:"stalled,omitempty"`
 	// Dropped says why the peer was dropped, empty if it was not.
 	Dropped string `json:"dropped,omitempty"`
 	// Path is how the blocks came at the end of the fetch: PathDirect,
