@@ -58,9 +58,9 @@ type fetch struct {
 	sum        Summary
 	// waits are the recent waits for the sources' blocks, which bound how
 	// long a source may keep a block (allowedWait).
-	waits sched.Waits
-	received   int64
-	resumed    int
+	waits    sched.Waits
+	received int64
+	resumed  int
 
 	progMu sync.Mutex
 
