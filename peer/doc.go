@@ -174,8 +174,8 @@
 //
 // # Hostile load
 //
-// (This section: package peer/admit for the policies, peer/guard.go and
-// peer/serve.go for their use.)
+// (This section: package peer/admit for the policies, peer/serve for
+// their use, peer/hostkit for bans at the socket, peer/swarm for stalls.)
 //
 // Every scarce resource of a server is shared fairly among remote peers
 // (grouped by IPv4 address or IPv6 /48 when they connect from a public
@@ -238,13 +238,30 @@
 // every minute; at 100 (three malformed frames, about twenty repeats) it is
 // banned for 10 minutes: its streams are reset and refused. The deny-list
 // holds at most 4096 peers (the first to expire make room). On a host New
-// built, the host's resource manager refuses a banned peer's streams before
-// they are negotiated (the connection stays up: closing it would only have
-// the peer dial again, and a handshake costs more than a refused stream);
-// on an application's host (NewService) only the service's protocols are
-// refused. A fetch keeps the peers it dropped and banned in its store's state
-// folder ([BanFile]), so that a resumed fetch (a crash, a new service on the
-// same store) bans them again for the rest of their 10 minutes.
+// built, a banned peer's bytes stop at the socket: its connections are
+// closed, a redial from an address of its own is closed as it is accepted,
+// before any handshake, for 10 s from the ban and from each later attempt
+// (hostkit.AddrBanFor), and one from an address it shares with a peer that
+// is not banned (a NAT, peers on one machine) or through a relay once it
+// is authenticated; its streams are refused before they are negotiated. So
+// junk written as fast as a peer can costs the seed an accept and a close
+// per redial, not the decryption of every byte (`reconcile flood --attacks
+// junk`). On an application's host (NewService) the connections are the
+// application's: only the service's protocols are refused, each stream
+// reset unread as it is accepted, so such a peer still costs the host the
+// muxer's reading of what it writes. A fetch keeps the peers it dropped
+// and banned in its store's state folder ([BanFile]), so that a resumed
+// fetch (a crash, a new service on the same store) bans them again for the
+// rest of their 10 minutes.
+//
+// A source that stalls (it answers reconciliations, is asked for blocks,
+// and sends none) holds only a window of blocks for a few of the fetch's
+// block times: each wait for a source's next block is bounded by four
+// times what the fetch's sources take at the 99th percentile, at least
+// three of its round trips ([WithStallTimeout] caps it); then its blocks
+// are asked of the others, it gets a smaller window, and after three
+// stalls in a row it is dropped. The summary names it ([PeerShare]'s
+// Stalled and Dropped).
 //
 // # Reachability and discovery
 //

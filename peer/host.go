@@ -54,6 +54,7 @@ func New(ctx context.Context, opts ...Option) (*Peer, error) {
 	x.kit = k
 	p := &Peer{Service: newService(k.Host, cfg)}
 	k.SetBanned(p.guard.IsBanned)
+	p.guard.SetOnBan(k.Ban)
 	if err := k.StartDiscovery(p.ctx, p.lib.Announceable); err != nil {
 		p.Close()
 		return nil, err

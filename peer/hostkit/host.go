@@ -66,6 +66,7 @@ type Host struct {
 	cfg   Config
 	log   *slog.Logger
 	gate  *banGate
+	conns *connGate
 	src   *relaySource
 	paths *pathTracker
 
@@ -125,6 +126,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("hostkit: resource manager: %w", err)
 	}
 	gate := &banGate{ResourceManager: rm}
+	conns := &connGate{clk: cfg.Clock, banned: &gate.banned}
 	src := &relaySource{static: cfg.Reach.Relays, dht: cfg.Reach.DHTRelays, clk: cfg.Clock}
 	opts := []libp2p.Option{
 		libp2p.ListenAddrStrings(cfg.Listen...),
@@ -134,6 +136,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
 		libp2p.ResourceManager(gate),
+		libp2p.ConnectionGater(conns),
 		libp2p.DisableMetrics(),
 		libp2p.SwarmOpts(swarm.WithDialRanker(ranker)),
 	}
@@ -150,7 +153,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		lh.Close()
 		return nil, fmt.Errorf("hostkit: start host: %w", err)
 	}
-	h := &Host{Host: lh, cfg: cfg, log: log, gate: gate, src: src, paths: newPathTracker(lh.Network())}
+	conns.shared = conns.sharedAddr(lh.Network())
+	h := &Host{Host: lh, cfg: cfg, log: log, gate: gate, conns: conns, src: src, paths: newPathTracker(lh.Network())}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if cfg.Reach.RelayClient {
 		h.logRelayAddrs()
@@ -158,13 +162,12 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	return h, nil
 }
 
-// SetBanned sets the check by which the host's resource manager refuses
-// the inbound streams of banned peers, before any of them is read (the
-// swarm resets such a stream as over a limit). A banned peer that opens
-// streams as fast as they are reset then costs the host a muxer frame
-// each, not a protocol negotiation, a handler and a reset. Its connection
-// stays up: closed, it would be dialled again at once, and every handshake
-// costs the host far more than a refused stream. banned must be safe for
+// SetBanned sets the check by which the host refuses banned peers: its
+// resource manager refuses their inbound streams before any of them is
+// read (the swarm resets such a stream as over a limit), and its
+// connection gater their connections once authenticated (and the host
+// does not dial them). Ban closes a peer's connections as it is banned and
+// refuses its addresses before the handshake. banned must be safe for
 // concurrent use; nil refuses nobody (the default).
 func (h *Host) SetBanned(banned func(lpeer.ID) bool) {
 	if banned == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
@@ -38,6 +39,8 @@ type Guard struct {
 	filterRates *admit.RateTable // filter bytes per share key (allowFilter)
 	streamRates *admit.RateTable // streams opened per peer (allowStream)
 	closed      bool
+	// onBan, if set, is told of every ban (SetOnBan).
+	onBan atomic.Pointer[func(lpeer.ID)]
 }
 
 // NewGuard returns the guard of a service on h.
@@ -85,13 +88,17 @@ func (g *Guard) Sweep(now time.Time) {
 	g.streamRates.Sweep(now)
 }
 
-// Ban puts id on the deny-list for banFor (or keeps a longer Ban running),
-// resets its open streams of this service's protocols and returns when the
-// Ban ends. The host's connection to id stays up: other
-// protocols of the host may use it; it is only tagged (banTag) as the first
-// to go when the host's connection manager trims connections. On a host New
-// built (the service's own), its resource manager refuses the peer's
-// streams before they are negotiated (banResources).
+// Ban puts id on the deny-list for BanFor (or keeps a longer ban running),
+// resets its open streams of this service's protocols, tells the SetOnBan
+// function, and returns when the ban ends. On a host an application
+// brought (package peer's NewService), the host's connection to id stays
+// up, as other protocols of the host may use it: it is only tagged
+// (BanTag) as the first to go when the host's connection manager trims
+// connections, and each stream it opens of this service's protocols is
+// reset as it is accepted, unread. On a host New built (the service's
+// own), the connection is closed, the peer's redials are refused before
+// their handshake where its address is its own, after it otherwise
+// (hostkit.Host.Ban), and its streams before they are negotiated.
 func (g *Guard) Ban(id lpeer.ID) (until time.Time) {
 	return g.BanUntil(id, g.clk.Now().Add(BanFor))
 }
@@ -107,6 +114,9 @@ func (g *Guard) BanUntil(id lpeer.ID, until time.Time) time.Time {
 	g.mu.Unlock()
 	for _, s := range open {
 		s.Reset()
+	}
+	if f := g.onBan.Load(); f != nil {
+		(*f)(id)
 	}
 	// The host's own connection manager decides which connections to trim
 	// when it has too many: a banned peer goes first.
@@ -199,3 +209,9 @@ func (g *Guard) AllowFilter(key string, n int) bool {
 func (g *Guard) AllowStream(c network.Conn) bool {
 	return g.streamRates.Allow(c.RemotePeer().String(), 1, g.clk.Now())
 }
+
+// SetOnBan sets a function told of every ban, after the peer's streams
+// are reset: on a host of its own (package peer's New), the service closes
+// the banned peer's connections there and refuses its redials
+// (hostkit.Host.Ban).
+func (g *Guard) SetOnBan(fn func(lpeer.ID)) { g.onBan.Store(&fn) }
