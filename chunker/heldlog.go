@@ -11,6 +11,7 @@ import (
 	"math/bits"
 	"os"
 
+	"github.com/reconcile-p2p/reconcile/chunker/internal/durable"
 	"github.com/zeebo/xxh3"
 )
 
@@ -121,7 +122,7 @@ type heldLog struct {
 func (l *heldLog) load(ctx context.Context, held bitset, blockCount int) (valid int64, records int, err error) {
 	f, err := l.dir.Open(l.name)
 	if errors.Is(err, fs.ErrNotExist) {
-		if err := writeAtomic(l.dir, l.name, logHeader(l.id)); err != nil {
+		if err := durable.WriteFile(l.dir, l.name, logHeader(l.id)); err != nil {
 			return 0, 0, fmt.Errorf("chunker: create held log: %w", err)
 		}
 		return logHeaderSize, 0, nil
@@ -185,7 +186,7 @@ func (l *heldLog) rewrite(held bitset, n int) error {
 	if err := l.close(); err != nil {
 		return fmt.Errorf("chunker: rewrite held log: %w", err)
 	}
-	if err := writeAtomic(l.dir, l.name, buf); err != nil {
+	if err := durable.WriteFile(l.dir, l.name, buf); err != nil {
 		return fmt.Errorf("chunker: rewrite held log: %w", err)
 	}
 	if err := l.open(int64(len(buf))); err != nil {

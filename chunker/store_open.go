@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/durable"
 )
 
 // CreateStore creates a new, empty store for m in dir (created if needed), with its
@@ -184,49 +186,10 @@ func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, ot
 	}
 	// The manifest is the commit point: once it is in place the state folder belongs
 	// to m, and OpenStore completes whatever else is missing.
-	if err := writeAtomic(p.meta, manifestFile, m.enc); err != nil {
+	if err := durable.WriteFile(p.meta, manifestFile, m.enc); err != nil {
 		return nil, fmt.Errorf("chunker: create store: %w", err)
 	}
 	return openStore(ctx, p, m, cfg)
-}
-
-// writeAtomic writes a file through a temporary file, fsync and rename, then fsyncs
-// the folder.
-func writeAtomic(root *os.Root, name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := root.Rename(tmp, name); err != nil {
-		return err
-	}
-	return syncDir(root, path.Dir(name))
-}
-
-// syncDir fsyncs a folder so that the entries created in it are durable (a no-op on
-// Windows, which cannot fsync a folder).
-func syncDir(root *os.Root, name string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := root.Open(name)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // readManifest reads and decodes the manifest of a state folder.
@@ -310,7 +273,7 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 		}
 	}
 	for d := range dirs {
-		if err := syncDir(root, d); err != nil {
+		if err := durable.SyncDir(root, d); err != nil {
 			return fail(fmt.Errorf("chunker: output folder %s: %w", d, err))
 		}
 	}
@@ -454,7 +417,7 @@ func (s *Store) makeLinks() error {
 		dirs[path.Dir(name)] = struct{}{}
 	}
 	for d := range dirs {
-		if err := syncDir(s.root, d); err != nil {
+		if err := durable.SyncDir(s.root, d); err != nil {
 			return fmt.Errorf("chunker: output folder %s: %w", d, err)
 		}
 	}
