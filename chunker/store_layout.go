@@ -371,7 +371,7 @@ func (s *Store) RemoveState() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	err := s.log.close()
+	err := s.log.Close()
 	s.flushMu.Unlock()
 	s.closeFiles()
 	defer s.place.close()

@@ -12,6 +12,7 @@ import (
 	"runtime"
 
 	"github.com/reconcile-p2p/reconcile/chunker/internal/durable"
+	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
 )
 
 // CreateStore creates a new, empty store for m in dir (created if needed), with its
@@ -223,16 +224,22 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 	dir, root := p.stateDir, p.root
 	fail := func(err error) (*Store, error) {
 		s.closeFiles()
-		s.log.close()
+		s.log.Close()
 		return nil, err
 	}
 	var valid int64
 	records := 0
 	if !cfg.verify { // with it, the log is rebuilt from the files below
 		var err error
-		valid, records, err = s.log.load(ctx, s.held, m.blockCount)
+		valid, records, err = s.log.Load(ctx, s.held, m.blockCount)
 		if ctx.Err() != nil {
 			return fail(fmt.Errorf("chunker: open store %s: %w", dir, ctx.Err()))
+		}
+		switch {
+		case errors.Is(err, heldlog.ErrBadHeader):
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		case errors.Is(err, heldlog.ErrOtherManifest):
+			err = fmt.Errorf("%w: %w", ErrManifestMismatch, err)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("open store %s: %w (reopen with verify to rebuild it)", dir, err))
@@ -260,8 +267,8 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 			return fail(err)
 		}
 		s.fileBlocks(k, func(i int) {
-			if s.held.has(i) {
-				s.held.clear(i)
+			if s.held.Has(i) {
+				s.held.Clear(i)
 				drop = append(drop, i)
 			}
 		})
@@ -281,16 +288,16 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 	switch {
 	case cfg.verify:
 		err = s.verifyAll(ctx)
-	case len(drop) > 0 || records > 2*s.held.count()+1024:
+	case len(drop) > 0 || records > 2*s.held.Count()+1024:
 		// Drop the blocks of damaged files, or compact a log grown by drops.
-		err = s.log.rewrite(s.held, s.held.count())
+		err = s.log.Rewrite(s.held, s.held.Count())
 	default:
-		err = s.log.open(valid)
+		err = s.log.Open(valid)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	s.nheld = s.held.count()
+	s.nheld = s.held.Count()
 	if s.nheld == m.blockCount {
 		if err := s.finish(); err != nil {
 			return fail(err)

@@ -19,8 +19,8 @@ func completeZeroStore(t testing.TB, n, bs int) (string, *Manifest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.held.setAll(n)
-	if err := s.log.rewrite(s.held, n); err != nil {
+	s.held.SetAll(n)
+	if err := s.log.Rewrite(s.held, n); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
