@@ -22,6 +22,7 @@ import (
 //	store_sources.go a seed store noticing that its source files changed
 //	internal/heldlog the held log's format and Log, the only writer of it
 //	internal/durable the atomic writes of the manifest and the held log
+//	internal/pathrules which names a system can hold, checked by createStore
 
 // MetaDir is the name of the metadata folder inside a store folder.
 const MetaDir = ".reconcile"

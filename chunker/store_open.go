@@ -13,6 +13,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker/internal/durable"
 	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
 // CreateStore creates a new, empty store for m in dir (created if needed), with its
@@ -144,6 +145,17 @@ func openRoot(dir string) (*os.Root, error) {
 	return root, nil
 }
 
+// hostRules are the naming rules (see package pathrules) that a store being
+// created checks its paths against: the running system's. Tests set them to
+// another system's to check its rules on any machine.
+//
+// createStore refuses content the system cannot hold, with ErrBadPath naming
+// the file and the reason, before it writes anything. Names are refused,
+// never mapped: a mapped name would make the fetched folder a different
+// content from the one seeded (its manifest and root id differ), and two
+// mapped names could meet. The seed's owner can rename.
+var hostRules = pathrules.For(runtime.GOOS)
+
 // createStore creates the store of m at p, whose state folder holds no manifest.
 func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, others bool) (*Store, error) {
 	if err := p.fit(m); err != nil {
@@ -159,11 +171,13 @@ func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, ot
 	for _, d := range m.dirs {
 		names = append(names, p.mapPath(d))
 	}
-	if err := hostRules.check(names); err != nil {
-		return nil, err
+	if err := hostRules.Check(names); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
-	if err := hostRules.checkTargets(m.links); err != nil {
-		return nil, err
+	for _, l := range m.links {
+		if err := hostRules.CheckTarget(l.Path, l.Target); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadPath, err)
+		}
 	}
 	nondirs := len(m.files) + len(m.links) // names[:nondirs] must not exist; the folders may
 	for j, name := range names {
