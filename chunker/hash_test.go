@@ -3,7 +3,6 @@ package chunker
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -53,51 +52,6 @@ func TestHashBlockVectors(t *testing.T) {
 		got := HashBlock(in)
 		if h := hex.EncodeToString(got[:]); h != v.hash {
 			t.Errorf("HashBlock of %d bytes = %s, want %s", v.n, h, v.hash)
-		}
-	}
-}
-
-// TestHashBlockReference checks HashBlock against lukechampine.com/blake3's
-// Sum256 on random inputs of every length around the sizes where its tree
-// changes shape (chunks, SIMD groups, powers of two) and of the usual block
-// sizes.
-func TestHashBlockReference(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	lens := []int{MinBlockSize, DefaultBlockSize, 1 << 20, MaxBlockSize}
-	for _, base := range []int{0, 1 << 10, 2 << 10, 8 << 10, 15 << 10, 16 << 10, 17 << 10, 24 << 10, 31 << 10, 32 << 10, 48 << 10, 64 << 10, 256 << 10, 1 << 20} {
-		for d := -2; d <= 2; d++ {
-			if base+d >= 0 {
-				lens = append(lens, base+d)
-			}
-		}
-	}
-	for range 200 {
-		lens = append(lens, r.IntN(300<<10))
-	}
-	if testing.Short() {
-		lens = lens[:len(lens)-150]
-	}
-	buf := make([]byte, MaxBlockSize+2)
-	for i := range buf {
-		buf[i] = byte(r.Uint32())
-	}
-	for _, n := range lens {
-		// At both ends of buf: with other bytes after the data, a hash
-		// that used bytes past its end would differ.
-		for _, in := range [][]byte{buf[:n], buf[len(buf)-n:]} {
-			if got, want := HashBlock(in), blake3.Sum256(in); got != want {
-				t.Fatalf("HashBlock of %d bytes = %x, lukechampine.com/blake3 says %x", n, got, want)
-			}
-		}
-	}
-}
-
-// TestHashBlockAllocs checks that hashing a block allocates nothing.
-func TestHashBlockAllocs(t *testing.T) {
-	for _, n := range []int{0, 64, 1024, 5000, 16 << 10, DefaultBlockSize, 1 << 20} {
-		data := make([]byte, n)
-		if a := testing.AllocsPerRun(20, func() { HashBlock(data) }); a != 0 {
-			t.Errorf("HashBlock of %d bytes: %v allocations, want 0", n, a)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
 )
 
 // The store's code is split by concern:
@@ -18,7 +20,9 @@ import (
 //	store_write.go   PutBlock, ReadBlock, Sync and the flush that records blocks
 //	store_verify.go  re-hashing: Verify, WithVerify on opening, SeedStore
 //	store_sources.go a seed store noticing that its source files changed
-//	heldlog.go       the held log's format and heldLog, the only writer of it
+//	internal/heldlog the held log's format and Log, the only writer of it
+//	internal/durable the atomic writes of the manifest and the held log
+//	internal/pathrules which names a system can hold, checked by createStore
 
 // MetaDir is the name of the metadata folder inside a store folder.
 const MetaDir = ".reconcile"
@@ -144,7 +148,7 @@ type Store struct {
 	cfg      storeConfig
 
 	mu      sync.RWMutex // guards the fields below; see the lock order above
-	held    bitset
+	held    heldlog.Bitset
 	nheld   int
 	closed  bool
 	pending []int            // held blocks whose records are not written yet
@@ -165,7 +169,7 @@ type Store struct {
 	writeMu []sync.Mutex
 
 	flushMu sync.Mutex // taken before mu; guards log
-	log     heldLog
+	log     *heldlog.Log
 
 	// A seed store's change tracking (store_sources.go); src is nil for
 	// other stores.
@@ -185,10 +189,10 @@ func newStore(p *place, m *Manifest, cfg storeConfig) *Store {
 	}
 	return &Store{
 		place: *p, m: m, cfg: cfg,
-		held: newBitset(m.blockCount), dirty: map[int]struct{}{},
+		held: heldlog.NewBitset(m.blockCount), dirty: map[int]struct{}{},
 		files: make([]*os.File, len(m.files)), rdonly: make([]bool, len(m.files)),
 		refs: make([]atomic.Int32, len(m.files)), writeMu: make([]sync.Mutex, len(m.files)), maxOpen: maxOpenFiles,
-		log: heldLog{dir: p.meta, name: heldFile, id: m.id, seed: logSeed(m.id)},
+		log: heldlog.New(p.meta, heldFile, m.id),
 	}
 }
 
@@ -223,7 +227,7 @@ func (s *Store) Has(i int) bool {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.held.has(i)
+	return s.held.Has(i)
 }
 
 // HeldCount returns the number of held blocks.
@@ -248,7 +252,7 @@ func (s *Store) list(held bool) []int {
 	}
 	out := make([]int, 0, n)
 	for i := range s.m.blockCount {
-		if s.held.has(i) == held {
+		if s.held.Has(i) == held {
 			out = append(out, i)
 		}
 	}
@@ -271,14 +275,14 @@ func (s *Store) Close() error {
 		return ErrClosed
 	}
 	var err error
-	if !s.readOnly && s.log.f != nil {
+	if !s.readOnly && s.log.IsOpen() {
 		err = s.flush()
 	}
 	s.flushMu.Lock()
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
-	if e := s.log.close(); err == nil {
+	if e := s.log.Close(); err == nil {
 		err = e
 	}
 	s.flushMu.Unlock()

@@ -42,8 +42,8 @@ func BenchmarkOpenStore(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.held.setAll(n)
-	if err := s.log.rewrite(s.held, n); err != nil {
+	s.held.SetAll(n)
+	if err := s.log.Rewrite(s.held, n); err != nil {
 		b.Fatal(err)
 	}
 	s.Close()
@@ -150,7 +150,7 @@ func BenchmarkReadBlock(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	s.held.setAll(16)
+	s.held.SetAll(16)
 	buf := make([]byte, DefaultBlockSize)
 	b.SetBytes(DefaultBlockSize)
 	b.ReportAllocs()
@@ -170,7 +170,7 @@ func TestReadBlockAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	s.held.setAll(4)
+	s.held.SetAll(4)
 	s.nheld = 4
 	buf := make([]byte, MinBlockSize)
 	if _, err := s.ReadBlock(0, buf); err != nil { // opens the file
@@ -192,7 +192,7 @@ func BenchmarkReadBlockParallel(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	s.held.setAll(n)
+	s.held.SetAll(n)
 	s.nheld = n
 	b.SetBytes(bs)
 	b.ReportAllocs()

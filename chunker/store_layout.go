@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/durable"
 )
 
 // Where a store lives. Its output files are under an output folder, confined to it
@@ -92,7 +94,7 @@ func (p *place) openMeta(create bool) error {
 				return fmt.Errorf("chunker: create state folder: %w", err)
 			}
 			for d := path.Dir(p.state); ; d = path.Dir(d) { // make the new entries durable
-				if err := syncDir(p.root, d); err != nil {
+				if err := durable.SyncDir(p.root, d); err != nil {
 					return fmt.Errorf("chunker: create state folder: %w", err)
 				}
 				if d == "." {
@@ -369,7 +371,7 @@ func (s *Store) RemoveState() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	err := s.log.close()
+	err := s.log.Close()
 	s.flushMu.Unlock()
 	s.closeFiles()
 	defer s.place.close()
@@ -378,7 +380,7 @@ func (s *Store) RemoveState() error {
 			return fmt.Errorf("chunker: remove state: %w", e)
 		}
 	}
-	if err := syncDir(s.meta, "."); err != nil {
+	if err := durable.SyncDir(s.meta, "."); err != nil {
 		return fmt.Errorf("chunker: remove state: %w", err)
 	}
 	s.meta.Close()
@@ -389,7 +391,7 @@ func (s *Store) RemoveState() error {
 		return err
 	}
 	for d := s.state; d != "." && s.root.Remove(d) == nil; d = path.Dir(d) {
-		syncDir(s.root, path.Dir(d))
+		durable.SyncDir(s.root, path.Dir(d))
 	}
 	return err
 }

@@ -10,6 +10,10 @@ import (
 	"path"
 	"path/filepath"
 	"runtime"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/durable"
+	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
 // CreateStore creates a new, empty store for m in dir (created if needed), with its
@@ -141,6 +145,17 @@ func openRoot(dir string) (*os.Root, error) {
 	return root, nil
 }
 
+// hostRules are the naming rules (see package pathrules) that a store being
+// created checks its paths against: the running system's. Tests set them to
+// another system's to check its rules on any machine.
+//
+// createStore refuses content the system cannot hold, with ErrBadPath naming
+// the file and the reason, before it writes anything. Names are refused,
+// never mapped: a mapped name would make the fetched folder a different
+// content from the one seeded (its manifest and root id differ), and two
+// mapped names could meet. The seed's owner can rename.
+var hostRules = pathrules.For(runtime.GOOS)
+
 // createStore creates the store of m at p, whose state folder holds no manifest.
 func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, others bool) (*Store, error) {
 	if err := p.fit(m); err != nil {
@@ -156,11 +171,13 @@ func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, ot
 	for _, d := range m.dirs {
 		names = append(names, p.mapPath(d))
 	}
-	if err := hostRules.check(names); err != nil {
-		return nil, err
+	if err := hostRules.Check(names); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
-	if err := hostRules.checkTargets(m.links); err != nil {
-		return nil, err
+	for _, l := range m.links {
+		if err := hostRules.CheckTarget(l.Path, l.Target); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadPath, err)
+		}
 	}
 	nondirs := len(m.files) + len(m.links) // names[:nondirs] must not exist; the folders may
 	for j, name := range names {
@@ -184,49 +201,10 @@ func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, ot
 	}
 	// The manifest is the commit point: once it is in place the state folder belongs
 	// to m, and OpenStore completes whatever else is missing.
-	if err := writeAtomic(p.meta, manifestFile, m.enc); err != nil {
+	if err := durable.WriteFile(p.meta, manifestFile, m.enc); err != nil {
 		return nil, fmt.Errorf("chunker: create store: %w", err)
 	}
 	return openStore(ctx, p, m, cfg)
-}
-
-// writeAtomic writes a file through a temporary file, fsync and rename, then fsyncs
-// the folder.
-func writeAtomic(root *os.Root, name string, data []byte) error {
-	tmp := name + ".tmp"
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := root.Rename(tmp, name); err != nil {
-		return err
-	}
-	return syncDir(root, path.Dir(name))
-}
-
-// syncDir fsyncs a folder so that the entries created in it are durable (a no-op on
-// Windows, which cannot fsync a folder).
-func syncDir(root *os.Root, name string) error {
-	if runtime.GOOS == "windows" {
-		return nil
-	}
-	d, err := root.Open(name)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // readManifest reads and decodes the manifest of a state folder.
@@ -260,16 +238,22 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 	dir, root := p.stateDir, p.root
 	fail := func(err error) (*Store, error) {
 		s.closeFiles()
-		s.log.close()
+		s.log.Close()
 		return nil, err
 	}
 	var valid int64
 	records := 0
 	if !cfg.verify { // with it, the log is rebuilt from the files below
 		var err error
-		valid, records, err = s.log.load(ctx, s.held, m.blockCount)
+		valid, records, err = s.log.Load(ctx, s.held, m.blockCount)
 		if ctx.Err() != nil {
 			return fail(fmt.Errorf("chunker: open store %s: %w", dir, ctx.Err()))
+		}
+		switch {
+		case errors.Is(err, heldlog.ErrBadHeader):
+			err = fmt.Errorf("%w: %w", ErrCorrupt, err)
+		case errors.Is(err, heldlog.ErrOtherManifest):
+			err = fmt.Errorf("%w: %w", ErrManifestMismatch, err)
 		}
 		if err != nil {
 			return fail(fmt.Errorf("open store %s: %w (reopen with verify to rebuild it)", dir, err))
@@ -297,8 +281,8 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 			return fail(err)
 		}
 		s.fileBlocks(k, func(i int) {
-			if s.held.has(i) {
-				s.held.clear(i)
+			if s.held.Has(i) {
+				s.held.Clear(i)
 				drop = append(drop, i)
 			}
 		})
@@ -310,7 +294,7 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 		}
 	}
 	for d := range dirs {
-		if err := syncDir(root, d); err != nil {
+		if err := durable.SyncDir(root, d); err != nil {
 			return fail(fmt.Errorf("chunker: output folder %s: %w", d, err))
 		}
 	}
@@ -318,16 +302,16 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 	switch {
 	case cfg.verify:
 		err = s.verifyAll(ctx)
-	case len(drop) > 0 || records > 2*s.held.count()+1024:
+	case len(drop) > 0 || records > 2*s.held.Count()+1024:
 		// Drop the blocks of damaged files, or compact a log grown by drops.
-		err = s.log.rewrite(s.held, s.held.count())
+		err = s.log.Rewrite(s.held, s.held.Count())
 	default:
-		err = s.log.open(valid)
+		err = s.log.Open(valid)
 	}
 	if err != nil {
 		return fail(err)
 	}
-	s.nheld = s.held.count()
+	s.nheld = s.held.Count()
 	if s.nheld == m.blockCount {
 		if err := s.finish(); err != nil {
 			return fail(err)
@@ -454,7 +438,7 @@ func (s *Store) makeLinks() error {
 		dirs[path.Dir(name)] = struct{}{}
 	}
 	for d := range dirs {
-		if err := syncDir(s.root, d); err != nil {
+		if err := durable.SyncDir(s.root, d); err != nil {
 			return fmt.Errorf("chunker: output folder %s: %w", d, err)
 		}
 	}

@@ -3,10 +3,14 @@ package chunker
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
 // completeZeroStore makes a complete store of n zero blocks of bs bytes in a new
@@ -19,8 +23,8 @@ func completeZeroStore(t testing.TB, n, bs int) (string, *Manifest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.held.setAll(n)
-	if err := s.log.rewrite(s.held, n); err != nil {
+	s.held.SetAll(n)
+	if err := s.log.Rewrite(s.held, n); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -149,5 +153,57 @@ func TestCheckProgress(t *testing.T) {
 	s.Close()
 	if calls != 0 {
 		t.Fatalf("progress called %d times without WithVerify", calls)
+	}
+}
+
+// withRules runs the rest of the test with a store creating files as if on
+// goos.
+func withRules(t *testing.T, goos string) {
+	old := hostRules
+	hostRules = pathrules.For(goos)
+	t.Cleanup(func() { hostRules = old })
+}
+
+// TestCreateStoreWindowsNames checks, through the rules a store checks on
+// Windows, that a fetch of content named for another system fails before it
+// writes anything, naming the file, and that the single-file layout checks the
+// name it writes, not the seed's.
+func TestCreateStoreWindowsNames(t *testing.T) {
+	withRules(t, "windows")
+	m, err := NewManifest([]File{{Path: "notes/aux.txt"}, {Path: "notes/ok.txt"}}, MinBlockSize, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_, err = CreateStore(context.Background(), dir, m)
+	if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), `"notes/aux.txt"`) {
+		t.Fatalf("CreateStore: %v, want ErrBadPath naming notes/aux.txt", err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+		t.Errorf("the refused store left %d entries in its folder", len(ents))
+	}
+
+	one, err := NewManifest([]File{{Path: "a:b"}}, MinBlockSize, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := CreateFileStore(context.Background(), filepath.Join(t.TempDir(), "renamed.txt"), one)
+	if err != nil {
+		t.Fatalf("CreateFileStore under a name Windows holds: %v", err)
+	}
+	s.Close()
+	_, err = CreateFileStore(context.Background(), filepath.Join(t.TempDir(), "NUL"), one)
+	if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), `"NUL"`) {
+		t.Fatalf("CreateFileStore NUL: %v, want ErrBadPath naming NUL", err)
+	}
+
+	// A link whose target Windows cannot name.
+	link, err := NewFixedManifest(Tree{Files: []File{{Path: "d/f"}}, Symlinks: []Symlink{{Path: "d/l", Target: "a:b"}}}, MinBlockSize, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = CreateStore(context.Background(), t.TempDir(), link)
+	if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), `symbolic link "d/l" to "a:b" cannot be made on windows`) {
+		t.Fatalf("CreateStore of a link to a:b: %v, want ErrBadPath naming the link", err)
 	}
 }

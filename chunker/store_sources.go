@@ -170,13 +170,13 @@ func (s *Store) recheck(ctx context.Context) error {
 	defer s.mu.Unlock()
 	for _, i := range blocks {
 		_, isBad := slices.BinarySearch(bad, i)
-		switch held := s.held.has(i); {
+		switch held := s.held.Has(i); {
 		case isBad && held:
-			s.held.clear(i)
+			s.held.Clear(i)
 			s.nheld--
 			s.src.noteHeld(i, false)
 		case !isBad && !held:
-			s.held.set(i)
+			s.held.Set(i)
 			s.nheld++
 			s.src.noteHeld(i, true)
 		}
@@ -220,8 +220,8 @@ func (s *Store) checkRead(i int, data []byte) ([]byte, error) {
 	}
 	s.srcMu.Lock()
 	s.mu.Lock()
-	if s.held.has(i) {
-		s.held.clear(i)
+	if s.held.Has(i) {
+		s.held.Clear(i)
 		s.nheld--
 		s.src.noteHeld(i, false)
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
 )
 
 // block returns the bytes of block i of stream data.
@@ -272,14 +274,14 @@ func TestStoreTornLog(t *testing.T) {
 		{"zeroed tail", append(bytes.Clone(orig), make([]byte, 32)...), 4},
 		{"garbage record inside", func() []byte {
 			b := bytes.Clone(orig)
-			copy(b[logHeaderSize+logRecordSize:], bytes.Repeat([]byte{0x5a}, logRecordSize))
+			copy(b[heldlog.HeaderSize+heldlog.RecordSize:], bytes.Repeat([]byte{0x5a}, heldlog.RecordSize))
 			return b
 		}(), 3},
 		{"record for another manifest", func() []byte {
 			b := bytes.Clone(orig)
-			return appendRecord(b, logSeed(ID{1}), 6, opHeld)
+			return heldlog.AppendRecord(b, heldlog.Seed(ID{1}), 6, heldlog.Held)
 		}(), 4},
-		{"index out of range", appendRecord(bytes.Clone(orig), logSeed(m.ID()), 100, opHeld), 4},
+		{"index out of range", heldlog.AppendRecord(bytes.Clone(orig), heldlog.Seed(m.ID()), 100, heldlog.Held), 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.WriteFile(logPath, tc.log, 0o644)
@@ -307,6 +309,10 @@ func TestStoreTornLog(t *testing.T) {
 	os.WriteFile(logPath, orig[:10], 0o644)
 	if _, err := OpenStore(context.Background(), dir); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("torn header: %v", err)
+	}
+	os.WriteFile(logPath, heldlog.Header(ID{1}), 0o644)
+	if _, err := OpenStore(context.Background(), dir); !errors.Is(err, ErrManifestMismatch) {
+		t.Fatalf("held log of another manifest: %v", err)
 	}
 	s, err := OpenStore(context.Background(), dir, WithVerify())
 	if err != nil || s.HeldCount() != 8-3 {

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
 )
 
 // verifyAll re-hashes every block, fsyncs the files and rewrites the log with
@@ -24,10 +26,10 @@ func (s *Store) verifyAll(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("chunker: check %d blocks in %s: %w", len(all), s.dir, err)
 	}
-	s.held = newBitset(s.m.blockCount)
-	s.held.setAll(s.m.blockCount)
+	s.held = heldlog.NewBitset(s.m.blockCount)
+	s.held.SetAll(s.m.blockCount)
 	for _, i := range bad {
-		s.held.clear(i)
+		s.held.Clear(i)
 	}
 	if s.readOnly {
 		return nil
@@ -43,7 +45,7 @@ func (s *Store) verifyAll(ctx context.Context) error {
 			return fmt.Errorf("chunker: verify: %w", err)
 		}
 	}
-	return s.log.rewrite(s.held, s.m.blockCount-len(bad))
+	return s.log.Rewrite(s.held, s.m.blockCount-len(bad))
 }
 
 // checkBlocks re-hashes the given blocks on GOMAXPROCS goroutines and returns, in
@@ -121,15 +123,15 @@ func (s *Store) VerifyProgress(ctx context.Context, fn func(done, total int)) (R
 		s.flushMu.Lock()
 		s.mu.Lock()
 		for _, i := range rep.Corrupt {
-			if s.held.has(i) {
-				s.held.clear(i)
+			if s.held.Has(i) {
+				s.held.Clear(i)
 				s.nheld--
 			}
 		}
 		s.mu.Unlock()
 		var err error
 		if !s.readOnly {
-			_, err = s.log.append(rep.Corrupt, opDropped)
+			_, err = s.log.Append(rep.Corrupt, heldlog.Dropped)
 		}
 		s.flushMu.Unlock()
 		if err != nil {
@@ -209,12 +211,12 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 			s.Close()
 			return nil, err
 		}
-		if n := s.held.count(); n != m.blockCount {
+		if n := s.held.Count(); n != m.blockCount {
 			s.Close()
 			return nil, fmt.Errorf("%w: seed %s: %d of %d blocks do not match the manifest", ErrBadBlock, p, m.blockCount-n, m.blockCount)
 		}
 	}
-	s.held.setAll(m.blockCount)
+	s.held.SetAll(m.blockCount)
 	s.nheld = m.blockCount
 	s.initSources(infos)
 	return s, nil

@@ -3,6 +3,8 @@ package chunker
 import (
 	"fmt"
 	"slices"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
 )
 
 // PutBlock stores block i: it checks data against the manifest (ErrBadIndex,
@@ -13,7 +15,7 @@ func (s *Store) PutBlock(i int, data []byte) error {
 		return err
 	}
 	s.mu.RLock()
-	closed, held := s.closed, s.held.has(i)
+	closed, held := s.closed, s.held.Has(i)
 	s.mu.RUnlock()
 	switch {
 	case closed:
@@ -48,11 +50,11 @@ func (s *Store) PutBlock(i int, data []byte) error {
 		s.mu.Unlock()
 		return ErrClosed
 	}
-	if s.held.has(i) {
+	if s.held.Has(i) {
 		s.mu.Unlock()
 		return nil
 	}
-	s.held.set(i)
+	s.held.Set(i)
 	s.nheld++
 	s.pending = append(s.pending, i)
 	for _, k := range written {
@@ -82,8 +84,8 @@ func (s *Store) flush() error {
 	unhold := func(err error) error {
 		s.mu.Lock()
 		for _, i := range pend {
-			if s.held.has(i) {
-				s.held.clear(i)
+			if s.held.Has(i) {
+				s.held.Clear(i)
 				s.nheld--
 			}
 		}
@@ -100,7 +102,7 @@ func (s *Store) flush() error {
 			return unhold(fmt.Errorf("chunker: sync %s: %w", s.m.files[k].Path, err))
 		}
 	}
-	if written, err := s.log.append(pend, opHeld); err != nil {
+	if written, err := s.log.Append(pend, heldlog.Held); err != nil {
 		if !written {
 			return unhold(err)
 		}
@@ -122,7 +124,7 @@ func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 		return dst[:0], fmt.Errorf("%w: block %d of %d", ErrBadIndex, i, s.m.blockCount)
 	}
 	s.mu.RLock()
-	closed, held := s.closed, s.held.has(i)
+	closed, held := s.closed, s.held.Has(i)
 	s.mu.RUnlock()
 	if closed {
 		return dst[:0], ErrClosed

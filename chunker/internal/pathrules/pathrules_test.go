@@ -1,10 +1,7 @@
-package chunker
+package pathrules
 
 import (
-	"context"
-	"errors"
-	"os"
-	"path/filepath"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -58,17 +55,17 @@ func TestWindowsNames(t *testing.T) {
 		{strings.Repeat("😀", 128), "256 UTF-16 units"}, // surrogate pairs count twice
 		{"日本語/ファイル.txt", ""},
 	} {
-		err := rulesFor("windows").check([]string{tc.path})
+		err := For("windows").Check([]string{tc.path})
 		switch {
 		case tc.bad == "" && err != nil:
 			t.Errorf("%q: %v", tc.path, err)
 		case tc.bad != "" && err == nil:
 			t.Errorf("%q: no error, want one with %q", tc.path, tc.bad)
-		case tc.bad != "" && (!errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), tc.bad) || !strings.Contains(err.Error(), "on windows")):
-			t.Errorf("%q: %v, want ErrBadPath with %q", tc.path, err, tc.bad)
+		case tc.bad != "" && (!strings.Contains(err.Error(), tc.bad) || !strings.Contains(err.Error(), "on windows")):
+			t.Errorf("%q: %v, want an error with %q", tc.path, err, tc.bad)
 		}
 		// Linux holds every valid manifest path.
-		if err := rulesFor("linux").check([]string{tc.path}); err != nil {
+		if err := For("linux").Check([]string{tc.path}); err != nil {
 			t.Errorf("linux: %q: %v", tc.path, err)
 		}
 	}
@@ -79,7 +76,7 @@ func TestWindowsNames(t *testing.T) {
 func TestFoldedNames(t *testing.T) {
 	paths := []string{"Docs/a.txt", "README", "docs/A.TXT"}
 	for goos, fold := range map[string]bool{"windows": true, "darwin": true, "linux": false, "freebsd": false} {
-		err := rulesFor(goos).check(paths)
+		err := For(goos).Check(paths)
 		if !fold {
 			if err != nil {
 				t.Errorf("%s: %v", goos, err)
@@ -87,50 +84,47 @@ func TestFoldedNames(t *testing.T) {
 			continue
 		}
 		want := `"Docs/a.txt" and "docs/A.TXT" would be one file on ` + goos
-		if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), want) {
-			t.Errorf("%s: %v, want ErrBadPath with %s", goos, err, want)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error with %s", goos, err, want)
 		}
 	}
 }
 
-// withRules runs the rest of the test with a store creating files as if on
-// goos.
-func withRules(t *testing.T, goos string) {
-	old := hostRules
-	hostRules = rulesFor(goos)
-	t.Cleanup(func() { hostRules = old })
+// TestLinkTargets checks that link targets are held to the names of the
+// system, but for the ".." and "." that are no names.
+func TestLinkTargets(t *testing.T) {
+	for _, tc := range []struct {
+		target string
+		bad    string
+	}{
+		{"../x/file.txt", ""},
+		{"./a", ""},
+		{"C:x", `"C:x" holds ':'`},
+		{"../aux", "reserved device name"},
+		{"dir./f", "ends in a dot or space"},
+	} {
+		err := For("windows").CheckTarget("top/link", tc.target)
+		switch {
+		case tc.bad == "" && err != nil:
+			t.Errorf("%q: %v", tc.target, err)
+		case tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad) || !strings.Contains(err.Error(), `symbolic link "top/link"`)):
+			t.Errorf("%q: %v, want an error naming the link with %q", tc.target, err, tc.bad)
+		}
+		for _, goos := range []string{"linux", "darwin"} {
+			if err := For(goos).CheckTarget("top/link", tc.target); err != nil {
+				t.Errorf("%s: %q: %v", goos, tc.target, err)
+			}
+		}
+	}
 }
 
-// TestCreateStoreWindowsNames checks, through the rules a store checks on
-// Windows, that a fetch of content named for another system fails before it
-// writes anything, naming the file, and that the single-file layout checks the
-// name it writes, not the seed's.
-func TestCreateStoreWindowsNames(t *testing.T) {
-	withRules(t, "windows")
-	m, err := NewManifest([]File{{Path: "notes/aux.txt"}, {Path: "notes/ok.txt"}}, MinBlockSize, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	_, err = CreateStore(context.Background(), dir, m)
-	if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), `"notes/aux.txt"`) {
-		t.Fatalf("CreateStore: %v, want ErrBadPath naming notes/aux.txt", err)
-	}
-	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
-		t.Errorf("the refused store left %d entries in its folder", len(ents))
-	}
-
-	one, err := NewManifest([]File{{Path: "a:b"}}, MinBlockSize, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := CreateFileStore(context.Background(), filepath.Join(t.TempDir(), "renamed.txt"), one)
-	if err != nil {
-		t.Fatalf("CreateFileStore under a name Windows holds: %v", err)
-	}
-	s.Close()
-	_, err = CreateFileStore(context.Background(), filepath.Join(t.TempDir(), "NUL"), one)
-	if !errors.Is(err, ErrBadPath) || !strings.Contains(err.Error(), `"NUL"`) {
-		t.Fatalf("CreateFileStore NUL: %v, want ErrBadPath naming NUL", err)
-	}
+func ExampleRules_Check() {
+	paths := []string{"photos/CON.jpg", "photos/a.jpg"}
+	fmt.Println(For("linux").Check(paths))
+	fmt.Println(For("windows").Check(paths))
+	fmt.Println(For("darwin").Check([]string{"README", "readme"}))
+	// Output:
+	// <nil>
+	// "photos/CON.jpg" cannot be written on windows: "CON.jpg" is a reserved device name
+	// "README" and "readme" would be one file on darwin (names differ only in case)
 }

@@ -1,25 +1,13 @@
-package chunker
-
-import (
-	"fmt"
-	"runtime"
-	"strings"
-	"unicode/utf16"
-)
-
-// Which names an output folder can hold. Every manifest path is valid on every
-// system (checkPath refuses "\", NUL, "..", absolute paths), but a seed on one
-// system can hold names that another cannot: Windows reserves device names
-// (CON, NUL, COM1.txt, ...), forbids characters such as ":" and "?" that Unix
-// file names may hold, silently drops trailing dots and spaces, and Windows'
-// and macOS's usual file systems take "A.txt" and "a.txt" for one file.
+// Package pathrules says which names an operating system's file systems can
+// hold: given the paths a store is about to write, it finds the first one that
+// the system cannot hold, or that would be the same file there as another.
 //
-// A store being created checks the paths it is about to write against the
-// rules of the system it runs on and refuses content it cannot hold, with
-// ErrBadPath naming the file and the reason, before it writes anything.
-// Names are refused, never mapped: a mapped name would make the fetched
-// folder a different content from the one seeded (its manifest and root id
-// differ), and two mapped names could meet. The seed's owner can rename.
+// Every manifest path is valid on every system (the manifest refuses "\", NUL,
+// "..", absolute paths), but a seed on one system can hold names that another
+// cannot: Windows reserves device names (CON, NUL, COM1.txt, ...), forbids
+// characters such as ":" and "?" that Unix file names may hold, silently drops
+// trailing dots and spaces, and Windows' and macOS's usual file systems take
+// "A.txt" and "a.txt" for one file.
 //
 // Long paths need no rule: the store opens every file through an os.Root,
 // which on Windows walks the path one element at a time relative to its
@@ -28,38 +16,40 @@ import (
 // the file system's 255 UTF-16 units per element (NTFS), checked here on
 // Windows; other programs on that machine may still need long paths enabled
 // to open such files.
+package pathrules
 
-// pathRules are the naming rules of one operating system's file systems.
-type pathRules struct {
+import (
+	"fmt"
+	"strings"
+	"unicode/utf16"
+)
+
+// Rules are the naming rules of one operating system's file systems.
+type Rules struct {
 	goos     string // named in errors
 	windows  bool   // Win32 names: reserved devices, forbidden characters, trailing dots and spaces, 255 UTF-16 units per element
 	foldCase bool   // names that differ only in case are one file
 }
 
-// rulesFor returns the naming rules of GOOS goos.
-func rulesFor(goos string) pathRules {
+// For returns the naming rules of GOOS goos.
+func For(goos string) Rules {
 	switch goos {
 	case "windows":
-		return pathRules{goos: goos, windows: true, foldCase: true}
+		return Rules{goos: goos, windows: true, foldCase: true}
 	case "darwin", "ios":
-		return pathRules{goos: goos, foldCase: true}
+		return Rules{goos: goos, foldCase: true}
 	}
-	return pathRules{goos: goos}
+	return Rules{goos: goos}
 }
-
-// hostRules are the rules a store being created checks its paths against: the
-// running system's. Tests set them to another system's to check its rules on
-// any machine.
-var hostRules = rulesFor(runtime.GOOS)
 
 // maxElemUTF16 bounds one path element in UTF-16 code units (NTFS, and the
 // 255 bytes of most Unix file systems, whose own error names the file).
 const maxElemUTF16 = 255
 
-// check returns an error wrapping ErrBadPath, naming the path, for the first
-// of paths (slash-separated, relative, valid manifest paths) that r's system
-// cannot hold, or that is the same file there as an earlier one.
-func (r pathRules) check(paths []string) error {
+// Check returns an error naming the path, and the system, for the first of paths
+// (slash-separated, relative, valid manifest paths) that r's system cannot hold,
+// or that is the same file there as an earlier one.
+func (r Rules) Check(paths []string) error {
 	var seen map[string]string
 	if r.foldCase {
 		seen = make(map[string]string, len(paths))
@@ -68,16 +58,35 @@ func (r pathRules) check(paths []string) error {
 		if r.windows {
 			for el := range strings.SplitSeq(p, "/") {
 				if why := windowsNameProblem(el); why != "" {
-					return fmt.Errorf("%w: %q cannot be written on %s: %q %s", ErrBadPath, p, r.goos, el, why)
+					return fmt.Errorf("%q cannot be written on %s: %q %s", p, r.goos, el, why)
 				}
 			}
 		}
 		if r.foldCase {
 			key := strings.ToLower(p)
 			if q, ok := seen[key]; ok {
-				return fmt.Errorf("%w: %q and %q would be one file on %s (names differ only in case)", ErrBadPath, q, p, r.goos)
+				return fmt.Errorf("%q and %q would be one file on %s (names differ only in case)", q, p, r.goos)
 			}
 			seen[key] = p
+		}
+	}
+	return nil
+}
+
+// CheckTarget returns an error if r's system cannot hold the target of the
+// symbolic link at path (a valid manifest link): on Windows, if an element of
+// target is no valid name there ("C:x" would even name another drive); the ".."
+// that lead a target are not names.
+func (r Rules) CheckTarget(path, target string) error {
+	if !r.windows {
+		return nil
+	}
+	for el := range strings.SplitSeq(target, "/") {
+		if el == ".." || el == "." {
+			continue
+		}
+		if why := windowsNameProblem(el); why != "" {
+			return fmt.Errorf("symbolic link %q to %q cannot be made on %s: %q %s", path, target, r.goos, el, why)
 		}
 	}
 	return nil
@@ -130,25 +139,4 @@ func isWindowsDevice(el string) bool {
 		return true
 	}
 	return false
-}
-
-// checkTargets returns an error wrapping ErrBadPath for the first symbolic link
-// whose target r's system cannot hold: on Windows, a target element that is no
-// valid name there ("C:x" would even name another drive); the ".." that lead a
-// target are not names.
-func (r pathRules) checkTargets(links []Symlink) error {
-	if !r.windows {
-		return nil
-	}
-	for _, l := range links {
-		for el := range strings.SplitSeq(l.Target, "/") {
-			if el == ".." || el == "." {
-				continue
-			}
-			if why := windowsNameProblem(el); why != "" {
-				return fmt.Errorf("%w: symbolic link %q to %q cannot be made on %s: %q %s", ErrBadPath, l.Path, l.Target, r.goos, el, why)
-			}
-		}
-	}
-	return nil
 }

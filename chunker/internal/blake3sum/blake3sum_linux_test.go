@@ -1,6 +1,6 @@
 //go:build linux
 
-package chunker
+package blake3sum
 
 import (
 	"os"
@@ -10,13 +10,13 @@ import (
 	"lukechampine.com/blake3"
 )
 
-// TestHashBlockGuardPage hashes inputs that end right before a page that
+// TestSum256GuardPage hashes inputs that end right before a page that
 // may not be read: the SIMD kernels read whole groups of 16 chunks, and
-// HashBlock must hand them only groups that lie within the data (a read past
+// Sum256 must hand them only groups that lie within the data (a read past
 // it would crash the test).
-func TestHashBlockGuardPage(t *testing.T) {
+func TestSum256GuardPage(t *testing.T) {
 	page := os.Getpagesize()
-	size := (MaxBlockSize/page + 1) * page
+	size := (maxBlock/page + 1) * page
 	mem, err := syscall.Mmap(-1, 0, size+page, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
 	if err != nil {
 		t.Skip("mmap:", err)
@@ -28,13 +28,13 @@ func TestHashBlockGuardPage(t *testing.T) {
 	for i := range size {
 		mem[i] = byte(i * 13)
 	}
-	for _, n := range []int{0, 1, 1024, 1025, 8 << 10, 16<<10 - 1, 16 << 10, 16<<10 + 1, 24 << 10, 32 << 10, 33 << 10, DefaultBlockSize - 1, DefaultBlockSize, 1 << 20, MaxBlockSize} {
+	for _, n := range []int{0, 1, 1024, 1025, 8 << 10, 16<<10 - 1, 16 << 10, 16<<10 + 1, 24 << 10, 32 << 10, 33 << 10, defaultBlock - 1, defaultBlock, 1 << 20, maxBlock} {
 		// Capacity ends with the data too: lukechampine.com/blake3's Sum256
 		// reads up to a whole group into a slice's capacity (the reference
 		// below would crash on the guard page otherwise).
 		in := mem[size-n : size : size]
-		if got, want := HashBlock(in), blake3.Sum256(in); got != want {
-			t.Fatalf("HashBlock of %d bytes before a guard page = %x, want %x", n, got, want)
+		if got, want := Sum256(in), blake3.Sum256(in); got != want {
+			t.Fatalf("Sum256 of %d bytes before a guard page = %x, want %x", n, got, want)
 		}
 	}
 }
