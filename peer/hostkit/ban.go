@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/control"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
@@ -33,8 +34,9 @@ const maxAddrBans = 4096
 type connGate struct {
 	clk    clock.Clock
 	banned *atomic.Pointer[func(lpeer.ID) bool] // the banGate's check
-	// shared reports whether another peer, not id and not banned, is
-	// connected from ip now (set once the host is up).
+	// shared reports whether ip is one of the host's own addresses (peers
+	// on this machine share it), or another peer, not id and not banned,
+	// is connected from it now (set once the host is up).
 	shared func(ip netip.Addr, id lpeer.ID) bool
 
 	mu    sync.Mutex
@@ -52,9 +54,9 @@ func (g *connGate) isBanned(id lpeer.ID) bool {
 
 // banAddr refuses the address of a, from which banned peer id connected,
 // for AddrBanFor: unless a is relayed (the relay's address is not the
-// peer's), or another peer not banned is connected from the same address
-// now (a NAT, or peers on one machine: they are not to be refused for
-// it).
+// peer's), is one of the host's own (every peer on this machine has it),
+// or another peer not banned is connected from the same address now (a
+// NAT: the others are not to be refused for it).
 func (g *connGate) banAddr(a ma.Multiaddr, id lpeer.ID) {
 	ip, ok := addrIP(a)
 	if !ok || (g.shared != nil && g.shared(ip, id)) {
@@ -147,10 +149,20 @@ func (g *connGate) InterceptUpgraded(network.Conn) (bool, control.DisconnectReas
 	return true, 0
 }
 
-// sharedAddr reports whether a peer other than id, and not banned, has a
-// direct connection from ip on n now.
-func (g *connGate) sharedAddr(n network.Network) func(netip.Addr, lpeer.ID) bool {
+// sharedAddr reports whether ip is an address of h's own, or a peer other
+// than id, and not banned, has a direct connection from ip on h now.
+func (g *connGate) sharedAddr(h host.Host) func(netip.Addr, lpeer.ID) bool {
 	return func(ip netip.Addr, id lpeer.ID) bool {
+		n := h.Network()
+		own := n.ListenAddresses()
+		if ifaces, err := n.InterfaceListenAddresses(); err == nil {
+			own = append(own, ifaces...)
+		}
+		for _, a := range own {
+			if oip, ok := addrIP(a); ok && oip == ip {
+				return true
+			}
+		}
 		for _, c := range n.Conns() {
 			other := c.RemotePeer()
 			if other == id || g.isBanned(other) {
@@ -167,7 +179,8 @@ func (g *connGate) sharedAddr(n network.Network) func(netip.Addr, lpeer.ID) bool
 // Ban closes the host's connections to id, a peer the caller has banned
 // (its SetBanned check names it now), and refuses for AddrBanFor, before
 // any handshake, the addresses it was connected from, but for relayed
-// connections and addresses other peers not banned are connected from now.
+// connections, the host's own addresses, and addresses other peers not
+// banned are connected from now.
 // From then on the peer's bytes stop at the socket: a redial from a
 // refused address is closed as it is accepted, one from elsewhere once it
 // is authenticated (and its address is refused in turn). The connections

@@ -78,6 +78,19 @@ func TestBan(t *testing.T) {
 		t.Fatalf("a new identity from the address after AddrBanFor: %v", err)
 	}
 
+	// The host's own address (every peer on this machine has it) is
+	// never refused.
+	local := on("127.0.0.1")
+	if err := connect(local); err != nil {
+		t.Fatal(err)
+	}
+	deny.ban(local.ID())
+	target.Ban(local.ID())
+	waitFor(t, func() bool { return len(target.Network().ConnsToPeer(local.ID())) == 0 }, "the local peer's connection closed")
+	if err := connect(on("127.0.0.1")); err != nil {
+		t.Fatalf("a new identity from the host's own address after a ban: %v", err)
+	}
+
 	// An address shared with a peer that is not banned is not refused.
 	honest, liar := on("127.0.0.4"), on("127.0.0.4")
 	for _, h := range []*Host{honest, liar} {

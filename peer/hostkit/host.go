@@ -153,7 +153,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		lh.Close()
 		return nil, fmt.Errorf("hostkit: start host: %w", err)
 	}
-	conns.shared = conns.sharedAddr(lh.Network())
+	conns.shared = conns.sharedAddr(lh)
 	h := &Host{Host: lh, cfg: cfg, log: log, gate: gate, conns: conns, src: src, paths: newPathTracker(lh.Network())}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if cfg.Reach.RelayClient {

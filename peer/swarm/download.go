@@ -145,7 +145,7 @@ func (w worker) download() (err error) {
 				src.cs = cs
 				f.mu.Unlock()
 				wants = startWantWriter(cs, win.Max)
-				watch = &stallWatch{w: w, cs: cs}
+				watch = &stallWatch{w: w, cs: cs, inflight: inflight}
 			}
 			sort.Ints(batch)
 			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {
@@ -163,14 +163,19 @@ func (w worker) download() (err error) {
 		waitFrom := f.p.clk.Now()
 		watch.begin(waitFrom)
 		fr, err := cs.nextInto(f.getBuf, f.t.UnitSize()+1+serve.MaxVarint, f.p.cfg.StallTimeout)
-		if stalled, allowed := watch.end(); stalled && err != nil {
+		released, aborted, allowed := watch.end()
+		if released > 0 {
+			// Its blocks were asked of others: it is a source that stalls
+			// until it sends a block again.
 			src.stallRun++
-			src.stalled += len(inflight)
+			src.stalled += released
 			f.mu.Lock()
-			src.share.Stalled += len(inflight)
+			src.share.Stalled += released
 			f.mu.Unlock()
-			return fmt.Errorf("%w: %d requested blocks did not come within %v (the fetch's sources serve a block within %v at the 99th percentile)",
-				errStalled, len(inflight), allowed.Round(time.Millisecond), (allowed / sched.StallFactor).Round(time.Millisecond))
+		}
+		if aborted && err != nil {
+			return fmt.Errorf("%w: %d requested blocks did not come within %v (the fetch's sources serve a block within %v at the 99th percentile; they were asked of others)",
+				errStalled, len(inflight), (stallAbort * allowed).Round(time.Millisecond), (allowed / sched.StallFactor).Round(time.Millisecond))
 		}
 		if err != nil {
 			if ferr := w.failed(); ferr != nil {

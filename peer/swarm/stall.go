@@ -37,27 +37,38 @@ func (f *fetch) allowedWait(src *source) time.Duration {
 	return f.waits.Allowed(3*src.flow.RTT(), limit)
 }
 
-// stallWatch ends a download's wait for its source's next block once the
-// wait is longer than the fetch allows (fetch.allowedWait), by moving the
-// read deadline of the blocks stream to the past. The allowance is looked
-// at again as the fetch learns its sources' waits, so a source that never
-// sends a block is given up as soon as the others show what a block takes.
-type stallWatch struct {
-	w  worker
-	cs *ClientStream
+// stallAbort is how many times its allowance (allowedWait) a wait goes on
+// after its blocks were asked of others, before the source is given up: a
+// slow but honest source, whose blocks take longer than the others' until
+// its own waits are among the fetch's, still delivers what it was asked.
+const stallAbort = 4
 
-	mu      sync.Mutex
-	since   time.Time   // the wait's start; zero when not waiting
-	timer   clock.Timer // nil until the first wait
-	stalled bool        // the wait was ended by the watch
-	allowed time.Duration
+// stallWatch watches a download's waits for its source's next block. Once
+// a wait is longer than the fetch allows the source (fetch.allowedWait),
+// it lets the other sources claim the blocks the download waits for (the
+// first copy to arrive is stored, a later one counted redundant); once it
+// is stallAbort times longer, it ends the wait by moving the read deadline
+// of the blocks stream to the past. The allowance is looked at again as
+// the fetch learns its sources' waits, so a source that never sends a
+// block is given up as soon as the honest ones show what a block takes.
+type stallWatch struct {
+	w        worker
+	cs       *ClientStream
+	inflight map[int]struct{} // the download's, read only while a wait runs
+
+	mu       sync.Mutex
+	since    time.Time   // the wait's start; zero when not waiting
+	timer    clock.Timer // nil until the first wait
+	released int         // blocks of this wait asked of others
+	aborted  bool        // the wait was ended by the watch
+	allowed  time.Duration
 }
 
 // begin notes that the download waits for a block from now on.
 func (s *stallWatch) begin(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.since, s.stalled = now, false
+	s.since, s.released, s.aborted = now, 0, false
 	d := s.next(now)
 	if s.timer == nil {
 		s.timer = s.w.p.clk.AfterFunc(d, s.check)
@@ -66,12 +77,14 @@ func (s *stallWatch) begin(now time.Time) {
 	}
 }
 
-// end notes that the wait is over and reports whether the watch ended it.
-func (s *stallWatch) end() (stalled bool, allowed time.Duration) {
+// end notes that the wait is over: it returns how many of the blocks
+// waited for were asked of others, and whether the watch ended the wait.
+// The download may touch its inflight blocks again from then on.
+func (s *stallWatch) end() (released int, aborted bool, allowed time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.since = time.Time{}
-	return s.stalled, s.allowed
+	return s.released, s.aborted, s.allowed
 }
 
 // stop stops the watch for good.
@@ -88,7 +101,11 @@ func (s *stallWatch) stop() {
 // (s.mu held).
 func (s *stallWatch) next(now time.Time) time.Duration {
 	s.allowed = s.w.allowedWait(s.w.src)
-	d := s.since.Add(s.allowed).Sub(now)
+	limit := s.allowed
+	if s.released > 0 {
+		limit *= stallAbort
+	}
+	d := s.since.Add(limit).Sub(now)
 	s.w.mu.Lock()
 	known := s.w.waits.Known()
 	s.w.mu.Unlock()
@@ -98,11 +115,12 @@ func (s *stallWatch) next(now time.Time) time.Duration {
 	return max(d, 0)
 }
 
-// check ends the wait if it is over its allowance, or looks again later.
+// check asks the blocks of a wait over its allowance of the other
+// sources, ends one over stallAbort times it, or looks again later.
 func (s *stallWatch) check() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.since.IsZero() {
+	if s.since.IsZero() || s.aborted {
 		return
 	}
 	now := s.w.p.clk.Now()
@@ -110,7 +128,21 @@ func (s *stallWatch) check() {
 		s.timer.Reset(d)
 		return
 	}
-	s.stalled = true
+	if s.released == 0 && len(s.inflight) > 0 {
+		f, src := s.w.fetch, s.w.src
+		idx := make([]int, 0, len(s.inflight))
+		for i := range s.inflight {
+			idx = append(idx, i)
+		}
+		f.mu.Lock()
+		f.pick.Unclaim(src.id, &src.offers, idx)
+		f.mu.Unlock()
+		f.notify()
+		s.released = len(idx)
+		s.timer.Reset(s.next(now))
+		return
+	}
+	s.aborted = true
 	// A deadline in the past ends the blocked read at once.
 	s.cs.s.SetReadDeadline(time.Unix(1, 0))
 }
