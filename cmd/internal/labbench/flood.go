@@ -719,6 +719,11 @@ func readCPU(pid int) (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
+	return statCPU(b)
+}
+
+// statCPU returns utime+stime in seconds from the text of /proc/PID/stat.
+func statCPU(b []byte) (float64, bool) {
 	// Field 2, the command name, is in parentheses and may hold spaces;
 	// utime and stime are fields 14 and 15, the 12th and 13th after it.
 	i := bytes.LastIndexByte(b, ')')
