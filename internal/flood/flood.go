@@ -3,11 +3,15 @@
 // protocols that trickle their first bytes, stay silent, claim large frames
 // they never finish, ask for blocks they never read, ask for one block again
 // and again, send malformed frames, or send valid filters with a fresh
-// parameter set each time. The flood test of package peer and the
+// parameter set each time; or, on their own, write random bytes into
+// streams as fast as they can and go on after they are banned (Junk). A
+// stalling source (NewStaller) answers the manifest and the reconciliation
+// honestly and never sends a block. The flood test of package peer and the
 // `reconcile flood` command use it; it is meant for one's own peers only.
 //
 // Every attacker is a libp2p host of its own (a fresh identity) that dials
-// only the target's addresses.
+// only the target's addresses, from 127.0.0.1 or, with
+// Config.SpreadLoopback, from an address of its own in 127.0.0.0/8.
 package flood
 
 import (
@@ -61,10 +65,18 @@ const (
 	// counts m) than a server caches, so that a server that caches per
 	// parameter set builds a new CBF(U) for almost every one.
 	FreshParams
+	// Junk writes random bytes into streams of the blocks, reconcile and
+	// manifest protocols in turn as fast as it can, reading nothing: a
+	// stream that is reset or refused is replaced at once, a connection
+	// that is closed or refused is dialled again at once, and it goes on
+	// after the target bans it (which the target does within a second:
+	// the bytes are no frame). It is a flood of bandwidth rather than of
+	// streams held, and not part of All.
+	Junk
 	numAttacks
 )
 
-var attackNames = [...]string{"slow-hello", "silent-reconcile", "partial-filter", "no-read", "repeat-block", "malformed", "fresh-params"}
+var attackNames = [...]string{"slow-hello", "silent-reconcile", "partial-filter", "no-read", "repeat-block", "malformed", "fresh-params", "junk"}
 
 // String returns the attack's name, as ParseAttack reads it.
 func (a Attack) String() string {
@@ -74,9 +86,11 @@ func (a Attack) String() string {
 	return fmt.Sprintf("attack(%d)", uint8(a))
 }
 
-// All lists every attack.
+// All lists the attacks a flood mixes by default: every attack but Junk,
+// which floods with bytes rather than with streams held open and is run
+// on its own.
 func All() []Attack {
-	out := make([]Attack, numAttacks)
+	out := make([]Attack, Junk)
 	for i := range out {
 		out[i] = Attack(i)
 	}
@@ -109,6 +123,22 @@ type Config struct {
 	// MaxFilterBytes is the filter size the target accepts, for
 	// PartialFilter. Default peer.DefaultLimits.MaxFilterBytes.
 	MaxFilterBytes int
+	// SpreadLoopback gives identity i an address of its own,
+	// LoopbackSource(i), to listen on and so to dial from (libp2p's TCP
+	// transport dials from the port it listens on), so that a target on
+	// loopback sees the identities come from distinct addresses, as it
+	// would on a network, and its bans by address can be tested. Linux
+	// routes all of 127.0.0.0/8 to the loopback interface; other systems
+	// may need the addresses added to it. Default: every identity dials
+	// from 127.0.0.1.
+	SpreadLoopback bool
+}
+
+// LoopbackSource is the address identity i dials from with
+// Config.SpreadLoopback: 127.0.0.(2 + i mod 250), so 127.0.0.1 stays the
+// legitimate peers' own.
+func LoopbackSource(i int) string {
+	return fmt.Sprintf("127.0.0.%d", 2+i%250)
 }
 
 // Stats counts what a flood did. Its fields are updated atomically while
@@ -122,9 +152,15 @@ type Stats struct {
 	// Blocks is the number of blocks received by RepeatBlock (its answers
 	// of "missing" not counted).
 	Blocks atomic.Int64
-	// Dials is the number of identities that connected.
+	// JunkBytes is the number of bytes Junk wrote into its streams (taken
+	// by the stream; some of them may have been lost to a reset).
+	JunkBytes atomic.Int64
+	// Dials is the number of connections the identities made to the
+	// target (a redial after the target closed one counts again).
 	Dials atomic.Int64
-	// DialErrors is the number of times an identity could not connect.
+	// DialErrors is the number of attempts to connect that failed (each
+	// stream's: the streams of an identity that wait for the same dial
+	// count its failure once each).
 	DialErrors atomic.Int64
 	// FirstDialError is the first of those errors (nil for none).
 	FirstDialError atomic.Pointer[string]
@@ -149,10 +185,12 @@ func Run(ctx context.Context, cfg Config, st *Stats) error {
 		cfg.MaxFilterBytes = peer.DefaultLimits.MaxFilterBytes
 	}
 	fresh := &freshFilters{cfg: &cfg}
+	junk := junkBytes()
 	var wg sync.WaitGroup
 	started := 0
+	var firstErr error
 	for i := range cfg.Identities {
-		h, err := libp2p.New(
+		opts := []libp2p.Option{
 			libp2p.NoListenAddrs,
 			libp2p.Transport(tcp.NewTCPTransport),
 			libp2p.Security(libp2ptls.ID, libp2ptls.New),
@@ -160,12 +198,22 @@ func Run(ctx context.Context, cfg Config, st *Stats) error {
 			libp2p.ResourceManager(&network.NullResourceManager{}),
 			libp2p.DisableRelay(),
 			libp2p.DisableMetrics(),
-		)
+		}
+		if cfg.SpreadLoopback {
+			opts[0] = libp2p.ListenAddrStrings("/ip4/" + LoopbackSource(i) + "/tcp/0")
+		}
+		h, err := libp2p.New(opts...)
 		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
 			continue
 		}
 		started++
-		a := attacker{h: h, cfg: &cfg, st: st, attack: cfg.Attacks[i%len(cfg.Attacks)], r: rand.New(rand.NewPCG(uint64(i), 7)), fresh: fresh}
+		// Count the connections made, however they came (a Connect, or a
+		// stream's own dial).
+		h.Network().Notify(&network.NotifyBundle{ConnectedF: func(network.Network, network.Conn) { st.Dials.Add(1) }})
+		a := attacker{h: h, cfg: &cfg, st: st, attack: cfg.Attacks[i%len(cfg.Attacks)], id: i, fresh: fresh, junk: junk}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -174,7 +222,7 @@ func Run(ctx context.Context, cfg Config, st *Stats) error {
 		}()
 	}
 	if started == 0 {
-		return errors.New("flood: could not start any attacking host")
+		return fmt.Errorf("flood: could not start any attacking host: %w", firstErr)
 	}
 	wg.Wait()
 	return nil
@@ -185,36 +233,106 @@ type attacker struct {
 	cfg    *Config
 	st     *Stats
 	attack Attack
-	r      *rand.Rand
+	id     int
 	fresh  *freshFilters
+	junk   []byte
 }
 
 // run keeps cfg.Streams streams of the attack open until ctx ends: a stream
-// that ends is opened again after a short pause.
+// that ends is opened again after a short pause (at once for Junk).
 func (a *attacker) run(ctx context.Context) {
 	var wg sync.WaitGroup
-	for range a.cfg.Streams {
+	for lane := range a.cfg.Streams {
+		r := rand.New(rand.NewPCG(uint64(a.id), uint64(lane)))
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if a.attack == Junk {
+				a.junkLane(ctx, lane, r)
+				return
+			}
 			for ctx.Err() == nil {
-				if err := a.h.Connect(ctx, a.cfg.Target); err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					a.st.DialErrors.Add(1)
-					msg := err.Error()
-					a.st.FirstDialError.CompareAndSwap(nil, &msg)
+				if !a.connect(ctx) {
 					pause(ctx, time.Second)
 					continue
 				}
-				a.st.Dials.Add(1)
-				a.stream(ctx)
+				a.stream(ctx, r)
 				pause(ctx, 100*time.Millisecond)
 			}
 		}()
 	}
 	wg.Wait()
+}
+
+// connect connects to the target unless connected, and reports whether it
+// is. Its errors are counted.
+func (a *attacker) connect(ctx context.Context) bool {
+	err := a.h.Connect(ctx, a.cfg.Target)
+	if err != nil && ctx.Err() == nil {
+		a.st.DialErrors.Add(1)
+		msg := err.Error()
+		a.st.FirstDialError.CompareAndSwap(nil, &msg)
+	}
+	return err == nil
+}
+
+// junkProtocols are the protocols Junk writes into, in turn.
+var junkProtocols = [...]protocol.ID{peer.ProtoBlocks, peer.ProtoReconcile, peer.ProtoManifest}
+
+// junkWrite is the size of one write of Junk.
+const junkWrite = 32 << 10
+
+// junkBytes returns the random bytes Junk writes, shared by the attackers
+// (which write them from random offsets): making new ones for every write
+// would spend the attackers' CPU on randomness rather than on sending.
+func junkBytes() []byte {
+	b := make([]byte, 1<<20)
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < len(b); i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], r.Uint64())
+	}
+	return b
+}
+
+// junkLane runs one of the identity's Junk streams until ctx ends: it
+// opens a stream of the next protocol, writes junk into it until the
+// target ends it or its connection, and starts again at once, dialling
+// again if the connection is gone (past libp2p's dial backoff, which would
+// otherwise refuse the redials for seconds).
+func (a *attacker) junkLane(ctx context.Context, lane int, r *rand.Rand) {
+	dial := network.WithForceDirectDial(ctx, "flood: junk redials at once")
+	for n := lane; ctx.Err() == nil; n++ {
+		if a.h.Network().Connectedness(a.cfg.Target.ID) != network.Connected && !a.connect(dial) {
+			continue
+		}
+		s, err := a.h.NewStream(network.WithNoDial(ctx, "flood: dialled above"), a.cfg.Target.ID, junkProtocols[n%len(junkProtocols)])
+		if err != nil {
+			if ctx.Err() == nil && a.h.Network().Connectedness(a.cfg.Target.ID) == network.Connected {
+				a.st.Refused.Add(1)
+			}
+			continue
+		}
+		a.st.Streams.Add(1)
+		a.writeJunk(ctx, s, r)
+	}
+}
+
+// writeJunk writes junk into s until the target ends it or ctx ends.
+func (a *attacker) writeJunk(ctx context.Context, s network.Stream, r *rand.Rand) {
+	stop := context.AfterFunc(ctx, func() { s.Reset() })
+	defer stop()
+	defer s.Reset()
+	for first := true; ctx.Err() == nil; first = false {
+		off := r.IntN(len(a.junk) - junkWrite)
+		n, err := s.Write(a.junk[off : off+junkWrite])
+		a.st.JunkBytes.Add(int64(n))
+		if err != nil {
+			if first && n == 0 && ctx.Err() == nil {
+				a.st.Refused.Add(1)
+			}
+			return
+		}
+	}
 }
 
 func pause(ctx context.Context, d time.Duration) {
@@ -239,7 +357,7 @@ func protocolOf(a Attack) protocol.ID {
 }
 
 // stream runs one stream of the attack until the target ends it or ctx ends.
-func (a *attacker) stream(ctx context.Context) {
+func (a *attacker) stream(ctx context.Context, r *rand.Rand) {
 	s, err := a.h.NewStream(ctx, a.cfg.Target.ID, protocolOf(a.attack))
 	if err != nil {
 		a.st.Refused.Add(1)
@@ -322,7 +440,7 @@ func (a *attacker) stream(ctx context.Context) {
 		junk := make([]byte, 64)
 		for ctx.Err() == nil {
 			for i := range junk {
-				junk[i] = byte(a.r.Uint32())
+				junk[i] = byte(r.Uint32())
 			}
 			if err := write(frame(junk)); err != nil {
 				return

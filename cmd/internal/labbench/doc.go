@@ -2,7 +2,8 @@
 // reconcile on loopback, running its seed and fetch commands as processes
 // of their own: reconcile bench (fetch speed against plain TCP and TLS
 // copies, one seed against several) and reconcile flood (a seed under
-// attack by a hostile swarm, and whether it stays available).
+// attack by a hostile swarm, or beside a source that stalls, and whether
+// it stays available and at what cost in CPU).
 package labbench
 
 import "github.com/urfave/cli/v2"

@@ -2,6 +2,7 @@ package labbench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/urfave/cli/v2"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -37,26 +39,41 @@ func floodCommand() *cli.Command {
 			"     one byte every 5 s), silent-reconcile, partial-filter (a 16 MiB filter frame short\n" +
 			"     of its last byte), no-read (every block asked for, nothing read), repeat-block\n" +
 			"     (block 0 again and again), malformed, fresh-params (valid 16 MiB filters with new\n" +
-			"     parameters each time); after 5 s it fetches again and again for --duration;\n" +
+			"     parameters each time), and, only when named, junk (random bytes into streams of\n" +
+			"     every protocol as fast as they go, on after the ban: a stream or connection\n" +
+			"     refused is opened again at once); with --stall, a stalling source (run by this\n" +
+			"     process) answers the manifest and the reconciliation honestly and never sends a\n" +
+			"     block; after 5 s (at once with --attacks none) it fetches again and again for\n" +
+			"     --duration, each fetch told of the stalling source (reconcile fetch --peer);\n" +
 			"  3. stops the attack and watches the seed's memory for --after.\n" +
 			"It reports each phase's fetch times (the fetch's own, from connecting to the last block\n" +
 			"verified and synced; median, max, and as ratios to the baseline), whether\n" +
-			"every fetch ended byte-identical, and the seed's resident memory (peak during the\n" +
-			"attack, and at the end of --after), sampled from /proc every 100 ms.\n" +
-			"Everything runs on 127.0.0.1. With --pin (the default on a machine of 2 or more CPUs,\n" +
-			"with taskset), the attackers (a process of their own) run on the last CPU and the seed\n" +
-			"and fetchers on the others, as if the attackers were other machines; without it they\n" +
-			"compete for the same cores and the ratios are pessimistic; this process only watches.\n" +
+			"every fetch ended byte-identical, the seed's resident memory (peak during the attack,\n" +
+			"and at the end of --after, sampled from /proc every 100 ms), the seed's CPU time\n" +
+			"(user+system, from /proc) during each fetch and over the whole attack, the junk bytes\n" +
+			"the attackers wrote, and whether each fetch's summary named the stalling source\n" +
+			"(it stalled requests or was dropped).\n" +
+			"The seed and fetchers run on 127.0.0.1; with --spread (the default on Linux, which\n" +
+			"routes all of 127.0.0.0/8 to loopback) attacker i dials from 127.0.0.(2 + i mod 250),\n" +
+			"so that bans by address hit attackers only. With --pin (the default on a machine of 2\n" +
+			"or more CPUs, with taskset), the attackers (a process of their own) run on the last CPU\n" +
+			"and the seed and fetchers on the others, as if the attackers were other machines;\n" +
+			"without it they compete for the same cores and the ratios are pessimistic; this\n" +
+			"process only watches (and runs the stalling source).\n" +
 			"\n" +
 			"Examples:\n" +
 			"   reconcile flood                                  200 identities x 16 streams, 64 MiB\n" +
-			"   reconcile flood --identities 20 --streams 4 --duration 10s --after 5s",
+			"   reconcile flood --identities 20 --streams 4 --duration 10s --after 5s\n" +
+			"   reconcile flood --identities 64 --streams 8 --attacks junk\n" +
+			"   reconcile flood --attacks none --stall          a stalling source, no attackers",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "size", Value: "64MiB", Usage: "file size"},
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size (1KiB to 16MiB)"},
 			&cli.IntFlag{Name: "identities", Value: 200, Usage: "attacking identities (1 to 1000)"},
 			&cli.IntFlag{Name: "streams", Value: 16, Usage: "streams each identity keeps open (1 to 64)"},
-			&cli.StringFlag{Name: "attacks", Value: "all", Usage: "comma-separated attacks, or all: slow-hello, silent-reconcile, partial-filter, no-read, repeat-block, malformed, fresh-params"},
+			&cli.StringFlag{Name: "attacks", Value: "all", Usage: "comma-separated attacks: slow-hello, silent-reconcile, partial-filter, no-read, repeat-block, malformed, fresh-params, junk; all (every one but junk) or none"},
+			&cli.BoolFlag{Name: "stall", Usage: "run a stalling source beside the seed, given to every fetch under attack"},
+			&cli.BoolFlag{Name: "spread", Value: runtime.GOOS == "linux", Usage: "attackers dial from 127.0.0.2 to .251, one address each, not 127.0.0.1"},
 			&cli.IntFlag{Name: "fetches", Value: 3, Usage: "fetches of the baseline (at least 1)"},
 			&cli.DurationFlag{Name: "duration", Value: 30 * time.Second, Usage: "how long the attack lasts (fetches run one after the other during it)"},
 			&cli.DurationFlag{Name: "after", Value: 30 * time.Second, Usage: "how long to watch the seed's memory after the attack"},
@@ -77,6 +94,7 @@ type floodReport struct {
 	Identities  int       `json:"identities"`
 	Streams     int       `json:"streams"`
 	Attacks     []string  `json:"attacks"`
+	Spread      bool      `json:"spread_loopback"`
 	Baseline    []float64 `json:"baseline_s"`
 	UnderAttack []float64 `json:"under_attack_s"`
 	Failed      []string  `json:"failed,omitempty"`
@@ -87,13 +105,73 @@ type floodReport struct {
 	RSSBefore float64 `json:"rss_before_mib"`
 	RSSPeak   float64 `json:"rss_peak_mib"`
 	RSSAfter  float64 `json:"rss_after_mib"`
+	// The seed's CPU time (user+system) in seconds during each fetch
+	// without attack and under attack, from the fetch's start to its end,
+	// and the medians' and the largest one's ratios to the baseline's
+	// median.
+	SeedCPUBaseline    []float64 `json:"seed_cpu_baseline_s"`
+	SeedCPUUnderAttack []float64 `json:"seed_cpu_under_attack_s"`
+	CPUMedianRatio     float64   `json:"seed_cpu_median_ratio"`
+	CPUMaxRatio        float64   `json:"seed_cpu_max_ratio"`
+	// SeedCPUAttack is the seed's CPU time over the whole attack, from the
+	// attackers' start to their stop (fetches included), and AttackSeconds
+	// that span's length.
+	SeedCPUAttack float64 `json:"seed_cpu_attack_s"`
+	AttackSeconds float64 `json:"attack_s"`
 	// What the attackers saw.
 	StreamsOpened int64 `json:"streams_opened"`
 	Refused       int64 `json:"streams_refused"`
 	RepeatBlocks  int64 `json:"repeat_blocks_received"`
-	DialErrors    int64 `json:"dial_errors"`
+	// JunkBytes is what the junk attackers wrote into their streams.
+	JunkBytes   int64 `json:"junk_bytes"`
+	Connections int64 `json:"connections"`
+	DialErrors  int64 `json:"dial_errors"`
 	// FirstDialError is the first error an attacker got when it dialed.
 	FirstDialError string `json:"first_dial_error,omitempty"`
+	// Stall is the stalling source's part in the fetches under attack
+	// (--stall).
+	Stall *stallReport `json:"stall,omitempty"`
+}
+
+// stallReport is what the fetches under attack said of the stalling source.
+type stallReport struct {
+	// Peer is the stalling source's peer id.
+	Peer string `json:"peer"`
+	// Named counts the fetches whose summary named it: it stalled
+	// requests or was dropped.
+	Named int `json:"named"`
+	// Fetches is its share in each fetch under attack that completed.
+	Fetches []stallShare `json:"fetches"`
+}
+
+// stallShare is the stalling source's entry in one fetch's summary (the
+// fields of peer.PeerShare that tell a stall; Stalled is left out by
+// builds that do not count it). Listed is false if the summary has none.
+type stallShare struct {
+	Listed  bool   `json:"listed"`
+	Blocks  int    `json:"blocks"`
+	Stalled int    `json:"stalled"`
+	Dropped string `json:"dropped,omitempty"`
+}
+
+// named reports whether the fetch named the stalling source.
+func (s stallShare) named() bool { return s.Stalled > 0 || s.Dropped != "" }
+
+// fetchJSON is the part of `reconcile fetch --json`'s summary that flood
+// reads.
+type fetchJSON struct {
+	Seconds float64 `json:"seconds"`
+	Peers   []struct {
+		Peer string `json:"peer"`
+		stallShare
+	} `json:"peers"`
+}
+
+// fetchResult is one fetch of a flood run.
+type fetchResult struct {
+	secs    float64 // the fetch's own time
+	seedCPU float64 // the seed's CPU time from the fetch's start to its end
+	stall   stallShare
 }
 
 func runFlood(c *cli.Context) error {
@@ -124,6 +202,9 @@ func runFlood(c *cli.Context) error {
 	attacks, err := floodAttacks(c)
 	if err != nil {
 		return err
+	}
+	if len(attacks) == 0 && !c.Bool("stall") {
+		return cliutil.Usagef("--attacks none: nothing to test without --stall")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -169,59 +250,98 @@ func runFlood(c *cli.Context) error {
 	defer seed.stop()
 	rss := newRSSWatch(seed.pid)
 	defer rss.stop()
-	rep := floodReport{Bytes: size, Identities: ids, Streams: streams}
+	rep := floodReport{Bytes: size, Identities: ids, Streams: streams, Spread: c.Bool("spread")}
+	rep.Attacks = []string{}
 	for _, a := range attacks {
 		rep.Attacks = append(rep.Attacks, a.String())
 	}
-	fetch := func(i int) (float64, error) {
+	var stallAddr, stallID string // the stalling source's (--stall)
+	fetch := func(i int, extra ...string) (fetchResult, error) {
+		var res fetchResult
 		out := filepath.Join(dir, fmt.Sprintf("out%d.bin", i)) // --out FILE: the file itself
 		defer os.RemoveAll(out + ".reconcile")
 		defer os.Remove(out)
 		// The time is the fetch's own (its JSON summary's), not taken here:
 		// this process runs thousands of attacking goroutines on one CPU and
 		// may get to read a child's end long after it came.
-		cmd := pin.command(ctx, self, "fetch", seed.ticket.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none", "--json")
+		args := []string{"fetch", seed.ticket.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none", "--json"}
+		for _, a := range extra {
+			args = append(args, "--peer", a)
+		}
+		cmd := pin.command(ctx, self, args...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		cpu0, cpuOK := readCPU(seed.pid)
 		stdout, err := cmd.Output()
+		if cpu1, ok := readCPU(seed.pid); ok && cpuOK {
+			res.seedCPU = cpu1 - cpu0
+		}
 		if err != nil {
-			return 0, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+			return res, fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
 		}
-		var sum peer.Summary
+		var sum fetchJSON
 		if err := json.Unmarshal(stdout, &sum); err != nil {
-			return 0, fmt.Errorf("fetch summary: %w", err)
+			return res, fmt.Errorf("fetch summary: %w", err)
 		}
-		secs := sum.Seconds
-		if err := sameFileBytes(file, out); err != nil {
-			return secs, err
+		res.secs = sum.Seconds
+		for _, ps := range sum.Peers {
+			if ps.Peer == stallID {
+				res.stall = ps.stallShare
+				res.stall.Listed = true
+			}
 		}
-		return secs, nil
+		return res, sameFileBytes(file, out)
 	}
 
 	logf("baseline: %d fetches without attack...\n", fetches)
 	for i := range fetches {
-		secs, err := fetch(i)
+		res, err := fetch(i)
 		if err != nil {
 			return fmt.Errorf("flood: fetch without attack: %w", err)
 		}
-		rep.Baseline = append(rep.Baseline, secs)
+		rep.Baseline = append(rep.Baseline, res.secs)
+		rep.SeedCPUBaseline = append(rep.SeedCPUBaseline, res.seedCPU)
 	}
 	rep.RSSBefore = rss.current()
+	baseCPU := cliutil.Median(rep.SeedCPUBaseline)
 
-	logf("attack: %d identities x %d streams (%s) for %v...\n", ids, streams, strings.Join(rep.Attacks, ", "), c.Duration("duration"))
-	// The attack lasts until the last fetch started within --duration ends.
-	attacker, err := startAttacker(ctx, pin, self, c, seed.ticket, file, bs)
-	if err != nil {
-		return err
+	if c.Bool("stall") {
+		st, addr, err := startStaller(ctx, file, bs)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		stallAddr, stallID = addr, st.ID().String()
+		rep.Stall = &stallReport{Peer: stallID, Fetches: []stallShare{}}
+		logf("stalling source %s beside the seed\n", stallAddr)
 	}
+	var attacker *attackProc
+	if len(attacks) > 0 {
+		logf("attack: %d identities x %d streams (%s) for %v...\n", ids, streams, strings.Join(rep.Attacks, ", "), c.Duration("duration"))
+		// The attack lasts until the last fetch started within --duration ends.
+		attacker, err = startAttacker(ctx, pin, self, c, seed.ticket, file, bs)
+		if err != nil {
+			return err
+		}
+	} else {
+		logf("no attackers: fetching beside the stalling source for %v...\n", c.Duration("duration"))
+	}
+	attackStart := time.Now()
+	attackCPU0, attackCPUOK := readCPU(seed.pid)
 	rss.resetPeak()
-	select {
-	case <-time.After(5 * time.Second):
-	case <-ctx.Done():
-		return ctx.Err()
+	if attacker != nil {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	var extra []string
+	if stallAddr != "" {
+		extra = append(extra, stallAddr)
 	}
 	for i, end := 0, time.Now().Add(c.Duration("duration")); time.Now().Before(end) && ctx.Err() == nil; i++ {
-		secs, err := fetch(fetches + i)
+		res, err := fetch(fetches+i, extra...)
 		if ctx.Err() != nil {
 			break
 		}
@@ -230,15 +350,31 @@ func runFlood(c *cli.Context) error {
 			logf("  fetch %d under attack failed: %v\n", i+1, err)
 			continue
 		}
-		rep.UnderAttack = append(rep.UnderAttack, secs)
-		logf("  fetch %d under attack: %.2f s (seed RSS %.0f MiB)\n", i+1, secs, rss.current())
+		rep.UnderAttack = append(rep.UnderAttack, res.secs)
+		rep.SeedCPUUnderAttack = append(rep.SeedCPUUnderAttack, res.seedCPU)
+		line := fmt.Sprintf("  fetch %d under attack: %.2f s (seed CPU %.2f s%s, RSS %.0f MiB", i+1, res.secs, res.seedCPU, ratioText(res.seedCPU, baseCPU), rss.current())
+		if rep.Stall != nil {
+			rep.Stall.Fetches = append(rep.Stall.Fetches, res.stall)
+			if res.stall.named() {
+				rep.Stall.Named++
+			}
+			line += "; stalling source: " + res.stall.String()
+		}
+		logf("%s)\n", line)
 	}
-	st, err := attacker.stop()
-	if err != nil {
-		return err
+	if attacker != nil {
+		st, err := attacker.stop()
+		if err != nil {
+			return err
+		}
+		rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors, rep.FirstDialError = st.Streams, st.Refused, st.Blocks, st.DialErrors, st.FirstDialError
+		rep.JunkBytes, rep.Connections = st.JunkBytes, st.Dials
+	}
+	rep.AttackSeconds = time.Since(attackStart).Seconds()
+	if cpu, ok := readCPU(seed.pid); ok && attackCPUOK {
+		rep.SeedCPUAttack = cpu - attackCPU0
 	}
 	rep.RSSPeak = rss.peak()
-	rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors, rep.FirstDialError = st.Streams, st.Refused, st.Blocks, st.DialErrors, st.FirstDialError
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -254,6 +390,10 @@ func runFlood(c *cli.Context) error {
 		rep.MedianRatio = cliutil.Median(rep.UnderAttack) / base
 		rep.MaxRatio = slices.Max(rep.UnderAttack) / base
 	}
+	if len(rep.SeedCPUUnderAttack) > 0 && baseCPU > 0 {
+		rep.CPUMedianRatio = cliutil.Median(rep.SeedCPUUnderAttack) / baseCPU
+		rep.CPUMaxRatio = slices.Max(rep.SeedCPUUnderAttack) / baseCPU
+	}
 	if c.Bool("json") {
 		enc := json.NewEncoder(c.App.Writer)
 		enc.SetIndent("", "  ")
@@ -261,20 +401,7 @@ func runFlood(c *cli.Context) error {
 			return err
 		}
 	} else {
-		w := c.App.Writer
-		fmt.Fprintf(w, "seed of %.0f MiB under %d identities x %d streams: %s\n", cliutil.MiB(size), ids, streams, strings.Join(rep.Attacks, ", "))
-		fmt.Fprintf(w, "  fetch without attack   median %.3f s (%d fetches)\n", base, len(rep.Baseline))
-		if len(rep.UnderAttack) > 0 {
-			fmt.Fprintf(w, "  fetch under attack     median %.3f s = %.2fx, max %.3f s = %.2fx (%d fetches, all byte-identical)\n",
-				cliutil.Median(rep.UnderAttack), rep.MedianRatio, slices.Max(rep.UnderAttack), rep.MaxRatio, len(rep.UnderAttack))
-		}
-		fmt.Fprintf(w, "  failed fetches         %d\n", len(rep.Failed))
-		fmt.Fprintf(w, "  seed RSS               %.0f MiB before, peak %.0f MiB under attack, %.0f MiB %v after it\n", rep.RSSBefore, rep.RSSPeak, rep.RSSAfter, c.Duration("after"))
-		fmt.Fprintf(w, "  attackers              %d streams opened, %d refused, %d repeated blocks received, %d dial errors\n",
-			rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.DialErrors)
-		if rep.FirstDialError != "" {
-			fmt.Fprintf(w, "  first dial error       %s\n", oneLineText(rep.FirstDialError))
-		}
+		printFloodReport(c.App.Writer, &rep, c.Duration("after"))
 	}
 	if len(rep.Failed) > 0 {
 		return fmt.Errorf("flood: %d of %d fetches under attack failed; the first: %s", len(rep.Failed), len(rep.Failed)+len(rep.UnderAttack), rep.Failed[0])
@@ -285,9 +412,101 @@ func runFlood(c *cli.Context) error {
 	return nil
 }
 
-// floodAttacks parses --attacks.
+// printFloodReport prints rep for people.
+func printFloodReport(w io.Writer, rep *floodReport, after time.Duration) {
+	what := "with a stalling source beside it (no attackers)"
+	if len(rep.Attacks) > 0 {
+		what = fmt.Sprintf("under %d identities x %d streams: %s", rep.Identities, rep.Streams, strings.Join(rep.Attacks, ", "))
+		if rep.Stall != nil {
+			what += ", and a stalling source beside it"
+		}
+	}
+	fmt.Fprintf(w, "seed of %.0f MiB %s\n", cliutil.MiB(rep.Bytes), what)
+	base, baseCPU := cliutil.Median(rep.Baseline), cliutil.Median(rep.SeedCPUBaseline)
+	fmt.Fprintf(w, "  fetch without attack   median %.3f s (%d fetches); seed CPU median %.2f s a fetch\n", base, len(rep.Baseline), baseCPU)
+	if len(rep.UnderAttack) > 0 {
+		fmt.Fprintf(w, "  fetch under attack     median %.3f s = %.2fx, max %.3f s = %.2fx (%d fetches, all byte-identical)\n",
+			cliutil.Median(rep.UnderAttack), rep.MedianRatio, slices.Max(rep.UnderAttack), rep.MaxRatio, len(rep.UnderAttack))
+		fmt.Fprintf(w, "  seed CPU a fetch       median %.2f s = %.2fx, max %.2f s = %.2fx the fetch without attack\n",
+			cliutil.Median(rep.SeedCPUUnderAttack), rep.CPUMedianRatio, slices.Max(rep.SeedCPUUnderAttack), rep.CPUMaxRatio)
+	}
+	fmt.Fprintf(w, "  failed fetches         %d\n", len(rep.Failed))
+	fmt.Fprintf(w, "  seed RSS               %.0f MiB before, peak %.0f MiB under attack, %.0f MiB %v after it\n", rep.RSSBefore, rep.RSSPeak, rep.RSSAfter, after)
+	fmt.Fprintf(w, "  seed CPU in the attack %.2f s in %.1f s (%.0f%% of a core), fetches included\n",
+		rep.SeedCPUAttack, rep.AttackSeconds, 100*rep.SeedCPUAttack/max(rep.AttackSeconds, 1e-9))
+	if len(rep.Attacks) > 0 {
+		fmt.Fprintf(w, "  attackers              %d streams opened, %d refused, %d repeated blocks received, %d connections, %d dial errors\n",
+			rep.StreamsOpened, rep.Refused, rep.RepeatBlocks, rep.Connections, rep.DialErrors)
+	}
+	if rep.JunkBytes > 0 {
+		gib := float64(rep.JunkBytes) / (1 << 30)
+		fmt.Fprintf(w, "  junk written           %s (%.0f MiB/s); seed CPU %.2f s per GiB of it\n",
+			cliutil.HumanBytes(rep.JunkBytes), cliutil.MiB(rep.JunkBytes)/max(rep.AttackSeconds, 1e-9), rep.SeedCPUAttack/gib)
+	}
+	if rep.FirstDialError != "" {
+		fmt.Fprintf(w, "  first dial error       %s\n", oneLineText(rep.FirstDialError))
+	}
+	if st := rep.Stall; st != nil {
+		blocks, stalled, dropped, why := 0, 0, 0, ""
+		for _, s := range st.Fetches {
+			blocks += s.Blocks
+			stalled += s.Stalled
+			if s.Dropped != "" {
+				dropped++
+				why = cmp.Or(why, s.Dropped)
+			}
+		}
+		fmt.Fprintf(w, "  stalling source        named by %d of %d fetches: %d blocks from it, %d requests stalled, dropped by %d\n",
+			st.Named, len(st.Fetches), blocks, stalled, dropped)
+		if why != "" {
+			fmt.Fprintf(w, "  first drop             %s\n", oneLineText(why))
+		}
+	}
+}
+
+// String says in short what one fetch's summary said of the stalling
+// source (the report gives the first reason it was dropped).
+func (s stallShare) String() string {
+	if !s.Listed {
+		return "not in the summary"
+	}
+	out := fmt.Sprintf("%d blocks, %d requests stalled", s.Blocks, s.Stalled)
+	if s.Dropped != "" {
+		out += ", dropped"
+	}
+	return out
+}
+
+// ratioText returns " = 1.23x" for x/base, empty when base is 0.
+func ratioText(x, base float64) string {
+	if base <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" = %.2fx", x/base)
+}
+
+// startStaller starts the stalling source of --stall in this process, a
+// peer on 127.0.0.1 that seeds file and never sends a block, and returns it
+// with its address for `reconcile fetch --peer`.
+func startStaller(ctx context.Context, file string, bs int64) (*peer.Peer, string, error) {
+	p, err := flood.NewStaller(ctx, file, int(bs), peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		return nil, "", err
+	}
+	ai := p.AddrInfo()
+	addrs, err := lpeer.AddrInfoToP2pAddrs(&ai)
+	if err != nil || len(addrs) == 0 {
+		p.Close()
+		return nil, "", fmt.Errorf("flood: the stalling source has no address: %v", err)
+	}
+	return p, addrs[0].String(), nil
+}
+
+// floodAttacks parses --attacks: none is no attack.
 func floodAttacks(c *cli.Context) ([]flood.Attack, error) {
-	if s := c.String("attacks"); s != "all" {
+	if s := c.String("attacks"); s == "none" {
+		return nil, nil
+	} else if s != "all" {
 		var attacks []flood.Attack
 		for _, name := range strings.Split(s, ",") {
 			a, err := flood.ParseAttack(strings.TrimSpace(name))
@@ -303,8 +522,8 @@ func floodAttacks(c *cli.Context) ([]flood.Attack, error) {
 
 // attackCounts is what the attacking process reports when it stops.
 type attackCounts struct {
-	Streams, Refused, Blocks, DialErrors int64
-	FirstDialError                       string
+	Streams, Refused, Blocks, JunkBytes, Dials, DialErrors int64
+	FirstDialError                                         string
 }
 
 // runAttacker is the attacking process: it floods the ticket's first peer
@@ -318,6 +537,9 @@ func runAttacker(c *cli.Context, ticket, file string, bs int64) error {
 	if err != nil {
 		return err
 	}
+	if len(attacks) == 0 {
+		return cliutil.Usagef("--attacks none: nothing to attack with")
+	}
 	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	m, err := chunker.ChunkPath(context.Background(), file, int(bs))
@@ -325,11 +547,12 @@ func runAttacker(c *cli.Context, ticket, file string, bs int64) error {
 		return err
 	}
 	var st flood.Stats
-	err = flood.Run(ctx, flood.Config{Target: tk.Peers[0], Manifest: m, Identities: c.Int("identities"), Streams: c.Int("streams"), Attacks: attacks}, &st)
+	err = flood.Run(ctx, flood.Config{Target: tk.Peers[0], Manifest: m, Identities: c.Int("identities"), Streams: c.Int("streams"), Attacks: attacks, SpreadLoopback: c.Bool("spread")}, &st)
 	if err != nil {
 		return err
 	}
-	counts := attackCounts{Streams: st.Streams.Load(), Refused: st.Refused.Load(), Blocks: st.Blocks.Load(), DialErrors: st.DialErrors.Load()}
+	counts := attackCounts{Streams: st.Streams.Load(), Refused: st.Refused.Load(), Blocks: st.Blocks.Load(),
+		JunkBytes: st.JunkBytes.Load(), Dials: st.Dials.Load(), DialErrors: st.DialErrors.Load()}
 	if e := st.FirstDialError.Load(); e != nil {
 		counts.FirstDialError = *e
 	}
@@ -347,7 +570,8 @@ type attackProc struct {
 // startAttacker starts the attacking process (on the attackers' CPU).
 func startAttacker(ctx context.Context, pin floodPin, self string, c *cli.Context, tk peer.Ticket, file string, bs int64) (*attackProc, error) {
 	args := []string{"flood", "--attack-ticket", tk.String(), "--attack-file", file, "--block-size", fmt.Sprint(bs),
-		"--identities", fmt.Sprint(c.Int("identities")), "--streams", fmt.Sprint(c.Int("streams")), "--attacks", c.String("attacks")}
+		"--identities", fmt.Sprint(c.Int("identities")), "--streams", fmt.Sprint(c.Int("streams")), "--attacks", c.String("attacks"),
+		fmt.Sprintf("--spread=%t", c.Bool("spread"))}
 	var cmd *exec.Cmd
 	if pin.attackers != "" {
 		cmd = exec.CommandContext(ctx, "taskset", append([]string{"-c", pin.attackers, self}, args...)...)
@@ -485,6 +709,38 @@ func (w *rssWatch) current() float64 { w.mu.Lock(); defer w.mu.Unlock(); return 
 func (w *rssWatch) peak() float64    { w.mu.Lock(); defer w.mu.Unlock(); return w.max }
 func (w *rssWatch) resetPeak()       { w.mu.Lock(); w.max = w.cur; w.mu.Unlock() }
 func (w *rssWatch) stop()            { close(w.done) }
+
+// readCPU returns the CPU time a process has spent, user and system, in
+// seconds: utime and stime of /proc/PID/stat, in clock ticks of 1/100 s
+// (USER_HZ, 100 on every Linux architecture Go runs on). It reports false
+// where there is no such file.
+func readCPU(pid int) (float64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	return statCPU(b)
+}
+
+// statCPU returns utime+stime in seconds from the text of /proc/PID/stat.
+func statCPU(b []byte) (float64, bool) {
+	// Field 2, the command name, is in parentheses and may hold spaces;
+	// utime and stime are fields 14 and 15, the 12th and 13th after it.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, false
+	}
+	user, err1 := strconv.ParseUint(f[11], 10, 64)
+	sys, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return float64(user+sys) / 100, true
+}
 
 // readRSS returns a process's resident memory in MiB (VmRSS of
 // /proc/PID/status).
