@@ -15,7 +15,9 @@ import (
 // TestSpreadLoopbackSource: with Config.SpreadLoopback, the target sees
 // identity i's connections come from flood.LoopbackSource(i), not from
 // 127.0.0.1, and so do the redials after the target closed them (libp2p's
-// TCP transport dials from the port it listens on, SO_REUSEPORT).
+// TCP transport dials from the port it listens on, SO_REUSEPORT). The
+// attack is one the target bans late (silent-reconcile): a banned identity's
+// redials from its own address are refused before they connect.
 func TestSpreadLoopbackSource(t *testing.T) {
 	s, _, m, _ := seed(t, 1<<20, 64<<10)
 	const identities = 4
@@ -57,7 +59,7 @@ func TestSpreadLoopbackSource(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- flood.Run(actx, flood.Config{Target: s.AddrInfo(), Manifest: m, Identities: identities, Streams: 2,
-			Attacks: []flood.Attack{flood.Junk}, SpreadLoopback: true}, &st)
+			Attacks: []flood.Attack{flood.SilentReconcile}, SpreadLoopback: true}, &st)
 	}()
 	select {
 	case <-redialled:

@@ -43,16 +43,23 @@ func (w *Waits) Add(d time.Duration) {
 	w.n++
 }
 
+// P50 returns the median of the recent waits, and false while fewer than
+// MinWaits are known.
+func (w *Waits) P50() (time.Duration, bool) { return w.quantile(50) }
+
 // P99 returns the 99th percentile of the recent waits (of the last
 // WaitSamples), and false while fewer than MinWaits are known.
-func (w *Waits) P99() (time.Duration, bool) {
+func (w *Waits) P99() (time.Duration, bool) { return w.quantile(99) }
+
+// quantile returns the q-th percentile of the recent waits.
+func (w *Waits) quantile(q int) (time.Duration, bool) {
 	n := min(w.n, WaitSamples)
 	if n < MinWaits {
 		return 0, false
 	}
 	s := slices.Clone(w.ring[:n])
 	slices.Sort(s)
-	return s[min(n-1, n*99/100)], true
+	return s[min(n-1, n*q/100)], true
 }
 
 // Allowed returns how long a source may keep the fetch waiting for its

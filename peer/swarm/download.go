@@ -121,7 +121,7 @@ func (w worker) download() (err error) {
 		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
 			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && f.fc.Endgame && serve.IsBlockMethod(f.t.Method()) && f.p.clk.Since(f.lastStored) >= sched.EndgameWait {
+			if len(batch) == 0 && serve.IsBlockMethod(f.t.Method()) && f.endgameDue(src) {
 				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.Man.BlockCount()-f.c.Store.HeldCount())
 			}
 			if len(batch) > 0 {
@@ -499,11 +499,18 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 	f.lastProgress = f.p.clk.Now()
 	f.lastStored = f.lastProgress
 	held := f.c.Store.HeldCount()
+	// Near the end, a source with nothing left to claim looks again at
+	// each block stored: the last blocks may sit with a slower source
+	// (endgameDue).
+	tail := f.c.Man.BlockCount()-held <= sched.EndgameBlocks
 	var prog Progress
 	if f.fc.Progress != nil {
 		prog = Progress{Blocks: held, TotalBlocks: f.c.Man.BlockCount(), Received: f.received, Peers: f.active, TotalBytes: f.c.Man.TotalSize()}
 	}
 	f.mu.Unlock()
+	if tail {
+		f.notify()
+	}
 	if f.t.Plain() {
 		// Watches of this content, and the sources this fetch watches,
 		// hear of the block (see Hello.Watch).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/sched"
 )
 
 // errStalled ends a download whose source kept the fetch waiting for its
@@ -145,4 +146,22 @@ func (s *stallWatch) check() {
 	s.aborted = true
 	// A deadline in the past ends the blocked read at once.
 	s.cs.s.SetReadDeadline(time.Unix(1, 0))
+}
+
+// endgameDue reports whether src, with nothing of its own left to claim,
+// may take second claims on the fetch's last blocks (sched.Picker.Endgame)
+// now (f.mu held): once the fetch has stored nothing for twice the median
+// of its waits (at least three of src's round trips, and a millisecond),
+// the last blocks sit with a source slower than the fetch's usual, and src
+// may bring them sooner (the first copy is stored, the other counted
+// redundant; at most sched.EndgameBlocks blocks at a time). With
+// WithEndgame, also once the fetch has stored nothing for
+// sched.EndgameWait.
+func (f *fetch) endgameDue(src *source) bool {
+	idle := f.p.clk.Since(f.lastStored)
+	if f.fc.Endgame && idle >= sched.EndgameWait {
+		return true
+	}
+	p50, ok := f.waits.P50()
+	return ok && idle >= max(2*p50, 3*src.flow.RTT(), time.Millisecond)
 }
