@@ -40,7 +40,7 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 				p.log.Info("peer unreachable", "peer", ai.ID, "err", err)
 				return
 			}
-			p.nd.AwaitDirect(ctx, ai.ID) // peer/host.go: give hole punching a chance first
+			p.nd.AwaitDirect(ctx, ai.ID) // give hole punching a chance first
 			mu.Lock()
 			ok = append(ok, ai.ID)
 			mu.Unlock()

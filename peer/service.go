@@ -62,10 +62,10 @@ type Service struct {
 	nd *swarm.Node
 	cl *client
 
-	// guard admits, scores and bans remote peers (peer/guard.go).
+	// guard admits, scores and bans remote peers (package peer/serve).
 	guard *serve.Guard
 
-	// lib holds the contents served and fetched (peer/library.go).
+	// lib holds the contents served and fetched (package peer/serve).
 	lib *serve.Library
 
 	mu     sync.Mutex

@@ -22,7 +22,7 @@ func (f finder) discover() {
 	t := f.p.clk.NewTicker(time.Second)
 	defer t.Stop()
 	asked := make(map[lpeer.ID]time.Time)
-	f.discoverMore() // peer/find.go: DHT providers and LAN peers too
+	f.discoverMore() // DHT providers and LAN peers too (below)
 	for {
 		f.mu.Lock()
 		var ids []lpeer.ID

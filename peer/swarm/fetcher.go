@@ -62,7 +62,7 @@ type fetch struct {
 
 	progMu sync.Mutex
 
-	// bans is the ban file of its store (peer/bans.go).
+	// bans is the ban file of its store (bans.go).
 	bans *banFile
 
 	writes    chan writeJob

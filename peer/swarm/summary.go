@@ -113,7 +113,7 @@ func (f *fetch) summary() *Summary {
 	for _, sh := range f.shares {
 		s.Peers = append(s.Peers, *sh)
 	}
-	f.notePaths(s.Peers) // peer/host.go
+	f.notePaths(s.Peers) // paths.go
 	sort.Slice(s.Peers, func(i, j int) bool {
 		if s.Peers[i].Bytes != s.Peers[j].Bytes {
 			return s.Peers[i].Bytes > s.Peers[j].Bytes
