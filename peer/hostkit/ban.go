@@ -149,19 +149,36 @@ func (g *connGate) InterceptUpgraded(network.Conn) (bool, control.DisconnectReas
 	return true, 0
 }
 
+// ownRefresh is how often the host's own addresses are listed again for
+// sharedAddr (interfaces come and go; listing them is a system call).
+const ownRefresh = 30 * time.Second
+
 // sharedAddr reports whether ip is an address of h's own, or a peer other
 // than id, and not banned, has a direct connection from ip on h now.
 func (g *connGate) sharedAddr(h host.Host) func(netip.Addr, lpeer.ID) bool {
+	var mu sync.Mutex
+	var own map[netip.Addr]bool
+	var listed time.Time
 	return func(ip netip.Addr, id lpeer.ID) bool {
 		n := h.Network()
-		own := n.ListenAddresses()
-		if ifaces, err := n.InterfaceListenAddresses(); err == nil {
-			own = append(own, ifaces...)
-		}
-		for _, a := range own {
-			if oip, ok := addrIP(a); ok && oip == ip {
-				return true
+		mu.Lock()
+		if own == nil || g.clk.Since(listed) > ownRefresh {
+			addrs := n.ListenAddresses()
+			if ifaces, err := n.InterfaceListenAddresses(); err == nil {
+				addrs = append(addrs, ifaces...)
 			}
+			own = make(map[netip.Addr]bool, len(addrs))
+			for _, a := range addrs {
+				if oip, ok := addrIP(a); ok {
+					own[oip] = true
+				}
+			}
+			listed = g.clk.Now()
+		}
+		mine := own[ip]
+		mu.Unlock()
+		if mine {
+			return true
 		}
 		for _, c := range n.Conns() {
 			other := c.RemotePeer()

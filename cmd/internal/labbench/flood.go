@@ -83,6 +83,7 @@ func floodCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
 			&cli.StringFlag{Name: "attack-ticket", Hidden: true, Usage: "internal: attack this ticket's first peer until interrupted, then print the attack's counts as JSON"},
 			&cli.StringFlag{Name: "attack-file", Hidden: true, Usage: "internal: the file of --attack-ticket (for its manifest)"},
+			&cli.StringFlag{Name: "seed-build", Hidden: true, Usage: "run the seed with this build of reconcile (an A/B of the seed under the same attack)"},
 		},
 		Action: runFlood,
 	}
@@ -243,7 +244,11 @@ func runFlood(c *cli.Context) error {
 		defer lf.Close()
 		seedLog = lf
 	}
-	seed, err := startFloodSeed(ctx, seedLog, pin.command(ctx, self, "seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", filepath.Join(dir, "seed.ticket"), "--log-every", "0"), filepath.Join(dir, "seed.ticket"))
+	seedBin := self
+	if b := c.String("seed-build"); b != "" {
+		seedBin = b
+	}
+	seed, err := startFloodSeed(ctx, seedLog, pin.command(ctx, seedBin, "seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", filepath.Join(dir, "seed.ticket"), "--log-every", "0"), filepath.Join(dir, "seed.ticket"))
 	if err != nil {
 		return err
 	}
