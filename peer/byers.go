@@ -96,6 +96,9 @@ func (p *client) fetchAlt(ctx context.Context, method reconcile.Method, root chu
 	if method != reconcile.Byers {
 		return nil, fmt.Errorf("peer: method %v: %w", method, reconcile.ErrMethod)
 	}
+	if m.ContentDefined() {
+		return nil, fmt.Errorf("peer: method byers: %w (fetch it with complete)", byers.ErrContentDefined)
+	}
 	var errs []error
 	for _, id := range srcs {
 		body, err := p.nd.AskManifest(ctx, root, id, true, byers.MaxHeaderLen(m))

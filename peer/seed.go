@@ -19,6 +19,7 @@ type SeedOption func(*seedConfig) error
 
 type seedConfig struct {
 	blockSize   int
+	chunking    chunker.Chunking // content-defined blocks, when not zero
 	sourceCheck time.Duration
 	superSeed   bool
 	// alt, when set, makes the units served beside the store's blocks.
@@ -56,6 +57,26 @@ func WithBlockSize(n int) SeedOption {
 	}
 }
 
+// WithContentDefined makes Seed cut the content into content-defined
+// blocks (chunker.WithChunking with c; chunker.DefaultChunking when c is
+// zero): their boundaries follow the bytes, so that an insertion or a
+// deletion changes only the blocks around it, the same bytes give the same
+// blocks in any file and version, and no block spans two files. It
+// excludes WithBlockSize, and the Byers baseline (WithByers), which needs
+// fixed-size blocks. Default: fixed-size blocks.
+func WithContentDefined(c chunker.Chunking) SeedOption {
+	return func(sc *seedConfig) error {
+		if c.IsZero() {
+			c = chunker.DefaultChunking
+		}
+		if err := c.Check(); err != nil {
+			return fmt.Errorf("peer: WithContentDefined: %w", err)
+		}
+		sc.chunking = c
+		return nil
+	}
+}
+
 // WithSuperSeeding makes Seed offer each fetcher only a few blocks at a time,
 // those it has sent least often, rather than every block the fetcher lacks
 // (BitTorrent's super-seeding): a seed with many fetchers then sends each
@@ -81,7 +102,14 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 			return Ticket{}, err
 		}
 	}
-	m, err := chunker.ChunkPath(ctx, path, sc.blockSize)
+	var copts []chunker.ChunkOption
+	if !sc.chunking.IsZero() {
+		if sc.blockSize != 0 {
+			return Ticket{}, errors.New("peer: seed: WithBlockSize and WithContentDefined exclude each other")
+		}
+		copts = append(copts, chunker.WithChunking(sc.chunking))
+	}
+	m, err := chunker.ChunkPath(ctx, path, sc.blockSize, copts...)
 	if err != nil {
 		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
 	}

@@ -34,6 +34,7 @@ func seedCommand() *cli.Command {
 			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001 --block-size 1MiB",
 		Flags: append(peerFlags(),
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size, 1KiB to 16MiB (e.g. 64KiB, 1MiB)"},
+			&cli.BoolFlag{Name: "content-defined", Usage: "cut content-defined blocks (96 KiB to 1 MiB, 128 KiB typical) that updates reuse, not --block-size ones"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
@@ -106,6 +107,12 @@ func runSeed(c *cli.Context) error {
 		}
 	} else {
 		opts := []peer.SeedOption{peer.WithBlockSize(int(bs))}
+		if c.Bool("content-defined") {
+			if c.IsSet("block-size") {
+				return cliutil.Usagef("--content-defined cuts blocks of its own sizes: drop --block-size")
+			}
+			opts = []peer.SeedOption{peer.WithContentDefined(chunker.Chunking{})}
+		}
 		if c.Bool("super-seed") {
 			opts = append(opts, peer.WithSuperSeeding())
 		}

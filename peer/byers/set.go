@@ -24,6 +24,11 @@ var (
 	// coded block matched its hash, so the hashes were wrong (the peer that
 	// sent them lied).
 	ErrMismatch = errors.New("byers: decoded block does not match the manifest")
+	// ErrContentDefined means the content is cut into content-defined
+	// blocks of varying lengths: the Byers baseline codes fixed-size
+	// blocks only (padding varying ones to the largest could double the
+	// coded bytes).
+	ErrContentDefined = errors.New("byers: the Byers baseline needs fixed-size blocks; this content has content-defined blocks")
 	// ErrTooLarge means the content is over MaxBytes.
 	ErrTooLarge = errors.New("byers: content over the baseline's limit")
 )
@@ -98,6 +103,9 @@ type BlockReader interface {
 // Encode codes the content m whose blocks r reads, with the code p (its
 // defaults filled in), and returns the full set of its coded blocks.
 func Encode(ctx context.Context, m *chunker.Manifest, r BlockReader, p Params) (*Set, error) {
+	if m.ContentDefined() {
+		return nil, ErrContentDefined
+	}
 	p = p.WithDefaults(m.BlockCount())
 	s, err := newSet(m, p)
 	if err != nil {
@@ -198,6 +206,9 @@ func MaxHeaderLen(m *chunker.Manifest) int {
 // ErrTooLarge. It allocates nothing sized by the header's claims before it has
 // checked that the hashes they call for are there.
 func DecodeHeader(b []byte, m *chunker.Manifest) (*Set, error) {
+	if m.ContentDefined() {
+		return nil, ErrContentDefined
+	}
 	var v [4]uint64
 	for j := range v {
 		x, k := binary.Uvarint(b)

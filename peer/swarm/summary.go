@@ -128,6 +128,9 @@ func heldBytes(m *chunker.Manifest, n int) int64 {
 	if n >= m.BlockCount() {
 		return m.TotalSize()
 	}
+	if m.ContentDefined() {
+		return min(int64(n)*int64(m.AvgBlockLen()), m.TotalSize())
+	}
 	return int64(n) * int64(m.BlockSize())
 }
 
