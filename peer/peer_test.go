@@ -3,13 +3,13 @@ package peer
 import (
 	"bytes"
 	"context"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/internal/testkit"
 )
 
 // newTestPeer starts a peer on loopback TCP and closes it at the end of the test.
@@ -35,20 +35,8 @@ func connectedPeer(ctx context.Context, t testing.TB, p *Peer) *Peer {
 	return q
 }
 
-// writeRandomFile writes size pseudo-random bytes to dir/name.
-func writeRandomFile(t testing.TB, dir, name string, size int, seed uint64) string {
-	t.Helper()
-	b := make([]byte, size)
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// writeRandomFile is testkit.WriteRandomFile.
+var writeRandomFile = testkit.WriteRandomFile
 
 // sameFile fails the test unless the two files are identical.
 func sameFile(t testing.TB, a, b string) {

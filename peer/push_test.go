@@ -15,6 +15,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/internal/testkit"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/swarm"
@@ -68,20 +69,8 @@ func newPushSwarm(ctx context.Context, t *testing.T, size, n int) *pushSwarm {
 	return w
 }
 
-// manifestOf chunks the file at path in blocks of 16 KiB.
-func manifestOf(t testing.TB, path string) *chunker.Manifest {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := chunker.ChunkReader(context.Background(), filepath.Base(path), 0o644, f, 16<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+// manifestOf is testkit.ManifestOf.
+var manifestOf = testkit.ManifestOf
 
 // pushCorrupt waits until p's fetch of w's file runs, then pushes it block
 // i, zeroed (corrupt), from h over ProtoPush.

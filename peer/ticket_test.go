@@ -1,27 +1,17 @@
 package peer
 
 import (
-	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/reconcile-p2p/reconcile/internal/testkit"
 )
 
-func newKeyID(t testing.TB) lpeer.ID {
-	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := lpeer.IDFromPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
+// newKeyID is testkit.NewKeyID.
+var newKeyID = testkit.NewKeyID
 
 func TestTicketRoundTrip(t *testing.T) {
 	var tk Ticket

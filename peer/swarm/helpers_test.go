@@ -2,20 +2,14 @@ package swarm
 
 import (
 	"context"
-	cryptorand "crypto/rand"
 	"log/slog"
-	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/libp2p/go-libp2p/core/crypto"
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/libp2p/go-libp2p"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/internal/testkit"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
@@ -52,36 +46,11 @@ func newTestNode(t testing.TB) *Node {
 	return NewNode(ctx, h, cfg, lib, guard, srv, nil, goroutine)
 }
 
-// writeRandomFile writes size random bytes (from seed) to dir/name and
-// returns its path.
-func writeRandomFile(t testing.TB, dir, name string, size int, seed uint64) string {
-	t.Helper()
-	b := make([]byte, size)
-	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
+// writeRandomFile is testkit.WriteRandomFile.
+var writeRandomFile = testkit.WriteRandomFile
 
-// manifestOf chunks the file at path into 16 KiB blocks.
-func manifestOf(t testing.TB, path string) *chunker.Manifest {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := chunker.ChunkReader(context.Background(), filepath.Base(path), 0o644, f, 16<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
+// manifestOf is testkit.ManifestOf.
+var manifestOf = testkit.ManifestOf
 
 // emptyContent returns a content of m over a new empty store in dir,
 // closed when the test ends.
@@ -99,15 +68,5 @@ func emptyContent(t testing.TB, m *chunker.Manifest, dir string) *serve.Content 
 	return c
 }
 
-// newKeyID returns the peer id of a new key.
-func newKeyID(t testing.TB) lpeer.ID {
-	k, _, err := crypto.GenerateEd25519Key(cryptorand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := lpeer.IDFromPrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
-}
+// newKeyID is testkit.NewKeyID.
+var newKeyID = testkit.NewKeyID

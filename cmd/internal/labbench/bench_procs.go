@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -237,8 +238,13 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 	for j, p := range paths {
 		tf := filepath.Join(dir, fmt.Sprintf("seed%d.ticket", j))
 		os.Remove(tf)
-		// Later flags win: args may set another --block-size.
-		cmd := exec.CommandContext(ctx, self, append([]string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf}, args...)...)
+		// Later flags win: args may set another --block-size, or cut
+		// content-defined blocks instead (which takes no --block-size).
+		base := []string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf}
+		if slices.Contains(args, "--content-defined") {
+			base = slices.Delete(base, 4, 6)
+		}
+		cmd := exec.CommandContext(ctx, self, append(base, args...)...)
 		args = nil // the first seed's only
 		sp := &seedProc{exited: make(chan error, 1)}
 		cmd.Stdout = io.Discard
