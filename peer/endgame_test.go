@@ -1,16 +1,12 @@
 package peer
 
 import (
-	"bufio"
 	"context"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
-
 	"github.com/reconcile-p2p/reconcile/peer/sched"
-	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // TestEndgameFetch: with WithEndgame, a fetch from an honest seed and a
@@ -21,17 +17,7 @@ func TestEndgameFetch(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	_, tk, src := seedFile(t, dir, 512<<10, 16<<10)
-	mute := newTestPeer(t)
-	if _, err := mute.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
-		t.Fatal(err)
-	}
-	misbehave(mute, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
-		for {
-			if _, err := fr.Next(1 << 20); err != nil {
-				return
-			}
-		}
-	})
+	mute := mutePeer(ctx, t, src)
 	tk.Peers = append([]AddrInfo{mute.AddrInfo()}, tk.Peers...)
 	fetcher := newTestPeer(t, WithStallTimeout(5*time.Second))
 	out := filepath.Join(dir, "out")

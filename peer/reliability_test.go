@@ -175,12 +175,11 @@ func echoed(ctx context.Context, h host.Host, id lpeer.ID, proto protocol.ID) (s
 	return string(got), err
 }
 
-// TestStalledPeer: a peer that never answers has its blocks moved to others.
-func TestStalledPeer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	dir := t.TempDir()
-	_, tk, src := seedFile(t, dir, 1<<20, 16<<10)
+// mutePeer returns a peer that seeds src in 16 KiB blocks, answers
+// manifests and reconciliations, reads the wants of its blocks streams and
+// never sends a block.
+func mutePeer(ctx context.Context, t *testing.T, src string) *Peer {
+	t.Helper()
 	mute := newTestPeer(t)
 	if _, err := mute.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
 		t.Fatal(err)
@@ -192,6 +191,16 @@ func TestStalledPeer(t *testing.T) {
 			}
 		}
 	})
+	return mute
+}
+
+// TestStalledPeer: a peer that never answers has its blocks moved to others.
+func TestStalledPeer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10)
+	mute := mutePeer(ctx, t, src)
 	tk.Peers = append([]AddrInfo{mute.AddrInfo()}, tk.Peers...)
 	fetcher := newTestPeer(t, WithStallTimeout(300*time.Millisecond))
 	out := filepath.Join(dir, "out")
@@ -221,17 +230,7 @@ func TestStallingSourceNamed(t *testing.T) {
 	defer cancel()
 	dir := t.TempDir()
 	_, tk, src := seedFile(t, dir, 4<<20, 16<<10, WithServeRate(8<<20))
-	mute := newTestPeer(t)
-	if _, err := mute.Seed(ctx, src, WithBlockSize(16<<10)); err != nil {
-		t.Fatal(err)
-	}
-	misbehave(mute, func(s network.Stream, fr *wire.Reader, bw *bufio.Writer) {
-		for {
-			if _, err := fr.Next(1 << 20); err != nil {
-				return
-			}
-		}
-	})
+	mute := mutePeer(ctx, t, src)
 	tk.Peers = append([]AddrInfo{mute.AddrInfo()}, tk.Peers...)
 	fetcher := newTestPeer(t, WithStallTimeout(time.Minute))
 	out := filepath.Join(dir, "out")
