@@ -121,7 +121,7 @@ func (w worker) download() (err error) {
 		if len(inflight) <= window-slack && !src.recheck {
 			f.mu.Lock()
 			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
-			if len(batch) == 0 && serve.IsBlockMethod(f.t.Method()) && f.endgameDue(src) {
+			if len(batch) == 0 && serve.IsBlockMethod(f.t.Method()) && w.endgameDue() {
 				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.Man.BlockCount()-f.c.Store.HeldCount())
 			}
 			if len(batch) > 0 {

@@ -10,7 +10,7 @@ import (
 )
 
 // errStalled ends a download whose source kept the fetch waiting for its
-// next block longer than the fetch allows (fetch.allowedWait): its
+// next block longer than the fetch allows (stallWatch.allowedWait): its
 // requested blocks go to the other sources.
 var errStalled = errors.New("stalled")
 
@@ -23,12 +23,13 @@ const stallRounds = 3
 // the other sources bound it as they come.
 const stallRecheck = 25 * time.Millisecond
 
-// allowedWait is how long src may keep the fetch waiting for its next
+// allowedWait is how long the watched source may keep the fetch waiting for its next
 // block (sched.Waits.Allowed): a few times what the fetch's sources take
 // at the 99th percentile, at least three of src's round trips, at most
 // the stall timeout (Config.StallTimeout). Alone, a source is allowed the
 // stall timeout: nobody else could take its blocks.
-func (f *fetch) allowedWait(src *source) time.Duration {
+func (s *stallWatch) allowedWait() time.Duration {
+	f, src := s.w.fetch, s.w.src
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	limit := f.p.cfg.StallTimeout
@@ -45,7 +46,7 @@ func (f *fetch) allowedWait(src *source) time.Duration {
 const stallAbort = 4
 
 // stallWatch watches a download's waits for its source's next block. Once
-// a wait is longer than the fetch allows the source (fetch.allowedWait),
+// a wait is longer than the fetch allows the source (stallWatch.allowedWait),
 // it lets the other sources claim the blocks the download waits for (the
 // first copy to arrive is stored, a later one counted redundant); once it
 // is stallAbort times longer, it ends the wait by moving the read deadline
@@ -101,7 +102,7 @@ func (s *stallWatch) stop() {
 // next returns when to look at the wait begun at since again, from now
 // (s.mu held).
 func (s *stallWatch) next(now time.Time) time.Duration {
-	s.allowed = s.w.allowedWait(s.w.src)
+	s.allowed = s.allowedWait()
 	limit := s.allowed
 	if s.released > 0 {
 		limit *= stallAbort
@@ -148,7 +149,7 @@ func (s *stallWatch) check() {
 	s.cs.s.SetReadDeadline(time.Unix(1, 0))
 }
 
-// endgameDue reports whether src, with nothing of its own left to claim,
+// endgameDue reports whether the worker's source, with nothing of its own left to claim,
 // may take second claims on the fetch's last blocks (sched.Picker.Endgame)
 // now (f.mu held): once the fetch has stored nothing for twice the median
 // of its waits (at least three of src's round trips, and a millisecond),
@@ -157,7 +158,8 @@ func (s *stallWatch) check() {
 // redundant; at most sched.EndgameBlocks blocks at a time). With
 // WithEndgame, also once the fetch has stored nothing for
 // sched.EndgameWait.
-func (f *fetch) endgameDue(src *source) bool {
+func (w worker) endgameDue() bool {
+	f, src := w.fetch, w.src
 	idle := f.p.clk.Since(f.lastStored)
 	if f.fc.Endgame && idle >= sched.EndgameWait {
 		return true
