@@ -98,13 +98,15 @@ func WithBlockChoice(c BlockChoice) FetchOption {
 	}
 }
 
-// WithEndgame turns on the endgame: once the few blocks a fetch still lacks
-// (8 at most) are all requested and no block has arrived for 2 s, each is
-// also asked of a second source that offered it, and the first copy to
-// arrive is kept (the other is counted in Summary.Redundant, or is cut off
-// in flight when the fetch ends). Default off: in a 200-peer swarm the last
-// fetcher finished within 10 % of the median without it, and the copies it
-// asks for twice cost upload.
+// WithEndgame makes the endgame start after 2 s without a block as well.
+// Every fetch runs an endgame: once the few blocks it still lacks (8 at
+// most) are all requested and no block has arrived for twice the median of
+// its sources' block times (at least three round trips of the source
+// asking), a source with nothing else to give also asks for them, and the
+// first copy to arrive is kept (the other is counted in Summary.Redundant,
+// or is cut off in flight when the fetch ends): the last blocks no longer
+// wait on a slow source. A 200-peer swarm keeps its figures with it (12 of
+// 203,788 blocks twice in the stripe-tree run). Default: that alone.
 func WithEndgame() FetchOption {
 	return func(fc *swarm.FetchConfig) error { fc.Endgame = true; return nil }
 }
