@@ -8,6 +8,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // bannedSet is a deny-list for SetBanned.
@@ -127,4 +128,29 @@ func waitFor(t *testing.T, cond func() bool, what string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("timed out waiting for %s", what)
+}
+
+// TestAddrIP: an address is refused by its IP, never for a relayed
+// connection (the relay's IP is not the peer's).
+func TestAddrIP(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		ip   string // "" for none
+	}{
+		{"/ip4/203.0.113.7/tcp/4001", "203.0.113.7"},
+		{"/ip4/203.0.113.7/udp/4001/quic-v1", "203.0.113.7"},
+		{"/ip6/2001:db8::1/tcp/4001", "2001:db8::1"},
+		{"/ip4/203.0.113.7/tcp/4001/p2p/12D3KooWRBy97UB99e3J6hiPesre1MZeuNQvfan4gBziswrRJsNK/p2p-circuit", ""},
+		{"/dns4/example.com/tcp/4001", ""},
+	} {
+		ip, ok := addrIP(ma.StringCast(tc.addr))
+		if got := ""; ok {
+			got = ip.String()
+			if got != tc.ip {
+				t.Errorf("%s: %s, want %q", tc.addr, got, tc.ip)
+			}
+		} else if tc.ip != "" {
+			t.Errorf("%s: no IP, want %s", tc.addr, tc.ip)
+		}
+	}
 }
