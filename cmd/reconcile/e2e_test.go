@@ -197,7 +197,10 @@ func TestE2ESeedTwoHalves(t *testing.T) {
 	for j, n := range names {
 		sameBytes(t, file, filepath.Join(dir, n, "data.bin"))
 		s := sums[j]
-		if s.Resumed+s.Fetched != s.Blocks || s.Resumed < s.Blocks/2 || s.Redundant != 0 {
+		// The seed serves at 8 MiB/s, the other fetcher far faster: the
+		// endgame may ask the latter for a last block or two the seed holds
+		// (sched.EndgameBlocks at most), the first copy kept.
+		if s.Resumed+s.Fetched != s.Blocks || s.Resumed < s.Blocks/2 || s.Redundant > 8 {
 			t.Errorf("%s: %+v", n, s)
 		}
 		t.Logf("%s: resumed %d, fetched %d, peers %+v", n, s.Resumed, s.Fetched, s.Peers)

@@ -343,8 +343,9 @@ func (pk *Picker[K]) release1(id K, i int) bool {
 // most endgameBlocks) are all claimed: the last blocks of a fetch then come
 // from whichever of two sources sends them first, rather than waiting on a
 // slow one. A unit has two claims at most; the copy that arrives second is
-// counted redundant and dropped.
-func (pk *Picker[K]) Endgame(id K, o *Offers, n, missing int) []int {
+// counted redundant and dropped. With from set, only units whose claimant
+// from accepts are asked again (a claimant slower than id).
+func (pk *Picker[K]) Endgame(id K, o *Offers, n, missing int, from func(claimant K) bool) []int {
 	if missing <= 0 || missing > EndgameBlocks || len(pk.Claimed) < missing {
 		return nil
 	}
@@ -355,7 +356,7 @@ func (pk *Picker[K]) Endgame(id K, o *Offers, n, missing int) []int {
 			break
 		}
 		c, claimed := pk.Claimed[i]
-		if !claimed || c == id || pk.has(i) {
+		if !claimed || c == id || pk.has(i) || from != nil && !from(c) {
 			continue
 		}
 		if _, ok := pk.second[i]; ok {

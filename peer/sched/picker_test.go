@@ -380,21 +380,24 @@ func TestPickerEndgame(t *testing.T) {
 	pk.Offer(&a, []int{0, 1})
 	pk.Offer(&b, []int{0, 1})
 	pk.Offer(&c, []int{1})
-	if got := pk.Endgame("b", &b, 2, 2); len(got) != 0 {
+	if got := pk.Endgame("b", &b, 2, 2, nil); len(got) != 0 {
 		t.Fatalf("endgame before everything is claimed gave %v", got)
 	}
 	pk.Claim("a", &a, 2)
-	if got := pk.Endgame("b", &b, 2, EndgameBlocks+1); len(got) != 0 {
+	if got := pk.Endgame("b", &b, 2, EndgameBlocks+1, nil); len(got) != 0 {
 		t.Fatalf("endgame with too many units missing gave %v", got)
 	}
-	if got := pk.Endgame("a", &a, 2, 2); len(got) != 0 {
+	if got := pk.Endgame("a", &a, 2, 2, nil); len(got) != 0 {
 		t.Fatalf("a was given its own claims again: %v", got)
 	}
-	got := pk.Endgame("b", &b, 2, 2)
+	if got := pk.Endgame("b", &b, 2, 2, func(c string) bool { return c != "a" }); len(got) != 0 {
+		t.Fatalf("b was given claims of a, a claimant it does not outpace: %v", got)
+	}
+	got := pk.Endgame("b", &b, 2, 2, func(c string) bool { return c == "a" })
 	if slices.Sort(got); !slices.Equal(got, []int{0, 1}) {
 		t.Fatalf("b's endgame: %v, want [0 1]", got)
 	}
-	if got := pk.Endgame("c", &c, 2, 2); len(got) != 0 {
+	if got := pk.Endgame("c", &c, 2, 2, nil); len(got) != 0 {
 		t.Fatalf("a third claim on 1: %v", got)
 	}
 	// 0 arrives from a: both claims end.

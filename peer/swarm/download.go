@@ -122,7 +122,7 @@ func (w worker) download() (err error) {
 			f.mu.Lock()
 			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
 			if len(batch) == 0 && serve.IsBlockMethod(f.t.Method()) && w.endgameDue() {
-				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.Man.BlockCount()-f.c.Store.HeldCount())
+				batch = f.pick.Endgame(src.id, &src.offers, window-len(inflight), f.c.Man.BlockCount()-f.c.Store.HeldCount(), w.slowerThan())
 			}
 			if len(batch) > 0 {
 				src.useful = f.p.clk.Now()
@@ -214,7 +214,13 @@ func (w worker) download() (err error) {
 		src.stallRun = 0
 		f.mu.Lock()
 		src.useful = now
-		f.waits.Add(now.Sub(waitFrom))
+		wait := now.Sub(waitFrom)
+		f.waits.Add(wait)
+		if src.gap == 0 {
+			src.gap = wait
+		} else {
+			src.gap = (3*src.gap + wait) / 4
+		}
 		f.mu.Unlock()
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.

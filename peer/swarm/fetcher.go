@@ -128,6 +128,10 @@ type source struct {
 	// push is set for a parent of the stripe trees (Service.Push): its
 	// blocks are pushed, it has no worker.
 	push bool
+	// gap is the moving average of its waits for a block (under fetch.mu;
+	// zero until its first block): the endgame asks a faster source for
+	// the last blocks a slower one holds.
+	gap time.Duration
 	// stallRun counts its downloads in a row that stalled (errStalled)
 	// without a block between, stalled the blocks it was asked for that
 	// never came (its worker only).

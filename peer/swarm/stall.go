@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 )
@@ -130,6 +131,13 @@ func (s *stallWatch) check() {
 		s.timer.Reset(d)
 		return
 	}
+	if s.released > 0 && !s.othersHave() {
+		// A block it was asked for that no other source may bring (none
+		// offered it, or it is refused there): waited for, up to the stall
+		// timeout, however slowly it comes.
+		s.timer.Reset(s.allowed)
+		return
+	}
 	if s.released == 0 && len(s.inflight) > 0 {
 		f, src := s.w.fetch, s.w.src
 		idx := make([]int, 0, len(s.inflight))
@@ -166,4 +174,39 @@ func (w worker) endgameDue() bool {
 	}
 	p50, ok := f.waits.P50()
 	return ok && idle >= max(2*p50, 3*src.flow.RTT(), time.Millisecond)
+}
+
+// othersHave reports whether every block the wait is for is held or
+// claimed by another source now (s.mu held): only then does ending the
+// wait cost the fetch nothing.
+func (s *stallWatch) othersHave() bool {
+	f, src := s.w.fetch, s.w.src
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i := range s.inflight {
+		if c, ok := f.pick.Claimed[i]; (!ok || c == src.id) && !f.t.Has(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// slowerThan returns which claimants the worker's source may take the last
+// blocks from in the endgame (f.mu held): with WithEndgame any; otherwise
+// those that take more than four times as long as it does for a block (a
+// claimant that has sent none yet is the stall watch's business). A source
+// that has not sent a block yet takes from none.
+func (w worker) slowerThan() func(lpeer.ID) bool {
+	f, src := w.fetch, w.src
+	if f.fc.Endgame {
+		return nil
+	}
+	mine := src.gap
+	return func(c lpeer.ID) bool {
+		if mine == 0 {
+			return false
+		}
+		o := f.sources[c]
+		return o != nil && o.gap > 4*mine
+	}
 }
