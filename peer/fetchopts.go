@@ -102,8 +102,10 @@ func WithBlockChoice(c BlockChoice) FetchOption {
 // Every fetch runs an endgame: once the few blocks it still lacks (8 at
 // most) are all requested and no block has arrived for twice the median of
 // its sources' block times (at least three round trips of the source
-// asking), a source with nothing else to give also asks for them, and the
-// first copy to arrive is kept (the other is counted in Summary.Redundant,
+// asking), a source with nothing else to give also asks for those whose
+// claimant takes four times as long as it does for a block (with
+// WithEndgame: whatever their claimant), and the first copy to arrive is
+// kept (the other is counted in Summary.Redundant,
 // or is cut off in flight when the fetch ends): the last blocks no longer
 // wait on a slow source. A 200-peer swarm keeps its figures with it (12 of
 // 203,788 blocks twice in the stripe-tree run). Default: that alone.
