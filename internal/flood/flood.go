@@ -217,8 +217,12 @@ func Run(ctx context.Context, cfg Config, st *Stats) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer h.Close()
 			a.run(ctx)
+			// A dial a lane asked for just before the end may still be
+			// queued in the swarm's dial worker, which panics if the host
+			// closes under it (libp2p/go-libp2p#1545): let it fail first.
+			time.Sleep(closeGrace)
+			h.Close()
 		}()
 	}
 	if started == 0 {
@@ -275,6 +279,10 @@ func (a *attacker) connect(ctx context.Context) bool {
 	}
 	return err == nil
 }
+
+// closeGrace is how long an attacking host stays open after its attack
+// ends, for the dials in flight to finish (see Run).
+const closeGrace = 250 * time.Millisecond
 
 // junkProtocols are the protocols Junk writes into, in turn.
 var junkProtocols = [...]protocol.ID{peer.ProtoBlocks, peer.ProtoReconcile, peer.ProtoManifest}
