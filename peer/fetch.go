@@ -8,7 +8,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
-	"github.com/reconcile-p2p/reconcile/peer/swarm"
+	"github.com/reconcile-p2p/reconcile/peer/swarm/bans"
 )
 
 // Fetch downloads the content of ticket t into the folder out, from the
@@ -41,7 +41,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			st.Close()
 			return nil, err
 		}
-		swarm.RemoveBanFile(st, p.log)
+		bans.Remove(st, p.log)
 		return p.nd.FinishedSummary(st, fc, start), nil
 	}
 	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources)

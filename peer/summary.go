@@ -1,6 +1,9 @@
 package peer
 
-import "github.com/reconcile-p2p/reconcile/peer/swarm"
+import (
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
+	"github.com/reconcile-p2p/reconcile/peer/swarm/bans"
+)
 
 // The figures of a fetch (see package peer/swarm for each field).
 type (
@@ -38,5 +41,5 @@ const (
 const DefaultRepairAfter = swarm.DefaultRepairAfter
 
 // BanFile is the name of the file, in a store's state folder, that keeps
-// the bans of its fetches (swarm.BanFile).
-const BanFile = swarm.BanFile
+// the bans of its fetches (bans.File).
+const BanFile = bans.File

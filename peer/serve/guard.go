@@ -103,7 +103,7 @@ func (g *Guard) Ban(id lpeer.ID) (until time.Time) {
 	return g.BanUntil(id, g.clk.Now().Add(BanFor))
 }
 
-// BanUntil is ban with the end of the ban given (a saved ban, package peer/swarm's BanFile).
+// BanUntil is ban with the end of the ban given (a saved ban, package peer/swarm/bans).
 func (g *Guard) BanUntil(id lpeer.ID, until time.Time) time.Time {
 	g.mu.Lock()
 	until = g.banned.Ban(id, until, g.clk.Now())

@@ -3,7 +3,7 @@
 // (FetchServed: a worker per source reconciles with it, watches it and
 // asks it for blocks through a window that follows its rate; a finder adds
 // the peers the sources name and those the DHT or the LAN find), keeps a
-// fetch's bans in its store (BanFile), and keeps a content's place in its
+// fetch's bans in its store (package bans), and keeps a content's place in its
 // stripe trees (Trees: pushes to children as blocks arrive, a parent's
 // pushes taken in, adoption and repair when a parent leaves or lies).
 //

@@ -37,7 +37,7 @@ const (
 	// from the fetch and banned for a while.
 	FetchPeerBanned
 	// FetchPeerStillBanned: an earlier fetch on the same store banned the
-	// peer (for corrupt blocks or other misbehaviour, see BanFile), and this
+	// peer (for corrupt blocks or other misbehaviour, see bans.File), and this
 	// fetch keeps it banned until Until.
 	FetchPeerStillBanned
 )

@@ -12,6 +12,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/swarm/bans"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -63,7 +64,7 @@ type fetch struct {
 	progMu sync.Mutex
 
 	// bans is the ban file of its store (bans.go).
-	bans *banFile
+	bans *bans.Saved
 
 	writes    chan writeJob
 	writersWG sync.WaitGroup
@@ -147,7 +148,7 @@ const rotateIdle = 2 * time.Second
 func newFetch(p *Node, c *serve.Content, t serve.Target, fc FetchConfig) *fetch {
 	f := &fetch{
 		p: p, c: c, t: t, fc: fc,
-		bans:    newBanFile(c.Store, p.clk, p.log),
+		bans:    bans.Open(c.Store, p.clk, p.log),
 		done:    make(chan struct{}),
 		pick:    sched.NewPicker[lpeer.ID](t.Has, max(2, fetchMemory/t.UnitSize())),
 		sources: make(map[lpeer.ID]*source),
@@ -267,7 +268,7 @@ loop:
 		err = nil
 	}
 	if errors.Is(err, wire.ErrNoPeers) {
-		err = f.bans.hint(err)
+		err = f.bans.Hint(err)
 	}
 	return f.summary(), err
 }
@@ -530,7 +531,7 @@ func (f *fetch) drop(src *source, err error) {
 		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
 	}
 	f.c.Forget(src.id)
-	f.bans.save(src.id, f.p.guard.Ban(src.id))
+	f.bans.Save(src.id, f.p.guard.Ban(src.id))
 }
 
 func (f *fetch) dropQuietly(src *source, why string) {

@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/swarm/bans"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -33,7 +34,7 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 	if !c.SetFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
 	}
-	ids, until := f.bans.load()
+	ids, until := f.bans.Load()
 	for _, id := range ids {
 		u := p.guard.BanUntil(id, until[id])
 		p.log.Info("peer banned by an earlier fetch", "peer", id, "until", u)
@@ -41,7 +42,7 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 	}
 	sum, err := f.run(ctx, srcs)
 	c.ClearFetch(f)
-	RemoveBanFile(c.Store, p.log)
+	bans.Remove(c.Store, p.log)
 	sum.Out = c.Store.Dir()
 	if fp := c.Store.FilePath(); fp != "" {
 		sum.Out = fp

@@ -1,4 +1,4 @@
-package swarm
+package bans
 
 import (
 	"path/filepath"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/internal/testkit"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
@@ -14,8 +15,8 @@ import (
 // without the expired ones, and a ban beyond banFor is cut to banFor.
 func TestBanFileRoundTrip(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	a, b, c := newKeyID(t), newKeyID(t), newKeyID(t)
-	path := filepath.Join(t.TempDir(), BanFile)
+	a, b, c := testkit.NewKeyID(t), testkit.NewKeyID(t), testkit.NewKeyID(t)
+	path := filepath.Join(t.TempDir(), File)
 	in := map[lpeer.ID]time.Time{a: now.Add(time.Minute), b: now.Add(-time.Second), c: now.Add(time.Hour)}
 	if err := writeBans(path, in, now); err != nil {
 		t.Fatal(err)
@@ -33,7 +34,7 @@ func TestBanFileRoundTrip(t *testing.T) {
 			t.Errorf("%s until %v, want %v", id, got[id], u)
 		}
 	}
-	if got, err := readBans(filepath.Join(t.TempDir(), BanFile), now); got != nil || err != nil {
+	if got, err := readBans(filepath.Join(t.TempDir(), File), now); got != nil || err != nil {
 		t.Errorf("no file: %v, %v; want nothing", got, err)
 	}
 }
@@ -41,7 +42,7 @@ func TestBanFileRoundTrip(t *testing.T) {
 // TestParseBans: what a ban file may hold, and what is refused or skipped.
 func TestParseBans(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	id := newKeyID(t).String()
+	id := testkit.NewKeyID(t).String()
 	later := now.Add(time.Minute).Format(time.RFC3339)
 	for _, tc := range []struct {
 		name, in string

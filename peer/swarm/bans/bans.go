@@ -1,4 +1,7 @@
-package swarm
+// Package bans keeps the bans of a fetch in its store's state folder
+// (File), so that a fetch resumed on the store bans the same peers again
+// for the rest of their time.
+package bans
 
 import (
 	"encoding/json"
@@ -20,14 +23,14 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
-// BanFile is the name of the file in a fetch store's state folder
+// File is the name of the file in a fetch store's state folder
 // (chunker.Store.StateDir) where a fetch keeps the peers it dropped and banned
 // for misbehaving (corrupt blocks, malformed messages, offers it never
 // sends) and until when. A fetch resumed on that store (after a crash, an
 // interruption, or a peer that left and came back with a new service) bans
 // them again for the rest of their time, so that it does not take a liar's
 // corrupt blocks twice. The file is removed once the store is complete.
-const BanFile = "bans.json"
+const File = "bans.json"
 
 // maxBanFileBytes bounds how much of a ban file is read: maxBanned entries
 // of a peer id (at most about 100 characters in base58) and a time.
@@ -103,7 +106,7 @@ func writeBans(path string, bans map[lpeer.ID]time.Time, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), BanFile+".*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), File+".*")
 	if err != nil {
 		return err
 	}
@@ -134,13 +137,13 @@ func banFilePath(st *chunker.Store) string {
 	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, BanFile)
+	return filepath.Join(dir, File)
 }
 
-// RemoveBanFile removes the ban file of a complete store: no fetch will
+// Remove removes the ban file of a complete store: no fetch will
 // read it, and the store's state folder goes with its last file
 // (chunker.Store.RemoveState).
-func RemoveBanFile(st *chunker.Store, log *slog.Logger) {
+func Remove(st *chunker.Store, log *slog.Logger) {
 	path := banFilePath(st)
 	if path == "" || !st.Complete() {
 		return
@@ -150,10 +153,10 @@ func RemoveBanFile(st *chunker.Store, log *slog.Logger) {
 	}
 }
 
-// banFile is the ban file of a fetch's store: the bans of this fetch and
+// Saved is the ban file of a fetch's store: the bans of this fetch and
 // of earlier ones on the same store, so that a resumed fetch does not ask
 // again a peer that sent it corrupt blocks. Safe for concurrent use.
-type banFile struct {
+type Saved struct {
 	path string // "" for a store without a state folder: nothing is kept
 	clk  clock.Clock
 	log  *slog.Logger
@@ -162,14 +165,14 @@ type banFile struct {
 	saved map[lpeer.ID]time.Time
 }
 
-// newBanFile returns the ban file of st.
-func newBanFile(st *chunker.Store, clk clock.Clock, log *slog.Logger) *banFile {
-	return &banFile{path: banFilePath(st), clk: clk, log: log}
+// Open returns the ban file of st.
+func Open(st *chunker.Store, clk clock.Clock, log *slog.Logger) *Saved {
+	return &Saved{path: banFilePath(st), clk: clk, log: log}
 }
 
-// load reads the bans an earlier fetch on the same store saved, those
+// Load reads the bans an earlier fetch on the same store saved, those
 // still running, soonest to end first.
-func (b *banFile) load() (ids []lpeer.ID, until map[lpeer.ID]time.Time) {
+func (b *Saved) Load() (ids []lpeer.ID, until map[lpeer.ID]time.Time) {
 	if b.path == "" {
 		return nil, nil
 	}
@@ -189,8 +192,8 @@ func (b *banFile) load() (ids []lpeer.ID, until map[lpeer.ID]time.Time) {
 	return ids, bans
 }
 
-// save records that the fetch banned id until then.
-func (b *banFile) save(id lpeer.ID, until time.Time) {
+// Save records that the fetch banned id until then.
+func (b *Saved) Save(id lpeer.ID, until time.Time) {
 	if b.path == "" {
 		return
 	}
@@ -214,11 +217,11 @@ func (b *banFile) save(id lpeer.ID, until time.Time) {
 	}
 }
 
-// hint adds to err, the fetch's wire.ErrNoPeers, how many peers this fetch and
+// Hint adds to err, the fetch's wire.ErrNoPeers, how many peers this fetch and
 // earlier ones on its store banned that stay banned, and where those bans
 // are kept: a user whose seed sent corrupt blocks (a disk error) learns why
 // it is not asked again.
-func (b *banFile) hint(err error) error {
+func (b *Saved) Hint(err error) error {
 	if b.path == "" {
 		return err
 	}
