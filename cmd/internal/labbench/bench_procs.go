@@ -69,26 +69,11 @@ func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []strin
 }
 
 // procCPU returns the CPU seconds (user and system) process pid has used,
-// from /proc (0 where there is none).
+// from /proc (0 where there is none; see readCPU).
 func procCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command name, which is in parentheses and may
-	// hold spaces: utime and stime are the 12th and 13th of them.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	var ut, st float64
-	fmt.Sscan(f[11], &ut)
-	fmt.Sscan(f[12], &st)
-	return (ut + st) / clockTicks
+	s, _ := readCPU(pid)
+	return s
 }
-
-// clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
-const clockTicks = 100
 
 // selfCPU returns the CPU seconds (user and system) this process has used.
 func selfCPU() float64 {

@@ -224,6 +224,9 @@ func readCPU(pid int) (float64, bool) {
 	return statCPU(b)
 }
 
+// clockTicks is the unit of /proc's CPU times (USER_HZ, 100 on Linux).
+const clockTicks = 100
+
 // statCPU returns utime+stime in seconds from the text of /proc/PID/stat.
 func statCPU(b []byte) (float64, bool) {
 	// Field 2, the command name, is in parentheses and may hold spaces;
@@ -241,7 +244,7 @@ func statCPU(b []byte) (float64, bool) {
 	if err1 != nil || err2 != nil {
 		return 0, false
 	}
-	return float64(user+sys) / 100, true
+	return float64(user+sys) / clockTicks, true
 }
 
 // readRSS returns a process's resident memory in MiB (VmRSS of
