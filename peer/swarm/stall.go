@@ -65,6 +65,9 @@ type stallWatch struct {
 	released int         // blocks of this wait asked of others
 	aborted  bool        // the wait was ended by the watch
 	allowed  time.Duration
+	// fresh is when a new wait is first looked at: the allowance last
+	// worked out, or stallRecheck while the fetch knows too few waits.
+	fresh time.Duration
 }
 
 // begin notes that the download waits for a block from now on.
@@ -72,7 +75,13 @@ func (s *stallWatch) begin(now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.since, s.released, s.aborted = now, 0, false
-	d := s.next(now)
+	// The allowance of the last wait looked at (check works out the
+	// current one when the timer fires): a wait per block read, and most
+	// end long before their allowance, so none sorts the fetch's waits.
+	d := s.fresh
+	if d == 0 {
+		d = stallRecheck
+	}
 	if s.timer == nil {
 		s.timer = s.w.p.clk.AfterFunc(d, s.check)
 	} else {
@@ -112,8 +121,10 @@ func (s *stallWatch) next(now time.Time) time.Duration {
 	s.w.mu.Lock()
 	known := s.w.waits.Known()
 	s.w.mu.Unlock()
+	s.fresh = s.allowed
 	if !known {
 		d = min(d, stallRecheck)
+		s.fresh = stallRecheck
 	}
 	return max(d, 0)
 }
@@ -168,6 +179,9 @@ func (s *stallWatch) check() {
 // sched.EndgameWait.
 func (w worker) endgameDue() bool {
 	f, src := w.fetch, w.src
+	if f.c.Man.BlockCount()-f.c.Store.HeldCount() > sched.EndgameBlocks {
+		return false // not the last blocks yet: the waits need no sorting
+	}
 	idle := f.p.clk.Since(f.lastStored)
 	if f.fc.Endgame && idle >= sched.EndgameWait {
 		return true
