@@ -225,9 +225,9 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 		os.Remove(tf)
 		// Later flags win: args may set another --block-size, or cut
 		// content-defined blocks instead (which takes no --block-size).
-		base := []string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", tf}
-		if slices.Contains(args, "--content-defined") {
-			base = slices.Delete(base, 4, 6)
+		base := []string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--ticket-file", tf}
+		if !slices.Contains(args, "--content-defined") {
+			base = append(base, "--block-size", fmt.Sprint(bs))
 		}
 		cmd := exec.CommandContext(ctx, self, append(base, args...)...)
 		args = nil // the first seed's only
