@@ -345,6 +345,17 @@ func (m *Manifest) AvgBlockLen() int {
 	return int((m.total + int64(m.blockCount) - 1) / int64(m.blockCount))
 }
 
+// BytesOf estimates the bytes of n of the manifest's blocks, for progress
+// shown before their indices are known: n times the block size (the
+// average block, for content-defined blocks), at most the total size.
+func (m *Manifest) BytesOf(n int) int64 {
+	per := int64(m.blockSize)
+	if m.ContentDefined() {
+		per = int64(m.AvgBlockLen())
+	}
+	return min(int64(max(n, 0))*per, m.total)
+}
+
 // BlockLen returns the length of block i, or 0 if i is out of range.
 func (m *Manifest) BlockLen(i int) int {
 	if i < 0 || i >= m.blockCount {

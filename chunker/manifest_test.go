@@ -2,6 +2,7 @@ package chunker
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -292,4 +293,18 @@ func FuzzDecodeManifest(f *testing.F) {
 		// Whatever decodes is canonical and self-consistent.
 		checkDecoded(t, m, b)
 	})
+}
+
+// TestBytesOf: the estimate of n blocks' bytes is n blocks of the block
+// size (the average, content-defined), never over the total.
+func TestBytesOf(t *testing.T) {
+	m, err := ChunkReader(context.Background(), "f", 0o644, bytes.NewReader(make([]byte, 10<<10+5)), 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]int64{-1: 0, 0: 0, 1: 4 << 10, 2: 8 << 10, 3: 10<<10 + 5, 9: 10<<10 + 5} {
+		if got := m.BytesOf(n); got != want {
+			t.Errorf("BytesOf(%d) = %d, want %d", n, got, want)
+		}
+	}
 }

@@ -340,11 +340,7 @@ func checkProgress(pr *cliutil.Progress, man *chunker.Manifest, after string) fu
 		s := cliutil.ProgressState{Done: int64(done), Total: int64(total), Session: -1,
 			Extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
 		if man != nil {
-			per := man.BlockSize()
-			if man.ContentDefined() {
-				per = man.AvgBlockLen()
-			}
-			s.Done, s.Total = min(int64(done)*int64(per), man.TotalSize()), man.TotalSize()
+			s.Done, s.Total = man.BytesOf(done), man.TotalSize()
 			if done >= total {
 				s.Done = s.Total
 			}

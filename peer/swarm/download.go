@@ -524,7 +524,7 @@ func (f *fetch) store(src *source, i int, data []byte) error {
 		f.announce(i)
 	}
 	if f.fc.Progress != nil {
-		prog.Bytes = heldBytes(f.c.Man, held)
+		prog.Bytes = f.c.Man.BytesOf(held)
 		f.progMu.Lock()
 		f.fc.Progress(prog)
 		f.progMu.Unlock()

@@ -123,17 +123,6 @@ func (f *fetch) summary() *Summary {
 	return &s
 }
 
-// heldBytes estimates the bytes of n held blocks (exact but for the short last block).
-func heldBytes(m *chunker.Manifest, n int) int64 {
-	if n >= m.BlockCount() {
-		return m.TotalSize()
-	}
-	if m.ContentDefined() {
-		return min(int64(n)*int64(m.AvgBlockLen()), m.TotalSize())
-	}
-	return int64(n) * int64(m.BlockSize())
-}
-
 // maxListed bounds Summary.Files.
 const maxListed = 1000
 
