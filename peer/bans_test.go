@@ -111,6 +111,13 @@ func fetchUntilBan(ctx context.Context, t *testing.T) (liar *Peer, tk Ticket, sr
 		t.Fatalf("first fetch: %v, want it interrupted after the ban", err)
 	}
 	first.Close()
+	// The liar may still be reading wants the first fetch sent before it
+	// stopped (a loaded machine): let its log settle, so that what it logs
+	// from now on is what the next fetch asks of it.
+	for n := -1; n != asked.total(); {
+		n = asked.total()
+		time.Sleep(100 * time.Millisecond)
+	}
 	return liar, tk, src, out, asked
 }
 
