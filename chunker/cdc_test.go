@@ -314,7 +314,7 @@ func BenchmarkChunkCDC(b *testing.B) {
 			b.SetBytes(2 * size)
 			for b.Loop() {
 				t0 := nanotime()
-				if _, _, err := chunkStream(ctx, bytes.NewReader(data), DefaultBlockSize, w, size); err != nil {
+				if _, _, err := chunkStream(ctx, bytes.NewReader(data), DefaultBlockSize, w, size, nil); err != nil {
 					b.Fatal(err)
 				}
 				t1 := nanotime()

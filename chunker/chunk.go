@@ -46,7 +46,7 @@ func ChunkPath(ctx context.Context, path string, blockSize int, opts ...ChunkOpt
 			}
 			return prog, nil
 		}
-		offs, flat, err := chunkContent(ctx, next, cfg.chunking, cfg.workers, int(total/int64(cfg.chunking.Normal)))
+		offs, flat, err := chunkContent(ctx, next, cfg.chunking, cfg.workers, int(total/int64(cfg.chunking.Normal)), nil)
 		if r, ok := prog.r.(*treeReader); ok {
 			r.Close()
 		}
@@ -64,7 +64,7 @@ func ChunkPath(ctx context.Context, path string, blockSize int, opts ...ChunkOpt
 	if cfg.progress != nil {
 		src = &progressReader{r: r, total: total, fn: cfg.progress}
 	}
-	flat, n, err := chunkStream(ctx, src, cfg.blockSize, cfg.workers, total)
+	flat, n, err := chunkStream(ctx, src, cfg.blockSize, cfg.workers, total, nil)
 	if err != nil {
 		return nil, fmt.Errorf("chunker: chunk %s: %w", path, err)
 	}
@@ -98,14 +98,14 @@ func ChunkReader(ctx context.Context, name string, mode uint32, r io.Reader, blo
 			done = true
 			return r, nil
 		}
-		offs, flat, err := chunkContent(ctx, next, cfg.chunking, cfg.workers, 0)
+		offs, flat, err := chunkContent(ctx, next, cfg.chunking, cfg.workers, 0, nil)
 		if err != nil {
 			return nil, fmt.Errorf("chunker: chunk %s: %w", name, err)
 		}
 		files := []File{{Path: name, Size: offs[len(offs)-1], Mode: mode & 0o777}}
 		return build(Tree{Files: files}, 0, cfg.chunking, offs, flat)
 	}
-	flat, n, err := chunkStream(ctx, r, cfg.blockSize, cfg.workers, -1)
+	flat, n, err := chunkStream(ctx, r, cfg.blockSize, cfg.workers, -1, nil)
 	if err != nil {
 		return nil, fmt.Errorf("chunker: chunk %s: %w", name, err)
 	}

@@ -25,10 +25,15 @@ type chunkResult struct {
 	hash  [HashSize]byte
 }
 
+// blockFunc is called by the hashing workers with each block's index, bytes
+// and hash, before its buffer is reused (concurrently, in no order); an error
+// stops the pipeline and is returned by it.
+type blockFunc func(index int, data []byte, hash *[HashSize]byte) error
+
 // chunkStream reads r to EOF in blocks and hashes them with workers goroutines. It
 // returns the flat block hashes and the number of bytes read. expect >= 0 is the
 // expected size, used to size the hash slice; reading stops with an error past it.
-func chunkStream(ctx context.Context, r io.Reader, blockSize, workers int, expect int64) ([]byte, int64, error) {
+func chunkStream(ctx context.Context, r io.Reader, blockSize, workers int, expect int64, each blockFunc) ([]byte, int64, error) {
 	blocks := 0
 	if expect >= 0 {
 		n := (expect + int64(blockSize) - 1) / int64(blockSize)
@@ -38,7 +43,7 @@ func chunkStream(ctx context.Context, r io.Reader, blockSize, workers int, expec
 		blocks = int(n)
 	}
 	var total int64
-	flat, err := hashBlocks(ctx, workers, blockSize, blocks, func(get func() ([]byte, error), emit func([]byte, int) error) error {
+	flat, err := hashBlocks(ctx, workers, blockSize, blocks, each, func(get func() ([]byte, error), emit func([]byte, int) error) error {
 		for {
 			buf, err := get()
 			if err != nil {
@@ -73,10 +78,10 @@ func chunkStream(ctx context.Context, r io.Reader, blockSize, workers int, expec
 // hashes them with workers goroutines. It returns the blocks' stream offsets (one
 // more than the blocks, the last being the bytes read) and their flat hashes.
 // Finding the cuts is sequential; hashing runs beside it. blocks is a guess of
-// the block count, to size the hash slice.
-func chunkContent(ctx context.Context, next func() (io.Reader, error), c Chunking, workers, blocks int) ([]int64, []byte, error) {
+// the block count, to size the hash slice. each, if not nil, sees every block.
+func chunkContent(ctx context.Context, next func() (io.Reader, error), c Chunking, workers, blocks int, each blockFunc) ([]int64, []byte, error) {
 	offs := make([]int64, 1, blocks+1)
-	flat, err := hashBlocks(ctx, workers, c.Max, blocks, func(get func() ([]byte, error), emit func([]byte, int) error) error {
+	flat, err := hashBlocks(ctx, workers, c.Max, blocks, each, func(get func() ([]byte, error), emit func([]byte, int) error) error {
 		var ch *cdc.Chunker
 		for {
 			r, err := next()
@@ -127,7 +132,9 @@ func chunkContent(ctx context.Context, next func() (io.Reader, error), c Chunkin
 // produce takes free buffers of bufLen bytes from get (which fails once ctx is
 // done) and hands each back, holding a block of n bytes, to emit (which fails
 // past MaxBlocks blocks); its error is returned. blocks sizes the hash slice.
-func hashBlocks(ctx context.Context, workers, bufLen, blocks int, produce func(get func() ([]byte, error), emit func(buf []byte, n int) error) error) ([]byte, error) {
+// each, if not nil, is called with every block as it is hashed; its first
+// error stops produce and is returned.
+func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each blockFunc, produce func(get func() ([]byte, error), emit func(buf []byte, n int) error) error) ([]byte, error) {
 	workers = max(workers, 1)
 	flat := make([]byte, 0, blocks*HashSize)
 	ctx, cancel := context.WithCancel(ctx)
@@ -140,13 +147,22 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, produce func(g
 	jobs := make(chan chunkJob, workers)
 	results := make(chan chunkResult, workers+2)
 
-	var wg sync.WaitGroup
+	var (
+		wg      sync.WaitGroup
+		eachErr error
+		errOnce sync.Once
+	)
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
 				h := HashBlock(j.buf[:j.n])
+				if each != nil && ctx.Err() == nil {
+					if err := each(j.index, j.buf[:j.n], &h); err != nil {
+						errOnce.Do(func() { eachErr = err; cancel() })
+					}
+				}
 				free <- j.buf
 				results <- chunkResult{j.index, h}
 			}
@@ -188,6 +204,9 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, produce func(g
 		}
 		copy(flat[off:], res.hash[:])
 		count++
+	}
+	if eachErr != nil {
+		return nil, eachErr
 	}
 	if prodErr != nil {
 		return nil, prodErr

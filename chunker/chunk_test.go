@@ -175,7 +175,7 @@ func TestChunkWorkers(t *testing.T) {
 	want := expectHashes(data, MinBlockSize)
 	for _, w := range []int{1, 2, 3, 8} {
 		for _, n := range []int{0, 1, MinBlockSize, 5*MinBlockSize - 1, len(data)} {
-			flat, total, err := chunkStream(context.Background(), bytes.NewReader(data[:n]), MinBlockSize, w, -1)
+			flat, total, err := chunkStream(context.Background(), bytes.NewReader(data[:n]), MinBlockSize, w, -1, nil)
 			if err != nil || total != int64(n) {
 				t.Fatalf("workers %d, %d bytes: %v, total %d", w, n, err, total)
 			}
@@ -215,7 +215,7 @@ func BenchmarkChunk(b *testing.B) {
 				mid := nanotime()
 				hashNs += mid - start
 				b.StartTimer()
-				if _, _, err := chunkStream(context.Background(), bytes.NewReader(data), bs, w, size); err != nil {
+				if _, _, err := chunkStream(context.Background(), bytes.NewReader(data), bs, w, size, nil); err != nil {
 					b.Fatal(err)
 				}
 				chunkNs += nanotime() - mid

@@ -25,6 +25,11 @@ var (
 	ErrBadPath = errors.New("chunker: bad file path")
 	// ErrNotFound is returned when a folder holds no store.
 	ErrNotFound = errors.New("chunker: no store here")
+	// ErrInUse is returned by Store.Publish when a file cannot be replaced
+	// because another program has it open (Windows).
+	ErrInUse = errors.New("chunker: file in use")
+	// ErrLocked is returned by LockOutput when another fetch writes to the output.
+	ErrLocked = errors.New("chunker: output in use by another fetch")
 	// ErrExists is returned when creating a store would overwrite an existing file.
 	ErrExists = errors.New("chunker: file already exists")
 	// ErrReadOnly is returned when writing to a store opened for seeding.

@@ -20,6 +20,9 @@ import (
 //	store_write.go   PutBlock, ReadBlock, Sync and the flush that records blocks
 //	store_verify.go  re-hashing: Verify, WithVerify on opening, SeedStore
 //	store_sources.go a seed store noticing that its source files changed
+//	store_stage.go   staged stores (WithStaging) and Publish
+//	store_reuse.go   Reuse: blocks taken from local files
+//	lock.go          LockOutput: one writer per output
 //	internal/heldlog the held log's format and Log, the only writer of it
 //	internal/durable the atomic writes of the manifest and the held log
 //	internal/pathrules which names a system can hold, checked by createStore
@@ -44,6 +47,7 @@ type storeConfig struct {
 	checkProgress    func(done, total int)
 	stateDir         string // WithStateDir
 	id               *ID    // WithID
+	staging          bool   // WithStaging
 }
 
 // newConfig applies opts; it fails if one does or if ctx is already done, so that

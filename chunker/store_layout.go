@@ -59,6 +59,7 @@ type place struct {
 	file     string    // single-file layout: the output file's name in dir
 	state    string    // the state folder under root, or "" if it is elsewhere
 	stateDir string    // the state folder's path ("" for a seed store)
+	stage    string    // the staging folder under root (WithStaging), "" once published or if none
 	meta     *os.Root  // the state folder, once opened
 }
 
@@ -243,8 +244,18 @@ func (p *place) fit(m *Manifest) error {
 // diskPath returns the path of m's file k under the output folder.
 func (p *place) diskPath(m *Manifest, k int) string { return p.mapPath(m.files[k].Path) }
 
-// mapPath returns the path under the output folder of manifest path name.
+// mapPath returns the path under the output folder's root where manifest path
+// name is now: in the staging folder until the store is published.
 func (p *place) mapPath(name string) string {
+	if p.stage != "" {
+		return p.stage + "/" + p.finalPath(name)
+	}
+	return p.finalPath(name)
+}
+
+// finalPath returns the path under the output folder of manifest path name,
+// once published.
+func (p *place) finalPath(name string) string {
 	if p.top[0] != p.top[1] && p.top[0] != "" {
 		name = p.top[1] + name[len(p.top[0]):]
 	}

@@ -161,6 +161,13 @@ func createStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig, ot
 	if err := p.fit(m); err != nil {
 		return nil, err
 	}
+	if cfg.staging {
+		// What is at the final names (an older version) stays until Publish.
+		if err := p.useStage(); err != nil {
+			return nil, err
+		}
+		others = false
+	}
 	names := make([]string, 0, len(m.files)+len(m.links)+len(m.dirs))
 	for k := range m.files {
 		names = append(names, p.diskPath(m, k))
@@ -234,6 +241,12 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 	if err := p.openMeta(false); err != nil {
 		return nil, err
 	}
+	p.findStage()
+	if _, err := p.meta.Stat(publishingFile); err == nil {
+		// A publish under way: the store was complete and its log synced
+		// when it began, so the log is trusted and the moves are finished.
+		cfg.verify = false
+	}
 	s := newStore(p, m, cfg)
 	dir, root := p.stateDir, p.root
 	fail := func(err error) (*Store, error) {
@@ -257,6 +270,12 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 		}
 		if err != nil {
 			return fail(fmt.Errorf("open store %s: %w (reopen with verify to rebuild it)", dir, err))
+		}
+	}
+	if !cfg.verify {
+		s.nheld = s.held.Count()
+		if err := s.resumePublish(); err != nil {
+			return fail(err)
 		}
 	}
 	// The output files: create the missing ones, fix the sizes of the wrong ones and
