@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
@@ -21,10 +22,20 @@ import (
 // same content, the fetch resumes from its verified blocks; if that store is
 // complete, Fetch serves it and returns without any network work.
 //
-// Errors: ErrManifestMismatch if out holds other content or a peer's
-// manifest does not match the root; ErrNoPeers when no peer can be reached
-// or the peers left lack blocks; store errors (such as a full disk) as they
-// come. On error, every verified block stays in out.
+// Outputs are never half-true. One fetch at a time writes to out (a second
+// one fails at once with chunker.ErrLocked, naming the first). Until the
+// content is complete its files live in the store's state folder; then each
+// moves to its final name in one rename (chunker.Store.Publish). What is at
+// the final names meanwhile, such as an older version of the content, stays
+// as it was, and every block it shares with the content is taken from it
+// rather than downloaded (also from the WithReuse paths); with WithDelete the
+// files the new version lacks go once it is in place.
+//
+// Errors: ErrManifestMismatch if out holds an unfinished download of other
+// content or a peer's manifest does not match the root; ErrNoPeers when no
+// peer can be reached or the peers left lack blocks; store errors (such as a
+// full disk) as they come. On error, every verified block stays in out's
+// state, and the same call resumes.
 func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOption) (*Summary, error) {
 	fc, err := newFetchConfig(opts)
 	if err != nil {
@@ -32,11 +43,20 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	}
 	start := p.clk.Now()
 	fileMode := fc.OutFile && !isDir(out)
+	lock, err := chunker.LockOutput(out, fileMode, p.lockOwner())
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
+	}
+	defer lock.Unlock()
 	st, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
 	if err != nil {
 		return nil, err
 	}
 	if st != nil && st.Complete() {
+		if _, err := st.Publish(chunker.PublishOptions{Delete: fc.Delete}); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("peer: %w", err)
+		}
 		if err := p.addContent(st, nil, false); err != nil {
 			st.Close()
 			return nil, err
@@ -69,21 +89,45 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		}
 	}
 	if st == nil {
+		sopts := []chunker.StoreOption{p.cfg.syncOption(), chunker.WithStaging()}
 		if fileMode {
-			st, err = chunker.CreateFileStore(ctx, out, m, p.cfg.syncOption())
+			st, err = chunker.CreateFileStore(ctx, out, m, sopts...)
 		}
 		if !fileMode || errors.Is(err, chunker.ErrNotFile) {
-			st, err = chunker.CreateStore(ctx, out, m, p.cfg.syncOption())
+			st, err = chunker.CreateStore(ctx, out, m, sopts...)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("peer: create %s: %w", out, err)
 		}
 	}
+	// The blocks local files hold: the older version at the final names
+	// first, then the WithReuse paths.
+	reused, err := st.Reuse(ctx, append([]string{st.FinalPath(m.Top())}, fc.Reuse...), fc.ReuseProgress)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("peer: %w", err)
+	}
 	if err := p.addContent(st, alt, false); err != nil {
 		st.Close()
 		return nil, err
 	}
-	return p.nd.FetchServed(ctx, m.ID(), srcs, fc, start)
+	sum, err := p.nd.FetchServed(ctx, m.ID(), srcs, fc, start)
+	if sum != nil {
+		sum.ReusedBlocks, sum.ReusedBytes = reused.Blocks, reused.Bytes
+		sum.Resumed = max(sum.Resumed-reused.Blocks, 0)
+	}
+	if err != nil {
+		return sum, err
+	}
+	if _, err := st.Publish(chunker.PublishOptions{Delete: fc.Delete}); err != nil {
+		return sum, fmt.Errorf("peer: %w", err)
+	}
+	return sum, nil
+}
+
+// lockOwner is the line an output's lock shows to a second fetch.
+func (p *Service) lockOwner() string {
+	return fmt.Sprintf("%s (pid %d), since %s", filepath.Base(os.Args[0]), os.Getpid(), p.clk.Now().Format("15:04:05"))
 }
 
 // FetchServed downloads the blocks a served content lacks (one added with
@@ -114,9 +158,14 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 }
 
 // openOutput opens the store in out for root, or returns nil if out holds
-// none yet. A store of other content is ErrManifestMismatch.
+// none yet. A single file's complete store of other content is an older
+// version: its state is removed (the file stays, for the new version to take
+// blocks from). An unfinished store of other content is ErrManifestMismatch.
 func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
-	sopts := []chunker.StoreOption{chunker.WithID(root), p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.Limits.MaxManifestBytes)}
+	sopts := []chunker.StoreOption{p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.Limits.MaxManifestBytes)}
+	if !fileMode { // a file's state holds one store, maybe an older version's
+		sopts = append(sopts, chunker.WithID(root))
+	}
 	if p.cfg.syncEvery != 1 {
 		// Blocks stored after the last group fsync have no record yet after a
 		// crash; re-hashing the output finds those whose bytes made it to
@@ -134,12 +183,23 @@ func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fi
 		st, err = chunker.OpenStore(ctx, out, sopts...)
 	}
 	switch {
-	case err == nil:
-		if st.Manifest().ID() != root {
-			st.Close()
-			return nil, fmt.Errorf("%w: %s holds content %s, the ticket is for %s", ErrManifestMismatch, out, st.Manifest().ID(), root)
-		}
+	case err == nil && st.Manifest().ID() == root:
 		return st, nil
+	case err == nil && fileMode && st.Complete():
+		// An older version, complete at out: the new one is staged beside
+		// it and takes its blocks; its state makes room for the new one's.
+		if _, err := st.Publish(chunker.PublishOptions{}); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("peer: %w", err)
+		}
+		if err := st.RemoveState(); err != nil {
+			return nil, fmt.Errorf("peer: %s: %w", out, err)
+		}
+		return nil, nil
+	case err == nil:
+		have := st.Manifest().ID()
+		st.Close()
+		return nil, fmt.Errorf("%w: %s holds an unfinished download of %s, the ticket is for %s (finish that fetch, or remove %s to drop it)", ErrManifestMismatch, out, have, root, out+chunker.MetaDir)
 	case errors.Is(err, chunker.ErrNotFound):
 		return nil, nil
 	default:

@@ -133,3 +133,25 @@ func WithNoPeerTimeout(d time.Duration) FetchOption {
 func WithFetchEvents(fn func(FetchEvent)) FetchOption {
 	return func(c *swarm.FetchConfig) error { c.Events = fn; return nil }
 }
+
+// WithReuse names more local files or folders whose blocks a fetch takes
+// instead of downloading them (chunker.Store.Reuse): any file holding bytes of
+// the content, such as an older version kept elsewhere. The output itself (the
+// older version a fetch replaces) is always read. Default: none.
+func WithReuse(paths ...string) FetchOption {
+	return func(c *swarm.FetchConfig) error { c.Reuse = append(c.Reuse, paths...); return nil }
+}
+
+// WithDelete makes a fetch into a folder remove, once the new version is
+// complete and in place, the files of the content's top folder that the new
+// version does not have (as rsync --delete). Default: they stay.
+func WithDelete() FetchOption {
+	return func(c *swarm.FetchConfig) error { c.Delete = true; return nil }
+}
+
+// WithReuseProgress sets a callback for the reading of local files
+// (WithReuse, and the older version at the output), called with the bytes
+// read so far and the total. Default: none.
+func WithReuseProgress(fn func(done, total int64)) FetchOption {
+	return func(c *swarm.FetchConfig) error { c.ReuseProgress = fn; return nil }
+}

@@ -207,10 +207,11 @@ func TestE2ESeedTwoHalves(t *testing.T) {
 	}
 }
 
-// TestE2EKillResume: a fetch killed with SIGKILL and started again ends
-// byte-identical and downloads no stored block again, with a durable record
-// per block (the default) and with grouped fsyncs (where the resumed fetch
-// re-hashes the output).
+// TestE2EKillResume: an update (a fetch into an older version of the file)
+// killed with SIGKILL leaves the older version as it was, and started again
+// ends byte-identical and downloads no stored block again, with a durable
+// record per block (the default) and with grouped fsyncs (where the resumed
+// fetch re-hashes the staged file). The finished download keeps its manifest.
 func TestE2EKillResume(t *testing.T) {
 	for _, every := range []string{"1", "16"} {
 		t.Run("sync-every="+every, func(t *testing.T) { testKillResume(t, every) })
@@ -224,6 +225,15 @@ func testKillResume(t *testing.T, syncEvery string) {
 	writeRandom(t, file, 3<<20)
 	tk := startSeed(t, bin, dir, file, "--block-size", "32KiB", "--rate", "2MiB")
 	out := filepath.Join(dir, "copy.bin") // --out names the file; its state is copy.bin.reconcile/
+	// The older version: the file with 256 KiB overwritten at 1 MiB.
+	old, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(old[1<<20:], bytes.Repeat([]byte{7}, 256<<10))
+	if err := os.WriteFile(out, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--sync-every", syncEvery)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -241,6 +251,9 @@ func testKillResume(t *testing.T, syncEvery string) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, old) {
+		t.Fatalf("the older version changed under an unfinished update (%v)", err)
+	}
 	res, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--sync-every", syncEvery).Output()
 	if err != nil {
 		t.Fatalf("resumed fetch: %v", err)
@@ -250,14 +263,17 @@ func testKillResume(t *testing.T, syncEvery string) {
 		t.Fatal(err)
 	}
 	sameBytes(t, file, out)
-	if _, err := os.Stat(out + ".reconcile"); !os.IsNotExist(err) {
-		t.Errorf("the download state is still there once complete: %v", err)
+	if _, err := os.Stat(filepath.Join(out+".reconcile", "manifest")); err != nil {
+		t.Errorf("the finished download kept no manifest: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(out+".reconcile", "data")); !os.IsNotExist(err) {
+		t.Errorf("the staged data is still there once complete: %v", err)
 	}
 	if s.Out != out || len(s.Files) != 1 || s.Files[0] != out {
 		t.Errorf("summary names %q, %v; want %q", s.Out, s.Files, out)
 	}
-	if s.Resumed == 0 || s.Resumed == s.Blocks || s.Resumed+s.Fetched != s.Blocks {
-		t.Fatalf("after kill -9: resumed %d, fetched %d of %d", s.Resumed, s.Fetched, s.Blocks)
+	if s.Resumed == 0 || s.Resumed == s.Blocks || s.Resumed+s.ReusedBlocks+s.Fetched != s.Blocks {
+		t.Fatalf("after kill -9: resumed %d, reused %d, fetched %d of %d", s.Resumed, s.ReusedBlocks, s.Fetched, s.Blocks)
 	}
 	t.Logf("killed after %d of %d blocks; the restart fetched the other %d", s.Resumed, s.Blocks, s.Fetched)
 }

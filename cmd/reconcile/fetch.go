@@ -24,10 +24,8 @@ func fetchCommand() *cli.Command {
 		Name:      "fetch",
 		Usage:     "download the content of a ticket from every peer that has it",
 		ArgsUsage: "TICKET|ROOT",
-		Description: "Downloads the content from every peer that has it, each sending only the blocks\n" +
-			"this side lacks, and verifies every block; run it again with the same --out to resume.\n" +
-			"The methods, resuming and corrupt peers: see cmd/reconcile/README.md.\n" +
-			"Example: reconcile fetch --ticket-file movie.ticket --out movie.mkv",
+		Description: "Downloads from every peer that has it, each sending only the blocks this side lacks.\n" +
+			"Run it again to resume, or with a new ticket and the same --out to update (see the README).",
 		Flags: append(peerFlags(),
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "write the file at `PATH` (as curl -o), or into the folder PATH"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from `FILE` instead of the argument"},
@@ -35,6 +33,8 @@ func fetchCommand() *cli.Command {
 			&cli.StringFlag{Name: "method", Value: "complete", Usage: "`METHOD`: complete, ccbf, bitfield, iblt or byers"},
 			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON document"},
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
+			&cli.StringSliceFlag{Name: "reuse", Usage: "also take blocks from local file or folder `PATH` (repeatable)"},
+			&cli.BoolFlag{Name: "delete", Usage: "on update, remove the files the new version no longer has"},
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "give up after this long with no peer to download from"},
 			&cli.IntFlag{Name: "sync-every", Category: categoryTuning, Usage: "`N` blocks per fsync (0: 8 MiB worth; 1: every block)"},
 			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
@@ -129,7 +129,11 @@ func runFetch(c *cli.Context) error {
 	}
 	opts := []peer.FetchOption{peer.WithPeers(extra...), peer.WithMethod(method), peer.WithNoPeerTimeout(c.Duration("no-peer-timeout")), peer.WithOutFile(),
 		peer.WithCheckProgress(checkProgress(pr, onDisk, connecting)),
-		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.Println(fetchEventLine(ev)) })}
+		peer.WithFetchEvents(func(ev peer.FetchEvent) { pr.Println(fetchEventLine(ev)) }),
+		peer.WithReuse(c.StringSlice("reuse")...), peer.WithReuseProgress(reuseProgress(pr, "asking peers for the rest"))}
+	if c.Bool("delete") {
+		opts = append(opts, peer.WithDelete())
+	}
 	pr.Status(connecting)
 	progress := func(x peer.Progress) { pr.Update(fetchProgress(x)) }
 	var ttfbLog io.Writer // -v logs the time to the first block, off a bar
@@ -143,9 +147,6 @@ func runFetch(c *cli.Context) error {
 	} else {
 		sum, err = p.Fetch(ctx, tk, c.String("out"), opts...)
 	}
-	if err == nil && !c.Bool("seed-after") {
-		err = removeFileState(ctx, p, sum)
-	}
 	pr.Finish(err != nil) // an interrupted fetch keeps its bar: it shows how far it got
 	if err != nil {
 		if ctx.Err() != nil { // interrupted, whatever the step cut short made of it ("could not connect")
@@ -157,16 +158,14 @@ func runFetch(c *cli.Context) error {
 		if sum == nil && errors.Is(err, peer.ErrNoPeers) {
 			return cliutil.OneLine(fmt.Errorf("%w (is reconcile seed still running there, with the same ticket?)", err))
 		}
-		if errors.Is(err, chunker.ErrExists) && !errors.Is(err, chunker.ErrManifestMismatch) {
-			// A file of the same name and no resume state: a finished
-			// download (its state is removed) or a file of the user's.
-			return cliutil.OneLine(fmt.Errorf("%w (a finished download keeps no resume state; remove it or choose another --out)", err))
+		if errors.Is(err, chunker.ErrLocked) {
+			return cliutil.OneLine(err)
 		}
 		if errors.Is(err, chunker.ErrNoSpace) {
 			// The output file's space is reserved as it is created.
 			return cliutil.OneLine(fmt.Errorf("%w (free some space and run again, or choose another --out)", err))
 		}
-		if sum != nil && sum.Resumed+sum.Fetched > 0 {
+		if sum != nil && sum.Resumed+sum.Fetched+sum.ReusedBlocks > 0 {
 			return cliutil.OneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}
 		return cliutil.OneLine(err)
@@ -208,8 +207,8 @@ func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.
 	if m.ID() != tk.Root {
 		return nil, nil
 	}
-	if st.HeldCount() != m.BlockCount() {
-		return nil, m
+	if st.HeldCount() != m.BlockCount() || st.Staged() {
+		return nil, m // a staged store is published by the fetch
 	}
 	return &peer.Summary{Root: tk.Root.String(), Method: method.String(), Out: out, Blocks: m.BlockCount(),
 		Bytes: m.TotalSize(), Resumed: m.BlockCount(), Peers: []peer.PeerShare{}}, m
@@ -291,32 +290,6 @@ func shortID(id string) string {
 	return id[:6] + "…" + id[len(id)-6:]
 }
 
-// removeFileState removes the resume state of a completed single-file
-// download (OUT.reconcile/), leaving just the file, as curl -o would. The
-// content stops being served first (the store is closed).
-func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error {
-	root, err := chunker.ParseID(sum.Root)
-	if err != nil {
-		return err
-	}
-	st, err := chunker.OpenFileStore(ctx, sum.Out)
-	if err != nil {
-		return nil // a folder download: its state stays, per root, for later fetches
-	}
-	st.Close()
-	if _, err := p.Unserve(root); err != nil {
-		return err
-	}
-	if st, err = chunker.OpenFileStore(ctx, sum.Out); err != nil {
-		return err
-	}
-	if err := st.RemoveState(); err != nil {
-		st.Close()
-		return fmt.Errorf("remove the download state of %s: %w", sum.Out, err)
-	}
-	return nil
-}
-
 // checkProgress draws the re-hashing of the blocks already on disk when a
 // fetch resumes (the calls of peer.WithCheckProgress) with a bar of its own:
 // "checking:  40% [=========>  ] 80 MiB / 200 MiB, 310 MiB/s, 1s left,
@@ -326,17 +299,8 @@ func removeFileState(ctx context.Context, p *peer.Peer, sum *peer.Summary) error
 // rate from then on. man is the manifest of the store on disk (for the
 // bytes); nil shows the blocks only.
 func checkProgress(pr *cliutil.Progress, man *chunker.Manifest, after string) func(done, total int) {
-	var cp *cliutil.Progress
+	step := stepProgress(pr, "checking", man != nil, after)
 	return func(done, total int) {
-		if pr.Mode() == cliutil.ProgressNone {
-			return
-		}
-		if cp == nil {
-			cp = pr.Sub("checking", man != nil)
-			if pr.Mode() == cliutil.ProgressPlain {
-				pr.Println(fmt.Sprintf("fetch: checking %s on disk", cliutil.Count(total, "block")))
-			}
-		}
 		s := cliutil.ProgressState{Done: int64(done), Total: int64(total), Session: -1,
 			Extra: fmt.Sprintf("%d/%d blocks on disk", done, total)}
 		if man != nil {
@@ -345,7 +309,41 @@ func checkProgress(pr *cliutil.Progress, man *chunker.Manifest, after string) fu
 				s.Done = s.Total
 			}
 		}
-		if done < total {
+		step(s, fmt.Sprintf("fetch: checking %s on disk", cliutil.Count(total, "block")))
+	}
+}
+
+// reuseProgress draws the reading of local files for blocks they share with
+// the content (the older version at --out, and --reuse), as checkProgress
+// draws its check.
+func reuseProgress(pr *cliutil.Progress, after string) func(done, total int64) {
+	step := stepProgress(pr, "reusing", true, after)
+	return func(done, total int64) {
+		step(cliutil.ProgressState{Done: done, Total: total, Session: -1, Extra: "read of local files"},
+			fmt.Sprintf("fetch: reading %s of local files for blocks they share with the content", cliutil.HumanBytes(total)))
+	}
+}
+
+// stepProgress draws a step before the download (a check, a reuse) with a bar
+// of its own, named name, that ends when Done reaches Total; then pr takes
+// over with the status after. first is the line plain mode prints as the step
+// starts.
+func stepProgress(pr *cliutil.Progress, name string, bytes bool, after string) func(s cliutil.ProgressState, first string) {
+	var (
+		cp   *cliutil.Progress
+		done bool
+	)
+	return func(s cliutil.ProgressState, first string) {
+		if pr.Mode() == cliutil.ProgressNone || done {
+			return
+		}
+		if cp == nil {
+			cp = pr.Sub(name, bytes)
+			if pr.Mode() == cliutil.ProgressPlain {
+				pr.Println(first)
+			}
+		}
+		if s.Done < s.Total {
 			cp.Update(s)
 			return
 		}
@@ -355,6 +353,7 @@ func checkProgress(pr *cliutil.Progress, man *chunker.Manifest, after string) fu
 			cp.Update(s)
 		}
 		cp.Finish(false)
+		done = true
 		pr.Restart()
 		pr.Status(after)
 	}

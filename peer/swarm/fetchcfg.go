@@ -23,6 +23,11 @@ type FetchConfig struct {
 	Choice   sched.BlockChoice
 	Endgame  bool
 	Stripes  *Stripes
+	// Reuse, Delete and ReuseProgress: see peer.WithReuse, WithDelete and
+	// WithReuseProgress.
+	Reuse         []string
+	Delete        bool
+	ReuseProgress func(done, total int64)
 }
 
 // A FetchEventKind says what a FetchEvent reports.

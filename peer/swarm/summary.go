@@ -68,6 +68,11 @@ type Summary struct {
 	Bytes  int64 `json:"bytes"`
 	// Resumed counts the verified blocks held when the fetch started.
 	Resumed int `json:"resumed_blocks"`
+	// ReusedBlocks and ReusedBytes are the blocks taken from local files: the
+	// older version at the output and the WithReuse paths (not counted in
+	// Resumed).
+	ReusedBlocks int   `json:"reused_blocks"`
+	ReusedBytes  int64 `json:"reused_bytes"`
 	// Fetched counts the blocks downloaded, verified and stored by this fetch.
 	Fetched int `json:"fetched_blocks"`
 	// Received is the block payload received (fetched, redundant and rejected).
