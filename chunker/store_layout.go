@@ -294,6 +294,25 @@ func ListStores(dir string) ([]ID, error) {
 	return ids, nil
 }
 
+// StateID returns the id of the manifest in the state folder dir (such as
+// FILE.reconcile or DIR/.reconcile/<id>), reading at most limit bytes of it,
+// without opening the store: ErrNotFound if dir holds no manifest.
+func StateID(dir string, limit int) (ID, error) {
+	meta, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return ID{}, fmt.Errorf("%w: no state folder %s", ErrNotFound, dir)
+	}
+	if err != nil {
+		return ID{}, fmt.Errorf("chunker: %w", err)
+	}
+	defer meta.Close()
+	m, err := readManifest(meta, dir, limit)
+	if err != nil {
+		return ID{}, err
+	}
+	return m.id, nil
+}
+
 // CreateFileStore creates a new, empty store for m, a single file (ErrNotFile
 // otherwise), written to the path file whatever its name in the manifest, with its
 // state in file+".reconcile" (or WithStateDir). It fails with ErrExists, touching

@@ -163,10 +163,15 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 // blocks from). An unfinished store of other content is ErrManifestMismatch.
 func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
 	sopts := []chunker.StoreOption{p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.Limits.MaxManifestBytes)}
-	if !fileMode { // a file's state holds one store, maybe an older version's
+	verify := p.cfg.syncEvery != 1
+	if !fileMode {
 		sopts = append(sopts, chunker.WithID(root))
+	} else if id, err := chunker.StateID(out+chunker.MetaDir, p.cfg.Limits.MaxManifestBytes); err == nil && id != root {
+		// A file's state holds one store, here an older version's: whether
+		// it is complete is all that matters, its blocks need no re-hashing.
+		verify = false
 	}
-	if p.cfg.syncEvery != 1 {
+	if verify {
 		// Blocks stored after the last group fsync have no record yet after a
 		// crash; re-hashing the output finds those whose bytes made it to
 		// disk, so they are not downloaded again.

@@ -31,10 +31,10 @@ func seedCommand() *cli.Command {
 			"longer served, with a warning naming them.\n\n" +
 			"Example:\n" +
 			"   reconcile seed movie.mkv --key ~/.reconcile/key --ticket-file movie.ticket\n" +
-			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001 --block-size 1MiB",
+			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001",
 		Flags: append(peerFlags(),
-			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size, 1KiB to 16MiB (e.g. 64KiB, 1MiB)"},
-			&cli.BoolFlag{Name: "content-defined", Usage: "cut content-defined blocks (96 KiB to 1 MiB, 128 KiB typical) that updates reuse, not --block-size ones"},
+			&cli.StringFlag{Name: "block-size", Usage: "cut fixed-size blocks of this size, 1KiB to 16MiB (e.g. 256KiB), not content-defined ones", DefaultText: "content-defined blocks of 96 KiB to 1 MiB, 157 KiB on average, that updates reuse; 256KiB with --byers"},
+			&cli.BoolFlag{Name: "content-defined", Value: true, Hidden: true, Usage: "cut content-defined blocks (the default; --block-size cuts fixed ones)"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
@@ -64,9 +64,21 @@ func runSeed(c *cli.Context) error {
 		return cliutil.Usagef("want exactly one PATH, got %d arguments", c.NArg())
 	}
 	path := c.Args().First()
-	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
-	if err != nil {
-		return err
+	bs := int64(chunker.DefaultBlockSize)
+	if c.IsSet("block-size") {
+		var err error
+		if bs, err = cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize); err != nil {
+			return err
+		}
+	}
+	// Content-defined blocks unless fixed ones are asked for, or needed (the
+	// Byers baseline codes fixed-size shards).
+	contentDefined := !c.IsSet("block-size") && !c.Bool("byers")
+	if c.IsSet("content-defined") {
+		if c.Bool("content-defined") && c.IsSet("block-size") {
+			return cliutil.Usagef("--content-defined cuts blocks of its own sizes: drop --block-size")
+		}
+		contentDefined = c.Bool("content-defined")
 	}
 	logEvery := c.Duration("log-every")
 	if logEvery < 0 {
@@ -107,10 +119,7 @@ func runSeed(c *cli.Context) error {
 		}
 	} else {
 		opts := []peer.SeedOption{peer.WithBlockSize(int(bs))}
-		if c.Bool("content-defined") {
-			if c.IsSet("block-size") {
-				return cliutil.Usagef("--content-defined cuts blocks of its own sizes: drop --block-size")
-			}
+		if contentDefined {
 			opts = []peer.SeedOption{peer.WithContentDefined(chunker.Chunking{})}
 		}
 		if c.Bool("super-seed") {
