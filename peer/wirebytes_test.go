@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestWireBytes: a fetch counts the bytes of its streams: at least the
@@ -63,5 +65,25 @@ func TestWireBytes(t *testing.T) {
 				t.Errorf("the fetch of a complete output fetched %d blocks in %d bytes received, %d sent; want none", again.Fetched, again.WireBytesReceived, again.WireBytesSent)
 			}
 		})
+	}
+}
+
+// TestWireBytesPushed: the blocks pushed down the stripe trees
+// (Service.Push) count in the fetch that takes them in, as fetched ones do.
+func TestWireBytesPushed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := newPushSwarm(ctx, t, 1<<20, 1)
+	a := w.peers[0]
+	// Two stripes, seed -> a; a fetches nothing its parent is to push.
+	if err := a.Push(w.man.ID(), Stripes{Parents: []lpeer.ID{w.seed.ID(), w.seed.ID()}, RepairAfter: 5 * time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	s := w.fetchFromSeed(ctx, t, a, Stripes{Parents: make([]lpeer.ID, 2), Children: [][]lpeer.ID{{a.ID()}, {a.ID()}}})
+	if s.Pushed != s.Blocks {
+		t.Fatalf("%d of %d blocks pushed, want all", s.Pushed, s.Blocks)
+	}
+	if most := s.Received + s.Received/20 + 64<<10; s.WireBytesReceived < s.Received || s.WireBytesReceived > most {
+		t.Errorf("%d bytes of streams received for %d bytes of pushed blocks; want %d to %d", s.WireBytesReceived, s.Received, s.Received, most)
 	}
 }
