@@ -10,6 +10,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/swarm/bans"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // Fetch downloads the content of ticket t into the folder out, from the
@@ -64,6 +65,9 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		bans.Remove(st, p.log)
 		return p.nd.FinishedSummary(st, fc, start), nil
 	}
+	// The fetch's streams, the manifest's first, count their bytes in one
+	// counter (Summary.WireBytesReceived).
+	ctx = wire.WithCounter(ctx, new(wire.Counter))
 	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources)
 	if len(srcs) == 0 && (st == nil || !serve.IsBlockMethod(fc.Method)) {
 		if st != nil {
@@ -146,6 +150,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 	if c == nil {
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
+	ctx = wire.WithCounter(ctx, new(wire.Counter)) // as Fetch's
 	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources)
 	if !serve.IsBlockMethod(fc.Method) && c.AltSet() == nil {
 		alt, err := p.cl.fetchAlt(ctx, fc.Method, root, srcs, c.Man)

@@ -193,7 +193,8 @@ func runFetch(c *cli.Context) error {
 // out already holds every block of the ticket's content, and nil otherwise
 // (no store there, another content, blocks missing: the fetch finds out).
 // It also returns the manifest of the ticket's content when out holds a store
-// of it (the checking bar of a resume shows its bytes). It needs no network.
+// of it (the checking bar of a resume shows its bytes). It needs no network:
+// the summary's WireBytesReceived and WireBytesSent are 0.
 func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.Summary, *chunker.Manifest) {
 	st, err := chunker.OpenFileStore(context.Background(), out)
 	if err != nil {
@@ -248,6 +249,10 @@ func printSummary(w io.Writer, s *peer.Summary) {
 	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, cliutil.HumanBytes(rate), cliutil.HumanBytes(s.Received))
 	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
 	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", cliutil.HumanBytes(s.Bytes), cliutil.HumanBytes(s.FilterBytes), s.Method, s.FalseOffers)
+	fmt.Fprintf(w, "  network     %s received, %s sent (streams of this fetch, framing included)\n", cliutil.HumanBytes(s.WireBytesReceived), cliutil.HumanBytes(s.WireBytesSent))
+	if s.ReusedBlocks > 0 {
+		fmt.Fprintf(w, "  reused      %s (%s) from local files\n", cliutil.Count(s.ReusedBlocks, "block"), cliutil.HumanBytes(s.ReusedBytes))
+	}
 	if s.Cells > 0 {
 		fmt.Fprintf(w, "  iblt        %d cells sent\n", s.Cells)
 	}

@@ -62,7 +62,7 @@ func TestE2EFetchMethods(t *testing.T) {
 		if err := json.Unmarshal(b, &sum); err != nil {
 			t.Fatal(err)
 		}
-		if sum.Method != m || sum.Fetched != sum.Blocks || sum.FilterBytes == 0 {
+		if sum.Method != m || sum.Fetched != sum.Blocks || sum.FilterBytes == 0 || sum.WireBytesReceived < sum.Bytes || sum.WireBytesSent == 0 {
 			t.Errorf("--method %s: summary %+v", m, sum)
 		}
 		got, err := os.ReadFile(out) // --out names the file of single-file content
@@ -95,6 +95,12 @@ func TestFetchCompleteOutput(t *testing.T) {
 	want := fmt.Sprintf("%s already holds all 7 blocks (100 KiB) of %s: nothing to fetch\n", out, m.ID())
 	if code != cliutil.ExitOK || stdout != want || stderr != "" || time.Since(start) > 5*time.Second {
 		t.Errorf("exit %d after %v, stdout %q, stderr %q; want %q", code, time.Since(start), stdout, stderr, want)
+	}
+	// --json says no byte went on the network.
+	code, stdout, _ = runCLI(t, "fetch", tk, "--out", out, "--progress", "none", "--json")
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(stdout), &fields); code != cliutil.ExitOK || err != nil || fields["wire_bytes_received"] != 0.0 || fields["wire_bytes_sent"] != 0.0 {
+		t.Errorf("--json: exit %d, %v, %s; want wire_bytes_received and wire_bytes_sent 0", code, err, stdout)
 	}
 	// One block missing: the fetch goes to the network (and fails there).
 	prefillStore(t, file, filepath.Join(dir, "part"), 16<<10, func(i, n int) bool { return i > 0 })
@@ -142,6 +148,39 @@ func TestPrintSummaryCorrupt(t *testing.T) {
 	want := "  peer 12D3Ko…gmEixr  100.0%  2 blocks, 2 KiB, 1 round (1 round trip), 1 corrupt  direct\n"
 	if got := buf.String(); !strings.HasSuffix(got, want) {
 		t.Errorf("summary\n%s\nwant its last line %q", got, want)
+	}
+}
+
+// TestPrintSummaryNetwork: the summary gives the bytes of the fetch's
+// streams, and the blocks reused from local files when there are any.
+func TestPrintSummaryNetwork(t *testing.T) {
+	tests := []struct {
+		name string
+		sum  peer.Summary
+		want []string // lines of the summary
+		not  string   // a line it must not have
+	}{
+		{name: "fetched", sum: peer.Summary{WireBytesReceived: 12897484, WireBytesSent: 41062},
+			want: []string{"  network     12.3 MiB received, 40.1 KiB sent (streams of this fetch, framing included)\n"}, not: "  reused"},
+		{name: "reused", sum: peer.Summary{WireBytesReceived: 900, WireBytesSent: 0, ReusedBlocks: 795, ReusedBytes: 208456499},
+			want: []string{"  network     900 B received, 0 B sent (streams of this fetch, framing included)\n", "  reused      795 blocks (198.8 MiB) from local files\n"}},
+		{name: "one reused", sum: peer.Summary{ReusedBlocks: 1, ReusedBytes: 1 << 10},
+			want: []string{"  reused      1 block (1 KiB) from local files\n"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tt.sum.Root, tt.sum.Out = "r", "o"
+			printSummary(&buf, &tt.sum)
+			for _, w := range tt.want {
+				if !strings.Contains(buf.String(), w) {
+					t.Errorf("summary\n%s\nwant the line %q", buf.String(), w)
+				}
+			}
+			if tt.not != "" && strings.Contains(buf.String(), tt.not) {
+				t.Errorf("summary\n%s\nhas a line %q", buf.String(), tt.not)
+			}
+		})
 	}
 }
 

@@ -31,6 +31,9 @@ type Stream struct {
 	// admit, when set, is called with the length of the next frame before
 	// its bytes are read (wire.Reader.NextAdmit).
 	admit func(n int) error
+	// Bytes counts what the stream read and wrote, framing included (a
+	// fetch counts the pushes it takes in so).
+	Bytes wire.Counter
 	// key is the stream's share key (shareKey), worked out when the stream
 	// is accepted: formatting the peer id is too dear for every block.
 	key string
@@ -93,7 +96,10 @@ func (ss *Stream) Flush() error {
 // NewStream returns the inbound request s about content c (nil until its
 // hello names one), with the idle deadline idle on clock clk.
 func NewStream(s network.Stream, c *Content, idle time.Duration, clk clock.Clock) *Stream {
-	return &Stream{S: s, R: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), C: c, idle: idle, clk: clk}
+	ss := &Stream{S: s, C: c, idle: idle, clk: clk}
+	rw := ss.Bytes.Wrap(s)
+	ss.R, ss.bw = wire.NewReader(rw), bufio.NewWriterSize(rw, wire.BufSize)
+	return ss
 }
 
 // HelloMax bounds the first frame of a request (wire.Hello).

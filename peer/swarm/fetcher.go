@@ -66,6 +66,9 @@ type fetch struct {
 	// bans is the ban file of its store (bans.go).
 	bans *bans.Saved
 
+	// wireBytes counts the bytes of its streams (Summary.WireBytesReceived).
+	wireBytes *wire.Counter
+
 	writes    chan writeJob
 	writersWG sync.WaitGroup
 	bufs      sync.Pool
@@ -145,9 +148,9 @@ type source struct {
 // merely waits for its next block is kept.
 const rotateIdle = 2 * time.Second
 
-func newFetch(p *Node, c *serve.Content, t serve.Target, fc FetchConfig) *fetch {
+func newFetch(p *Node, c *serve.Content, t serve.Target, fc FetchConfig, wireBytes *wire.Counter) *fetch {
 	f := &fetch{
-		p: p, c: c, t: t, fc: fc,
+		p: p, c: c, t: t, fc: fc, wireBytes: wireBytes,
 		bans:    bans.Open(c.Store, p.clk, p.log),
 		done:    make(chan struct{}),
 		pick:    sched.NewPicker[lpeer.ID](t.Has, max(2, fetchMemory/t.UnitSize())),

@@ -30,7 +30,14 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 			return nil, err
 		}
 	}
-	f := newFetch(p, c, t, fc)
+	// Its streams count their bytes in the counter of ctx, where those of
+	// the manifest's request are (a new one when there is none).
+	cnt := wire.CounterOf(ctx)
+	if cnt == nil {
+		cnt = new(wire.Counter)
+		ctx = wire.WithCounter(ctx, cnt)
+	}
+	f := newFetch(p, c, t, fc, cnt)
 	if !c.SetFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
 	}
@@ -60,7 +67,8 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 	return sum, err
 }
 
-// FinishedSummary is the summary of a fetch that found its output complete.
+// FinishedSummary is the summary of a fetch that found its output complete
+// (no bytes on the network).
 func (p *Node) FinishedSummary(st *chunker.Store, fc FetchConfig, start time.Time) *Summary {
 	m := st.Manifest()
 	files, n := outputFiles(st)

@@ -93,6 +93,7 @@ func (p *Node) readPushes(ss *serve.Stream, t *Trees, from lpeer.ID) error {
 		return err
 	}
 	fresh := func() []byte { return make([]byte, 0, max) }
+	var recv, sent int64 // the stream's bytes up to the last frame
 	for {
 		f := FetchOf(c)
 		get := fresh
@@ -100,6 +101,13 @@ func (p *Node) readPushes(ss *serve.Stream, t *Trees, from lpeer.ID) error {
 			get = f.getBuf
 		}
 		fr, err := ss.R.NextInto(get, max)
+		// A running fetch counts the stream's bytes since the last frame
+		// (its hello and answer with the first): the pushes it takes in.
+		r, s := ss.Bytes.Received(), ss.Bytes.Sent()
+		if g := FetchOf(c); g.Running() {
+			g.wireBytes.Add(r-recv, s-sent)
+		}
+		recv, sent = r, s
 		if err != nil {
 			return err
 		}

@@ -17,7 +17,8 @@ import (
 )
 
 // ClientStream is one outbound request stream with deadlines on every read
-// and write.
+// and write. Its bytes count in the wire.Counter of the context it was
+// opened with (wire.WithCounter), if any.
 type ClientStream struct {
 	s       network.Stream
 	fr      *wire.Reader
@@ -48,7 +49,8 @@ func (p *Node) RequestHello(ctx context.Context, id lpeer.ID, proto protocol.ID,
 		s.Reset()
 		return nil, fmt.Errorf("%w: %s misbehaved earlier", wire.ErrUnknownRoot, id)
 	}
-	cs := &ClientStream{s: s, fr: wire.NewReader(s), bw: bufio.NewWriterSize(s, wire.BufSize), idle: p.cfg.StreamIdle, clk: p.clk, untrack: untrack}
+	rw := wire.CounterOf(ctx).Wrap(s)
+	cs := &ClientStream{s: s, fr: wire.NewReader(rw), bw: bufio.NewWriterSize(rw, wire.BufSize), idle: p.cfg.StreamIdle, clk: p.clk, untrack: untrack}
 	cs.stop = context.AfterFunc(ctx, func() { s.Reset() })
 	if err := cs.Send(h.Append(nil)); err != nil {
 		cs.Reset()

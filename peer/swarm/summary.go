@@ -75,8 +75,22 @@ type Summary struct {
 	ReusedBytes  int64 `json:"reused_bytes"`
 	// Fetched counts the blocks downloaded, verified and stored by this fetch.
 	Fetched int `json:"fetched_blocks"`
+	// ReusedBlocks counts the blocks taken from local files (the older
+	// version at the output and --reuse paths) rather than fetched, and
+	// ReusedBytes their size.
+	ReusedBlocks int   `json:"reused_blocks"`
+	ReusedBytes  int64 `json:"reused_bytes"`
 	// Received is the block payload received (fetched, redundant and rejected).
 	Received int64 `json:"bytes_received"`
+	// WireBytesReceived and WireBytesSent are the bytes the fetch read from
+	// and wrote to its streams: the manifest's request, reconciliations
+	// and watches, block requests and replies, peer lists and the pushes
+	// it took in (Service.Push), frames and their length prefixes included.
+	// Not counted: the streams this peer serves to others, and what the
+	// transport adds below the streams (yamux, TLS or Noise, TCP, QUIC).
+	// Zero when the output was complete already.
+	WireBytesReceived int64 `json:"wire_bytes_received"`
+	WireBytesSent     int64 `json:"wire_bytes_sent"`
 	// Redundant counts blocks received that were already held.
 	Redundant int `json:"redundant_blocks"`
 	// Pushed counts the blocks that came down the stripe trees
@@ -113,6 +127,7 @@ func (f *fetch) summary() *Summary {
 	defer f.mu.Unlock()
 	s := f.sum
 	s.Received = f.received
+	s.WireBytesReceived, s.WireBytesSent = f.wireBytes.Received(), f.wireBytes.Sent()
 	s.Fetched = f.c.Store.HeldCount() - f.resumed
 	s.Peers = make([]PeerShare, 0, len(f.shares))
 	for _, sh := range f.shares {

@@ -35,3 +35,16 @@ func Example() {
 	// block 3: "block three" held true err <nil>
 	// block 7: "" held false err <nil>
 }
+
+// A Counter counts what a stream carries, length prefixes included: here a
+// hello frame of 5 bytes goes out in 6.
+func ExampleCounter() {
+	var stream bytes.Buffer
+	var c wire.Counter
+	w := bufio.NewWriter(c.Wrap(&stream))
+	wire.WriteFrame(w, wire.Hello{Root: []byte{0xab, 0xcd}}.Append(nil))
+	w.Flush()
+	fmt.Println(c.Sent(), "bytes sent,", c.Received(), "received")
+	// Output:
+	// 6 bytes sent, 0 received
+}
