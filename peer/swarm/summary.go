@@ -75,11 +75,6 @@ type Summary struct {
 	ReusedBytes  int64 `json:"reused_bytes"`
 	// Fetched counts the blocks downloaded, verified and stored by this fetch.
 	Fetched int `json:"fetched_blocks"`
-	// ReusedBlocks counts the blocks taken from local files (the older
-	// version at the output and --reuse paths) rather than fetched, and
-	// ReusedBytes their size.
-	ReusedBlocks int   `json:"reused_blocks"`
-	ReusedBytes  int64 `json:"reused_bytes"`
 	// Received is the block payload received (fetched, redundant and rejected).
 	Received int64 `json:"bytes_received"`
 	// WireBytesReceived and WireBytesSent are the bytes the fetch read from
