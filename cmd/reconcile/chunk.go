@@ -129,7 +129,7 @@ func verifyCommand() *cli.Command {
 		Name:      "verify",
 		Usage:     "re-hash a block store's blocks and report held, missing and corrupt ones",
 		ArgsUsage: "STORE",
-		Description: "STORE is the folder of a block store (the --out folder of a fetch). Every block\n" +
+		Description: "STORE is the --out of a fetch: a folder, or a single file (finished or not). Every block\n" +
 			"the store records as held is read back and re-hashed; blocks whose bytes no longer\n" +
 			"match are reported as corrupt and dropped from the store, so that a resumed fetch\n" +
 			"downloads them again. Exits with status 1 when corrupt blocks were found.\n" +
@@ -138,7 +138,7 @@ func verifyCommand() *cli.Command {
 			"when the old record can still be read, its blocks that fail are reported as corrupt.\n\n" +
 			"Examples:\n" +
 			"   reconcile verify ~/Downloads/movie\n" +
-			"   reconcile verify ./out --json\n" +
+			"   reconcile verify ./movie.mkv --json\n" +
 			"   reconcile verify ./out --rebuild",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "rebuild", Usage: "re-hash every block and rebuild the record of held blocks"},
@@ -175,15 +175,15 @@ func runVerify(c *cli.Context) error {
 	// be read) tell which of them the rebuild found corrupt.
 	var before []int
 	if c.Bool("rebuild") {
-		if old, err := chunker.OpenStore(context.Background(), dir); err == nil {
+		if old, err := openStoreArg(dir); err == nil {
 			before = old.Held()
 			old.Close()
 		}
 	}
-	st, err := chunker.OpenStore(context.Background(), dir, opts...)
+	st, err := openStoreArg(dir, opts...)
 	if err != nil {
 		if errors.Is(err, chunker.ErrNotFound) {
-			return fmt.Errorf("verify: %s is not a block store (no %s/manifest in it)", dir, chunker.MetaDir)
+			return fmt.Errorf("verify: %s is not a block store (no %s/manifest in it, nor in %s%s)", dir, chunker.MetaDir, dir, chunker.MetaDir)
 		}
 		if errors.Is(err, chunker.ErrCorrupt) {
 			return fmt.Errorf("%v; run reconcile verify --rebuild %s", err, dir)
@@ -247,6 +247,18 @@ func runVerify(c *cli.Context) error {
 		return fmt.Errorf("verify: %d corrupt blocks dropped from %s; resume the fetch to download them again", len(r.Corrupt), dir)
 	}
 	return nil
+}
+
+// openStoreArg opens the store a command names: a single file fetched with
+// --out FILE (its state in FILE.reconcile, the file itself there or not yet),
+// or a folder.
+func openStoreArg(path string, opts ...chunker.StoreOption) (*chunker.Store, error) {
+	fi, err := os.Stat(path)
+	_, serr := os.Stat(path + chunker.MetaDir)
+	if err == nil && !fi.IsDir() || err != nil && serr == nil {
+		return chunker.OpenFileStore(context.Background(), path, opts...)
+	}
+	return chunker.OpenStore(context.Background(), path, opts...)
 }
 
 // listInts formats up to max indices as " (1, 5, 9, ...)".

@@ -1,0 +1,143 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+)
+
+// TestFetchLockedOutput: a fetch into an output another fetch is writing
+// fails at once, names the other and touches nothing.
+func TestFetchLockedOutput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, _ := seedFile(t, dir, 256<<10, 16<<10)
+	out := filepath.Join(dir, "copy.bin")
+	lock, err := chunker.LockOutput(out, true, "the other fetch (pid 7)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Unlock()
+	_, err = newTestPeer(t).Fetch(ctx, tk, out, WithOutFile())
+	if !errors.Is(err, chunker.ErrLocked) || !strings.Contains(err.Error(), "the other fetch (pid 7)") {
+		t.Fatalf("fetch into a locked output: %v, want ErrLocked naming the holder", err)
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the locked output was written: %v", err)
+	}
+}
+
+// TestUnfinishedNotAtFinalName: an interrupted download leaves nothing at
+// its final name, and the same fetch resumes and puts the file there, whole.
+func TestUnfinishedNotAtFinalName(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	_, tk, src := seedFile(t, dir, 1<<20, 16<<10, WithServeRate(512<<10))
+	out := filepath.Join(dir, "copy.bin")
+	cut, stop := context.WithCancel(ctx)
+	_, err := newTestPeer(t).Fetch(cut, tk, out, WithOutFile(), WithProgress(func(p Progress) {
+		if p.Blocks >= 8 {
+			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("an unfinished download is at its final name (%v)", err)
+			}
+			stop()
+		}
+	}))
+	if err == nil {
+		t.Fatal("the interrupted fetch returned no error")
+	}
+	if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("after the interruption the output is at its final name (%v)", err)
+	}
+	sum, err := newTestPeer(t).Fetch(ctx, tk, out, WithOutFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Resumed < 8 || sum.Resumed+sum.Fetched != sum.Blocks {
+		t.Errorf("resumed %d, fetched %d of %d", sum.Resumed, sum.Fetched, sum.Blocks)
+	}
+	sameFile(t, src, out)
+}
+
+// TestUpdateFolder: a folder fetched as v1 is updated to v2 in place: the
+// blocks of kept, renamed and edited files come from the old copy, only
+// new bytes are fetched, and with WithDelete the files v2 dropped go.
+func TestUpdateFolder(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	v1, v2 := filepath.Join(dir, "v1", "data"), filepath.Join(dir, "v2", "data")
+	for _, d := range []string{v1, v2} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, name := range []string{"a.bin", "b.bin", "c.bin", "d.bin"} {
+		writeRandomFile(t, v1, name, 600<<10, uint64(i+1))
+	}
+	copyFile(t, filepath.Join(v1, "a.bin"), filepath.Join(v2, "a.bin"))       // kept
+	copyFile(t, filepath.Join(v1, "b.bin"), filepath.Join(v2, "renamed.bin")) // renamed
+	edited, err := os.ReadFile(filepath.Join(v1, "c.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited = append(edited[:300<<10:300<<10], append([]byte("an insertion"), edited[300<<10:]...)...)
+	if err := os.WriteFile(filepath.Join(v2, "c.bin"), edited, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	writeRandomFile(t, v2, "new.bin", 100<<10, 9) // added; d.bin deleted
+	seed := newTestPeer(t)
+	var tks [2]Ticket
+	for i, src := range []string{v1, v2} {
+		if tks[i], err = seed.Seed(ctx, src, WithContentDefined(chunker.Chunking{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	if _, err := newTestPeer(t).Fetch(ctx, tks[0], out); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := newTestPeer(t).Fetch(ctx, tks[1], out, WithDelete())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("v2: %d blocks, %d reused (%d bytes), %d fetched, %d bytes received on the wire", sum.Blocks, sum.ReusedBlocks, sum.ReusedBytes, sum.Fetched, sum.WireBytesReceived)
+	// New bytes: new.bin and the blocks around the insertion (at most two
+	// of at most 1 MiB each, in practice about 160 KiB each).
+	if sum.ReusedBlocks+sum.Fetched != sum.Blocks || sum.WireBytesReceived > 100<<10+3*200<<10 {
+		t.Errorf("reused %d + fetched %d of %d blocks, %d bytes on the wire", sum.ReusedBlocks, sum.Fetched, sum.Blocks, sum.WireBytesReceived)
+	}
+	for _, name := range []string{"a.bin", "renamed.bin", "c.bin", "new.bin"} {
+		sameFile(t, filepath.Join(v2, name), filepath.Join(out, "data", name))
+	}
+	for _, name := range []string{"b.bin", "d.bin"} {
+		if _, err := os.Stat(filepath.Join(out, "data", name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s, which v2 dropped, is still there with WithDelete (%v)", name, err)
+		}
+	}
+	ids, err := chunker.ListStores(out)
+	if err != nil || len(ids) != 1 || ids[0] != tks[1].Root {
+		t.Errorf("stores left in out: %v, %v (want v2's alone)", ids, err)
+	}
+}
+
+// copyFile copies a to b.
+func copyFile(t *testing.T, a, b string) {
+	t.Helper()
+	data, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(b, bytes.Clone(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
