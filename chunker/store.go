@@ -22,6 +22,7 @@ import (
 //	store_sources.go a seed store noticing that its source files changed
 //	store_stage.go   staged stores (WithStaging) and Publish
 //	store_reuse.go   Reuse: blocks taken from local files
+//	store_view.go    views: one manifest's blocks read from other stores
 //	lock.go          LockOutput: one writer per output
 //	internal/heldlog the held log's format and Log, the only writer of it
 //	internal/durable the atomic writes of the manifest and the held log
@@ -180,6 +181,10 @@ type Store struct {
 	checkMu sync.Mutex // serializes CheckSources; taken before srcMu
 	srcMu   sync.Mutex // guards src; taken before mu
 	src     *sourceState
+
+	// view is where each block of a view (NewView) is read; nil for other
+	// stores. A view has no place, files or log.
+	view []viewRef
 }
 
 // newStore returns a store of m over root with nothing held and no log open.
@@ -277,6 +282,12 @@ func (s *Store) isClosed() bool {
 func (s *Store) Close() error {
 	if s.isClosed() {
 		return ErrClosed
+	}
+	if s.view != nil {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		return nil
 	}
 	var err error
 	if !s.readOnly && s.log.IsOpen() {

@@ -132,6 +132,9 @@ func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 	if !held {
 		return dst[:0], fmt.Errorf("%w: block %d", ErrNotHeld, i)
 	}
+	if s.view != nil {
+		return s.readView(i, dst)
+	}
 	data, err := s.readAt(i, dst)
 	if err == nil && s.src != nil {
 		data, err = s.checkRead(i, data)
@@ -168,6 +171,9 @@ func (s *Store) readAt(i int, dst []byte) ([]byte, error) {
 func (s *Store) Sync() error {
 	if s.isClosed() {
 		return ErrClosed
+	}
+	if s.readOnly {
+		return nil
 	}
 	return s.flush()
 }
