@@ -69,7 +69,8 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "zero-copy", Hidden: true, Usage: "internal: --tcp-send with sendfile"},
 			&cli.BoolFlag{Name: "tls", Hidden: true, Usage: "internal: --tcp-send over TLS 1.3"},
 		},
-		Action: runBench,
+		Action:      runBench,
+		Subcommands: []*cli.Command{updateCommand()},
 	}
 }
 

@@ -203,7 +203,8 @@ func benchTCPSend(addr, file string, mode copyMode) error {
 
 // benchSeedsAll starts one seed process per path (the first given args
 // too) and returns their tickets, their process ids and a function that
-// stops them.
+// stops them. bs is the seeds' --block-size (0: none given, the seed's
+// default).
 func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int64, args []string) ([]peer.Ticket, []int, func(), error) {
 	// Each seed's standard error is kept, not shown: it says "shutting down"
 	// when stopped, and is reported only if the seed fails to start.
@@ -226,7 +227,7 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 		// Later flags win: args may set another --block-size, or cut
 		// content-defined blocks instead (which takes no --block-size).
 		base := []string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--ticket-file", tf}
-		if !slices.Contains(args, "--content-defined") {
+		if bs > 0 && !slices.Contains(args, "--content-defined") {
 			base = append(base, "--block-size", fmt.Sprint(bs))
 		}
 		cmd := exec.CommandContext(ctx, self, append(base, args...)...)
@@ -282,6 +283,18 @@ func waitTicket(ctx context.Context, path string, exited <-chan error) (peer.Tic
 // benchFetch runs a fetch process (with more args) and returns its summary,
 // its CPU seconds (as benchCPU.recv) and its peak RSS in MiB.
 func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string, more []string) (*peer.Summary, benchCPU, float64, error) {
+	var sum peer.Summary
+	_, cpu, rss, err := runFetch(ctx, self, tk, extra, out, more, &sum)
+	if err != nil {
+		return nil, benchCPU{}, 0, err
+	}
+	return &sum, cpu, rss, nil
+}
+
+// runFetch runs a fetch process (with more args), decodes its JSON summary
+// into v and returns the process's wall seconds (start to exit), its CPU
+// seconds (as benchCPU.recv) and its peak RSS in MiB.
+func runFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string, more []string, v any) (float64, benchCPU, float64, error) {
 	args := append([]string{"fetch", tk.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json"}, more...)
 	for _, e := range extra {
 		args = append(args, "--peer", e)
@@ -289,15 +302,16 @@ func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string
 	cmd := exec.CommandContext(ctx, self, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	start := time.Now()
 	stdout, err := cmd.Output()
+	secs := time.Since(start).Seconds()
 	if err != nil {
-		return nil, benchCPU{}, 0, fmt.Errorf("bench: fetch: %v: %s", err, strings.TrimSpace(stderr.String()))
+		return 0, benchCPU{}, 0, fmt.Errorf("bench: fetch: %v: %s", err, strings.TrimSpace(stderr.String()))
 	}
-	var sum peer.Summary
-	if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(stdout))).Decode(&sum); err != nil {
-		return nil, benchCPU{}, 0, fmt.Errorf("bench: fetch summary: %w", err)
+	if err := json.NewDecoder(bufio.NewReader(bytes.NewReader(stdout))).Decode(v); err != nil {
+		return 0, benchCPU{}, 0, fmt.Errorf("bench: fetch summary: %w", err)
 	}
 	rss := peakRSSMiB(cmd.ProcessState)
 	cpu := benchCPU{recv: (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()}
-	return &sum, cpu, rss, nil
+	return secs, cpu, rss, nil
 }

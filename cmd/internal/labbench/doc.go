@@ -1,7 +1,8 @@
 // Package labbench holds the lab commands that measure this build of
 // reconcile on loopback, running its seed and fetch commands as processes
 // of their own: reconcile bench (fetch speed against plain TCP and TLS
-// copies, one seed against several) and reconcile flood (a seed under
+// copies, one seed against several), reconcile bench update (the bytes and
+// time to update an older copy, against rsync) and reconcile flood (a seed under
 // attack by a hostile swarm, or beside a source that stalls, and whether
 // it stays available and at what cost in CPU).
 package labbench
