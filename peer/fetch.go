@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
@@ -49,6 +50,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
 	}
 	defer lock.Unlock()
+	fc.Older = olderRoots(out, fileMode, t.Root)
 	st, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
 	if err != nil {
 		return nil, err
@@ -215,6 +217,22 @@ func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fi
 	default:
 		return nil, fmt.Errorf("peer: open %s: %w", out, err)
 	}
+}
+
+// olderRoots returns the roots of the other contents whose stores out holds
+// (at most maxOlder): for a single file, the older version it replaces.
+func olderRoots(out string, fileMode bool, root chunker.ID) []chunker.ID {
+	const maxOlder = 4
+	var ids []chunker.ID
+	if fileMode {
+		if id, err := chunker.StateID(out+chunker.MetaDir, chunker.DefaultMaxManifestBytes); err == nil {
+			ids = append(ids, id)
+		}
+	} else {
+		ids, _ = chunker.ListStores(out)
+	}
+	ids = slices.DeleteFunc(ids, func(id chunker.ID) bool { return id == root })
+	return ids[:min(len(ids), maxOlder)]
 }
 
 // isDir reports whether path is an existing folder.

@@ -141,3 +141,52 @@ func copyFile(t *testing.T, a, b string) {
 		t.Fatal(err)
 	}
 }
+
+// TestOfferOlderVersion: a peer that holds only v1 of a file serves the
+// blocks v1 shares with v2 to a fetcher of v2 that offers it v2's manifest
+// (ProtoOffer): the fetcher, starting from nothing, takes most blocks from
+// it while the seed of v2, capped, sends little more than the new ones.
+func TestOfferOlderVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	v1 := writeRandomFile(t, dir, "v1.bin", 2<<20, 11)
+	data, err := os.ReadFile(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	copy(data[1<<20:], bytes.Repeat([]byte{1}, 64<<10)) // v2: 64 KiB overwritten
+	v2 := filepath.Join(dir, "v2.bin")
+	if err := os.WriteFile(v2, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cdc := WithContentDefined(chunker.Chunking{Min: 16 << 10, Normal: 32 << 10, Max: 128 << 10})
+	old := newTestPeer(t)
+	if _, err := old.Seed(ctx, v1, cdc); err != nil {
+		t.Fatal(err)
+	}
+	seed := newTestPeer(t, WithServeRate(256<<10))
+	tk, err := seed.Seed(ctx, v2, cdc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	sum, err := newTestPeer(t).Fetch(ctx, tk, out, WithPeers(old.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, v2, filepath.Join(out, "v2.bin"))
+	var fromOld, fromSeed int64
+	for _, ps := range sum.Peers {
+		switch ps.Peer {
+		case old.ID().String():
+			fromOld = ps.Bytes
+		case seed.ID().String():
+			fromSeed = ps.Bytes
+		}
+	}
+	t.Logf("from the v1 peer %d bytes, from the v2 seed %d bytes", fromOld, fromSeed)
+	if fromOld < 1<<20 || fromSeed > 1<<20 {
+		t.Errorf("the v1 peer sent %d bytes, the seed %d: want most from the v1 peer", fromOld, fromSeed)
+	}
+}

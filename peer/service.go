@@ -33,11 +33,13 @@ const (
 	ProtoPush = wire.ProtoPush
 	// ProtoAdopt is wire.ProtoAdopt.
 	ProtoAdopt = wire.ProtoAdopt
+	// ProtoOffer is wire.ProtoOffer.
+	ProtoOffer = wire.ProtoOffer
 )
 
 // protocols lists the protocols NewService registers on its host (the Proto
 // constants).
-var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt}
+var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt, ProtoOffer}
 
 // A Service is the reconcile protocols on a libp2p host: it seeds, serves and
 // fetches content. It serves every content it seeds or fetches to any peer
@@ -110,6 +112,7 @@ func newService(h host.Host, cfg config) *Service {
 	p.h.SetStreamHandler(ProtoManifest, p.srv.Handler(p.srv.ServeManifest))
 	p.h.SetStreamHandler(ProtoReconcile, p.srv.Handler(p.srv.ServeReconcile))
 	p.h.SetStreamHandler(ProtoBlocks, p.srv.Handler(p.srv.ServeBlocks))
+	p.h.SetStreamHandler(ProtoOffer, p.srv.OfferHandler())
 	p.h.SetStreamHandler(ProtoPeers, p.srv.Handler(p.srv.ServePeers))
 	p.h.SetStreamHandler(ProtoPush, p.srv.Handler(p.nd.ServePush))
 	p.h.SetStreamHandler(ProtoAdopt, p.srv.Handler(p.nd.ServeAdopt))

@@ -39,7 +39,8 @@ func (l *Library) Lookup(root []byte) *Content {
 	return l.Get(id)
 }
 
-// Add adds c, unless its root is there already or the library is closed.
+// Add adds c, unless its root is there already (but as a view, which c
+// replaces) or the library is closed.
 func (l *Library) Add(c *Content) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -48,19 +49,35 @@ func (l *Library) Add(c *Content) error {
 	}
 	c.fresh = uploadQueueFresh
 	id := c.Man.ID()
-	if _, dup := l.contents[id]; dup {
+	if old, dup := l.contents[id]; dup && !old.Store.IsView() {
 		return fmt.Errorf("peer: content %s is already served by this peer", id)
+	} else if dup {
+		old.Close() // a view gives way to the content itself
 	}
 	l.contents[id] = c
 	return nil
 }
 
-// Remove takes the content of root out and returns it (nil if none).
+// Remove takes the content of root out and returns it (nil if none). The
+// views (ServeOffer) go too, closed, unless c is one: they may read from c's
+// store, which the caller closes.
 func (l *Library) Remove(root chunker.ID) *Content {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	c := l.contents[root]
 	delete(l.contents, root)
+	var views []*Content
+	if c != nil && !c.Store.IsView() {
+		for id, v := range l.contents {
+			if v.Store.IsView() {
+				views = append(views, v)
+				delete(l.contents, id)
+			}
+		}
+	}
+	l.mu.Unlock()
+	for _, v := range views {
+		v.Close()
+	}
 	return c
 }
 
@@ -97,11 +114,11 @@ func (l *Library) Drain() []*Content {
 
 // Announceable are the roots the DHT of a peer New built announces: those
 // it serves and holds a block of (a fetch that holds none yet has nothing
-// to offer).
+// to offer), views aside.
 func (l *Library) Announceable() []chunker.ID {
 	var out []chunker.ID
 	for _, c := range l.All() {
-		if c.Store.HeldCount() > 0 {
+		if c.Store.HeldCount() > 0 && !c.Store.IsView() {
 			out = append(out, c.Man.ID())
 		}
 	}

@@ -28,6 +28,12 @@ import (
 // Handler wraps a protocol Handler: it reads and checks the hello, finds the
 // content and resets the stream on a protocol violation.
 func (p *Server) Handler(serve func(*Stream) error) network.StreamHandler {
+	return p.handler(serve, false)
+}
+
+// handler is Handler; with anyRoot, serve also gets the streams of contents
+// this peer does not serve (the Stream's C is then nil).
+func (p *Server) handler(serve func(*Stream) error, anyRoot bool) network.StreamHandler {
 	return func(s network.Stream) {
 		untrack, ok := p.guard.Track(s)
 		if !ok {
@@ -52,7 +58,7 @@ func (p *Server) Handler(serve func(*Stream) error) network.StreamHandler {
 			defer untrack()
 			ss := NewStream(s, nil, p.cfg.StreamIdle, p.clk)
 			ss.key = shareKey(s.Conn())
-			err := p.serve(ss, serve)
+			err := p.serve(ss, serve, anyRoot)
 			remote := s.Conn().RemotePeer()
 			switch {
 			case err == nil, errors.Is(err, wire.ErrBusy):
@@ -82,7 +88,7 @@ func (p *Server) Handler(serve func(*Stream) error) network.StreamHandler {
 	}
 }
 
-func (p *Server) serve(ss *Stream, serve func(*Stream) error) error {
+func (p *Server) serve(ss *Stream, serve func(*Stream) error, anyRoot bool) error {
 	stop := context.AfterFunc(p.ctx, func() { ss.S.Reset() })
 	defer stop()
 	// The hello is a few dozen bytes: it arrives within helloTimeout or the
@@ -107,6 +113,10 @@ func (p *Server) serve(ss *Stream, serve func(*Stream) error) error {
 		if h.Coded {
 			ss.u = ss.C.AltSet()
 		}
+	}
+	if ss.u == nil && anyRoot {
+		ss.C = nil
+		return serve(ss)
 	}
 	if ss.u == nil {
 		if err := ss.Send(wire.AppendError(nil, wire.UnknownRootText)); err != nil {
@@ -542,6 +552,9 @@ type Server struct {
 	// recvMem shares the memory of the reconciliation sessions answered at
 	// once (Limits.ReconcileBytes) among peers.
 	recvMem *admit.FairPool
+	// offers rate-limits the offers of manifests and lists the views made
+	// (offer.go).
+	offers offers
 }
 
 // NewServer returns the server of a service on h: it answers for the

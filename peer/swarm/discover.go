@@ -90,8 +90,9 @@ func (p *Node) AskPeers(ctx context.Context, id lpeer.ID, root chunker.ID) ([]lp
 const providerLookupEvery = 10 * time.Second
 
 // discoverMore starts the fetch's DHT and LAN discovery, if the peer runs
-// any: providers of the root found in the DHT, and peers found on the LAN
-// by mDNS, become sources as they are found.
+// any: providers of the root (and of the older versions' roots,
+// FetchConfig.Older) found in the DHT, and peers found on the LAN by mDNS,
+// become sources as they are found.
 func (f finder) discoverMore() {
 	ds := f.p.discoveryOf()
 	if ds == nil {
@@ -122,7 +123,9 @@ func (f finder) discoverMore() {
 			if ds.DHT() != nil && f.p.clk.Since(last) > providerLookupEvery {
 				last = f.p.clk.Now()
 				ctx, cancel := clock.WithTimeout(f.ctx, f.p.clk, providerLookupEvery)
-				ds.Providers(ctx, root, func(ai lpeer.AddrInfo) { go add(ai) })
+				for _, r := range append([]chunker.ID{root}, f.fc.Older...) {
+					ds.Providers(ctx, r, func(ai lpeer.AddrInfo) { go add(ai) })
+				}
 				cancel()
 			}
 			select {

@@ -5,6 +5,7 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
@@ -28,6 +29,10 @@ type FetchConfig struct {
 	Reuse         []string
 	Delete        bool
 	ReuseProgress func(done, total int64)
+	// Older are the roots of older versions of the content (those found at
+	// the output): their providers in the DHT are sources too, which serve
+	// the blocks the versions share once offered the manifest.
+	Older []chunker.ID
 }
 
 // A FetchEventKind says what a FetchEvent reports.

@@ -420,6 +420,15 @@ func (w worker) work() {
 			// both give up): ask again a few times over about 1.5 s, then
 			// leave it to discovery or to its reconciling with us.
 			src.unknown++
+			if src.unknown == 1 && serve.IsBlockMethod(f.fc.Method) {
+				// It may hold blocks of the content under another (an
+				// older version): offer it the manifest, and ask again at
+				// once if it takes it.
+				if oerr := f.p.OfferManifest(f.ctx, src.id, f.c.Man); oerr == nil {
+					src.unknown = 0
+					continue
+				}
+			}
 			if src.unknown > unknownRetries {
 				return
 			}

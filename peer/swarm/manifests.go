@@ -10,6 +10,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -104,4 +105,35 @@ func (p *Node) fetchManifestFrom(ctx context.Context, root chunker.ID, id lpeer.
 		return nil, fmt.Errorf("%w: manifest: %w", wire.ErrMalformed, err)
 	}
 	return m, nil
+}
+
+// OfferManifest offers m to id, which answered that it does not serve m's
+// content (wire.ProtoOffer): nil when id now serves the blocks of it that
+// its other contents hold, an error (wrapping wire.ErrRemote when it holds
+// none, wire.ErrBusy when it has no room now) otherwise.
+func (p *Node) OfferManifest(ctx context.Context, id lpeer.ID, m *chunker.Manifest) error {
+	ctx, cancel := clock.WithTimeout(ctx, p.clk, p.cfg.StreamIdle)
+	defer cancel()
+	cs, err := p.Request(ctx, id, wire.ProtoOffer, m.ID(), false)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	body, err := m.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := cs.Send([]byte{wire.TypeManifest}, body); err != nil {
+		return err
+	}
+	if err := cs.Flush(); err != nil {
+		return err
+	}
+	f, err := cs.Next(1 << 10)
+	if err != nil {
+		cs.Reset()
+		return err
+	}
+	_, err = wire.DecodeTyped(f, wire.TypeHave)
+	return err
 }

@@ -32,4 +32,11 @@ const (
 	// then on); or a peers frame of one peer to ask instead; or an error
 	// frame (refused).
 	ProtoAdopt protocol.ID = "/reconcile/1/adopt"
+	// ProtoOffer offers the manifest of a content to a peer that does not
+	// serve it (it answered "unknown root"), for the blocks it holds of other
+	// contents, such as an older version: the manifest frame follows the
+	// hello; the answer is an empty have frame (the peer now serves, under
+	// the content's root, the blocks of it that its other contents hold) or
+	// an error frame (none, or no room for it now).
+	ProtoOffer protocol.ID = "/reconcile/1/offer"
 )
