@@ -74,10 +74,6 @@ type updateConfig struct {
 	size, fileSize int64
 	files          int
 	seed           uint64
-	// seedArgs are the seeds' arguments: --content-defined when listed.
-	seedArgs []string
-	// fetchDelete: the fetch has --delete.
-	fetchDelete bool
 	ours, keep  bool
 	logf        func(format string, args ...any)
 }
@@ -222,12 +218,8 @@ func runUpdate(c *cli.Context) error {
 	if uc.self, err = os.Executable(); err != nil {
 		return err
 	}
-	if uc.ours {
-		if err := uc.probe(ctx, slices.ContainsFunc(cases, func(c updateCase) bool { return c.folder })); err != nil {
-			return err
-		}
-		rep.ContentDefined = len(uc.seedArgs) > 0
-	}
+	// The seed cuts content-defined blocks by default (this same build).
+	rep.ContentDefined = uc.ours
 	dir, done, err := cliutil.WorkFolder(c, "bench-update")
 	if err != nil {
 		return err
@@ -257,25 +249,6 @@ func runUpdate(c *cli.Context) error {
 		return cliutil.WriteJSON(c.App.Writer, rep)
 	}
 	printUpdate(c.App.Writer, &rep)
-	return nil
-}
-
-// probe asks this build's seed whether it has --content-defined, and its
-// fetch whether it has --delete (needed when withFolder).
-func (uc *updateConfig) probe(ctx context.Context, withFolder bool) error {
-	cd, err := helpLists(ctx, uc.self, "seed", "--content-defined")
-	if err != nil {
-		return err
-	}
-	if cd {
-		uc.seedArgs = []string{"--content-defined"}
-	}
-	if uc.fetchDelete, err = helpLists(ctx, uc.self, "fetch", "--delete"); err != nil {
-		return err
-	}
-	if withFolder && !uc.fetchDelete {
-		return fmt.Errorf("this reconcile build's fetch has no --delete, which the folder case needs: %w", errOldFetch)
-	}
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -61,35 +60,20 @@ type updateRun struct {
 // bytes is the update's traffic, both ways.
 func (r updateRun) bytes() int64 { return r.sent + r.received }
 
-// helpLists reports whether reconcile's help of command (seed, fetch)
-// lists flag (e.g. "--delete").
-func helpLists(ctx context.Context, self, command, flag string) (bool, error) {
-	out, err := exec.CommandContext(ctx, self, command, "--help").Output()
-	if err != nil {
-		return false, fmt.Errorf("bench update: %s %s --help: %w", filepath.Base(self), command, err)
-	}
-	for _, f := range strings.Fields(string(out)) {
-		if strings.TrimSuffix(f, ",") == flag {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // oursRun updates out to v2 with reconcile: a seed process of v2 (its
 // start, chunking v2, is not timed), then a timed fetch process into out
 // (a copy of v1: out is the file, or the folder that holds v1's folder
-// under v2's name; with the folder, fetch --delete when uc.fetchDelete).
+// under v2's name; with the folder, fetch --delete).
 // It checks that out then holds v2, byte for byte, and that the fetch
 // reported the update's figures (errOldFetch if not).
 func (uc *updateConfig) oursRun(ctx context.Context, v2, out string, folder bool) (updateRun, error) {
-	tks, _, stopSeed, err := benchSeedsAll(ctx, uc.self, uc.dir, []string{v2}, 0, uc.seedArgs)
+	tks, _, stopSeed, err := benchSeedsAll(ctx, uc.self, uc.dir, []string{v2}, 0, nil)
 	if err != nil {
 		return updateRun{}, err
 	}
 	defer stopSeed()
 	more := []string{"--progress", "none"}
-	if folder && uc.fetchDelete {
+	if folder {
 		more = append(more, "--delete")
 	}
 	var sum updateFetchSummary
