@@ -74,8 +74,8 @@ type updateConfig struct {
 	size, fileSize int64
 	files          int
 	seed           uint64
-	ours, keep  bool
-	logf        func(format string, args ...any)
+	ours, keep     bool
+	logf           func(format string, args ...any)
 }
 
 // updateReport holds the figures of one bench update run.
