@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
@@ -44,7 +45,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, err
 	}
 	start := p.clk.Now()
-	fileMode := fc.OutFile && !isDir(out)
+	fileMode := fc.OutFile && !isDir(out) && !strings.HasSuffix(out, "/") && !strings.HasSuffix(out, string(filepath.Separator))
 	lock, err := chunker.LockOutput(out, fileMode, p.lockOwner())
 	if err != nil {
 		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)

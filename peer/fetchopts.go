@@ -47,12 +47,15 @@ func WithPeers(addrs ...ma.Multiaddr) FetchOption {
 
 // WithOutFile makes Fetch's out name the output file when the content is a
 // single file, as curl -o does: the file is written at out whatever its name
-// in the manifest, and the fetch's state (manifest, held log) lives beside it
-// in out+".reconcile" (chunker.CreateFileStore), so that the download
-// resumes and, once complete, the state can be removed
-// (chunker.Store.RemoveState) leaving just the file. Content of several
+// in the manifest, and the fetch's state (manifest, held log, and the file
+// itself until it is complete) lives beside it in out+".reconcile"
+// (chunker.CreateFileStore), so that the download resumes, and an update
+// (the same fetch with a newer version's ticket) knows what out holds. The
+// state of a complete download is its manifest and record alone; removing
+// it (chunker.Store.RemoveState) leaves just the file. Content of several
 // files is written under out as a folder, as without the option; an out that
-// is an existing folder is always used as one. Default: out is a folder.
+// is an existing folder, or ends in a slash, is always used as one. Default:
+// out is a folder.
 func WithOutFile() FetchOption {
 	return func(c *swarm.FetchConfig) error { c.OutFile = true; return nil }
 }

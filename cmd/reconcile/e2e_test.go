@@ -365,3 +365,54 @@ func TestE2EFetchNoSpace(t *testing.T) {
 		t.Fatalf("exit %v, stderr %q; want one line on the disk space", err, msg)
 	}
 }
+
+// TestE2ESeedFolderOfStores: a folder that two fetches of two contents wrote
+// into is seeded whole, one ticket per content, and both fetch from it.
+func TestE2ESeedFolderOfStores(t *testing.T) {
+	bin := e2eBinary(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.bin"), filepath.Join(dir, "b.bin")
+	writeRandom(t, a, 600<<10)
+	writeRandom(t, b, 900<<10)
+	out := filepath.Join(dir, "out")
+	for i, src := range []string{a, b} {
+		sdir := filepath.Join(dir, fmt.Sprint("s", i))
+		if err := os.MkdirAll(sdir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		tk := startSeed(t, bin, sdir, src)
+		if msg, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out+"/", "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none").CombinedOutput(); err != nil {
+			t.Fatalf("fetch %s: %v\n%s", src, err, msg)
+		}
+	}
+	cmd := exec.Command(bin, "seed", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "-q")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
+	var rep seedReport
+	if err := json.NewDecoder(stdout).Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.More) != 1 || rep.Held != rep.Blocks || rep.More[0].Held != rep.More[0].Blocks {
+		t.Fatalf("seed of a folder of two stores: %+v", rep)
+	}
+	for k, tk := range []string{rep.Ticket, rep.More[0].Ticket} {
+		out2 := filepath.Join(dir, fmt.Sprint("again", k))
+		if msg, err := exec.Command(bin, "fetch", tk, "--out", out2+"/", "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none").CombinedOutput(); err != nil {
+			t.Fatalf("fetch %d from the folder's seed: %v\n%s", k, err, msg)
+		}
+	}
+	for _, name := range []string{"a.bin", "b.bin"} {
+		src := filepath.Join(dir, name)
+		got := filepath.Join(dir, "again0", name)
+		if _, err := os.Stat(got); err != nil {
+			got = filepath.Join(dir, "again1", name)
+		}
+		sameBytes(t, src, got)
+	}
+}

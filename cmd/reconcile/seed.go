@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -25,7 +26,8 @@ func seedCommand() *cli.Command {
 			"authenticated) and prints the peer's multiaddrs and a ticket: one token holding the\n" +
 			"content's root id and this peer's id and addresses. Give the ticket to\n" +
 			"\"reconcile fetch\" on other hosts. PATH may also be the output folder of an earlier\n" +
-			"fetch (complete or not): its verified blocks are served. Runs until interrupted.\n" +
+			"fetch (complete or not; every content fetched into it): its verified blocks are served.\n" +
+			"Runs until interrupted.\n" +
 			"If a seeded file changes meanwhile (its size or time, checked every 2 s, and every\n" +
 			"block read after a change is re-hashed), the blocks that no longer match are no\n" +
 			"longer served, with a warning naming them.\n\n" +
@@ -57,6 +59,44 @@ type seedReport struct {
 	Ticket string   `json:"ticket"`
 	Blocks int      `json:"blocks"`
 	Held   int      `json:"held"`
+	// More are the other contents seeded from a folder that holds the
+	// stores of several (versions fetched into one --out).
+	More []seedContent `json:"more,omitempty"`
+}
+
+// seedContent is one more content of a seed.
+type seedContent struct {
+	Root   string `json:"root"`
+	Ticket string `json:"ticket"`
+	Blocks int    `json:"blocks"`
+	Held   int    `json:"held"`
+}
+
+// serveStores serves every store of the folder dir (the --out of fetches:
+// one content, or several, such as versions fetched into it) and returns
+// their tickets, in ListStores order.
+func serveStores(ctx context.Context, p *peer.Peer, dir string) ([]peer.Ticket, error) {
+	ids, err := chunker.ListStores(dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dir, err)
+	}
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("%s: %w: its %s folder holds no store", dir, chunker.ErrNotFound, chunker.MetaDir)
+	}
+	var tks []peer.Ticket
+	for _, id := range ids {
+		st, err := chunker.OpenStore(ctx, dir, chunker.WithID(id))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		tk, err := p.Serve(st)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		tks = append(tks, tk)
+	}
+	return tks, nil
 }
 
 func runSeed(c *cli.Context) error {
@@ -106,17 +146,13 @@ func runSeed(c *cli.Context) error {
 	go returnMemory(ctx)
 	waitForRelayAddrs(ctx, c, p, 10*time.Second) // reach.go: the ticket carries the relay address
 	var tk peer.Ticket
+	var more []peer.Ticket // the other contents of a folder of stores
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
-		st, err := chunker.OpenStore(ctx, path)
+		tks, err := serveStores(ctx, p, path)
 		if err != nil {
-			return cliutil.OneLine(fmt.Errorf("%s: %w", path, err))
-		}
-
-		tk, err = p.Serve(st)
-		if err != nil {
-			st.Close()
 			return cliutil.OneLine(err)
 		}
+		tk, more = tks[0], tks[1:]
 	} else {
 		opts := []peer.SeedOption{peer.WithBlockSize(int(bs))}
 		if contentDefined {
@@ -138,6 +174,11 @@ func runSeed(c *cli.Context) error {
 		rep.Addrs = append(rep.Addrs, a.String())
 	}
 	rep.Held, rep.Blocks, _ = p.Held(tk.Root)
+	for _, t := range more {
+		sc := seedContent{Root: t.Root.String(), Ticket: t.String()}
+		sc.Held, sc.Blocks, _ = p.Held(t.Root)
+		rep.More = append(rep.More, sc)
+	}
 	if f := c.String("ticket-file"); f != "" {
 		if err := os.WriteFile(f, []byte(rep.Ticket+"\n"), 0o644); err != nil {
 			return fmt.Errorf("--ticket-file: %w", err)
@@ -158,6 +199,9 @@ func runSeed(c *cli.Context) error {
 		fmt.Fprintln(w, "ticket:")
 		fmt.Fprintln(w, rep.Ticket)
 		fmt.Fprintf(w, "fetch it with: %s   (Ctrl-C stops seeding)\n", fetchHint(path, c.String("ticket-file")))
+		for _, sc := range rep.More {
+			fmt.Fprintf(w, "also seeding root %s from the same folder (%d of %d blocks); ticket:\n%s\n", sc.Root, sc.Held, sc.Blocks, sc.Ticket)
+		}
 	}
 	quiet := c.Bool("quiet")
 	if quiet {
