@@ -2,7 +2,8 @@
 // after SplitStream (Castro et al., 2003): a push that needs no knowledge of
 // which blocks other peers hold.
 //
-// The file's blocks are dealt into k stripes (block b to stripe b mod k),
+// The file's blocks are dealt into k stripes (block b to stripe b mod k, or by
+// bytes for blocks of varying lengths: Deal),
 // each with its own tree over the fetchers. The n fetchers have k child
 // places each (in proportion to their upload capacities where those are
 // given), of which the k trees need k·(n-1): taken in the fetchers' order,

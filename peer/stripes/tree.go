@@ -23,6 +23,10 @@ type Place[K comparable] struct {
 	Grandparents []K
 	// Blocks is the content's block count.
 	Blocks int
+	// Lengths, when given (one per block), deals the blocks into stripes by
+	// their bytes (Deal), for blocks of varying lengths; without it block i
+	// is in stripe i mod k, which is the same deal for blocks of one length.
+	Lengths []int
 	// RepairAfter is how long a stripe may go without a push from its
 	// parent before it is no longer held for its pushes (see Held), and a
 	// child's backlog before it is shed (see Batch).
@@ -120,6 +124,9 @@ type Tree[K comparable] struct {
 	// (Gained), and those known held when the Tree began (Know): those an
 	// asking child is pushed (see Catch).
 	known bitset
+	// deal is each block's stripe when dealt by bytes (Place.Lengths), nil
+	// for i mod k.
+	deal []uint8
 }
 
 // bitset is a set of block indexes.
@@ -144,6 +151,9 @@ func NewTree[K comparable](pl Place[K], now time.Time) *Tree[K] {
 		repair: pl.RepairAfter, spare: pl.Spare, blocks: pl.Blocks, last: make([]time.Time, k),
 		parent: map[K]ParentState{}, behind: map[K]bool{}, up: map[K]bool{}, cut: map[K]bool{},
 		backlog: map[K]time.Time{}, pending: map[int]int{}, known: make(bitset, (max(pl.Blocks, 0)+63)/64)}
+	if len(pl.Lengths) == pl.Blocks && pl.Blocks > 0 && k <= 256 {
+		t.deal = Deal(pl.Lengths, k)
+	}
 	copy(t.grand, pl.Grandparents)
 	t.seed = !slices.ContainsFunc(t.parents, func(id K) bool { return id != none })
 	for s, kids := range pl.Children[:min(len(pl.Children), k)] {
@@ -170,7 +180,34 @@ func NewTree[K comparable](pl Place[K], now time.Time) *Tree[K] {
 func (t *Tree[K]) Stripes() int { return len(t.planned) }
 
 // Stripe returns block i's stripe.
-func (t *Tree[K]) Stripe(i int) int { return i % len(t.planned) }
+func (t *Tree[K]) Stripe(i int) int {
+	if i >= 0 && i < len(t.deal) {
+		return int(t.deal[i])
+	}
+	return i % len(t.planned)
+}
+
+// Deal deals blocks of the given lengths into k stripes (1 to 256) so that
+// each carries about as many bytes: each block, in order, goes to the
+// stripe with the fewest bytes so far, the lowest on a tie. Blocks of one
+// length (all but a shorter last one) are dealt as i mod k; blocks of
+// varying lengths leave the stripes at most one block apart in bytes.
+func Deal(lengths []int, k int) []uint8 {
+	k = min(max(k, 1), 256)
+	out := make([]uint8, len(lengths))
+	bytes := make([]int64, k)
+	for i, n := range lengths {
+		s := 0
+		for j := 1; j < k; j++ {
+			if bytes[j] < bytes[s] {
+				s = j
+			}
+		}
+		out[i] = uint8(s)
+		bytes[s] += int64(n)
+	}
+	return out
+}
 
 // Seed reports whether the Tree's peer has no parent in any stripe: a
 // seed, the root of every stripe.

@@ -44,6 +44,7 @@ type fetch struct {
 	// (heldBuf is the last one's memory, reused).
 	pushSrc       map[lpeer.ID]*source
 	held, heldBuf []bool
+	stripeOf      func(i int) int // a block's stripe, with held
 	wake          chan struct{} // closed and replaced on release or new blocks
 	active        int           // sources with a running worker
 	lastLive      time.Time

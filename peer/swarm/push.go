@@ -66,8 +66,15 @@ const (
 // the repair time repair.
 func NewTrees(p *Node, c *serve.Content, st Stripes, repair time.Duration) *Trees {
 	t := &Trees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}}
+	var lengths []int // content-defined blocks are dealt into the stripes by bytes
+	if c.Man.ContentDefined() {
+		lengths = make([]int, c.Man.BlockCount())
+		for i := range lengths {
+			lengths[i] = c.Man.BlockLen(i)
+		}
+	}
 	t.tree = stripes.NewTree(stripes.Place[lpeer.ID]{Self: p.h.ID(), Parents: st.Parents, Children: st.Children,
-		Grandparents: st.Grandparents, Blocks: c.Man.BlockCount(), RepairAfter: repair,
+		Grandparents: st.Grandparents, Blocks: c.Man.BlockCount(), Lengths: lengths, RepairAfter: repair,
 		Spare: t.othersHold}, p.clk.Now())
 	return t
 }

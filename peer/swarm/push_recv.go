@@ -220,6 +220,7 @@ func (f pushSink) updateHeld() {
 	prev := f.held
 	f.held = t.HeldStripes(now, f.heldBuf)
 	f.heldBuf = prev
+	f.stripeOf = t.stripe
 	opened := false
 	for s, h := range f.held {
 		if !h && (s >= len(prev) || prev[s]) {
@@ -277,5 +278,5 @@ func (w worker) seeFromLocked(idx []int) {
 // stream); one that another peer offered lateAfter times that long ago is
 // late down the tree (a parent repairing in turn): both are fetched.
 func (f pushSink) holds(i int, deadline time.Time) bool {
-	return len(f.held) > 0 && f.held[i%len(f.held)] && (deadline.IsZero() || f.p.clk.Now().Before(deadline))
+	return len(f.held) > 0 && f.held[f.stripeOf(i)] && (deadline.IsZero() || f.p.clk.Now().Before(deadline))
 }
