@@ -45,8 +45,8 @@ type fetch struct {
 	pushSrc       map[lpeer.ID]*source
 	held, heldBuf []bool
 	stripeOf      func(i int) int // a block's stripe, with held
-	wake          chan struct{} // closed and replaced on release or new blocks
-	active        int           // sources with a running worker
+	wake          chan struct{}   // closed and replaced on release or new blocks
+	active        int             // sources with a running worker
 	lastLive      time.Time
 	// started is set once the fetch runs (its context and writers are
 	// there): sources are started only from then on.
