@@ -215,7 +215,7 @@ func (w worker) download() (err error) {
 		f.mu.Lock()
 		src.useful = now
 		wait := now.Sub(waitFrom)
-		f.waits.Add(wait)
+		f.waits.Add(time.Duration(float64(wait) / f.lenScale(i)))
 		if src.gap == 0 {
 			src.gap = wait
 		} else {

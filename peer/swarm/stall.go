@@ -8,6 +8,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
 // errStalled ends a download whose source kept the fetch waiting for its
@@ -38,6 +39,18 @@ func (s *stallWatch) allowedWait() time.Duration {
 		return limit
 	}
 	return f.waits.Allowed(3*src.flow.RTT(), limit)
+}
+
+// lenScale is block i's length in average blocks, for content-defined
+// blocks (1 for fixed-size ones, and for other units): the fetch counts its
+// waits in blocks of the average length, so that a source sending a long
+// block is not taken for a stalled one.
+func (f *fetch) lenScale(i int) float64 {
+	m := f.c.Man
+	if !m.ContentDefined() || !serve.IsBlockMethod(f.fc.Method) || i < 0 || i >= m.BlockCount() {
+		return 1
+	}
+	return float64(max(m.BlockLen(i), 1)) / float64(max(m.AvgBlockLen(), 1))
 }
 
 // stallAbort is how many times its allowance (allowedWait) a wait goes on
@@ -112,7 +125,13 @@ func (s *stallWatch) stop() {
 // next returns when to look at the wait begun at since again, from now
 // (s.mu held).
 func (s *stallWatch) next(now time.Time) time.Duration {
-	s.allowed = s.allowedWait()
+	// The waits are counted in blocks of the average length (lenScale): a
+	// wait for longer blocks is allowed that much more.
+	scale := 1.0
+	for i := range s.inflight {
+		scale = max(scale, s.w.fetch.lenScale(i))
+	}
+	s.allowed = time.Duration(float64(s.allowedWait()) * scale)
 	limit := s.allowed
 	if s.released > 0 {
 		limit *= stallAbort
