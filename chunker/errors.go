@@ -25,6 +25,9 @@ var (
 	ErrBadPath = errors.New("chunker: bad file path")
 	// ErrNotFound is returned when a folder holds no store.
 	ErrNotFound = errors.New("chunker: no store here")
+	// ErrDamaged is returned by the constructors given WithoutRepair when an
+	// output file of a store that is not staged is missing or has the wrong size.
+	ErrDamaged = errors.New("chunker: output files changed")
 	// ErrInUse is returned by Store.Publish when a file cannot be replaced
 	// because another program has it open (Windows).
 	ErrInUse = errors.New("chunker: file in use")

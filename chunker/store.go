@@ -49,6 +49,7 @@ type storeConfig struct {
 	stateDir         string // WithStateDir
 	id               *ID    // WithID
 	staging          bool   // WithStaging
+	noRepair         bool   // WithoutRepair
 }
 
 // newConfig applies opts; it fails if one does or if ctx is already done, so that

@@ -296,6 +296,9 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 		if err == nil && !info.Mode().IsRegular() {
 			return fail(fmt.Errorf("%w: output file %s is not a regular file", ErrCorrupt, f.Path))
 		}
+		if cfg.noRepair && p.stage == "" {
+			return fail(fmt.Errorf("%w: %s is missing or not %d bytes long", ErrDamaged, f.Path, f.Size))
+		}
 		if err := s.createFile(k, dirs); err != nil {
 			return fail(err)
 		}

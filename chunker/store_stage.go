@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -37,6 +38,41 @@ const (
 // created with. Default: files are written at their final names.
 func WithStaging() StoreOption {
 	return func(c *storeConfig) error { c.staging = true; return nil }
+}
+
+// WithoutRepair makes the constructors that open a store fail with
+// ErrDamaged, touching nothing, when the store is not staged and one of its
+// output files is missing or has the wrong size (a finished download whose
+// files were removed or changed), instead of making the file again, empty,
+// at its final name and forgetting its blocks. The caller can then drop the
+// state (DropState) and fetch again, staged, taking from the files left what
+// they still hold (Store.Reuse). Default: the files are made again.
+func WithoutRepair() StoreOption {
+	return func(c *storeConfig) error { c.noRepair = true; return nil }
+}
+
+// StateStaged reports whether the state folder dir holds a staged store's
+// files (WithStaging, not yet published): an unfinished download.
+func StateStaged(dir string) bool {
+	info, err := os.Lstat(filepath.Join(dir, stageDir))
+	return err == nil && info.IsDir()
+}
+
+// DropState removes the store in the state folder dir (such as FILE.reconcile
+// or DIR/.reconcile/<id>): its manifest first, then its held log, its staged
+// files and its publish marker. Output files at their final names stay, and
+// so do the folder and its lock (LockOutput). A crash midway leaves no
+// manifest, so no store.
+func DropState(dir string) error {
+	for _, name := range []string{manifestFile, manifestFile + ".tmp", heldFile, heldFile + ".tmp", publishingFile} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("chunker: drop state: %w", err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, stageDir)); err != nil {
+		return fmt.Errorf("chunker: drop state: %w", err)
+	}
+	return nil
 }
 
 // PublishOptions configure Store.Publish.

@@ -166,20 +166,32 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 }
 
 // openOutput opens the store in out for root, or returns nil if out holds
-// none yet. A single file's complete store of other content is an older
-// version: its state is removed (the file stays, for the new version to take
-// blocks from). An unfinished store of other content is ErrManifestMismatch.
+// none yet. The state of a single file that holds another content's
+// finished download (an older version) is dropped: the file stays, for the
+// new version to take blocks from. So is the state of a finished download
+// whose files were removed or changed since: a staged download starts
+// again from what they still hold. The state of an unfinished download of
+// other content at a single file is ErrManifestMismatch.
 func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
-	sopts := []chunker.StoreOption{p.cfg.syncOption(), chunker.WithMaxManifestBytes(p.cfg.Limits.MaxManifestBytes)}
-	verify := p.cfg.syncEvery != 1
+	limit := p.cfg.Limits.MaxManifestBytes
+	state := filepath.Join(out, chunker.MetaDir, root.String())
+	if fileMode {
+		state = out + chunker.MetaDir
+		if id, err := chunker.StateID(state, limit); err == nil && id != root {
+			if chunker.StateStaged(state) {
+				return nil, fmt.Errorf("%w: %s holds an unfinished download of %s, the ticket is for %s (finish that fetch, or remove %s to drop it)", ErrManifestMismatch, out, id, root, state)
+			}
+			if err := chunker.DropState(state); err != nil {
+				return nil, fmt.Errorf("peer: %w", err)
+			}
+			return nil, nil
+		}
+	}
+	sopts := []chunker.StoreOption{p.cfg.syncOption(), chunker.WithMaxManifestBytes(limit), chunker.WithoutRepair()}
 	if !fileMode {
 		sopts = append(sopts, chunker.WithID(root))
-	} else if id, err := chunker.StateID(out+chunker.MetaDir, p.cfg.Limits.MaxManifestBytes); err == nil && id != root {
-		// A file's state holds one store, here an older version's: whether
-		// it is complete is all that matters, its blocks need no re-hashing.
-		verify = false
 	}
-	if verify {
+	if p.cfg.syncEvery != 1 {
 		// Blocks stored after the last group fsync have no record yet after a
 		// crash; re-hashing the output finds those whose bytes made it to
 		// disk, so they are not downloaded again.
@@ -196,24 +208,18 @@ func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fi
 		st, err = chunker.OpenStore(ctx, out, sopts...)
 	}
 	switch {
-	case err == nil && st.Manifest().ID() == root:
+	case err == nil:
 		return st, nil
-	case err == nil && fileMode && st.Complete():
-		// An older version, complete at out: the new one is staged beside
-		// it and takes its blocks; its state makes room for the new one's.
-		if _, err := st.Publish(chunker.PublishOptions{}); err != nil {
-			st.Close()
+	case errors.Is(err, chunker.ErrNotFound):
+		return nil, nil
+	case errors.Is(err, chunker.ErrDamaged):
+		p.log.Info("the output's files changed since it was fetched: fetching again, taking what they hold", "out", out, "err", err)
+		if _, serr := os.Stat(state); serr != nil {
+			state = filepath.Join(out, chunker.MetaDir) // a store of the first layout
+		}
+		if err := chunker.DropState(state); err != nil {
 			return nil, fmt.Errorf("peer: %w", err)
 		}
-		if err := st.RemoveState(); err != nil {
-			return nil, fmt.Errorf("peer: %s: %w", out, err)
-		}
-		return nil, nil
-	case err == nil:
-		have := st.Manifest().ID()
-		st.Close()
-		return nil, fmt.Errorf("%w: %s holds an unfinished download of %s, the ticket is for %s (finish that fetch, or remove %s to drop it)", ErrManifestMismatch, out, have, root, out+chunker.MetaDir)
-	case errors.Is(err, chunker.ErrNotFound):
 		return nil, nil
 	default:
 		return nil, fmt.Errorf("peer: open %s: %w", out, err)

@@ -190,3 +190,61 @@ func TestOfferOlderVersion(t *testing.T) {
 		t.Errorf("the v1 peer sent %d bytes, the seed %d: want most from the v1 peer", fromOld, fromSeed)
 	}
 }
+
+// TestFetchAfterOutputRemoved: a finished download whose file was removed
+// (or a folder's, one of its files) does not block the next fetch into the
+// same place: the file of another content is fetched, staged, and a folder
+// missing a file is fetched again, taking from the files left what they hold.
+func TestFetchAfterOutputRemoved(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	for _, d := range []string{"s1", "s2"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, tk1, _ := seedFile(t, filepath.Join(dir, "s1"), 300<<10, 16<<10)
+	_, tk2, src2 := seedFile(t, filepath.Join(dir, "s2"), 400<<10, 16<<10)
+	out := filepath.Join(dir, "copy.bin")
+	if _, err := newTestPeer(t).Fetch(ctx, tk1, out, WithOutFile()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(out); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTestPeer(t).Fetch(ctx, tk2, out, WithOutFile()); err != nil {
+		t.Fatalf("fetch of another content where a removed download was: %v", err)
+	}
+	sameFile(t, src2, out)
+
+	// A folder: one of its two files removed, the same fetch again.
+	tree := filepath.Join(dir, "tree")
+	if err := os.MkdirAll(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRandomFile(t, tree, "a.bin", 200<<10, 5)
+	writeRandomFile(t, tree, "b.bin", 200<<10, 6)
+	seed := newTestPeer(t)
+	tk, err := seed.Seed(ctx, tree, WithContentDefined(chunker.Chunking{Min: 16 << 10, Normal: 32 << 10, Max: 128 << 10}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	outDir := filepath.Join(dir, "outdir")
+	if _, err := newTestPeer(t).Fetch(ctx, tk, outDir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(outDir, "tree", "b.bin")); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := newTestPeer(t).Fetch(ctx, tk, outDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"a.bin", "b.bin"} {
+		sameFile(t, filepath.Join(tree, name), filepath.Join(outDir, "tree", name))
+	}
+	if sum.ReusedBytes < 200<<10 || sum.Fetched == 0 {
+		t.Errorf("after a file was removed: reused %d bytes, fetched %d blocks", sum.ReusedBytes, sum.Fetched)
+	}
+}
