@@ -144,3 +144,59 @@ func TestVerifyCommand(t *testing.T) {
 		t.Fatalf("rebuild: %+v", rep)
 	}
 }
+
+// TestVerifySingleFile: verify checks a single-file download, unfinished
+// (its data still staged in FILE.reconcile, nothing at FILE) or finished,
+// and reports held, missing and corrupt blocks.
+func TestVerifySingleFile(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte(strings.Repeat("reconcile ", 1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := chunker.SeedStore(context.Background(), src, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seed.Close()
+	out := filepath.Join(dir, "copy.txt")
+	st, err := chunker.CreateFileStore(context.Background(), out, m, chunker.WithStaging())
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(from, to int) {
+		for i := from; i < to; i++ {
+			b, _ := seed.ReadBlock(i, nil)
+			if err := st.PutBlock(i, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	put(0, m.BlockCount()-3)
+	verify := func() verifyReport {
+		s, err := run(t, "", "verify", out, "--json")
+		var rep verifyReport
+		if jerr := json.Unmarshal([]byte(s), &rep); jerr != nil {
+			t.Fatalf("%v in %q (%v)", jerr, s, err)
+		}
+		return rep
+	}
+	if rep := verify(); rep.Held != m.BlockCount()-3 || rep.Missing != 3 || rep.Complete {
+		t.Fatalf("verify of an unfinished download: %+v", rep)
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Fatalf("verify put the unfinished download at its final name: %v", err)
+	}
+	put(m.BlockCount()-3, m.BlockCount())
+	if _, err := st.Publish(chunker.PublishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if rep := verify(); rep.Held != m.BlockCount() || !rep.Complete {
+		t.Fatalf("verify of a finished download: %+v", rep)
+	}
+}
