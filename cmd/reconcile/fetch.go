@@ -250,6 +250,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
 	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", cliutil.HumanBytes(s.Bytes), cliutil.HumanBytes(s.FilterBytes), s.Method, s.FalseOffers)
 	fmt.Fprintf(w, "  network     %s received, %s sent (streams of this fetch, framing included)\n", cliutil.HumanBytes(s.WireBytesReceived), cliutil.HumanBytes(s.WireBytesSent))
+	if s.RelayedBytes > 0 {
+		fmt.Fprintf(w, "  relayed     %s of the blocks came through relays\n", cliutil.HumanBytes(s.RelayedBytes))
+	}
 	if s.ReusedBlocks > 0 {
 		fmt.Fprintf(w, "  reused      %s (%s) from local files\n", cliutil.Count(s.ReusedBlocks, "block"), cliutil.HumanBytes(s.ReusedBytes))
 	}
@@ -275,7 +278,7 @@ func printSummary(w io.Writer, s *peer.Summary) {
 			line += fmt.Sprintf(", %d corrupt", ps.Rejected)
 		}
 		if ps.Path != "" {
-			line += "  " + ps.Path
+			line += "  " + pathWords(ps)
 		}
 		if ps.Stalled > 0 && ps.Dropped == "" {
 			line += fmt.Sprintf("  stalled %s (asked of others)", cliutil.Count(ps.Stalled, "request"))
@@ -285,6 +288,19 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// pathWords says how a peer's blocks came: "direct over tcp", "hole-punched
+// over quic", "relayed by 12D3Ko…abcdef over tcp".
+func pathWords(ps peer.PeerShare) string {
+	w := ps.Path
+	if ps.Relay != "" {
+		w += " by " + shortID(ps.Relay)
+	}
+	if ps.Transport != "" {
+		w += " over " + ps.Transport
+	}
+	return w
 }
 
 // shortID abbreviates a peer id for tables.

@@ -215,3 +215,20 @@ func TestFirstBlockLogKeepsProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestPathWords: how a peer's path reads in the summary.
+func TestPathWords(t *testing.T) {
+	for _, c := range []struct {
+		ps   peer.PeerShare
+		want string
+	}{
+		{peer.PeerShare{Path: "direct", Transport: "tcp"}, "direct over tcp"},
+		{peer.PeerShare{Path: "hole-punched", Transport: "quic"}, "hole-punched over quic"},
+		{peer.PeerShare{Path: "relayed", Transport: "tcp", Relay: "12D3KooWM5VxzGiP6FhEohELVZGFX8snPRY2ZVYyTipqdcfbjyDn"}, "relayed by 12D3Ko…fbjyDn over tcp"},
+		{peer.PeerShare{Path: "direct"}, "direct"},
+	} {
+		if got := pathWords(c.ps); got != c.want {
+			t.Errorf("pathWords(%+v) = %q, want %q", c.ps, got, c.want)
+		}
+	}
+}

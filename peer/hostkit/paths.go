@@ -78,6 +78,51 @@ func (h *Host) Path(id lpeer.ID) string { return pathOf(h.Network(), id, h.paths
 // too.
 func PathOf(n network.Network, id lpeer.ID) string { return pathOf(n, id, nil) }
 
+// Route says over what the host reaches id now: the transport of its
+// connection ("tcp", "quic", or the multiaddr's first transport protocol;
+// a direct connection is preferred), and for a relayed one the relay's id.
+// Both are "" when not connected.
+func Route(n network.Network, id lpeer.ID) (transport, relay string) {
+	var best network.Conn
+	for _, c := range n.ConnsToPeer(id) {
+		if best == nil || IsRelayed(best.RemoteMultiaddr()) && !IsRelayed(c.RemoteMultiaddr()) {
+			best = c
+		}
+	}
+	if best == nil {
+		return "", ""
+	}
+	a := best.RemoteMultiaddr()
+	if IsRelayed(a) {
+		before, _ := ma.SplitFunc(a, func(c ma.Component) bool { return c.Protocol().Code == ma.P_CIRCUIT })
+		if v, err := before.ValueForProtocol(ma.P_P2P); err == nil {
+			relay = v
+		}
+		a = before
+	}
+	return TransportOf(a), relay
+}
+
+// TransportOf names the transport of multiaddr a: "quic" (QUIC v1, also
+// under WebTransport), "tcp", "ws" over TCP counts as "tcp", or the name of
+// its first protocol after the IP layer.
+func TransportOf(a ma.Multiaddr) string {
+	if _, err := a.ValueForProtocol(ma.P_QUIC_V1); err == nil {
+		return "quic"
+	}
+	if _, err := a.ValueForProtocol(ma.P_TCP); err == nil {
+		return "tcp"
+	}
+	for _, c := range a {
+		switch c.Protocol().Code {
+		case ma.P_IP4, ma.P_IP6, ma.P_DNS, ma.P_DNS4, ma.P_DNS6, ma.P_DNSADDR:
+			continue
+		}
+		return c.Protocol().Name
+	}
+	return ""
+}
+
 func pathOf(n network.Network, id lpeer.ID, t *pathTracker) string {
 	direct, relayed := false, false
 	for _, c := range n.ConnsToPeer(id) {

@@ -83,6 +83,10 @@ type Picker[K comparable] struct {
 	// (see offers.full); full is the number of full sources.
 	partial map[int]int32
 	full    int
+	// direct counts, per unit, the offers of sources that are not relayed
+	// (Offers.Relayed): a relayed source is not given a unit a direct one
+	// offers, so that a relay carries only what no direct path brings.
+	direct map[int]int32
 	// second holds the endgame's second claims: unit -> the other source
 	// asked for it (see endgame).
 	second map[int]K
@@ -117,13 +121,18 @@ type Offers struct {
 	// Full says the source offered every unit the fetch lacked: a seed, or
 	// a peer done with its own download.
 	Full bool
+	// Relayed says the source is reached through a relay only, set by the
+	// caller before OfferFrom: it is given only the units no direct source
+	// offers (see direct). relayed is its value at the last offer.
+	Relayed bool
+	relayed bool
 }
 
 // NewPicker makes a picker that claims offered units in the order offered
 // (BlockInOrder); setChoice changes that.
 func NewPicker[K comparable](has func(int) bool, limit int) *Picker[K] {
 	return &Picker[K]{has: has, Limit: max(limit, 1), Claimed: make(map[int]K), choice: BlockInOrder,
-		count: make(map[int]int32), partial: make(map[int]int32), second: make(map[int]K), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
+		count: make(map[int]int32), partial: make(map[int]int32), direct: make(map[int]int32), second: make(map[int]K), rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))}
 }
 
 // SetChoice sets how units are chosen; rng (nil: a random one) breaks ties.
@@ -149,7 +158,7 @@ func (pk *Picker[K]) Offer(o *Offers, units []int) { pk.OfferFrom(o, units, fals
 func (pk *Picker[K]) OfferFrom(o *Offers, units []int, full bool) {
 	pk.Forget(o)
 	o.all = append(o.all[:0], units...)
-	o.Full = full
+	o.Full, o.relayed = full, o.Relayed
 	if full {
 		pk.full++
 	}
@@ -157,6 +166,9 @@ func (pk *Picker[K]) OfferFrom(o *Offers, units []int, full bool) {
 		pk.count[i]++
 		if !full {
 			pk.partial[i]++
+		}
+		if !o.relayed {
+			pk.direct[i]++
 		}
 	}
 	pk.gen++
@@ -191,6 +203,9 @@ func (pk *Picker[K]) Add(o *Offers, units []int) {
 		pk.count[i]++
 		if !o.Full {
 			pk.partial[i]++
+		}
+		if !o.relayed {
+			pk.direct[i]++
 		}
 		added = true
 	}
@@ -228,6 +243,11 @@ func (pk *Picker[K]) Forget(o *Offers) {
 	for _, i := range o.all {
 		if pk.count[i]--; pk.count[i] <= 0 {
 			delete(pk.count, i)
+		}
+		if !o.relayed {
+			if pk.direct[i]--; pk.direct[i] <= 0 {
+				delete(pk.direct, i)
+			}
 		}
 		if o.Full {
 			continue
@@ -280,10 +300,10 @@ func (pk *Picker[K]) Claim(id K, o *Offers, n int) []int {
 		if pk.has(i) {
 			continue
 		}
-		if spare && pk.partial[i] > 0 || pk.Held(i) {
-			// Another source offered it: the seed is spared (it is looked
-			// at again on a release, or at the next reconciliation). Or it
-			// is held for its pushes.
+		if spare && pk.partial[i] > 0 || o.relayed && pk.direct[i] > 0 || pk.Held(i) {
+			// Another source offered it: the seed is spared, or a relay
+			// (they are looked at again on a release, or at the next
+			// reconciliation). Or it is held for its pushes.
 			o.deferred = append(o.deferred, i)
 			continue
 		}
@@ -396,7 +416,7 @@ func (pk *Picker[K]) Claimable(o *Offers) bool {
 	}
 	spare := pk.spares(o)
 	for _, i := range o.deferred {
-		if _, c := pk.Claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) && !pk.Held(i) {
+		if _, c := pk.Claimed[i]; !c && !pk.has(i) && (!spare || pk.partial[i] == 0) && (!o.relayed || pk.direct[i] == 0) && !pk.Held(i) {
 			return true
 		}
 	}

@@ -415,3 +415,35 @@ func TestPickerEndgame(t *testing.T) {
 		t.Fatalf("%d second claims counted, want 2", pk.Redundant)
 	}
 }
+
+// TestPickerPrefersDirect: a source reached through a relay only is not
+// given the units a direct source offers, only the others; once the direct
+// source leaves and a release comes, it is given the rest.
+func TestPickerPrefersDirect(t *testing.T) {
+	pk := NewPicker[string](func(int) bool { return false }, 100)
+	var direct, relayed Offers
+	relayed.Relayed = true
+	pk.OfferFrom(&direct, []int{0, 1, 2, 3}, false)
+	pk.OfferFrom(&relayed, []int{0, 1, 2, 3, 4, 5}, false)
+	got := pk.Claim("relayed", &relayed, 10)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{4, 5}) {
+		t.Fatalf("the relayed source claimed %v, want only [4 5], which no direct source offers", got)
+	}
+	if got := pk.Claim("direct", &direct, 10); len(got) != 4 {
+		t.Fatalf("the direct source claimed %v, want 0-3", got)
+	}
+	for _, i := range []int{0, 1} {
+		pk.Unclaim("direct", &direct, []int{i})
+	}
+	pk.Forget(&direct)
+	pk.Releases++
+	if !pk.Claimable(&relayed) {
+		t.Fatal("with the direct source gone, the relayed one has nothing claimable")
+	}
+	got = pk.Claim("relayed", &relayed, 10)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("after the direct source left, the relayed one claimed %v, want [0 1]", got)
+	}
+}

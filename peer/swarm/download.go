@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -57,12 +58,16 @@ func (w worker) offer(offered []int) error {
 	// A source offering every block the fetch lacks (a seed, or a peer done
 	// downloading) is full; see picker.offerFrom.
 	full := serve.IsBlockMethod(f.t.Method()) && len(offered) > 0 && len(offered) >= f.c.Man.BlockCount()-f.c.Store.HeldCount()
+	relayed := f.p.PathTo(src.id) == hostkit.PathRelayed
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(src.refused) > 0 {
 		// Not the blocks it sent corrupt once: others are asked for them.
 		offered = slices.DeleteFunc(offered, func(i int) bool { _, r := src.refused[i]; return r })
 	}
+	// A source reached through a relay only is given what no direct one
+	// offers (Offers.Relayed).
+	src.offers.Relayed = relayed
 	f.pick.OfferFrom(&src.offers, offered, full)
 	w.seeFromLocked(offered)
 	return nil
@@ -225,7 +230,7 @@ func (w worker) download() (err error) {
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.
 		select {
-		case f.writes <- writeJob{src: src, i: i, data: data, buf: fr}:
+		case f.writes <- writeJob{src: src, i: i, data: data, buf: fr, relayed: viaRelay(cs.s)}:
 		case <-f.ctx.Done():
 			f.putBuf(fr)
 			return nil
@@ -281,10 +286,11 @@ func (w worker) waitForRoom() bool {
 
 // writeJob is a received block on its way to the store.
 type writeJob struct {
-	src  *source
-	i    int
-	data []byte
-	buf  []byte // the frame data lies in, returned to the pool after
+	src     *source
+	i       int
+	data    []byte
+	buf     []byte // the frame data lies in, returned to the pool after
+	relayed bool   // it came over a relayed connection
 }
 
 // writer stores received blocks until writes is closed. Several writers run,
@@ -293,7 +299,7 @@ type writeJob struct {
 func (f *fetch) writer() {
 	defer f.writersWG.Done()
 	for job := range f.writes {
-		err := f.store(job.src, job.i, job.data)
+		err := f.store(job.src, job.i, job.data, job.relayed)
 		f.putBuf(job.buf)
 		if errors.Is(err, wire.ErrBadBlock) {
 			if job.src.push {
@@ -465,10 +471,14 @@ func (f *fetch) putBuf(b []byte) {
 // (sync.Pool takes pointers: putting &b would allocate a header per block).
 var bufHolders sync.Pool
 
-// store verifies and stores block i received from src.
-func (f *fetch) store(src *source, i int, data []byte) error {
+// store verifies and stores block i received from src (over a relayed
+// connection if relayed).
+func (f *fetch) store(src *source, i int, data []byte, relayed bool) error {
 	f.mu.Lock()
 	f.received += int64(len(data))
+	if relayed {
+		f.sum.RelayedBytes += int64(len(data))
+	}
 	f.mu.Unlock()
 	if f.t.Has(i) {
 		f.mu.Lock()

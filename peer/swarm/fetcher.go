@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/swarm/bans"
@@ -330,6 +331,38 @@ func (f *fetch) startLocked(id lpeer.ID) {
 	go (worker{f, src}).work()
 }
 
+// relayHeadStart is how long a source reached through a relay only waits
+// before its first reconciliation when the fetch has direct sources too:
+// they offer first, and the relayed one is given only what they lack
+// (sched.Offers.Relayed).
+const relayHeadStart = 500 * time.Millisecond
+
+// headStart makes a relayed source wait relayHeadStart, if the fetch has a
+// direct source.
+func (w worker) headStart() {
+	f, src := w.fetch, w.src
+	if f.p.PathTo(src.id) != hostkit.PathRelayed {
+		return
+	}
+	f.mu.Lock()
+	ids := make([]lpeer.ID, 0, len(f.sources))
+	for id := range f.sources {
+		ids = append(ids, id)
+	}
+	f.mu.Unlock()
+	for _, id := range ids {
+		if id != src.id && f.p.PathTo(id) != hostkit.PathRelayed && f.p.PathTo(id) != "" {
+			t := f.p.clk.NewTimer(relayHeadStart)
+			defer t.Stop()
+			select {
+			case <-f.ctx.Done():
+			case <-t.Chan():
+			}
+			return
+		}
+	}
+}
+
 // work reconciles with one source and downloads what it offers, again and
 // again as both sides gain blocks, until the fetch ends or the source fails.
 func (w worker) work() {
@@ -353,6 +386,7 @@ func (w worker) work() {
 			src.watch.close()
 		}
 	}()
+	w.headStart()
 	first, most := 50*time.Millisecond, time.Second
 	wait := first
 	for f.ctx.Err() == nil {

@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -188,7 +189,7 @@ func (f pushSink) takePush(from lpeer.ID, i int, data, buf []byte) bool {
 	f.mu.Unlock()
 	defer f.wg.Done()
 	select {
-	case f.writes <- writeJob{src: src, i: i, data: data, buf: buf}:
+	case f.writes <- writeJob{src: src, i: i, data: data, buf: buf, relayed: f.p.PathTo(from) == hostkit.PathRelayed}:
 	case <-f.ctx.Done():
 		f.putBuf(buf)
 	}

@@ -53,6 +53,10 @@ type PeerShare struct {
 	// Path is how the blocks came at the end of the fetch: PathDirect,
 	// PathHolePunched or PathRelayed (empty if no longer connected).
 	Path string `json:"path,omitempty"`
+	// Transport is the transport of that connection ("tcp", "quic"; to the
+	// relay, for a relayed one), and Relay the relay's id when relayed.
+	Transport string `json:"transport,omitempty"`
+	Relay     string `json:"relay,omitempty"`
 }
 
 // Summary is the outcome of a fetch.
@@ -77,6 +81,9 @@ type Summary struct {
 	Fetched int `json:"fetched_blocks"`
 	// Received is the block payload received (fetched, redundant and rejected).
 	Received int64 `json:"bytes_received"`
+	// RelayedBytes is the part of Received that came over relayed
+	// connections (circuit relay v2).
+	RelayedBytes int64 `json:"relayed_bytes"`
 	// WireBytesReceived and WireBytesSent are the bytes the fetch read from
 	// and wrote to its streams: the manifest's request, reconciliations
 	// and watches, block requests and replies, peer lists and the pushes

@@ -1,0 +1,73 @@
+package peer
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+// TestPreferDirectSource: a fetcher that reaches one seed through a relay
+// only and another directly, both holding every block, takes the blocks
+// from the direct one: nothing crosses the relay, and the summary names the
+// relayed peer's path, relay and transport.
+func TestPreferDirectSource(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	relayHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relayHost.Close()
+	r, err := relayv2.New(relayHost, relayv2.WithInfiniteLimits(), relayv2.WithReservationAddressFilter(func(ma.Multiaddr) bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	relayInfo := lpeer.AddrInfo{ID: relayHost.ID(), Addrs: relayHost.Addrs()}
+
+	src := writeRandomFile(t, dir, "data.bin", 1<<20, 3)
+	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
+	direct := newTestPeer(t)
+	var tk Ticket
+	for _, s := range []*Peer{behind, direct} {
+		if tk, err = s.Seed(ctx, src, WithBlockSize(32<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := behind.Host().Connect(ctx, relayInfo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relayclient.Reserve(ctx, behind.Host(), relayInfo); err != nil {
+		t.Fatal(err)
+	}
+	circuit := relayHost.Addrs()[0].Encapsulate(ma.StringCast("/p2p/" + relayHost.ID().String() + "/p2p-circuit/p2p/" + behind.ID().String()))
+	fetcher := newTestPeer(t, WithReach(Reach{RelayClient: true}))
+	tk.Peers = nil
+	sum, err := fetcher.Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithPeers(direct.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sawRelayed bool
+	for _, ps := range sum.Peers {
+		t.Logf("%s: %d blocks, path %q, relay %q, transport %q", ps.Peer, ps.Blocks, ps.Path, ps.Relay, ps.Transport)
+		if ps.Peer == behind.ID().String() {
+			sawRelayed = true
+			if ps.Path != "relayed" || ps.Relay != relayHost.ID().String() || ps.Transport != "tcp" {
+				t.Errorf("the relayed seed's share: %+v", ps)
+			}
+		}
+	}
+	if !sawRelayed {
+		t.Error("the relayed seed is not among the fetch's peers")
+	}
+	if sum.RelayedBytes != 0 {
+		t.Errorf("%d bytes came through the relay although the direct seed offered every block", sum.RelayedBytes)
+	}
+}
