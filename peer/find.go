@@ -3,9 +3,13 @@ package peer
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/routing"
+
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
@@ -16,20 +20,56 @@ import (
 // within wait, or as soon as one is found and a further second has passed.
 // It fails with ErrNoPeers if none is found.
 func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.Duration) ([]AddrInfo, error) {
+	return p.findProviders(ctx, root, wait, nil)
+}
+
+// Lookup is the progress of a search for a content's providers
+// (WithLookupProgress). It is swarm.Lookup.
+type Lookup = swarm.Lookup
+
+// WithLookupProgress sets a callback for the search for providers of
+// FetchRoot, called about every 200 ms from its start until the fetch
+// starts. Default: none.
+func WithLookupProgress(fn func(Lookup)) FetchOption {
+	return func(c *swarm.FetchConfig) error { c.Lookup = fn; return nil }
+}
+
+func (p *Service) findProviders(ctx context.Context, root chunker.ID, wait time.Duration, progress func(Lookup)) ([]AddrInfo, error) {
 	ds := p.discoveryOf()
 	if ds == nil {
 		return nil, fmt.Errorf("%w: no DHT and no mDNS to look up %s", ErrNoPeers, root)
 	}
 	ctx, cancel := clock.WithTimeout(ctx, p.clk, wait)
 	defer cancel()
+	start := p.clk.Now()
+	var asked, nfound atomic.Int64
+	report := func() {
+		if progress == nil {
+			return
+		}
+		l := Lookup{Asked: int(asked.Load()), Found: int(nfound.Load()), Seconds: p.clk.Since(start).Seconds()}
+		if d := ds.DHT(); d != nil {
+			l.Known = d.RoutingTable().Size()
+		}
+		progress(l)
+	}
 	found := make(chan AddrInfo, 16)
 	go func() {
 		defer close(found)
 		tick := p.clk.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
 		for ctx.Err() == nil {
+			report()
 			if ds.DHT() != nil {
 				lctx, lcancel := clock.WithTimeout(ctx, p.clk, 3*time.Second)
+				lctx, events := routing.RegisterForQueryEvents(lctx)
+				go func() {
+					for ev := range events {
+						if ev.Type == routing.SendingQuery {
+							asked.Add(1)
+						}
+					}
+				}()
 				ds.Providers(lctx, root, func(ai AddrInfo) {
 					select {
 					case found <- ai:
@@ -67,6 +107,7 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 			}
 			seen[ai.ID] = true
 			out = append(out, ai)
+			nfound.Store(int64(len(out)))
 			if grace == nil {
 				grace = p.clk.After(500 * time.Millisecond)
 			}
@@ -84,7 +125,11 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 // the first). It starts as soon as one of them is connected; the others,
 // and providers found later, join as the fetch runs.
 func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, opts ...FetchOption) (*Summary, error) {
-	infos, err := p.FindProviders(ctx, root, time.Minute)
+	fc, err := newFetchConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := p.findProviders(ctx, root, time.Minute, fc.Lookup)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -133,6 +134,9 @@ func runFetch(c *cli.Context) error {
 		peer.WithReuse(c.StringSlice("reuse")...), peer.WithReuseProgress(reuseProgress(pr, "asking peers for the rest"))}
 	if c.Bool("delete") {
 		opts = append(opts, peer.WithDelete())
+	}
+	if rootOnly {
+		opts = append(opts, peer.WithLookupProgress(lookupProgress(pr, tk.Root.String()[:16])))
 	}
 	pr.Status(connecting)
 	progress := func(x peer.Progress) { pr.Update(fetchProgress(x)) }
@@ -287,6 +291,31 @@ func printSummary(w io.Writer, s *peer.Summary) {
 			line += "  dropped: " + ps.Dropped
 		}
 		fmt.Fprintln(w, line)
+	}
+}
+
+// lookupProgress shows the search for a root's providers (fetch ROOT) from
+// its first second: on a bar, in its status; in plain mode, a line after a
+// second and every 5 s. A DHT that knows no peer is said so, with the fix.
+func lookupProgress(pr *cliutil.Progress, root string) func(peer.Lookup) {
+	var mu sync.Mutex
+	next := 1.0
+	return func(l peer.Lookup) {
+		line := fmt.Sprintf("looking for peers that have %s…: %s asked, %s found, %.0f s", root, cliutil.Count(l.Asked, "DHT peer"), cliutil.Count(l.Found, "provider"), l.Seconds)
+		if l.Known == 0 && l.Seconds >= 2 {
+			line += " (the DHT knows no peer: give --bootstrap ADDR of a reconcile relay, or the ticket)"
+		}
+		switch pr.Mode() {
+		case cliutil.ProgressBar:
+			pr.Status(line)
+		case cliutil.ProgressPlain:
+			mu.Lock()
+			defer mu.Unlock()
+			if l.Seconds >= next {
+				pr.Println("fetch: " + line)
+				next = l.Seconds + 5
+			}
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/urfave/cli/v2"
@@ -162,20 +163,81 @@ func parseRootArg(s string) (chunker.ID, bool) {
 
 // waitForRelayAddrs waits up to d for the peer to hold a relay reservation
 // when relays were given and the host is not known to be public, so that the
-// ticket printed carries its relay address.
+// ticket printed carries its relay address. It says at once when a relay is
+// at a private address (libp2p advertises relay addresses through public
+// relays only), and, if no reservation came within relayAsk, reserves a
+// slot itself to learn why, and says so with the fix.
 func waitForRelayAddrs(ctx context.Context, c *cli.Context, p *peer.Peer, d time.Duration) {
 	if c.Bool("no-relay") || c.String("reachability") == "public" || (len(c.StringSlice("relay")) == 0) {
 		return
 	}
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
+	w := c.App.ErrWriter
+	var public []lpeer.AddrInfo
+	for _, s := range c.StringSlice("relay") {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			continue // peerOptions refused it already
+		}
+		if !manet.IsPublicAddr(a) {
+			fmt.Fprintf(w, "reconcile seed: warning: relay %s is at a private address, and libp2p advertises relay addresses through public relays only: the ticket will carry none. Run the relay on a public address; on a LAN, fetchers reach this seed at its own addresses.\n", s)
+			continue
+		}
+		if ai, err := lpeer.AddrInfoFromP2pAddr(a); err == nil {
+			public = append(public, *ai)
+		}
+	}
+	if len(public) == 0 {
+		return
+	}
+	hasRelayAddr := func() bool {
 		for _, a := range p.Addrs() {
 			if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err == nil {
+				return true
+			}
+		}
+		return false
+	}
+	start := time.Now()
+	asked := false
+	for time.Since(start) < d && ctx.Err() == nil {
+		if hasRelayAddr() {
+			return
+		}
+		if !asked && time.Since(start) >= relayAsk {
+			asked = true
+			if why := reserveProblem(ctx, p, public); why != "" {
+				fmt.Fprintf(w, "reconcile seed: warning: no slot on a relay after %.0f s (%s): the ticket carries no relay address, so fetchers behind NAT cannot reach this seed. Check that reconcile relay runs there and is reachable from here, or give another --relay.\n", time.Since(start).Seconds(), why)
 				return
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	if ctx.Err() == nil && !hasRelayAddr() {
+		fmt.Fprintf(w, "reconcile seed: warning: a relay gave a slot, but no relay address came within %.0f s: the ticket carries none (run with -v to see libp2p's AutoRelay logs).\n", d.Seconds())
+	}
+}
+
+// relayAsk is how long a seed waits for AutoRelay's reservation before it
+// reserves a slot itself to find out what goes wrong.
+const relayAsk = 3 * time.Second
+
+// reserveProblem reserves a slot on each relay and returns why none gave one
+// ("" if one did).
+func reserveProblem(ctx context.Context, p *peer.Peer, relays []lpeer.AddrInfo) string {
+	var why []string
+	for _, ai := range relays {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := p.Host().Connect(rctx, ai)
+		if err == nil {
+			_, err = relayclient.Reserve(rctx, p.Host(), ai)
+		}
+		cancel()
+		if err == nil {
+			return ""
+		}
+		why = append(why, fmt.Sprintf("relay %s: %s", shortID(ai.ID.String()), strings.Join(strings.Fields(err.Error()), " ")))
+	}
+	return strings.Join(why, "; ")
 }
 
 // firstBlock records how long after start the first block arrived (the

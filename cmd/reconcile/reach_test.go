@@ -1,9 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/libp2p/go-libp2p"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/peer"
@@ -45,5 +54,58 @@ func TestParseRootArgAndLoopback(t *testing.T) {
 		if got := loopbackOnly(c.addrs); got != c.want {
 			t.Errorf("loopbackOnly(%v) = %v, want %v", c.addrs, got, c.want)
 		}
+	}
+}
+
+// TestReserveProblem: a relay that runs no relay service is named, with
+// libp2p's reason, and one that gives a slot is no problem.
+func TestReserveProblem(t *testing.T) {
+	ctx := context.Background()
+	p, err := peer.New(ctx, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"), peer.WithReach(peer.Reach{RelayClient: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	norelay, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer norelay.Close()
+	why := reserveProblem(ctx, p, []lpeer.AddrInfo{{ID: norelay.ID(), Addrs: norelay.Addrs()}})
+	if !strings.Contains(why, shortID(norelay.ID().String())) || strings.Contains(why, "\n") {
+		t.Fatalf("a host with no relay service: %q", why)
+	}
+	relayHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relayHost.Close()
+	r, err := relayv2.New(relayHost, relayv2.WithReservationAddressFilter(func(ma.Multiaddr) bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if why := reserveProblem(ctx, p, []lpeer.AddrInfo{{ID: relayHost.ID(), Addrs: relayHost.Addrs()}}); why != "" {
+		t.Fatalf("a relay that gives slots: %q", why)
+	}
+}
+
+// TestSeedPrivateRelayWarns: a seed given a relay at a private address
+// says at once that the ticket will carry no relay address.
+func TestSeedPrivateRelayWarns(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "f.bin")
+	if err := os.WriteFile(src, []byte("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	var buf bytes.Buffer
+	cmd := exec.CommandContext(ctx, e2eBinary(t), "seed", src, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-dht", "--no-mdns", "--relay", "/ip4/127.0.0.1/tcp/9/p2p/12D3KooWM5VxzGiP6FhEohELVZGFX8snPRY2ZVYyTipqdcfbjyDn")
+	cmd.Stderr = &buf
+	cmd.Run() // killed at the deadline: a seed runs until interrupted
+	stderr := buf.String()
+	if !strings.Contains(stderr, "is at a private address") || !strings.Contains(stderr, "ticket will carry none") {
+		t.Fatalf("stderr: %q", stderr)
 	}
 }

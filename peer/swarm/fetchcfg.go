@@ -33,6 +33,22 @@ type FetchConfig struct {
 	// the output): their providers in the DHT are sources too, which serve
 	// the blocks the versions share once offered the manifest.
 	Older []chunker.ID
+	// Lookup: see peer.WithLookupProgress (its value is peer.Lookup).
+	Lookup func(Lookup)
+}
+
+// Lookup is the progress of a search for a content's providers
+// (peer.WithLookupProgress).
+type Lookup struct {
+	// Asked counts the DHT queries sent to peers so far.
+	Asked int
+	// Known is the number of peers in the DHT's routing table now (0: the
+	// DHT knows no peer, so nothing can be found through it).
+	Known int
+	// Found counts the providers found so far (DHT and LAN).
+	Found int
+	// Seconds is the time since the search began.
+	Seconds float64
 }
 
 // A FetchEventKind says what a FetchEvent reports.
