@@ -2,11 +2,13 @@ package peer
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
@@ -69,5 +71,62 @@ func TestPreferDirectSource(t *testing.T) {
 	}
 	if sum.RelayedBytes != 0 {
 		t.Errorf("%d bytes came through the relay although the direct seed offered every block", sum.RelayedBytes)
+	}
+}
+
+// TestRelayLimitExplained: a fetch whose only source is reached through a
+// relay whose connections carry less than a block fails, and its error says
+// the peer was reached only through that relay, that no block came through
+// it, why and what to do. (With libp2p's default of 128 KiB, a fetch
+// completes, slowly: each new relayed connection carries 128 KiB more.)
+func TestRelayLimitExplained(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	relayHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relayHost.Close()
+	// A relay whose connections carry 16 KiB, less than a block: every
+	// relayed connection closes before a block is through.
+	res := relayv2.DefaultResources()
+	res.Limit.Data = 16 << 10
+	r, err := relayv2.New(relayHost, relayv2.WithResources(res), relayv2.WithReservationAddressFilter(func(ma.Multiaddr) bool { return true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	relayInfo := lpeer.AddrInfo{ID: relayHost.ID(), Addrs: relayHost.Addrs()}
+	src := writeRandomFile(t, dir, "data.bin", 1<<20, 4)
+	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
+	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := behind.Host().Connect(ctx, relayInfo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relayclient.Reserve(ctx, behind.Host(), relayInfo); err != nil {
+		t.Fatal(err)
+	}
+	// Behind a NAT: nothing dials it directly.
+	for _, a := range behind.Host().Network().ListenAddresses() {
+		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil {
+			behind.Host().Network().(*swarm.Swarm).ListenClose(a)
+		}
+	}
+	circuit := relayHost.Addrs()[0].Encapsulate(ma.StringCast("/p2p/" + relayHost.ID().String() + "/p2p-circuit/p2p/" + behind.ID().String()))
+	tk.Peers = nil
+	_, err = newTestPeer(t, WithReach(Reach{RelayClient: true})).Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithNoPeerTimeout(2*time.Second))
+	if err == nil {
+		t.Fatal("a fetch through a relay of 16 KiB per connection succeeded")
+	}
+	msg := err.Error()
+	t.Log(msg)
+	for _, want := range []string{"reached only through relay " + relayHost.ID().String()[:6], "no block came through the relay", "relays cap what a connection carries", "reconcile relay"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the error lacks %q: %s", want, msg)
+		}
 	}
 }

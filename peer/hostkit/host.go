@@ -69,6 +69,8 @@ type Host struct {
 	conns *connGate
 	src   *relaySource
 	paths *pathTracker
+	// punches are DCUtR's last hole punches, per peer (Punch).
+	punches *punchLog
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -140,7 +142,8 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		libp2p.DisableMetrics(),
 		libp2p.SwarmOpts(swarm.WithDialRanker(ranker)),
 	}
-	opts = append(opts, reachOptions(cfg.Reach, src)...) // reach.go: DisableRelay unless a relay client
+	punches := &punchLog{}
+	opts = append(opts, reachOptions(cfg.Reach, src, punches)...) // reach.go: DisableRelay unless a relay client
 	if key != nil {
 		opts = append(opts, libp2p.Identity(key))
 	}
@@ -154,7 +157,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("hostkit: start host: %w", err)
 	}
 	conns.shared = conns.sharedAddr(lh)
-	h := &Host{Host: lh, cfg: cfg, log: log, gate: gate, conns: conns, src: src, paths: newPathTracker(lh.Network())}
+	h := &Host{Host: lh, cfg: cfg, log: log, gate: gate, conns: conns, src: src, paths: newPathTracker(lh.Network()), punches: punches}
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if cfg.Reach.RelayClient {
 		h.logRelayAddrs()

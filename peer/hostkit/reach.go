@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/host/observedaddrs"
@@ -78,7 +79,7 @@ func DefaultReach() Reach {
 
 // reachOptions are the libp2p options for r, AutoRelay taking its relays
 // from src.
-func reachOptions(r Reach, src *relaySource) []libp2p.Option {
+func reachOptions(r Reach, src *relaySource, punches *punchLog) []libp2p.Option {
 	if r.ObserversNeeded > 0 {
 		observedaddrs.ActivationThresh = r.ObserversNeeded
 	}
@@ -111,7 +112,7 @@ func reachOptions(r Reach, src *relaySource) []libp2p.Option {
 		opts = append(opts, libp2p.DisableRelay())
 	}
 	if r.HolePunch {
-		opts = append(opts, libp2p.EnableHolePunching())
+		opts = append(opts, libp2p.EnableHolePunching(holepunch.WithTracer(punches)))
 	}
 	switch r.Reachability {
 	case network.ReachabilityPrivate:

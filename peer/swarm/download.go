@@ -68,6 +68,9 @@ func (w worker) offer(offered []int) error {
 	// A source reached through a relay only is given what no direct one
 	// offers (Offers.Relayed).
 	src.offers.Relayed = relayed
+	if relayed {
+		f.noteRelayed(src.id, 0)
+	}
 	f.pick.OfferFrom(&src.offers, offered, full)
 	w.seeFromLocked(offered)
 	return nil
@@ -478,6 +481,7 @@ func (f *fetch) store(src *source, i int, data []byte, relayed bool) error {
 	f.received += int64(len(data))
 	if relayed {
 		f.sum.RelayedBytes += int64(len(data))
+		f.noteRelayed(src.id, len(data))
 	}
 	f.mu.Unlock()
 	if f.t.Has(i) {

@@ -46,6 +46,9 @@ type fetch struct {
 	pushSrc       map[lpeer.ID]*source
 	held, heldBuf []bool
 	stripeOf      func(i int) int // a block's stripe, with held
+	// relayed are the sources reached through a relay only at some offer,
+	// with what came through it (reachHint).
+	relayed map[lpeer.ID]*relayNote
 	wake          chan struct{}   // closed and replaced on release or new blocks
 	active        int             // sources with a running worker
 	lastLive      time.Time
@@ -273,7 +276,7 @@ loop:
 		err = nil
 	}
 	if errors.Is(err, wire.ErrNoPeers) {
-		err = f.bans.Hint(err)
+		err = f.reachHint(f.bans.Hint(err))
 	}
 	return f.summary(), err
 }
