@@ -48,10 +48,10 @@ type fetch struct {
 	stripeOf      func(i int) int // a block's stripe, with held
 	// relayed are the sources reached through a relay only at some offer,
 	// with what came through it (reachHint).
-	relayed map[lpeer.ID]*relayNote
-	wake          chan struct{}   // closed and replaced on release or new blocks
-	active        int             // sources with a running worker
-	lastLive      time.Time
+	relayed  map[lpeer.ID]*relayNote
+	wake     chan struct{} // closed and replaced on release or new blocks
+	active   int           // sources with a running worker
+	lastLive time.Time
 	// started is set once the fetch runs (its context and writers are
 	// there): sources are started only from then on.
 	started bool
