@@ -272,7 +272,8 @@ type Config struct {
 	// Trace, when set, receives a line for every unit a node sends or
 	// pushes, every reconciliation it answers, and the run's plan (roles,
 	// tree places) and events (see the format in trace.go's tracer), for
-	// studying a run's schedule afterwards.
+	// studying a run's schedule afterwards (package testnet/tracestats
+	// reads it).
 	Trace io.Writer
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 // TestRunCI is the short testnet run CI runs: 20 peers over the mock network
@@ -208,7 +209,7 @@ func TestRunSeedLeaves(t *testing.T) {
 		}
 		// The seed is the peer sim swarm's model seeds from too; the
 		// trace gives the run's time scale and T*.
-		runs, err := ReadTrace(&trace)
+		runs, err := tracestats.Read(&trace)
 		if err != nil {
 			t.Fatalf("%v: trace: %v", choice, err)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 	"github.com/reconcile-p2p/reconcile/testnet"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 // testnetReport is what --json prints.
@@ -156,7 +157,7 @@ func testnetTraceCommand() *cli.Command {
 				return err
 			}
 			defer f.Close()
-			runs, err := testnet.ReadTrace(f)
+			runs, err := tracestats.Read(f)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Args().First(), err)
 			}
