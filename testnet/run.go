@@ -561,6 +561,7 @@ wait:
 		res.StayedMaxTStar = res.StayedMaxS / res.TStarS
 		res.BackMaxTStar = res.BackMaxS / res.TStarS
 	}
+	pathBound(res, ov, seedNode)
 	res.Wire = cnt.wire()
 	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]
 	if t := res.FilterBytes + res.BlockBytes; t > 0 {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"sort"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
@@ -110,5 +112,31 @@ func publish(res *Result, nodes []*node, checked []int) {
 		if _, err := s.Publish(chunker.PublishOptions{}); err != nil && len(res.Errors) < 10 {
 			res.Errors = append(res.Errors, fmt.Sprintf("node %d: publish: %v", i, err))
 		}
+	}
+}
+
+// pathBound sets the update figures' bounds with latency (update.Figures'
+// PathBoundMedianS): for each fetcher, the new bytes over the seed's
+// upload plus the least latency of a path from the seed, or T* when
+// larger. It needs the completions (res.MedianS) and the seed's node.
+func pathBound(res *Result, ov overlay, seed int) {
+	u := res.Update
+	if u == nil || seed < 0 {
+		return
+	}
+	first := 0.0
+	if res.SeedUpBps > 0 {
+		first = float64(u.NewBytes) / res.SeedUpBps
+	}
+	var b []float64
+	for i, d := range ov.delays(seed) {
+		if i != seed && d != math.MaxInt64 {
+			b = append(b, max(res.TStarS, first+d.Seconds()))
+		}
+	}
+	sort.Float64s(b)
+	u.PathBoundMedianS, u.PathBoundMaxS = quantile(b, 0.5), quantile(b, 1)
+	if u.PathBoundMedianS > 0 {
+		u.MedianOverPathBound = res.MedianS / u.PathBoundMedianS
 	}
 }

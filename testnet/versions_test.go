@@ -2,7 +2,10 @@ package testnet
 
 import (
 	"context"
+	"math"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/reconcile"
@@ -36,8 +39,9 @@ func TestRunUpdate(t *testing.T) {
 		if u == nil {
 			t.Fatalf("%s: no update figures", tc.name)
 		}
-		t.Logf("%s: %d blocks, %d new (%d bytes); the seed sent %d block bytes, %.2f copies; median %.2f s, max %.2f s, T* %.3f s (%.2fx, %.2fx; the whole file's %.2f s); %d redundant",
-			tc.name, res.Blocks, u.NewBlocks, u.NewBytes, u.SeedBlockBytes, u.Copies, res.MedianS, res.MaxS, res.TStarS, res.MedianTStar, res.MaxTStar, u.FileTStarS, res.Redundant)
+		t.Logf("%s: %d blocks, %d new (%d bytes); the seed sent %d block bytes, %.2f copies; median %.2f s, max %.2f s, T* %.3f s (%.2fx, %.2fx; the whole file's %.2f s), with latency %.2f s (%.2fx); %d redundant",
+			tc.name, res.Blocks, u.NewBlocks, u.NewBytes, u.SeedBlockBytes, u.Copies, res.MedianS, res.MaxS, res.TStarS, res.MedianTStar, res.MaxTStar, u.FileTStarS,
+			u.PathBoundMedianS, u.MedianOverPathBound, res.Redundant)
 		if res.Completed != nodes-1 || res.Identical != nodes || res.Root == u.OldRoot {
 			t.Errorf("%s: %d completed, %d identical of %d; root %s, version 1's %s", tc.name, res.Completed, res.Identical, nodes, res.Root, u.OldRoot)
 		}
@@ -54,5 +58,22 @@ func TestRunUpdate(t *testing.T) {
 		if u.Copies < 1 || res.TStarS <= 0 || res.TStarS >= u.FileTStarS {
 			t.Errorf("%s: %.2f copies, T* %g s of the whole file's %g s", tc.name, u.Copies, res.TStarS, u.FileTStarS)
 		}
+		// Each fetcher completes after its bound, so the sorted
+		// completions lie above the sorted bounds.
+		if u.PathBoundMedianS < res.TStarS || u.PathBoundMaxS < u.PathBoundMedianS || res.MedianS < 0.98*u.PathBoundMedianS || res.MaxS < 0.98*u.PathBoundMaxS {
+			t.Errorf("%s: bounds with latency %.3f s (median), %.3f s (max); completions %.3f s, %.3f s; T* %.3f s", tc.name, u.PathBoundMedianS, u.PathBoundMaxS, res.MedianS, res.MaxS, res.TStarS)
+		}
+	}
+}
+
+func TestOverlayDelays(t *testing.T) {
+	ms := time.Millisecond
+	// 0 -10- 1 -10- 2, 0 -50- 2, 3 alone.
+	ov := overlay{out: make([][]int, 4), pairs: []pair{{0, 1, 10 * ms}, {1, 2, 10 * ms}, {0, 2, 50 * ms}}}
+	if got, want := ov.delays(0), []time.Duration{0, 10 * ms, 20 * ms, math.MaxInt64}; !slices.Equal(got, want) {
+		t.Errorf("delays from 0: %v, want %v", got, want)
+	}
+	if got, want := ov.delays(2), []time.Duration{20 * ms, 10 * ms, 0, math.MaxInt64}; !slices.Equal(got, want) {
+		t.Errorf("delays from 2: %v, want %v", got, want)
 	}
 }

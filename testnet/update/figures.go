@@ -31,6 +31,17 @@ type Figures struct {
 	// FileTStarS is T* for the whole file, for comparison (the run's
 	// TStarS is for NewBytes).
 	FileTStarS float64 `json:"file_tstar_s,omitempty"`
+	// PathBoundMedianS and PathBoundMaxS are the median and the largest,
+	// over the fetchers, of a lower bound on each one's completion that
+	// counts the links' latency as T* does not: NewBytes over the seed's
+	// upload (the last new block to leave the seed leaves no sooner) plus
+	// the least latency of a path of links from the seed to the fetcher
+	// (the time that block needs to reach it), or T* when larger.
+	// MedianOverPathBound is the run's median completion over
+	// PathBoundMedianS.
+	PathBoundMedianS    float64 `json:"path_bound_median_s,omitempty"`
+	PathBoundMaxS       float64 `json:"path_bound_max_s,omitempty"`
+	MedianOverPathBound float64 `json:"median_over_path_bound,omitempty"`
 }
 
 // NewFigures returns the figures of an update of fraction in places

@@ -41,6 +41,10 @@ func printUpdate(out io.Writer, r *testnet.Result) {
 		fmt.Fprintf(out, "testnet %s update: T* of B_new %.3f s (the whole file's %.2f s); median %.2fx, max %.2fx T*; mean one-way latency %.0f ms\n",
 			name, r.TStarS, u.FileTStarS, r.MedianTStar, r.MaxTStar, r.MeanLatencyMS)
 	}
+	if u.PathBoundMedianS > 0 && u.PathBoundMedianS > r.TStarS {
+		fmt.Fprintf(out, "testnet %s update: with the latency from the seed (B_new over its upload plus the shortest path's delay), no fetcher can finish before %.2f s (median), %.2f s (max): median %.2fx that\n",
+			name, u.PathBoundMedianS, u.PathBoundMaxS, u.MedianOverPathBound)
+	}
 }
 
 // reusedRange words the blocks the fetchers reused: "N" when every one of
