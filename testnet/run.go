@@ -197,7 +197,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if trees != nil {
 			sources = min(sources, 4)
 		}
-		scale = AutoTimeScale(cfg.Nodes, int64(cfg.Nodes-1)*movedBytes, int64(cfg.Nodes-1)*int64(movedBlocks), sources, res.TStarS, runtime.NumCPU())
+		// An update's few new bytes take the latency from the seed more
+		// than T* (pathBound): the run lasts that long at least.
+		scale = AutoTimeScale(cfg.Nodes, int64(cfg.Nodes-1)*movedBytes, int64(cfg.Nodes-1)*int64(movedBlocks), sources,
+			max(res.TStarS, pathBound(res, ov, seedNode)), runtime.NumCPU())
 	}
 	res.TimeScale = scale
 	cfg.Bandwidth /= scale
@@ -561,7 +564,9 @@ wait:
 		res.StayedMaxTStar = res.StayedMaxS / res.TStarS
 		res.BackMaxTStar = res.BackMaxS / res.TStarS
 	}
-	pathBound(res, ov, seedNode)
+	if u := res.Update; u != nil && u.PathBoundMedianS > 0 {
+		u.MedianOverPathBound = res.MedianS / u.PathBoundMedianS
+	}
 	res.Wire = cnt.wire()
 	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]
 	if t := res.FilterBytes + res.BlockBytes; t > 0 {

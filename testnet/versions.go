@@ -116,13 +116,14 @@ func publish(res *Result, nodes []*node, checked []int) {
 }
 
 // pathBound sets the update figures' bounds with latency (update.Figures'
-// PathBoundMedianS): for each fetcher, the new bytes over the seed's
-// upload plus the least latency of a path from the seed, or T* when
-// larger. It needs the completions (res.MedianS) and the seed's node.
-func pathBound(res *Result, ov overlay, seed int) {
+// PathBoundMedianS, PathBoundMaxS): for each fetcher, the new bytes over
+// the seed's upload plus the least latency of a path from the seed, or T*
+// when larger. It returns the largest (0 when the run is no update or has
+// no seed). It needs T* (res.TStarS) and the seed's upload.
+func pathBound(res *Result, ov overlay, seed int) float64 {
 	u := res.Update
 	if u == nil || seed < 0 {
-		return
+		return 0
 	}
 	first := 0.0
 	if res.SeedUpBps > 0 {
@@ -136,7 +137,5 @@ func pathBound(res *Result, ov overlay, seed int) {
 	}
 	sort.Float64s(b)
 	u.PathBoundMedianS, u.PathBoundMaxS = quantile(b, 0.5), quantile(b, 1)
-	if u.PathBoundMedianS > 0 {
-		u.MedianOverPathBound = res.MedianS / u.PathBoundMedianS
-	}
+	return u.PathBoundMaxS
 }
