@@ -149,6 +149,28 @@ type Config struct {
 	Size int64
 	// BlockSize is the block size. Default chunker.DefaultBlockSize (256 KiB).
 	BlockSize int
+	// Chunking, when not zero, cuts the file into content-defined blocks by
+	// that rule (chunker.WithChunking; chunker.DefaultChunking averages
+	// about 157 KiB) instead of BlockSize's: a block method's only (not
+	// Byers, whose code needs fixed-size blocks). Default: fixed-size.
+	Chunking chunker.Chunking
+	// Update, when positive, runs the update scenario (package
+	// testnet/update): every fetching peer holds version 1, the run's file,
+	// and the one seed (Hold 0) serves version 2, the file with Update of
+	// its bytes (a share in (0, 1]) overwritten in UpdatePlaces places
+	// spread evenly (update.Edit, from Seed). Each fetcher's store of
+	// version 2, staged beside version 1 (as package peer's Fetch into an
+	// older version), takes the blocks they share from version 1's file
+	// (chunker.Store.Reuse) before the fetches start, and fetches the rest
+	// from the swarm; version 2 replaces version 1 at its final name
+	// (Store.Publish) once the fetches are over. T* and the completion
+	// ratios are then those of the new blocks' bytes (Result.Update).
+	// Block methods only, without churn, liars or stripe trees. Default 0:
+	// every fetcher starts empty.
+	Update float64
+	// UpdatePlaces is the number of places Update's bytes are overwritten
+	// in. Default 10.
+	UpdatePlaces int
 	// Hold is the share of the units each peer starts with, in [0, 1]; 0 (the
 	// default) means one seed with the whole file and Nodes−1 empty peers.
 	Hold float64
@@ -272,7 +294,8 @@ type Config struct {
 	// Trace, when set, receives a line for every unit a node sends or
 	// pushes, every reconciliation it answers, and the run's plan (roles,
 	// tree places) and events (see the format in trace.go's tracer), for
-	// studying a run's schedule afterwards.
+	// studying a run's schedule afterwards (package testnet/tracestats
+	// reads it).
 	Trace io.Writer
 }
 
@@ -288,6 +311,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = chunker.DefaultBlockSize
+	}
+	if c.UpdatePlaces == 0 {
+		c.UpdatePlaces = 10
 	}
 	if c.Method == 0 {
 		c.Method = reconcile.Complete
@@ -355,6 +381,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: the seed leaving needs one seed (hold 0), a block method, and no churn or liars (a block only a leaver or a liar held would be lost)", ErrConfig)
 	case c.Trees < 0 || c.Trees > 0 && (c.Hold != 0 || c.Method == reconcile.Byers) || c.RepairAfter < 0:
 		return fmt.Errorf("%w: %d stripe trees, repair after %v: they need one seed (hold 0) and a block method", ErrConfig, c.Trees, c.RepairAfter)
+	case !c.Chunking.IsZero() && (c.Chunking.Check() != nil || c.Method == reconcile.Byers):
+		return fmt.Errorf("%w: content-defined blocks %s: want a valid rule and a block method, not byers", ErrConfig, c.Chunking)
+	case !(c.Update >= 0 && c.Update <= 1) || c.UpdatePlaces < 1:
+		return fmt.Errorf("%w: update %g in %d places: want a share in [0, 1] and a place at least", ErrConfig, c.Update, c.UpdatePlaces)
+	case c.Update > 0 && (c.Hold != 0 || c.Method == reconcile.Byers || c.Liars > 0 || c.Churn != Churn{} || c.Trees > 0):
+		return fmt.Errorf("%w: the update scenario needs one seed (hold 0), a block method, and no churn, liars or stripe trees", ErrConfig)
 	}
 	if err := c.Churn.validate(); err != nil {
 		return err

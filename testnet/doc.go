@@ -72,6 +72,18 @@
 // from their neighbours (and from any peer that reconciles with them, and the
 // peers those name, as package peer does) until every peer holds the file.
 //
+// With Config.Update (package testnet/update) every fetcher holds version 1
+// of the file and the one seed serves version 2, with that share of the
+// bytes overwritten in Config.UpdatePlaces places: each fetcher's store of
+// version 2 is staged beside version 1 and takes the blocks the two share
+// from version 1's file (chunker.Store.Reuse), as package peer's Fetch into
+// an older version does, so the swarm moves only the new blocks (B_new,
+// Result.Update), among which the fetchers trade as above; T* is then that
+// of B_new. Version 2 replaces version 1 at its final name once the
+// fetches are over, and that file is re-hashed. Config.Chunking cuts the
+// file into content-defined blocks instead of fixed-size ones, in any
+// scenario of a block method.
+//
 // # Churn and liars
 //
 // Config.Churn makes peers leave mid-fetch (their service closed, their host

@@ -3,6 +3,7 @@ package testnet
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sync"
@@ -280,3 +281,37 @@ func (s *selfGate) InterceptSecured(_ network.Direction, p lpeer.ID, _ network.C
 	return s.g.ok(s.self, p)
 }
 func (s *selfGate) InterceptUpgraded(network.Conn) (bool, control.DisconnectReason) { return true, 0 }
+
+// delays returns the least latency of a path of neighbour links from node
+// from to each node (Dijkstra over the pairs; math.MaxInt64 for a node no
+// path reaches).
+func (o overlay) delays(from int) []time.Duration {
+	n := len(o.out)
+	adj := make([][]pair, n)
+	for _, p := range o.pairs {
+		adj[p.a] = append(adj[p.a], p)
+		adj[p.b] = append(adj[p.b], p)
+	}
+	d := make([]time.Duration, n)
+	for i := range d {
+		d[i] = math.MaxInt64
+	}
+	d[from] = 0
+	done := make([]bool, n)
+	for {
+		u := -1
+		for i := range d {
+			if !done[i] && d[i] != math.MaxInt64 && (u < 0 || d[i] < d[u]) {
+				u = i
+			}
+		}
+		if u < 0 {
+			return d
+		}
+		done[u] = true
+		for _, p := range adj[u] {
+			v := p.a + p.b - u
+			d[v] = min(d[v], d[u]+p.latency)
+		}
+	}
+}

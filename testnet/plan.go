@@ -71,9 +71,8 @@ func holdingsPlan(cfg Config, units, blocks, seedNode int, roles []role, rng *ra
 
 // blockOf returns block i of data.
 func blockOf(data []byte, m *chunker.Manifest, i int) []byte {
-	bs := int64(m.BlockSize())
-	lo := int64(i) * bs
-	return data[lo:min(lo+bs, int64(len(data)))]
+	lo, n := m.BlockSpan(i)
+	return data[lo : lo+int64(n)]
 }
 
 // allHeld are the holdings of a seed of n units.

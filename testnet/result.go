@@ -8,6 +8,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/internal/cputime"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/testnet/update"
 )
 
 // Result is the outcome of one run.
@@ -25,12 +26,19 @@ type Result struct {
 	Seed       uint64  `json:"seed"`
 	// Root is the root id of the file.
 	Root string `json:"root"`
-	// Blocks, BlockSize and Bytes describe the file; Units is the number of
-	// units reconciled (blocks, or coded blocks for Byers).
-	Blocks    int   `json:"blocks"`
-	BlockSize int   `json:"block_size"`
-	Bytes     int64 `json:"bytes"`
-	Units     int   `json:"units"`
+	// Blocks, BlockSize and Bytes describe the file (BlockSize is the
+	// average block of content-defined blocks, whose rule Chunking gives);
+	// Units is the number of units reconciled (blocks, or coded blocks for
+	// Byers).
+	Blocks    int    `json:"blocks"`
+	BlockSize int    `json:"block_size"`
+	Chunking  string `json:"chunking,omitempty"`
+	Bytes     int64  `json:"bytes"`
+	Units     int    `json:"units"`
+	// Update holds the update scenario's figures (Config.Update; nil
+	// otherwise): the file is then version 2, and T* is that of the bytes
+	// of its blocks that version 1 lacks.
+	Update *update.Figures `json:"update,omitempty"`
 	// Links is the number of neighbour pairs; MeanDegree the mean number of
 	// neighbours per peer; MeanLatencyMS the mean one-way latency of a link.
 	Links         int     `json:"links"`
@@ -46,8 +54,8 @@ type Result struct {
 	Classes   []ts.AccessClass `json:"classes,omitempty"`
 	SeedUpBps float64          `json:"seed_up_bps"`
 	// TStarS is the fluid lower bound T* on the completion time, seconds
-	// (transitstub.FluidBound of the file size, the seed's upload and the
-	// fetchers' links); 0 when it does not apply (no access links, or peers
+	// (transitstub.FluidBound of the file size, or of the new blocks' bytes
+	// with Config.Update, the seed's upload and the fetchers' links); 0 when it does not apply (no access links, or peers
 	// starting with a share). MedianTStar, P95TStar and MaxTStar are the
 	// completion times over T*.
 	TStarS      float64 `json:"tstar_s"`

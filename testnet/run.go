@@ -1,7 +1,6 @@
 package testnet
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
+	"github.com/reconcile-p2p/reconcile/testnet/update"
 )
 
 // fileName is the name of the file distributed in every store.
@@ -61,14 +61,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	ov := buildOverlay(cfg, net, rng)
 
-	// The file: random bytes drawn from the seed.
-	data := make([]byte, cfg.Size)
-	cha := rand.NewChaCha8(seed32(cfg.Seed))
-	_, _ = cha.Read(data)
-	m, err := chunker.ChunkReader(ctx, fileName, 0o644, bytes.NewReader(data), cfg.BlockSize)
+	// The file: random bytes drawn from the seed (version 2 of them, with
+	// Update).
+	file, err := makeContent(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("testnet: chunk: %w", err)
+		return nil, err
 	}
+	data, m := file.data, file.m
 	// One folder per method (and block choice, when not the default), so
 	// that runs of several share Dir.
 	name := cfg.Method.String()
@@ -78,11 +77,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Trees > 0 {
 		name += fmt.Sprintf("-trees-%d", cfg.Trees)
 	}
+	if m.ContentDefined() {
+		name += "-cdc"
+	}
 	runDir := filepath.Join(cfg.Dir, name)
 	res := &Result{Method: name, Choice: cfg.Choice.String(), Transport: cfg.Transport.String(), Latency: cfg.Latency.String(),
 		Neighbours: cfg.Neighbours.String(), Nodes: cfg.Nodes, Hold: cfg.Hold, Seed: cfg.Seed, Root: m.ID().String(),
-		Blocks: m.BlockCount(), BlockSize: m.BlockSize(), Bytes: m.TotalSize(), Links: len(ov.pairs),
+		Blocks: m.BlockCount(), BlockSize: file.unitBytes(), Bytes: m.TotalSize(), Links: len(ov.pairs),
 		BandwidthBps: cfg.Bandwidth, Identical: -1, Churn: cfg.Churn, Dir: runDir}
+	if m.ContentDefined() {
+		res.Chunking = m.Chunking().String()
+	}
+	if file.old != nil {
+		res.Update = update.NewFigures(cfg.Update, cfg.UpdatePlaces, file.old.ID().String(), file.delta)
+	}
+	movedBytes, movedBlocks := file.moved()
 	for _, p := range ov.pairs {
 		res.MeanLatencyMS += float64(p.latency) / float64(time.Millisecond) / float64(len(ov.pairs))
 	}
@@ -161,14 +170,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 					fu, fd = append(fu, up[i]), append(fd, down[i])
 				}
 			}
-			res.TStarS = ts.FluidBound(float64(m.TotalSize()), up[seedNode], fu, fd)
+			res.TStarS = ts.FluidBound(float64(movedBytes), up[seedNode], fu, fd)
+			if res.Update != nil {
+				res.Update.FileTStarS = ts.FluidBound(float64(m.TotalSize()), up[seedNode], fu, fd)
+			}
 		}
 	}
 	// Stripe trees: their parent-child pairs join the overlay's, with their
 	// latencies.
 	var trees *stripes.Trees
 	if cfg.Trees > 0 {
-		if trees, err = buildTrees(cfg, net, &ov, seedNode, up, m.BlockSize(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573))); err != nil {
+		if trees, err = buildTrees(cfg, net, &ov, seedNode, up, file.unitBytes(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573))); err != nil {
 			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
 		}
 	}
@@ -185,7 +197,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if trees != nil {
 			sources = min(sources, 4)
 		}
-		scale = AutoTimeScale(cfg.Nodes, int64(cfg.Nodes-1)*m.TotalSize(), int64(cfg.Nodes-1)*int64(m.BlockCount()), sources, res.TStarS, runtime.NumCPU())
+		// An update's few new bytes take the latency from the seed more
+		// than T* (pathBound): the run lasts that long at least.
+		scale = AutoTimeScale(cfg.Nodes, int64(cfg.Nodes-1)*movedBytes, int64(cfg.Nodes-1)*int64(movedBlocks), sources,
+			max(res.TStarS, pathBound(res, ov, seedNode)), runtime.NumCPU())
 	}
 	res.TimeScale = scale
 	cfg.Bandwidth /= scale
@@ -208,7 +223,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	audit := cnt.audit(holdingsOf)
 	tr := newTracer(cfg.Trace, byID, cfg.Clock)
 	defer tr.flush()
-	out := &seedOut{clk: cfg.Clock, left: m.BlockCount(), sent: make([]bool, m.BlockCount())}
+	out := newSeedOut(cfg.Clock, m.BlockCount(), file.delta.New)
 	newService := func(i int) (*peer.Service, error) {
 		obs := audit
 		if tr != nil {
@@ -248,7 +263,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 
 	var seedOpts []peer.SeedOption
-	seedOpts = append(seedOpts, peer.WithBlockSize(cfg.BlockSize))
+	seedOpts = append(seedOpts, file.seedOption())
 	if cfg.SuperSeed && cfg.Method != reconcile.Byers {
 		seedOpts = append(seedOpts, peer.WithSuperSeeding())
 	}
@@ -316,9 +331,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			continue
 		}
 		n.dir = filepath.Join(runDir, fmt.Sprintf("node%04d", i))
-		s, err := chunker.CreateStore(ctx, n.dir, m, chunker.WithSyncEvery(1<<30))
+		s, err := file.newStore(ctx, n.dir, res.Update)
 		if err != nil {
-			return nil, fmt.Errorf("testnet: store: %w", err)
+			return nil, err
 		}
 		var held []int
 		phantom := roles[i].liar && roles[i].lie == LiarPhantom
@@ -361,7 +376,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			n.units = n.store
 		}
 	}
-	data = nil
+	data, file.data, file.oldData = nil, nil, nil
 	w := &swarm{cfg: cfg, fab: fab, ov: ov, roles: roles, root: m.ID(), cnt: cnt, nodes: nodes, nodesMu: &nodesMu,
 		newService: newService, isLiar: isLiar}
 	w.init()
@@ -510,7 +525,11 @@ wait:
 	stopSampling()
 	progress()
 
-	checked := w.tally(res, seedNode, m.BlockSize(), scale)
+	checked := w.tally(res, seedNode, file.unitBytes(), scale)
+	if res.Update != nil {
+		res.Update.SetSeedBytes(out.sentBytes())
+		publish(res, nodes, checked)
+	}
 	res.LiedCorrupt, res.LiedMissing = cnt.liedCorrupt.Load(), cnt.liedMissing.Load()
 	res.CorruptReceived, res.Bans, res.HonestBans = cnt.corrupt.Load(), cnt.bans.Load(), cnt.honestBans.Load()
 	res.Restarts = cnt.restarts.Load()
@@ -545,6 +564,9 @@ wait:
 		res.StayedMaxTStar = res.StayedMaxS / res.TStarS
 		res.BackMaxTStar = res.BackMaxS / res.TStarS
 	}
+	if u := res.Update; u != nil && u.PathBoundMedianS > 0 {
+		u.MedianOverPathBound = res.MedianS / u.PathBoundMedianS
+	}
 	res.Wire = cnt.wire()
 	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]
 	if t := res.FilterBytes + res.BlockBytes; t > 0 {
@@ -555,7 +577,7 @@ wait:
 	// Every peer's file must re-hash to the root.
 	if !cfg.SkipVerify {
 		t1 := cfg.Clock.Now()
-		verify(ctx, res, nodes, checked, cfg.BlockSize, m.ID())
+		verify(ctx, res, nodes, checked, m)
 		res.VerifySeconds = cfg.Clock.Since(t1).Seconds()
 	}
 	res.Checked = len(checked)

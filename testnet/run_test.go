@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 // TestRunCI is the short testnet run CI runs: 20 peers over the mock network
@@ -127,6 +129,13 @@ func TestRunConfigErrors(t *testing.T) {
 		{Nodes: 4, SeedLeaves: true, Hold: 0.5, Dir: dir},
 		{Nodes: 4, SeedLeaves: true, Liars: 0.25, Dir: dir},
 		{Nodes: 4, SeedLeaves: true, Churn: Churn{Leave: 0.25}, Dir: dir},
+		{Nodes: 4, Chunking: chunker.Chunking{Min: 1, Normal: 3, Max: 2}, Dir: dir},
+		{Nodes: 4, Chunking: chunker.DefaultChunking, Method: reconcile.Byers, Dir: dir},
+		{Nodes: 4, Update: 1.5, Dir: dir},
+		{Nodes: 4, Update: 0.1, UpdatePlaces: -1, Dir: dir},
+		{Nodes: 4, Update: 0.1, Hold: 0.5, Dir: dir},
+		{Nodes: 4, Update: 0.1, Method: reconcile.Byers, Dir: dir},
+		{Nodes: 4, Update: 0.1, Churn: Churn{Leave: 0.25}, Dir: dir},
 	} {
 		if _, err := Run(context.Background(), cfg); !errors.Is(err, ErrConfig) {
 			t.Errorf("%+v: got %v, want ErrConfig", cfg, err)
@@ -208,7 +217,7 @@ func TestRunSeedLeaves(t *testing.T) {
 		}
 		// The seed is the peer sim swarm's model seeds from too; the
 		// trace gives the run's time scale and T*.
-		runs, err := ReadTrace(&trace)
+		runs, err := tracestats.Read(&trace)
 		if err != nil {
 			t.Fatalf("%v: trace: %v", choice, err)
 		}

@@ -9,13 +9,28 @@ import (
 )
 
 // seedOut notes, from the seed's serve events, when it had sent every
-// block at least once.
+// block the fetchers lack at least once, and the bytes of the blocks it
+// sent.
 type seedOut struct {
-	clk  clock.Clock
-	mu   sync.Mutex
-	sent []bool
-	left int
-	at   time.Time
+	clk   clock.Clock
+	mu    sync.Mutex
+	sent  []bool
+	left  int
+	at    time.Time
+	bytes int64
+}
+
+// newSeedOut returns the seedOut of blocks blocks, of which the fetchers
+// lack those lacked marks (nil: all of them).
+func newSeedOut(clk clock.Clock, blocks int, lacked []bool) *seedOut {
+	o := &seedOut{clk: clk, left: blocks, sent: make([]bool, blocks)}
+	for i, l := range lacked {
+		if !l && i < blocks {
+			o.sent[i] = true
+			o.left--
+		}
+	}
+	return o
 }
 
 // observe counts a block the seed sent (coded blocks are not the file's).
@@ -25,6 +40,7 @@ func (o *seedOut) observe(ev peer.ServeEvent) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.bytes += int64(ev.Bytes)
 	if ev.Index >= 0 && ev.Index < len(o.sent) && !o.sent[ev.Index] {
 		o.sent[ev.Index] = true
 		if o.left--; o.left == 0 {
@@ -38,6 +54,13 @@ func (o *seedOut) done() time.Time {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.at
+}
+
+// sentBytes returns the bytes of the blocks sent.
+func (o *seedOut) sentBytes() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bytes
 }
 
 // heldElsewhere reports whether each of the n blocks is stored by some node

@@ -82,13 +82,18 @@ func (w *swarm) tally(res *Result, seedNode, blockSize int, scale float64) []int
 	return checked
 }
 
-// verify checks that the file of every node checked re-hashes to root,
-// counting res.Identical and noting the first errors.
-func verify(ctx context.Context, res *Result, nodes []*node, checked []int, blockSize int, root chunker.ID) {
+// verify checks that the file of every node checked, at its final name,
+// re-hashes (cut by m's rule) to m's root, counting res.Identical and
+// noting the first errors.
+func verify(ctx context.Context, res *Result, nodes []*node, checked []int, m *chunker.Manifest) {
 	res.Identical = 0
+	root, bs, opts := m.ID(), m.BlockSize(), []chunker.ChunkOption(nil)
+	if m.ContentDefined() {
+		bs, opts = 0, []chunker.ChunkOption{chunker.WithChunking(m.Chunking())}
+	}
 	for _, i := range checked {
 		n := nodes[i]
-		mm, err := chunker.ChunkPath(ctx, filepath.Join(n.dir, fileName), blockSize)
+		mm, err := chunker.ChunkPath(ctx, filepath.Join(n.dir, fileName), bs, opts...)
 		switch {
 		case err != nil:
 			if len(res.Errors) < 10 {

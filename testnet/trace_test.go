@@ -11,6 +11,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 // TestTracer checks the trace's lines: the plan (roles, tree places), the
@@ -65,4 +66,33 @@ func TestTracer(t *testing.T) {
 	var nilTracer *tracer
 	nilTracer.plan(roles, trees) // a run without a trace: no-ops
 	nilTracer.event("done", 1)
+}
+
+// TestTraceRoundTrip reads what a tracer wrote: the reader knows every
+// line the writer writes, and a push before the fetches began counts.
+func TestTraceRoundTrip(t *testing.T) {
+	var buf bytes.Buffer
+	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2, "c": 3}, clock.Real())
+	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 0, Pushed: true})
+	tr.begin(time.Now(), "complete", 0, 15, 6.71)
+	tr.plan([]role{{}, {}, {}, {liar: true, lie: LiarPhantom}}, &stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2}, nil, nil}}})
+	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 0, Pushed: true})
+	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 1})
+	tr.served(0, peer.ServeEvent{Kind: peer.EventAnswered, Peer: "b"})
+	tr.served(0, peer.ServeEvent{Kind: peer.EventBusy, Peer: "c"})
+	tr.served(1, peer.ServeEvent{Kind: peer.EventAdopted, Peer: "b", Index: 0})
+	tr.event("done", 2)
+	tr.event("done", 1)
+	if err := tr.flush(); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := tracestats.Read(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := runs[0]
+	if st.Scale != 15 || st.TStarS != 6.71 || st.Liars != 1 || st.Stayed != 2 || st.SeedPushed != 1 || st.SeedSent != 1 ||
+		st.Before.Pushed != 2 || st.Before.Fetched != 1 || len(st.Stripes) != 1 {
+		t.Errorf("stats: %+v", st)
+	}
 }

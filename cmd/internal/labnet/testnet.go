@@ -21,6 +21,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 	"github.com/reconcile-p2p/reconcile/testnet"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 // testnetReport is what --json prints.
@@ -73,7 +74,13 @@ func testnetCommand() *cli.Command {
 			"fetches ask for the blocks of a stripe only once its pushes stop for --repair-after (a\n" +
 			"parent that left or lies), and an inner node whose parent left or lies asks its\n" +
 			"grandparent to adopt it (late joiners are leaves only): 16 trees of 16 KiB blocks reach\n" +
-			"1.2x T* where fetches alone take 2.1x, and 1.7x (median) with --churn 0.1 --liars 0.1.\n\n" +
+			"1.2x T* where fetches alone take 2.1x, and 1.7x (median) with --churn 0.1 --liars 0.1.\n" +
+			"--update F makes it an update: every fetching peer holds version 1 (the file) and the seed\n" +
+			"serves version 2, F of its bytes overwritten in --update-places places; each fetcher's new\n" +
+			"store, staged beside version 1, takes the blocks they share from it and fetches the new ones\n" +
+			"(B_new) from the swarm, then replaces version 1. The run prints B_new, the blocks each\n" +
+			"fetcher reused, the seed's block bytes over B_new (copies) and T* of B_new.\n" +
+			"--content-defined cuts content-defined blocks instead of --block-size ones.\n\n" +
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete\n" +
@@ -84,11 +91,16 @@ func testnetCommand() *cli.Command {
 			"   reconcile testnet --nodes 20 --transport tcp\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete --churn 0.1 --liars 0.1 --baseline\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --trees 16\n" +
-			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --trees 16 --churn 0.1 --liars 0.1",
+			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --trees 16 --churn 0.1 --liars 0.1\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --update 0.01\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --content-defined --up 20Mbit --down 100Mbit --update 0.01",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"peers"}, Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
 			&cli.StringFlag{Name: "block-size", Usage: "block size, 1KiB to 16MiB", Value: "256KiB"},
+			&cli.BoolFlag{Name: "content-defined", Usage: "cut the file into content-defined blocks (96 KiB to 1 MiB, about 157 KiB on average) instead of --block-size ones; block methods only (default method: complete)"},
+			&cli.Float64Flag{Name: "update", Usage: "every fetching peer holds version 1 (the file) and the seed serves version 2, with this share of the bytes overwritten (e.g. 0.01); each fetcher takes the blocks they share from its copy and fetches the rest; T* is that of the new blocks; 0: off (default method: complete; not with --hold, --churn, --liars or --trees)"},
+			&cli.IntFlag{Name: "update-places", Usage: "with --update, the places the overwritten bytes are in, spread evenly", Value: 10},
 			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
 			&cli.StringFlag{Name: "method", Usage: "complete, byers, both (the two), ccbf, bitfield, iblt, all, or a comma list", Value: "both"},
 			&cli.StringFlag{Name: "latency", Usage: "link latency: transitstub (shortest-path delay) or none", Value: "transitstub"},
@@ -156,7 +168,7 @@ func testnetTraceCommand() *cli.Command {
 				return err
 			}
 			defer f.Close()
-			runs, err := testnet.ReadTrace(f)
+			runs, err := tracestats.Read(f)
 			if err != nil {
 				return fmt.Errorf("%s: %w", c.Args().First(), err)
 			}
@@ -194,6 +206,16 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		return cfg, nil, err
 	}
 	cfg.BlockSize = int(bs)
+	if c.Bool("content-defined") {
+		if c.IsSet("block-size") {
+			return fail("--content-defined cuts blocks of its own: it takes no --block-size")
+		}
+		cfg.Chunking = chunker.DefaultChunking
+	}
+	cfg.Update, cfg.UpdatePlaces = c.Float64("update"), c.Int("update-places")
+	if !(cfg.Update >= 0 && cfg.Update <= 1) || cfg.UpdatePlaces < 1 {
+		return fail("--update %g in --update-places %d: want a share in [0, 1] and a place at least", cfg.Update, cfg.UpdatePlaces)
+	}
 	cfg.Hold = c.Float64("hold")
 	if !(cfg.Hold >= 0 && cfg.Hold <= 1) {
 		return fail("--hold must be in [0, 1], got %g", cfg.Hold)
@@ -295,6 +317,16 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		}
 		if slices.Contains(methods, reconcile.Byers) {
 			return fail("--seed-leaves needs block methods (complete, ccbf, bitfield, iblt), not byers")
+		}
+	}
+	if cfg.Update > 0 || !cfg.Chunking.IsZero() {
+		switch {
+		case cfg.Update > 0 && (cfg.Hold != 0 || cfg.Trees > 0 || cfg.Liars > 0 || cfg.Churn != testnet.Churn{}):
+			return fail("--update needs one seed, and takes no --hold, --trees, --churn or --liars")
+		case !c.IsSet("method"):
+			methods = []reconcile.Method{reconcile.Complete}
+		case slices.Contains(methods, reconcile.Byers):
+			return fail("--update and --content-defined need block methods (complete, ccbf, bitfield, iblt), not byers")
 		}
 	}
 	if (cfg.Liars > 0 || cfg.Churn != testnet.Churn{}) && slices.Contains(methods, reconcile.Byers) {

@@ -30,12 +30,19 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	if r0.Hold > 0 {
 		scen = fmt.Sprintf("every peer holding %.0f%% of the blocks", 100*r0.Hold)
 	}
+	if u := updateScenario(r0); u != "" {
+		scen = u
+	}
+	blocks := fmt.Sprintf("%d blocks", r0.Blocks)
+	if r0.Chunking != "" {
+		blocks = fmt.Sprintf("%d content-defined blocks (%s, %.0f KiB on average)", r0.Blocks, r0.Chunking, float64(r0.BlockSize)/1024)
+	}
 	bw := "no bandwidth cap"
 	if r0.BandwidthBps > 0 {
 		bw = testnet.FormatRate(r0.BandwidthBps) + " per link"
 	}
-	fmt.Fprintf(out, "%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %d blocks, %s.\n",
-		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), r0.Blocks, scen)
+	fmt.Fprintf(out, "%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %s, %s.\n",
+		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), blocks, scen)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(w, "method\tcompleted\tidentical\tmedian s\tp95 s\tmax s\tfilter MiB\tblocks MiB\twant MiB\tpeers MiB\tfilter/blocks\tredundant\tmissed\tfalse offers\tpeak MiB\trun s\t\n")
 	for _, r := range rep.Runs {
@@ -68,7 +75,11 @@ func printTestnet(out io.Writer, rep testnetReport) {
 			fmt.Fprintf(out, "testnet %s: %s\n", runName(r.Method, r.Choice), warn)
 		}
 		printTStar(out, "testnet", runName(r.Method, r.Choice), r.TStarS, r.MedianS, r.P95S, r.MaxS)
-		printUploads(out, "testnet", runName(r.Method, r.Choice), r.SeedSentBytes, r.Bytes, r.UploadUse)
+		if r.Update != nil {
+			printUpdate(out, r)
+		} else {
+			printUploads(out, "testnet", runName(r.Method, r.Choice), r.SeedSentBytes, r.Bytes, r.UploadUse)
+		}
 		printSeedOut(out, "testnet", runName(r.Method, r.Choice), r.SeedOutS, r.TStarS)
 		printSeedLeft(out, "testnet", runName(r.Method, r.Choice), r.SeedLeftS, r.TStarS)
 		if r.Pushed > 0 && r.BlocksReceived > 0 {

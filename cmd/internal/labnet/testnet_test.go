@@ -13,6 +13,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/testnet"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 func TestTestnetCommand(t *testing.T) {
@@ -258,7 +259,7 @@ func TestTestnetTrace(t *testing.T) {
 		}
 	}
 	out, err = run(t, "", "testnet", "trace", "--json", trace)
-	var runs []testnet.TraceStats
+	var runs []tracestats.Stats
 	if err != nil || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 1 || runs[0].Stayed != 6 || runs[0].Liars != 1 || runs[0].TStarS <= 0 || len(runs[0].Stripes) != 2 {
 		t.Errorf("--json: %v, %q", err, out)
 	}

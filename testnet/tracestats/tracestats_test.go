@@ -1,4 +1,4 @@
-package testnet
+package tracestats
 
 import (
 	"bytes"
@@ -7,13 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	lpeer "github.com/libp2p/go-libp2p/core/peer"
-
-	"github.com/reconcile-p2p/reconcile/peer"
-	"github.com/reconcile-p2p/reconcile/peer/clock"
-	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
 // smallTrace is a run of a seed (node 0) and four fetchers in two stripe
@@ -46,7 +39,7 @@ busy 12 1 2
 `
 
 func TestReadTrace(t *testing.T) {
-	runs, err := ReadTrace(strings.NewReader(smallTrace))
+	runs, err := Read(strings.NewReader(smallTrace))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +47,7 @@ func TestReadTrace(t *testing.T) {
 		t.Fatalf("%d runs, want 1", len(runs))
 	}
 	st := runs[0]
-	want := TraceStats{
+	want := Stats{
 		Method: "complete", Seed: 0, Scale: 10, TStarS: 2, Lines: 23, Liars: 1, Leavers: 1,
 		// Nodes 1 and 2 never left: done at 1.2 and 0.9 s.
 		Stayed: 2, StayedMedianS: 0.9, StayedMaxS: 1.2,
@@ -65,15 +58,15 @@ func TestReadTrace(t *testing.T) {
 		// liar's send does not count). After: the seed's second push of unit 2 to node 1
 		// and node 1's second push of unit 2 to node 2, after node 2 was
 		// done; the seed's send of unit 3 to node 1.
-		Before:     TraceReceived{Pushed: 5, Fetched: 2},
-		After:      TraceReceived{Pushed: 2, PushedAgain: 2, Fetched: 1},
+		Before:     Received{Pushed: 5, Fetched: 2},
+		After:      Received{Pushed: 2, PushedAgain: 2, Fetched: 1},
 		PushedDone: 1,
 		SeedPushed: 4, SeedSent: 3,
-		Stripes: []StripeStats{
+		Stripes: []Stripe{
 			// Node 1 got unit 2 at 0.2 s and unit 3 at 1.0; node 2 got
 			// unit 2 at 0.4 and unit 3 at 0.7: stripe 1 (units 1 and 3)
 			// came last.
-			{Stripe: 1, LastMedianS: 0.7, LastMaxS: 1.0, BrokenInner: []TraceRole{{Node: 4, Role: "leave"}}},
+			{Stripe: 1, LastMedianS: 0.7, LastMaxS: 1.0, BrokenInner: []Role{{Node: 4, Role: "leave"}}},
 			{Stripe: 0, LastMedianS: 0.2, LastMaxS: 0.4},
 		},
 	}
@@ -109,7 +102,7 @@ func TestReadTraceSeedSentHeld(t *testing.T) {
 	fmt.Fprintf(&b, "sent 2 0 %d 7\n", WidelyHeld)   // the tenth holder: 9 held it before
 	fmt.Fprintf(&b, "sent 3 0 %d 7\n", WidelyHeld+1) // 10 held it before
 	fmt.Fprintf(&b, "sent 3 0 %d 8\n", WidelyHeld+1)
-	runs, err := ReadTrace(strings.NewReader(b.String()))
+	runs, err := Read(strings.NewReader(b.String()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +113,7 @@ func TestReadTraceSeedSentHeld(t *testing.T) {
 
 // TestReadTraceRuns checks that each start line begins a run of its own.
 func TestReadTraceRuns(t *testing.T) {
-	runs, err := ReadTrace(strings.NewReader("start complete 0 1 0\ndone 1 1\nstart bitfield -1 2 0\ndone 1 1\ndone 3 2\n"))
+	runs, err := Read(strings.NewReader("start complete 0 1 0\ndone 1 1\nstart bitfield -1 2 0\ndone 1 1\ndone 3 2\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,55 +147,26 @@ func TestReadTraceErrors(t *testing.T) {
 		{"long line", "start complete 0\n" + strings.Repeat("x", traceLineMax+1) + "\n", "longer than"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ReadTrace(strings.NewReader(tc.trace))
+			_, err := Read(strings.NewReader(tc.trace))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err %v, want one with %q", err, tc.want)
 			}
 		})
 	}
 	// Lines of kinds it does not know are skipped.
-	if _, err := ReadTrace(strings.NewReader("start complete 0\nnews 1 2 3\n")); err != nil {
+	if _, err := Read(strings.NewReader("start complete 0\nnews 1 2 3\n")); err != nil {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
 
-// TestTraceRoundTrip reads what a tracer wrote: the reader knows every
-// line the writer writes, and a push before the fetches began counts.
-func TestTraceRoundTrip(t *testing.T) {
-	var buf bytes.Buffer
-	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2, "c": 3}, clock.Real())
-	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 0, Pushed: true})
-	tr.begin(time.Now(), "complete", 0, 15, 6.71)
-	tr.plan([]role{{}, {}, {}, {liar: true, lie: LiarPhantom}}, &stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2}, nil, nil}}})
-	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 0, Pushed: true})
-	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 1})
-	tr.served(0, peer.ServeEvent{Kind: peer.EventAnswered, Peer: "b"})
-	tr.served(0, peer.ServeEvent{Kind: peer.EventBusy, Peer: "c"})
-	tr.served(1, peer.ServeEvent{Kind: peer.EventAdopted, Peer: "b", Index: 0})
-	tr.event("done", 2)
-	tr.event("done", 1)
-	if err := tr.flush(); err != nil {
-		t.Fatal(err)
-	}
-	runs, err := ReadTrace(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := runs[0]
-	if st.Scale != 15 || st.TStarS != 6.71 || st.Liars != 1 || st.Stayed != 2 || st.SeedPushed != 1 || st.SeedSent != 1 ||
-		st.Before.Pushed != 2 || st.Before.Fetched != 1 || len(st.Stripes) != 1 {
-		t.Errorf("stats: %+v", st)
-	}
-}
-
-// FuzzReadTrace checks that no input makes ReadTrace panic, and that what
+// FuzzReadTrace checks that no input makes Read panic, and that what
 // it accepts it can write out.
 func FuzzReadTrace(f *testing.F) {
 	f.Add([]byte(smallTrace))
 	f.Add([]byte("start complete 0 1 0\nparent 300 1 0\ndone 1 1\npushed 0.5 0 1 16777215\n"))
 	f.Add([]byte("start x -1\n\n\nrole 1 late 0.2\n"))
 	f.Fuzz(func(t *testing.T, in []byte) {
-		runs, err := ReadTrace(bytes.NewReader(in))
+		runs, err := Read(bytes.NewReader(in))
 		if err != nil {
 			return
 		}

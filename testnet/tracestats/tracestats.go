@@ -1,4 +1,11 @@
-package testnet
+// Package tracestats reads the traces that package testnet's runs write
+// (testnet.Config.Trace; reconcile testnet --trace FILE) and sums each run
+// up: when the peers that never left were done, how many of the units
+// honest peers received they had received before, until the seed had sent
+// every unit once and after, what the seed pushed and sent on request,
+// and, with stripe trees, which stripes came in last and which of their
+// inner nodes left or lied. The trace's format is in testnet's trace.go.
+package tracestats
 
 import (
 	"bufio"
@@ -12,12 +19,12 @@ import (
 	"strings"
 )
 
-// TraceStats summarizes one run of a trace (Config.Trace): when the peers
+// Stats summarizes one run of a trace (testnet.Config.Trace): when the peers
 // that never left completed, how many of the units honest peers received
 // they had received before, what the seed sent, and, with stripe trees,
 // which stripes came in last and what broke their trees. Times are in the
 // described network's seconds (a trace's times divided by its time scale).
-type TraceStats struct {
+type Stats struct {
 	Method  string  `json:"method"`
 	Seed    int     `json:"seed"`    // the seed's node, -1 for none
 	Scale   float64 `json:"scale"`   // the run's time scale (1 for a trace that does not say)
@@ -38,9 +45,9 @@ type TraceStats struct {
 	// seed); Before and After count the units honest peers received from
 	// honest peers (pushed and fetched, with how many the receiver had
 	// received before) up to then and after.
-	SeedOutS float64       `json:"seed_out_s"`
-	Before   TraceReceived `json:"before"`
-	After    TraceReceived `json:"after"`
+	SeedOutS float64  `json:"seed_out_s"`
+	Before   Received `json:"before"`
+	After    Received `json:"after"`
 	// PushedDone counts the units pushed to peers that never left after
 	// they were done.
 	PushedDone int `json:"pushed_done"`
@@ -54,35 +61,35 @@ type TraceStats struct {
 
 	// Stripes holds, with stripe trees, each stripe's figures, the
 	// slowest first.
-	Stripes []StripeStats `json:"stripes,omitempty"`
+	Stripes []Stripe `json:"stripes,omitempty"`
 }
 
-// TraceReceived counts the units received in a span of a run.
-type TraceReceived struct {
+// Received counts the units received in a span of a run.
+type Received struct {
 	Pushed       int `json:"pushed"`        // units pushed
 	PushedAgain  int `json:"pushed_again"`  // of those, units the receiver had received before
 	Fetched      int `json:"fetched"`       // units sent on request
 	FetchedAgain int `json:"fetched_again"` // of those, units the receiver had received before
 }
 
-// StripeStats are one stripe tree's figures in a trace: when the peers that
+// Stripe are one stripe tree's figures in a trace: when the peers that
 // never left got the stripe's last unit (median, max), and the stripe's
 // inner nodes (peers with children in it) that left or lied.
-type StripeStats struct {
-	Stripe      int         `json:"stripe"`
-	LastMedianS float64     `json:"last_median_s"`
-	LastMaxS    float64     `json:"last_max_s"`
-	BrokenInner []TraceRole `json:"broken_inner,omitempty"`
+type Stripe struct {
+	Stripe      int     `json:"stripe"`
+	LastMedianS float64 `json:"last_median_s"`
+	LastMaxS    float64 `json:"last_max_s"`
+	BrokenInner []Role  `json:"broken_inner,omitempty"`
 }
 
-// TraceRole is a node's part in a run, as a trace's role line gives it.
-type TraceRole struct {
+// Role is a node's part in a run, as a trace's role line gives it.
+type Role struct {
 	Node int    `json:"node"`
 	Role string `json:"role"` // "liar", "leave" or "late"
 }
 
 // WidelyHeld is how many honest peers must have received a unit for
-// TraceStats.SeedSentHeld to count the seed's sending it on request.
+// Stats.SeedSentHeld to count the seed's sending it on request.
 const WidelyHeld = 10
 
 // traceStripesMax bounds the stripes of a trace's trees (package peer
@@ -93,14 +100,14 @@ const traceStripesMax = 1 << 10
 // under it.
 const traceLineMax = 4 << 10
 
-// ReadTrace reads a trace written by a run (Config.Trace; reconcile
+// Read reads a trace written by a run (testnet.Config.Trace; reconcile
 // testnet --trace) and returns each run's statistics, in order (a trace
 // holds one run per "start" line). A malformed line is an error naming
 // it; lines of kinds it does not know are skipped.
-func ReadTrace(r io.Reader) ([]TraceStats, error) {
+func Read(r io.Reader) ([]Stats, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, traceLineMax), traceLineMax)
-	var out []TraceStats
+	var out []Stats
 	var run *traceRun
 	for n := 1; sc.Scan(); n++ {
 		f := strings.Fields(sc.Text())
@@ -114,7 +121,7 @@ func ReadTrace(r io.Reader) ([]TraceStats, error) {
 			}
 			var err error
 			if run, err = run.start(f); err != nil {
-				return nil, fmt.Errorf("testnet: trace line %d: %w", n, err)
+				return nil, fmt.Errorf("tracestats: line %d: %w", n, err)
 			}
 			continue
 		}
@@ -124,20 +131,20 @@ func ReadTrace(r io.Reader) ([]TraceStats, error) {
 			run = newTraceRun()
 		}
 		if err := run.add(f); err != nil {
-			return nil, fmt.Errorf("testnet: trace line %d: %w", n, err)
+			return nil, fmt.Errorf("tracestats: line %d: %w", n, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, fmt.Errorf("testnet: trace: a line longer than %d bytes", traceLineMax)
+			return nil, fmt.Errorf("tracestats: a line longer than %d bytes", traceLineMax)
 		}
-		return nil, fmt.Errorf("testnet: trace: %w", err)
+		return nil, fmt.Errorf("tracestats: %w", err)
 	}
 	if run != nil && run.started {
 		out = append(out, run.stats())
 	}
 	if len(out) == 0 {
-		return nil, errors.New("testnet: trace: no run in it (no start line)")
+		return nil, errors.New("tracestats: no run in the trace (no start line)")
 	}
 	return out, nil
 }
@@ -152,7 +159,7 @@ type traceUnit struct {
 
 // traceRun gathers one run's lines.
 type traceRun struct {
-	st      TraceStats
+	st      Stats
 	started bool // its start line was read
 	roles   map[int]string
 	inner   map[[2]int]bool // {stripe, node}: the node has children in the stripe
@@ -163,7 +170,7 @@ type traceRun struct {
 }
 
 func newTraceRun() *traceRun {
-	return &traceRun{st: TraceStats{Seed: -1, Scale: 1}, roles: map[int]string{}, inner: map[[2]int]bool{}, done: map[int]float64{}, left: map[int]bool{}}
+	return &traceRun{st: Stats{Seed: -1, Scale: 1}, roles: map[int]string{}, inner: map[[2]int]bool{}, done: map[int]float64{}, left: map[int]bool{}}
 }
 
 // start takes a start line: r's (whose lines came before it), or a new
@@ -279,7 +286,7 @@ func (r *traceRun) add(f []string) error {
 }
 
 // stats works out the run's statistics.
-func (r *traceRun) stats() TraceStats {
+func (r *traceRun) stats() Stats {
 	st := r.st
 	sc := st.Scale
 	liar := func(n int) bool { return r.roles[n] == "liar" }
@@ -366,22 +373,32 @@ func (r *traceRun) stats() TraceStats {
 		for ns, t := range lastOf {
 			last[ns[1]] = append(last[ns[1]], t)
 		}
-		broken := map[int][]TraceRole{}
+		broken := map[int][]Role{}
 		for k := range r.inner {
 			if role := r.roles[k[1]]; role == "liar" || role == "leave" {
-				broken[k[0]] = append(broken[k[0]], TraceRole{Node: k[1], Role: role})
+				broken[k[0]] = append(broken[k[0]], Role{Node: k[1], Role: role})
 			}
 		}
 		for s := range r.stripes {
 			slices.Sort(last[s])
 			zeros := st.Stayed - len(last[s])
 			b := broken[s]
-			slices.SortFunc(b, func(x, y TraceRole) int { return cmp.Compare(x.Node, y.Node) })
-			st.Stripes = append(st.Stripes, StripeStats{Stripe: s, LastMedianS: quantileZeros(last[s], zeros, 0.5), LastMaxS: quantileZeros(last[s], zeros, 1), BrokenInner: b})
+			slices.SortFunc(b, func(x, y Role) int { return cmp.Compare(x.Node, y.Node) })
+			st.Stripes = append(st.Stripes, Stripe{Stripe: s, LastMedianS: quantileZeros(last[s], zeros, 0.5), LastMaxS: quantileZeros(last[s], zeros, 1), BrokenInner: b})
 		}
-		slices.SortStableFunc(st.Stripes, func(a, b StripeStats) int { return cmp.Compare(b.LastMedianS, a.LastMedianS) })
+		slices.SortStableFunc(st.Stripes, func(a, b Stripe) int { return cmp.Compare(b.LastMedianS, a.LastMedianS) })
 	}
 	return st
+}
+
+// quantile returns the q-quantile of sorted xs (nearest rank), 0 if empty,
+// as package testnet's Result takes it.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(xs))+0.999999) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
 }
 
 // quantileZeros is quantile of sorted xs (none negative) after zeros
@@ -417,7 +434,7 @@ func traceFloat(s string) (float64, error) {
 }
 
 // WriteText writes the statistics as a few lines of text for people.
-func (st *TraceStats) WriteText(w io.Writer) error {
+func (st *Stats) WriteText(w io.Writer) error {
 	var b strings.Builder
 	sec := func(s float64) string {
 		if st.TStarS > 0 {
@@ -443,7 +460,7 @@ func (st *TraceStats) WriteText(w io.Writer) error {
 	if st.Stayed > 0 {
 		fmt.Fprintf(&b, "  %d peers that never left: done at %s (median), %s (the last)\n", st.Stayed, sec(st.StayedMedianS), sec(st.StayedMaxS))
 	}
-	span := func(name string, r TraceReceived) {
+	span := func(name string, r Received) {
 		fmt.Fprintf(&b, "    %s: %d pushed%s, %d fetched%s\n", name, r.Pushed, again(r.PushedAgain, r.Pushed), r.Fetched, again(r.FetchedAgain, r.Fetched))
 	}
 	b.WriteString("  units honest peers received from honest peers:\n")
