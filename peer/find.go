@@ -9,6 +9,7 @@ import (
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/routing"
 
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/swarm"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -24,8 +25,8 @@ func (p *Service) FindProviders(ctx context.Context, root chunker.ID, wait time.
 }
 
 // Lookup is the progress of a search for a content's providers
-// (WithLookupProgress). It is swarm.Lookup.
-type Lookup = swarm.Lookup
+// (WithLookupProgress). It is hostkit.Lookup.
+type Lookup = hostkit.Lookup
 
 // WithLookupProgress sets a callback for the search for providers of
 // FetchRoot, called about every 200 ms from its start until the fetch

@@ -435,3 +435,17 @@ func (d Discovery) Check() error {
 	}
 	return nil
 }
+
+// Lookup is the progress of a search for a content's providers (package
+// peer's WithLookupProgress).
+type Lookup struct {
+	// Asked counts the DHT queries sent to peers so far.
+	Asked int
+	// Known is the number of peers in the DHT's routing table now (0: the
+	// DHT knows no peer, so nothing can be found through it).
+	Known int
+	// Found counts the providers found so far (DHT and LAN).
+	Found int
+	// Seconds is the time since the search began.
+	Seconds float64
+}

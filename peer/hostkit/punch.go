@@ -103,3 +103,34 @@ func (h *Host) Punch(id lpeer.ID) (Punch, bool) {
 
 // HolePunching reports whether the host runs DCUtR (Reach.HolePunch).
 func (h *Host) HolePunching() bool { return h.cfg.Reach.HolePunch }
+
+// ExplainRelayed words, for the error of a fetch that ran out of peers, what
+// happened with peer id, which the fetch reached only through relay (an id):
+// the hole punch DCUtR made (or why none), and how much of the blocks the
+// relay carried before it carried no more, with what to do about relay limits.
+func (h *Host) ExplainRelayed(id lpeer.ID, relay string, bytes int64) string {
+	line := fmt.Sprintf("peer %s was reached only through relay %s", ShortID(id.String()), ShortID(relay))
+	pu, ok := h.Punch(id)
+	switch {
+	case !h.HolePunching():
+		line += "; hole punching is off on this host"
+	case ok:
+		line += "; " + pu.String()
+	default:
+		line += "; no hole punch was made (DCUtR needs each side to know a public address of its own that other peers observed)"
+	}
+	if bytes > 0 {
+		line += fmt.Sprintf("; the relay carried %d KiB of blocks, then no more", (bytes+1023)>>10)
+	} else {
+		line += "; no block came through the relay"
+	}
+	return line + ": relays cap what a connection carries (libp2p's default: 128 KiB and 2 minutes); ask the relay's operator for more, or run reconcile relay, whose limits are higher"
+}
+
+// ShortID abbreviates a peer id ("12D3Ko…abcdef") for messages.
+func ShortID(id string) string {
+	if len(id) <= 14 {
+		return id
+	}
+	return id[:6] + "…" + id[len(id)-6:]
+}

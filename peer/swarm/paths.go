@@ -62,9 +62,7 @@ func (f *fetch) noteRelayed(id lpeer.ID, n int) {
 }
 
 // reachHint adds to the error of a fetch that ran out of peers what it saw
-// of the sources it reached through relays only: the hole punches DCUtR
-// made, and how much each relay carried before its connection closed or
-// stalled (relays cap the bytes and time of a connection), with what to do.
+// of the sources it reached through relays only (hostkit.Host.ExplainRelayed).
 func (f *fetch) reachHint(err error) error {
 	f.mu.Lock()
 	ids := make([]lpeer.ID, 0, len(f.relayed))
@@ -74,40 +72,13 @@ func (f *fetch) reachHint(err error) error {
 		notes[id] = *r
 	}
 	f.mu.Unlock()
-	if len(ids) == 0 {
+	if len(ids) == 0 || f.p.kit == nil {
 		return err
 	}
 	slices.SortFunc(ids, func(a, b lpeer.ID) int { return strings.Compare(string(a), string(b)) })
-	var lines []string
-	for _, id := range ids {
-		n := notes[id]
-		line := fmt.Sprintf("peer %s was reached only through relay %s", shortPeer(id.String()), shortPeer(n.relay))
-		if k := f.p.kit; k != nil {
-			pu, ok := k.Punch(id)
-			switch {
-			case !k.HolePunching():
-				line += "; hole punching is off on this host"
-			case ok:
-				line += "; " + pu.String()
-			default:
-				line += "; no hole punch was made (DCUtR needs each side to know a public address of its own that other peers observed)"
-			}
-		}
-		if n.bytes > 0 {
-			line += fmt.Sprintf("; the relay carried %d KiB of blocks, then no more", (n.bytes+1023)>>10)
-		} else {
-			line += "; no block came through the relay"
-		}
-		line += ": relays cap what a connection carries (libp2p's default: 128 KiB and 2 minutes); ask the relay's operator for more, or run reconcile relay, whose limits are higher"
-		lines = append(lines, line)
+	lines := make([]string, len(ids))
+	for k, id := range ids {
+		lines[k] = f.p.kit.ExplainRelayed(id, notes[id].relay, notes[id].bytes)
 	}
 	return fmt.Errorf("%w (%s)", err, strings.Join(lines, "; "))
-}
-
-// shortPeer abbreviates a peer id ("12D3Ko…abcdef") for messages.
-func shortPeer(id string) string {
-	if len(id) <= 14 {
-		return id
-	}
-	return id[:6] + "…" + id[len(id)-6:]
 }
