@@ -166,9 +166,9 @@ func runVerify(c *cli.Context) error {
 		return cliutil.Usagef("want exactly one STORE folder, got %d arguments", c.NArg())
 	}
 	dir := c.Args().First()
-	var opts []chunker.StoreOption
+	opts := []chunker.StoreOption{chunker.WithoutRepair()} // a missing file is reported, not made again
 	if c.Bool("rebuild") {
-		opts = append(opts, chunker.WithVerify())
+		opts = []chunker.StoreOption{chunker.WithVerify()}
 	}
 	start := time.Now()
 	// For --rebuild, the blocks recorded as held before (when the record can
@@ -184,6 +184,9 @@ func runVerify(c *cli.Context) error {
 	if err != nil {
 		if errors.Is(err, chunker.ErrNotFound) {
 			return fmt.Errorf("verify: %s is not a block store (no %s/manifest in it, nor in %s%s)", dir, chunker.MetaDir, dir, chunker.MetaDir)
+		}
+		if errors.Is(err, chunker.ErrDamaged) {
+			return fmt.Errorf("verify: %v (run the fetch again to download it, or reconcile verify --rebuild %s to keep what is left)", err, dir)
 		}
 		if errors.Is(err, chunker.ErrCorrupt) {
 			return fmt.Errorf("%v; run reconcile verify --rebuild %s", err, dir)

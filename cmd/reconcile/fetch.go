@@ -200,9 +200,10 @@ func runFetch(c *cli.Context) error {
 // of it (the checking bar of a resume shows its bytes). It needs no network:
 // the summary's WireBytesReceived and WireBytesSent are 0.
 func completeOutput(out string, tk peer.Ticket, method reconcile.Method) (*peer.Summary, *chunker.Manifest) {
-	st, err := chunker.OpenFileStore(context.Background(), out)
+	// Looking touches nothing: a store whose files are gone is the fetch's.
+	st, err := chunker.OpenFileStore(context.Background(), out, chunker.WithoutRepair())
 	if err != nil {
-		st, err = chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root))
+		st, err = chunker.OpenStore(context.Background(), out, chunker.WithID(tk.Root), chunker.WithoutRepair())
 	}
 	if err != nil {
 		return nil, nil

@@ -85,7 +85,7 @@ func serveStores(ctx context.Context, p *peer.Peer, dir string) ([]peer.Ticket, 
 	}
 	var tks []peer.Ticket
 	for _, id := range ids {
-		st, err := chunker.OpenStore(ctx, dir, chunker.WithID(id))
+		st, err := chunker.OpenStore(ctx, dir, chunker.WithID(id), chunker.WithoutRepair())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
