@@ -274,8 +274,12 @@ say "4: LAN: two partial fetchers in home B exchange blocks both ways via mDNS, 
 for n in seedA seedP seedD relay fetch3; do eval "kill \$PID_$n" 2>/dev/null; done
 # Two interrupted downloads: each output holds one half of the file (the rest
 # zeros) beside the state a fetch keeps (OUT.reconcile/: the manifest); a
-# resumed fetch re-hashes the output and keeps the blocks that match.
-"$BIN" chunk "$WORK/file.bin" --manifest "$WORK/file.man" >/dev/null || die "chunk failed"
+# resumed fetch re-hashes the output and keeps the blocks that match. The
+# manifest is reconcile chunk's (fixed-size blocks, so each half is whole
+# blocks): its root is not the seeds' (content-defined blocks), and the
+# fetchers resume its content.
+"$BIN" chunk "$WORK/file.bin" --manifest "$WORK/file.man" --json >"$WORK/chunk4.json" || die "chunk failed"
+ROOT4=$(field "$WORK/chunk4.json" id)
 HALF=$((SIZE_MB << 19))
 for x in X Y; do mkdir -p "$WORK/out4$x.reconcile"; cp "$WORK/file.man" "$WORK/out4$x.reconcile/manifest"; done
 { head -c $HALF "$WORK/file.bin"; head -c $HALF /dev/zero; } >"$WORK/out4X"
@@ -283,7 +287,7 @@ for x in X Y; do mkdir -p "$WORK/out4$x.reconcile"; cp "$WORK/file.man" "$WORK/o
 sleep 0.5
 for x in X Y; do
 	port=4006; [ $x = Y ] && port=4007
-	bg "fetch4$x" hb timeout 60 "$BIN" fetch "$ROOT" --out "$WORK/out4$x" --json --no-dht --no-relay --seed-after \
+	bg "fetch4$x" hb timeout 60 "$BIN" fetch "$ROOT4" --out "$WORK/out4$x" --json --no-dht --no-relay --seed-after \
 		--listen /ip4/100.64.2.2/tcp/$port "${TB[@]}"
 done
 wait_for "$WORK/fetch4X.out" '"peers"' 60; wait_for "$WORK/fetch4Y.out" '"peers"' 60
