@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # NAT testbed: Linux network namespaces on one machine, an "internet" segment
-# (198.18.0.0/24) with a relay/DHT bootstrap node and a public seed, two home
-# networks behind NAT routers that map endpoint-independently (nftables
-# masquerade, ports kept, unsolicited packets dropped), and one home behind a symmetric NAT (masquerade
-# fully-random). Homes use 100.64.0.0/10. Nothing touches the host's own
-# interfaces and no namespace has a route out of the testbed; everything is
-# removed at the end, also when a step fails.
+# (198.18.0.0/24) with a relay/DHT bootstrap node and a public seed, and homes
+# (100.64.x.0/24) behind nftables NAT routers of three kinds (see home below):
+# A and B map endpoint-independently and drop unsolicited packets, D and E map
+# the same way but answer them (TCP RST, ICMP port-unreachable), C and F are
+# symmetric. Nothing touches the host's own interfaces and no namespace has a
+# route out of the testbed; everything is removed at the end, also when a step
+# fails.
 #
 #   bash testbed/nat.sh          # the five scenarios, pass/fail (CI)
 #   bash testbed/nat.sh bench    # also: 256 MiB hole-punched vs public-public fetch
@@ -100,10 +101,18 @@ pubhost() {
 	nsx "$n" ip addr add "$addr/24" dev eth0
 	nsx "$n" ip link set eth0 up
 }
-# home NAME ROUTERADDR HOMENET(x) SYMMETRIC: router namespace rtNAME on the
-# internet, home namespace hNAME on 100.64.x.0/24 behind it
+# home NAME ROUTERADDR HOMENET(x) KIND: router namespace rtNAME on the
+# internet, home namespace hNAME on 100.64.x.0/24 behind it. KIND is the
+# router's NAT:
+#   drop       endpoint-independent mapping (masquerade, ports kept); unsolicited
+#              packets from the internet are dropped
+#   answer     the same mapping, but unsolicited packets are answered, as many home
+#              routers and carrier NATs do: TCP with a RST, UDP with ICMP
+#              port-unreachable
+#   symmetric  masquerade fully-random: a new external port for every destination;
+#              unsolicited packets dropped
 home() {
-	local n=$1 pub=$2 x=$3 sym=$4
+	local n=$1 pub=$2 x=$3 kind=$4
 	pubhost "rt$n" "$pub"
 	ip netns add "${P}h$n"
 	IF=$((IF + 1))
@@ -119,8 +128,15 @@ home() {
 	nsx "rt$n" ip addr add "100.64.$x.1/24" dev lan0
 	nsx "rt$n" ip link set lan0 up
 	nsx "rt$n" sysctl -qw net.ipv4.ip_forward=1
-	local masq="masquerade"
-	[ "$sym" = 1 ] && masq="masquerade random,fully-random"
+	local masq="masquerade" unsolicited='iifname "eth0" drop'
+	case $kind in
+	drop) ;;
+	answer) unsolicited='iifname "eth0" meta l4proto tcp counter reject with tcp reset
+		iifname "eth0" meta l4proto udp counter reject with icmp type port-unreachable
+		iifname "eth0" drop' ;;
+	symmetric) masq="masquerade random,fully-random" ;;
+	*) die "home $n: unknown NAT kind $kind" ;;
+	esac
 	nsx "rt$n" nft -f - <<EOF
 table ip nat {
 	chain post { type nat hook postrouting priority 100; oifname "eth0" $masq; }
@@ -129,10 +145,11 @@ table ip filter {
 	chain forward_chain { type filter hook forward priority 0; policy drop;
 		ct state established,related accept
 		iifname "lan0" oifname "eth0" accept
+		$unsolicited
 	}
 	chain input_chain { type filter hook input priority 0; policy accept;
 		iifname "eth0" ct state established,related accept
-		iifname "eth0" drop
+		$unsolicited
 	}
 }
 EOF
@@ -141,9 +158,12 @@ EOF
 pubhost relay 198.18.0.1
 pubhost pubseed 198.18.0.5
 pubhost pubfetch 198.18.0.6
-home a 198.18.0.2 1 0
-home b 198.18.0.3 2 0
-home c 198.18.0.4 3 1
+home a 198.18.0.2 1 drop
+home b 198.18.0.3 2 drop
+home c 198.18.0.4 3 symmetric
+home d 198.18.0.7 4 answer
+home e 198.18.0.8 5 answer
+home f 198.18.0.9 6 symmetric
 
 # --- helpers -------------------------------------------------------------
 # The testbed's internet is 198.18.0.0/24, a benchmark range go-libp2p takes for
@@ -184,10 +204,10 @@ echo "relay: $RELAY"
 
 # Scenario 5's seed starts now: with --reachability auto (the default) AutoNAT takes
 # some 30 s to find it unreachable before AutoRelay looks for a relay.
-T_D=$(date +%s)
-bg seedD ha "$BIN" seed "$WORK/file5.bin" --listen /ip4/100.64.1.2/tcp/4005 --listen /ip4/100.64.1.2/udp/4005/quic-v1 \
+T_5=$(date +%s)
+bg seed5 ha "$BIN" seed "$WORK/file5.bin" --listen /ip4/100.64.1.2/tcp/4005 --listen /ip4/100.64.1.2/udp/4005/quic-v1 \
 	--bootstrap "$RELAY" --json "${NATED[@]}"
-( wait_for "$WORK/seedD.err" 'relay addresses.*p2p-circuit' 90 && echo $(($(date +%s) - T_D)) >"$WORK/seedD.slot" ) &
+( wait_for "$WORK/seed5.err" 'relay addresses.*p2p-circuit' 90 && echo $(($(date +%s) - T_5)) >"$WORK/seed5.slot" ) &
 PIDS+=($!)
 
 # --- scenario 1 ----------------------------------------------------------
@@ -252,26 +272,26 @@ fi
 
 # --- scenario 5 ----------------------------------------------------------
 say "5: seed behind NAT A with no --relay finds the relay through the DHT; fetcher behind NAT B"
-wait_for "$WORK/seedD.out" '"ticket"' 20 || { show seedD; die "seed D did not start"; }
-ROOT5=$(field "$WORK/seedD.out" root)
-wait_for "$WORK/seedD.slot" . 60 && echo "seed D held a slot on a relay found through the DHT $(cat "$WORK/seedD.slot") s after it started (AutoNAT, then AutoRelay)" \
-	|| echo "note: seed D has no relay address yet"
+wait_for "$WORK/seed5.out" '"ticket"' 20 || { show seed5; die "seed 5 did not start"; }
+ROOT5=$(field "$WORK/seed5.out" root)
+wait_for "$WORK/seed5.slot" . 60 && echo "seed 5 held a slot on a relay found through the DHT $(cat "$WORK/seed5.slot") s after it started (AutoNAT, then AutoRelay)" \
+	|| echo "note: seed 5 has no relay address yet"
 ip netns exec "${P}hb" timeout 90 "$BIN" fetch "$ROOT5" --bootstrap "$RELAY" --out "$WORK/out5" --json --no-mdns \
 	--listen /ip4/100.64.2.2/tcp/4005 --listen /ip4/100.64.2.2/udp/4005/quic-v1 "${NATED[@]}" \
 	>"$WORK/fetch5.out" 2>"$WORK/fetch5.err"
 rc=$?
 P5=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' "$WORK/fetch5.out" | sort -u | paste -sd, -)
 if [ $rc = 0 ] && cmp -s "$WORK/file5.bin" "$WORK/out5" \
-	&& grep -q 'relay candidate found through the DHT' "$WORK/seedD.err" \
+	&& grep -q 'relay candidate found through the DHT' "$WORK/seed5.err" \
 	&& grep -Eq '"path": "(hole-punched|relayed)"' "$WORK/fetch5.out"; then
 	pass "5: byte-identical from a NATed seed whose relay came from the DHT (path: $P5)"
 else
-	fail "5: exit $rc, output differs, no relay from the DHT, or not through a relay (path: $P5)"; show fetch5; show seedD
+	fail "5: exit $rc, output differs, no relay from the DHT, or not through a relay (path: $P5)"; show fetch5; show seed5
 fi
 
 # --- scenario 4 ----------------------------------------------------------
 say "4: LAN: two partial fetchers in home B exchange blocks both ways via mDNS, no seed, relay or DHT"
-for n in seedA seedP seedD relay fetch3; do eval "kill \$PID_$n" 2>/dev/null; done
+for n in seedA seedP seed5 relay fetch3; do eval "kill \$PID_$n" 2>/dev/null; done
 # Two interrupted downloads: each output holds one half of the file (the rest
 # zeros) beside the state a fetch keeps (OUT.reconcile/: the manifest); a
 # resumed fetch re-hashes the output and keeps the blocks that match. The
