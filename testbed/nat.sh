@@ -290,6 +290,8 @@ try_fetch() {
 	fi
 	if [ $rc = 0 ] && cmp -s "$file" "$WORK/${name}copy"; then
 		TRY_RESULT=$(sed -n 's/.*"path": "\([^"]*\)".*/\1/p' "$WORK/${name}fetch.out" | sort -u | paste -sd+ -)
+	elif [ $rc = 0 ]; then
+		TRY_NOTE="the copy differs"
 	elif [ $rc = 124 ]; then
 		TRY_NOTE="timed out after $secs s"
 	else
