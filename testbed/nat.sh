@@ -30,7 +30,7 @@
 #   4 two partial fetchers in one home (each resumes a download holding a different
 #     half of the file) find each other by mDNS and exchange blocks both ways with no
 #     seed, relay or DHT running: both end byte-identical, each got blocks from the other
-# The answering-NAT scenario (answer10) is not among them: today's peers pass it about
+# The answering-NAT scenario (answer10) is not among them: today's peers pass it 1 to
 # 3 times in 10 (docs/nat-testbed.md says why).
 set -uo pipefail
 
