@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
 // What ChunkPath reads from disk: the tree under the chunked path as a Tree of
@@ -173,7 +175,7 @@ func readLink(p, mp string) (Symlink, string, error) {
 		return Symlink{}, "", fmt.Errorf("symbolic link %s: %w", p, err)
 	}
 	if err := checkTarget(l); err != nil {
-		if !insideTree(l) {
+		if !pathrules.InsideTree(l.Path, l.Target) {
 			return Symlink{}, fmt.Sprintf("symbolic link to %s: its target leaves the tree", target), nil
 		}
 		return Symlink{}, fmt.Sprintf("symbolic link to %s: %v", target, err), nil

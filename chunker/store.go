@@ -26,7 +26,7 @@ import (
 //	lock.go          LockOutput: one writer per output
 //	internal/heldlog the held log's format and Log, the only writer of it
 //	internal/durable the atomic writes of the manifest and the held log
-//	internal/pathrules which names a system can hold, checked by createStore
+//	internal/pathrules valid manifest paths, and which names a system can hold (createStore)
 
 // MetaDir is the name of the metadata folder inside a store folder.
 const MetaDir = ".reconcile"

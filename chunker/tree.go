@@ -2,9 +2,9 @@ package chunker
 
 import (
 	"fmt"
-	"path"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
 // Tree is what a manifest holds besides its blocks: the files, and the symbolic
@@ -116,36 +116,8 @@ func checkTree(t Tree) error {
 
 // checkTarget validates a symbolic link's target (see Symlink.Target).
 func checkTarget(l Symlink) error {
-	tg := l.Target
-	switch {
-	case tg == "":
-		return fmt.Errorf("%w: symbolic link %q has an empty target", ErrBadPath, l.Path)
-	case len(tg) > MaxPathLen:
-		return fmt.Errorf("%w: symbolic link %q: target of %d bytes", ErrBadPath, l.Path, len(tg))
-	case !utf8.ValidString(tg):
-		return fmt.Errorf("%w: symbolic link %q: target is not UTF-8", ErrBadPath, l.Path)
-	case strings.ContainsAny(tg, "\\\x00"):
-		return fmt.Errorf("%w: symbolic link %q: target %q has a backslash or NUL", ErrBadPath, l.Path, tg)
-	case tg[0] == '/':
-		return fmt.Errorf("%w: symbolic link %q: target %q is absolute", ErrBadPath, l.Path, tg)
-	case path.Clean(tg) != tg:
-		return fmt.Errorf("%w: symbolic link %q: target %q is not clean (%q)", ErrBadPath, l.Path, tg, path.Clean(tg))
-	}
-	top, _, ok := strings.Cut(l.Path, "/")
-	if !ok {
-		return fmt.Errorf("%w: symbolic link %q is not inside a folder", ErrBadPath, l.Path)
-	}
-	if !insideTree(l) {
-		return fmt.Errorf("%w: symbolic link %q: target %q leaves the tree %q", ErrBadPath, l.Path, tg, top)
+	if err := pathrules.CheckLink(l.Path, l.Target); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
 	return nil
-}
-
-// insideTree reports whether l's target, from the folder holding l, resolves to
-// the top folder of l's path or inside it. The target is clean, so its ".."
-// elements all lead and climb real folders (no link is a folder of another path).
-func insideTree(l Symlink) bool {
-	top, _, _ := strings.Cut(l.Path, "/")
-	res := path.Join(path.Dir(l.Path), l.Target)
-	return res == top || strings.HasPrefix(res, top+"/")
 }
