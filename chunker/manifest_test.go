@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
 	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
@@ -17,6 +18,9 @@ import (
 func TestInternalLimits(t *testing.T) {
 	if pathrules.MaxPathLen != MaxPathLen || pathrules.MetaDir != MetaDir {
 		t.Fatalf("pathrules has MaxPathLen %d and MetaDir %q", pathrules.MaxPathLen, pathrules.MetaDir)
+	}
+	if cut.HashSize != HashSize || cut.MaxBlocks != MaxBlocks || cut.Algorithm != CDCAlgorithm {
+		t.Fatalf("cut has HashSize %d, MaxBlocks %d and Algorithm %q", cut.HashSize, cut.MaxBlocks, cut.Algorithm)
 	}
 }
 

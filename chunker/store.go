@@ -25,6 +25,7 @@ import (
 //	store_view.go    views: one manifest's blocks read from other stores
 //	lock.go          LockOutput: one writer per output
 //	internal/heldlog the held log's format and Log, the only writer of it
+//	internal/cut     the reading, cutting and hashing of files behind Reuse (and ChunkPath)
 //	internal/durable the atomic writes of the manifest and the held log
 //	internal/pathrules valid manifest paths, and which names a system can hold (createStore)
 
