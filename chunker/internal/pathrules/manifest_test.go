@@ -8,26 +8,23 @@ import (
 // TestManifestPaths checks the rules of manifest paths and link targets, and
 // that each refusal says why.
 func TestManifestPaths(t *testing.T) {
-	for _, tc := range []struct {
-		path string
-		bad  string // a part of the error, "" if the path is valid
-	}{
-		{"a", ""},
-		{"photos/2024/a.jpg", ""},
-		{".reconciled", ""},
-		{"", "empty"},
-		{strings.Repeat("a", MaxPathLen+1), "bytes long"},
-		{"a\xff", "not UTF-8"},
-		{`a\b`, "backslash"},
-		{"/etc", "absolute"},
-		{".reconcile/held", "reserved"},
-		{"a//b", "empty element"},
-		{"a/./b", `"." element`},
-		{"a/../../b", "escapes"},
+	for p, bad := range map[string]string{ // the path, and a part of the error ("" if valid)
+		"a":                               "",
+		"photos/2024/a.jpg":               "",
+		".reconciled":                     "",
+		"":                                "empty",
+		strings.Repeat("a", MaxPathLen+1): "bytes long",
+		"a\xff":                           "not UTF-8",
+		`a\b`:                             "backslash",
+		"/etc":                            "absolute",
+		".reconcile/held":                 "reserved",
+		"a//b":                            "empty element",
+		"a/./b":                           `"." element`,
+		"a/../../b":                       "escapes",
 	} {
-		err := CheckPath(tc.path)
-		if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || !strings.Contains(err.Error(), tc.bad)) {
-			t.Errorf("CheckPath(%.20q) = %v, want %q", tc.path, err, tc.bad)
+		err := CheckPath(p)
+		if bad == "" && err != nil || bad != "" && (err == nil || !strings.Contains(err.Error(), bad)) {
+			t.Errorf("CheckPath(%.20q) = %v, want %q", p, err, bad)
 		}
 	}
 	for _, tc := range []struct {
