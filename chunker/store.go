@@ -26,6 +26,7 @@ import (
 //	lock.go          LockOutput: one writer per output
 //	internal/heldlog the held log's format and Log, the only writer of it
 //	internal/cut     the reading, cutting and hashing of files behind Reuse (and ChunkPath)
+//	internal/outlock the file lock behind LockOutput and the line naming its holder
 //	internal/durable the atomic writes of the manifest and the held log
 //	internal/pathrules valid manifest paths, and which names a system can hold (createStore)
 
