@@ -8,27 +8,10 @@ import (
 	"testing"
 )
 
-// TestNoOwner checks that a holder that left no line is "another process".
-func TestNoOwner(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	l, err := Take(dir, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Unlock()
-	os.Remove(filepath.Join(dir, ownerFile))
-	var held *HeldError
-	if _, err := Take(dir, "second"); !errors.As(err, &held) || held.Owner != "another process" {
-		t.Fatalf("second take: %v, want a HeldError of another process", err)
-	}
-}
-
+// A second taker is told who holds the lock; once it is released, the next
+// taker gets it.
 func ExampleTake() {
-	dir, err := os.MkdirTemp("", "outlock")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("outlock-example-%d", os.Getpid())) // Take makes it
 	defer os.RemoveAll(dir)
 	l, err := Take(dir, "fetch one, pid 1")
 	fmt.Println(err)
@@ -42,4 +25,19 @@ func ExampleTake() {
 	// <nil>
 	// lock held by fetch one, pid 1
 	// <nil>
+}
+
+// TestNoOwner checks that a holder that left no line is "another process".
+func TestNoOwner(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	l, err := Take(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	os.Remove(filepath.Join(dir, ownerFile))
+	var held *HeldError
+	if _, err := Take(dir, "second"); !errors.As(err, &held) || held.Owner != "another process" {
+		t.Fatalf("second take: %v, want a HeldError of another process", err)
+	}
 }
