@@ -27,6 +27,7 @@ import (
 //	internal/heldlog the held log's format and Log, the only writer of it
 //	internal/cut     the reading, cutting and hashing of files behind Reuse (and ChunkPath)
 //	internal/outlock the file lock behind LockOutput and the line naming its holder
+//	internal/prealloc the reserving of an output file's disk space (ErrNoSpace)
 //	internal/durable the atomic writes of the manifest and the held log
 //	internal/pathrules valid manifest paths, and which names a system can hold (createStore)
 
