@@ -2,7 +2,6 @@ package chunker
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
@@ -49,7 +48,7 @@ func (t Tree) clone() Tree {
 // checkTree validates the files (checkFiles), the links and the empty folders:
 // their paths are valid, sorted and unique, every target stays inside its tree,
 // no path is two things, and only folders hold other paths (a file, link or empty
-// folder is no folder of another path).
+// folder is no folder of another path: pathrules.CheckNesting).
 func checkTree(t Tree) error {
 	if err := checkFiles(t.Files); err != nil {
 		return err
@@ -57,7 +56,9 @@ func checkTree(t Tree) error {
 	if len(t.Symlinks) == 0 && len(t.Dirs) == 0 {
 		return nil
 	}
+	links := make([]string, len(t.Symlinks))
 	for i, l := range t.Symlinks {
+		links[i] = l.Path
 		if err := checkPath(l.Path); err != nil {
 			return fmt.Errorf("symbolic link: %w", err)
 		}
@@ -76,40 +77,12 @@ func checkTree(t Tree) error {
 			return fmt.Errorf("%w: empty folder %q after %q: paths must be sorted and unique", ErrBadPath, d, t.Dirs[i-1])
 		}
 	}
-	kinds := make(map[string]string, len(t.Files)+len(t.Symlinks)+len(t.Dirs))
-	add := func(p, kind string) error {
-		if k, ok := kinds[p]; ok {
-			return fmt.Errorf("%w: %q is a %s and a %s", ErrBadPath, p, k, kind)
-		}
-		kinds[p] = kind
-		return nil
+	files := make([]string, len(t.Files))
+	for i, f := range t.Files {
+		files[i] = f.Path
 	}
-	for _, f := range t.Files {
-		if err := add(f.Path, "file"); err != nil {
-			return err
-		}
-	}
-	for _, l := range t.Symlinks {
-		if err := add(l.Path, "symbolic link"); err != nil {
-			return err
-		}
-	}
-	for _, d := range t.Dirs {
-		if err := add(d, "empty folder"); err != nil {
-			return err
-		}
-	}
-	for p := range kinds {
-		for j := strings.IndexByte(p, '/'); j >= 0; {
-			if k, ok := kinds[p[:j]]; ok {
-				return fmt.Errorf("%w: %q is a %s and a folder of %q", ErrBadPath, p[:j], k, p)
-			}
-			k := strings.IndexByte(p[j+1:], '/')
-			if k < 0 {
-				break
-			}
-			j += 1 + k
-		}
+	if err := pathrules.CheckNesting(files, links, t.Dirs); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
 	return nil
 }

@@ -88,3 +88,35 @@ func InsideTree(p, target string) bool {
 	res := path.Join(path.Dir(p), target)
 	return res == top || strings.HasPrefix(res, top+"/")
 }
+
+// CheckNesting returns an error if, in a tree whose files, symbolic links and
+// empty folders have the given paths (valid, and unique within each list), a
+// path is two of them, or one of them is a folder of another path: only
+// folders hold paths.
+func CheckNesting(files, links, dirs []string) error {
+	kinds := make(map[string]string, len(files)+len(links)+len(dirs))
+	for _, list := range [...]struct {
+		kind  string
+		paths []string
+	}{{"file", files}, {"symbolic link", links}, {"empty folder", dirs}} {
+		for _, p := range list.paths {
+			if k, ok := kinds[p]; ok {
+				return fmt.Errorf("%q is a %s and a %s", p, k, list.kind)
+			}
+			kinds[p] = list.kind
+		}
+	}
+	for p := range kinds {
+		for j := strings.IndexByte(p, '/'); j >= 0; {
+			if k, ok := kinds[p[:j]]; ok {
+				return fmt.Errorf("%q is a %s and a folder of %q", p[:j], k, p)
+			}
+			k := strings.IndexByte(p[j+1:], '/')
+			if k < 0 {
+				break
+			}
+			j += 1 + k
+		}
+	}
+	return nil
+}

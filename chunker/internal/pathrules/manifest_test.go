@@ -51,3 +51,23 @@ func TestManifestPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestNesting checks that only folders hold paths, and that no path is two
+// things.
+func TestNesting(t *testing.T) {
+	for _, tc := range []struct {
+		files, links, dirs []string
+		bad                string // the error, "" if the tree is valid
+	}{
+		{[]string{"t/a", "t/b/c"}, []string{"t/l"}, []string{"t/e", "t/b/f"}, ""},
+		{[]string{"t/a"}, []string{"t/a"}, nil, `"t/a" is a file and a symbolic link`},
+		{[]string{"t/a/b"}, nil, []string{"t/a"}, `"t/a" is a empty folder and a folder of "t/a/b"`},
+		{[]string{"t/x"}, []string{"t/l"}, []string{"t/l/e"}, `"t/l" is a symbolic link and a folder of "t/l/e"`},
+		{[]string{"t", "t/a"}, nil, nil, `"t" is a file and a folder of "t/a"`},
+	} {
+		err := CheckNesting(tc.files, tc.links, tc.dirs)
+		if tc.bad == "" && err != nil || tc.bad != "" && (err == nil || err.Error() != tc.bad) {
+			t.Errorf("%v %v %v: %v, want %q", tc.files, tc.links, tc.dirs, err, tc.bad)
+		}
+	}
+}
