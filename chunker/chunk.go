@@ -58,8 +58,9 @@ func ChunkReader(ctx context.Context, name string, mode uint32, r io.Reader, blo
 	return build(Tree{Files: files}, cfg.blockSize, cfg.chunking, b.Offs, b.Hashes)
 }
 
-// cutError gives an error of package cut, met doing what, the sentinel of
-// chunker that stands for its kind.
+// cutError wraps an error of package cut, met while doing what ("chunk
+// PATH"), in the sentinel of chunker that stands for its kind, so that
+// errors.Is finds what it found before the code moved to package cut.
 func cutError(what string, err error) error {
 	for _, k := range [...]struct{ kind, sentinel error }{
 		{cut.ErrTooMany, ErrTooLarge},
