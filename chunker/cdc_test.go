@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
 )
 
 // smallChunking keeps the tests' inputs small: blocks of 1 to 16 KiB.
@@ -314,7 +316,7 @@ func BenchmarkChunkCDC(b *testing.B) {
 			b.SetBytes(2 * size)
 			for b.Loop() {
 				t0 := nanotime()
-				if _, _, err := chunkStream(ctx, bytes.NewReader(data), DefaultBlockSize, w, size, nil); err != nil {
+				if _, _, err := cut.Stream(ctx, bytes.NewReader(data), DefaultBlockSize, w, size, nil); err != nil {
 					b.Fatal(err)
 				}
 				t1 := nanotime()

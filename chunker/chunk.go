@@ -2,9 +2,11 @@ package chunker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"runtime"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
 )
 
 // ChunkPath chunks a regular file or a directory tree and returns its manifest. The
@@ -22,56 +24,18 @@ func ChunkPath(ctx context.Context, path string, blockSize int, opts ...ChunkOpt
 	if err != nil {
 		return nil, err
 	}
-	tree, srcs, err := listTree(path, &cfg)
+	t, b, err := cut.Path(ctx, path, cfg.cut)
 	if err != nil {
-		return nil, err
+		return nil, cutError("chunk "+path, err)
 	}
-	var total int64
-	for _, f := range tree.Files {
-		total += f.Size
+	tree := Tree{Files: make([]File, len(t.Files)), Dirs: t.Dirs}
+	for i, f := range t.Files {
+		tree.Files[i] = File(f)
 	}
-	if !cfg.chunking.IsZero() {
-		prog := &progressReader{total: total, fn: cfg.progress}
-		k := 0
-		next := func() (io.Reader, error) {
-			for ; k < len(tree.Files) && tree.Files[k].Size == 0; k++ {
-			}
-			if k == len(tree.Files) {
-				return nil, nil
-			}
-			prog.r = &treeReader{files: tree.Files[k : k+1], srcs: srcs[k : k+1]}
-			k++
-			if cfg.progress == nil {
-				return prog.r, nil
-			}
-			return prog, nil
-		}
-		offs, flat, err := chunkContent(ctx, next, cfg.chunking, cfg.workers, int(total/int64(cfg.chunking.Normal)), nil)
-		if r, ok := prog.r.(*treeReader); ok {
-			r.Close()
-		}
-		if err != nil {
-			return nil, fmt.Errorf("chunker: chunk %s: %w", path, err)
-		}
-		if n := offs[len(offs)-1]; n != total {
-			return nil, fmt.Errorf("chunker: chunk %s: read %d bytes, expected %d: files changed while chunking", path, n, total)
-		}
-		return build(tree, 0, cfg.chunking, offs, flat)
+	for _, l := range t.Symlinks {
+		tree.Symlinks = append(tree.Symlinks, Symlink(l))
 	}
-	r := &treeReader{files: tree.Files, srcs: srcs}
-	defer r.Close()
-	var src io.Reader = r
-	if cfg.progress != nil {
-		src = &progressReader{r: r, total: total, fn: cfg.progress}
-	}
-	flat, n, err := chunkStream(ctx, src, cfg.blockSize, cfg.workers, total, nil)
-	if err != nil {
-		return nil, fmt.Errorf("chunker: chunk %s: %w", path, err)
-	}
-	if n != total {
-		return nil, fmt.Errorf("chunker: chunk %s: read %d bytes, expected %d: files changed while chunking", path, n, total)
-	}
-	return build(tree, cfg.blockSize, Chunking{}, nil, flat)
+	return build(tree, cfg.blockSize, cfg.chunking, b.Offs, b.Hashes)
 }
 
 // ChunkReader chunks the bytes of r up to EOF as one file named name (a manifest path,
@@ -83,51 +47,47 @@ func ChunkReader(ctx context.Context, name string, mode uint32, r io.Reader, blo
 	if err != nil {
 		return nil, err
 	}
-	if cfg.progress != nil {
-		r = &progressReader{r: r, total: -1, fn: cfg.progress}
-	}
 	if err := checkPath(name); err != nil {
 		return nil, err
 	}
-	if !cfg.chunking.IsZero() {
-		done := false
-		next := func() (io.Reader, error) {
-			if done {
-				return nil, nil
-			}
-			done = true
-			return r, nil
-		}
-		offs, flat, err := chunkContent(ctx, next, cfg.chunking, cfg.workers, 0, nil)
-		if err != nil {
-			return nil, fmt.Errorf("chunker: chunk %s: %w", name, err)
-		}
-		files := []File{{Path: name, Size: offs[len(offs)-1], Mode: mode & 0o777}}
-		return build(Tree{Files: files}, 0, cfg.chunking, offs, flat)
-	}
-	flat, n, err := chunkStream(ctx, r, cfg.blockSize, cfg.workers, -1, nil)
+	b, err := cut.Reader(ctx, r, cfg.cut)
 	if err != nil {
-		return nil, fmt.Errorf("chunker: chunk %s: %w", name, err)
+		return nil, cutError("chunk "+name, err)
 	}
-	return build(Tree{Files: []File{{Path: name, Size: n, Mode: mode & 0o777}}}, cfg.blockSize, Chunking{}, nil, flat)
+	files := []File{{Path: name, Size: b.Len, Mode: mode & 0o777}}
+	return build(Tree{Files: files}, cfg.blockSize, cfg.chunking, b.Offs, b.Hashes)
+}
+
+// cutError wraps an error of package cut, met while doing what ("chunk
+// PATH"), in the sentinel of chunker that stands for its kind, so that
+// errors.Is finds what it found before the code moved to package cut.
+func cutError(what string, err error) error {
+	for _, k := range [...]struct{ kind, sentinel error }{
+		{cut.ErrTooMany, ErrTooLarge},
+		{cut.ErrRule, ErrBadBlockSize},
+		{cut.ErrMiscount, ErrCorrupt},
+		{cut.ErrBadPath, ErrBadPath},
+	} {
+		if errors.Is(err, k.kind) {
+			return fmt.Errorf("%w: %s: %w", k.sentinel, what, err)
+		}
+	}
+	return fmt.Errorf("chunker: %s: %w", what, err)
 }
 
 // ChunkOption configures ChunkPath and ChunkReader.
 type ChunkOption func(*chunkConfig)
 
 type chunkConfig struct {
-	blockSize    int      // fixed-size blocks; 0 with chunking
-	chunking     Chunking // content-defined blocks; zero for fixed-size ones
-	badChunking  bool     // WithChunking was given the zero Chunking
-	linksAndDirs bool
-	workers      int
-	progress     func(done, total int64)
-	skipped      func(path, reason string)
+	blockSize   int        // fixed-size blocks; 0 with chunking
+	chunking    Chunking   // content-defined blocks; zero for fixed-size ones
+	badChunking bool       // WithChunking was given the zero Chunking
+	cut         cut.Config // the other options, and the two above once checked
 }
 
 // newChunkConfig applies opts and checks the block size or chunking.
 func newChunkConfig(blockSize int, opts []ChunkOption) (chunkConfig, error) {
-	cfg := chunkConfig{workers: defaultWorkers()}
+	cfg := chunkConfig{cut: cut.Config{Workers: cut.DefaultWorkers()}}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -137,7 +97,7 @@ func newChunkConfig(blockSize int, opts []ChunkOption) (chunkConfig, error) {
 	case !cfg.chunking.IsZero() && blockSize != 0:
 		return cfg, fmt.Errorf("%w: block size %d given with content-defined chunking (use 0)", ErrBadBlockSize, blockSize)
 	case !cfg.chunking.IsZero():
-		cfg.linksAndDirs = true
+		cfg.cut.LinksAndDirs, cfg.cut.CDC = true, cut.CDC(cfg.chunking)
 		return cfg, cfg.chunking.Check()
 	case blockSize == 0:
 		blockSize = DefaultBlockSize
@@ -145,7 +105,7 @@ func newChunkConfig(blockSize int, opts []ChunkOption) (chunkConfig, error) {
 	if blockSize < MinBlockSize || blockSize > MaxBlockSize {
 		return cfg, fmt.Errorf("%w: %d not in [%d, %d]", ErrBadBlockSize, blockSize, MinBlockSize, MaxBlockSize)
 	}
-	cfg.blockSize = blockSize
+	cfg.blockSize, cfg.cut.Size = blockSize, blockSize
 	return cfg, nil
 }
 
@@ -166,7 +126,7 @@ func WithChunking(c Chunking) ChunkOption {
 // symbolic links and empty folders too, as it always does with content-defined
 // blocks. A manifest with any is of format Version2. Without it, fixed-size
 // manifests take the regular files only, exactly as before format Version2.
-func WithLinksAndDirs() ChunkOption { return func(c *chunkConfig) { c.linksAndDirs = true } }
+func WithLinksAndDirs() ChunkOption { return func(c *chunkConfig) { c.cut.LinksAndDirs = true } }
 
 // WithSkipped makes ChunkPath call fn(path, reason) for each entry of the tree
 // that it leaves out of the manifest, with its path on disk: a symbolic link whose
@@ -174,33 +134,15 @@ func WithLinksAndDirs() ChunkOption { return func(c *chunkConfig) { c.linksAndDi
 // recorded), a device, socket or named pipe. Store metadata folders (MetaDir) are
 // left out without a call. fn runs on the calling goroutine. Default: no calls.
 func WithSkipped(fn func(path, reason string)) ChunkOption {
-	return func(c *chunkConfig) { c.skipped = fn }
+	return func(c *chunkConfig) { c.cut.Skipped = fn }
 }
 
 // WithWorkers sets the number of hashing goroutines (default GOMAXPROCS, at most 8).
-func WithWorkers(n int) ChunkOption { return func(c *chunkConfig) { c.workers = max(n, 1) } }
+func WithWorkers(n int) ChunkOption { return func(c *chunkConfig) { c.cut.Workers = max(n, 1) } }
 
 // WithProgress calls fn as bytes are read, with the bytes read so far and the total
 // (-1 when unknown, as for ChunkReader). fn runs on the reading goroutine and must be
 // quick.
 func WithProgress(fn func(done, total int64)) ChunkOption {
-	return func(c *chunkConfig) { c.progress = fn }
+	return func(c *chunkConfig) { c.cut.Progress = fn }
 }
-
-// progressReader reports the bytes read through it.
-type progressReader struct {
-	r     io.Reader
-	done  int64
-	total int64
-	fn    func(done, total int64)
-}
-
-func (p *progressReader) Read(b []byte) (int, error) {
-	n, err := p.r.Read(b)
-	p.done += int64(n)
-	p.fn(p.done, p.total)
-	return n, err
-}
-
-// defaultWorkers is the number of hashing goroutines.
-func defaultWorkers() int { return min(runtime.GOMAXPROCS(0), 8) }

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"lukechampine.com/blake3"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
 )
 
 // writeTree writes files (manifest path without the root name -> bytes) under
@@ -168,32 +170,6 @@ type iotestErrReader struct{ err error }
 
 func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
 
-// TestChunkWorkers checks that the pipeline gives the same hashes with any number of
-// workers, block sizes and stream lengths.
-func TestChunkWorkers(t *testing.T) {
-	data := randBytes(9, 37*MinBlockSize+123)
-	want := expectHashes(data, MinBlockSize)
-	for _, w := range []int{1, 2, 3, 8} {
-		for _, n := range []int{0, 1, MinBlockSize, 5*MinBlockSize - 1, len(data)} {
-			flat, total, err := chunkStream(context.Background(), bytes.NewReader(data[:n]), MinBlockSize, w, -1, nil)
-			if err != nil || total != int64(n) {
-				t.Fatalf("workers %d, %d bytes: %v, total %d", w, n, err, total)
-			}
-			nb := (n + MinBlockSize - 1) / MinBlockSize
-			if len(flat) != nb*HashSize {
-				t.Fatalf("workers %d, %d bytes: %d hashes", w, n, len(flat)/HashSize)
-			}
-			if n == len(data) {
-				for i := range nb {
-					if !bytes.Equal(flat[i*HashSize:(i+1)*HashSize], want[i][:]) {
-						t.Fatalf("workers %d: block %d hash differs", w, i)
-					}
-				}
-			}
-		}
-	}
-}
-
 // BenchmarkChunk measures chunking and hashing an in-memory stream against the hash
 // alone over the same bytes, interleaved in the same run so that the load of the
 // machine affects both alike; ratio = hash-alone time / chunk time (goal >= 0.8).
@@ -215,7 +191,7 @@ func BenchmarkChunk(b *testing.B) {
 				mid := nanotime()
 				hashNs += mid - start
 				b.StartTimer()
-				if _, _, err := chunkStream(context.Background(), bytes.NewReader(data), bs, w, size, nil); err != nil {
+				if _, _, err := cut.Stream(context.Background(), bytes.NewReader(data), bs, w, size, nil); err != nil {
 					b.Fatal(err)
 				}
 				chunkNs += nanotime() - mid

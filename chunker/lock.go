@@ -3,25 +3,16 @@ package chunker
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/gofrs/flock"
-)
-
-// The names of an output's lock file and of the line naming its holder, in its
-// state folder.
-const (
-	lockFile  = "lock"
-	ownerFile = "lock.owner"
+	"github.com/reconcile-p2p/reconcile/chunker/internal/outlock"
 )
 
 // OutputLock is the lock of one output, taken by LockOutput so that two fetches
 // never write the same output at once. The operating system releases it when
 // its owner exits, however it exits, so a lock is never left stale.
 type OutputLock struct {
-	fl *flock.Flock
+	l *outlock.Lock
 }
 
 // LockOutput takes the lock of an output: the folder out (file false; the lock
@@ -36,32 +27,22 @@ func LockOutput(out string, file bool, owner string) (*OutputLock, error) {
 	if file {
 		dir = filepath.Clean(out) + MetaDir
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("chunker: lock %s: %w", out, err)
+	l, err := outlock.Take(dir, owner)
+	var held *outlock.HeldError
+	if errors.As(err, &held) {
+		return nil, fmt.Errorf("%w: %s is being written by %s", ErrLocked, out, held.Owner)
 	}
-	name := filepath.Join(dir, lockFile)
-	fl := flock.New(name, flock.SetFlag(os.O_CREATE|os.O_RDWR))
-	ok, err := fl.TryLock()
 	if err != nil {
 		return nil, fmt.Errorf("chunker: lock %s: %w", out, err)
 	}
-	if !ok {
-		who := "another process"
-		if b, err := os.ReadFile(filepath.Join(dir, ownerFile)); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-			who = strings.TrimSpace(string(b))
-		}
-		return nil, fmt.Errorf("%w: %s is being written by %s", ErrLocked, out, who)
-	}
-	// Best effort: the lock holds whether or not the line is written.
-	os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner+"\n"), 0o644)
-	return &OutputLock{fl: fl}, nil
+	return &OutputLock{l: l}, nil
 }
 
 // Unlock releases the lock. The lock file stays (removing it could let two
 // takers lock two different files).
 func (l *OutputLock) Unlock() error {
-	if l == nil || l.fl == nil {
+	if l == nil || l.l == nil {
 		return errors.New("chunker: unlock: no lock")
 	}
-	return l.fl.Unlock()
+	return l.l.Unlock()
 }

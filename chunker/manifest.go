@@ -7,7 +7,8 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
 // Block size limits and the default.
@@ -278,31 +279,10 @@ func checkFiles(files []File) error {
 	return nil
 }
 
-// checkPath validates one manifest path.
+// checkPath validates one manifest path (see File.Path).
 func checkPath(p string) error {
-	switch {
-	case p == "":
-		return fmt.Errorf("%w: empty", ErrBadPath)
-	case len(p) > MaxPathLen:
-		return fmt.Errorf("%w: %d bytes long", ErrBadPath, len(p))
-	case !utf8.ValidString(p):
-		return fmt.Errorf("%w: %q is not UTF-8", ErrBadPath, p)
-	case strings.ContainsAny(p, "\\\x00"):
-		return fmt.Errorf("%w: %q has a backslash or NUL", ErrBadPath, p)
-	case p[0] == '/':
-		return fmt.Errorf("%w: %q is absolute", ErrBadPath, p)
-	case p == MetaDir || strings.HasPrefix(p, MetaDir+"/"):
-		return fmt.Errorf("%w: %q is in %s, reserved for a store's metadata", ErrBadPath, p, MetaDir)
-	}
-	for _, el := range strings.Split(p, "/") {
-		switch el {
-		case "":
-			return fmt.Errorf("%w: %q has an empty element", ErrBadPath, p)
-		case ".":
-			return fmt.Errorf("%w: %q has a \".\" element", ErrBadPath, p)
-		case "..":
-			return fmt.Errorf("%w: %q escapes its root", ErrBadPath, p)
-		}
+	if err := pathrules.CheckPath(p); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
 	return nil
 }

@@ -3,15 +3,19 @@ package chunker
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/bounded"
 )
 
 // A manifest's canonical encoding, formats Version and Version2: encodeTo writes
-// it (build calls it, and the ID is its hash), DecodeManifest reads and checks it.
+// it (build calls it, and the ID is its hash), DecodeManifest reads and checks it
+// (through package bounded, whose errors it wraps in ErrCorrupt).
 
 // chunkingFixed names fixed-size blocks in a Version2 manifest.
 const chunkingFixed = "fixed"
@@ -107,6 +111,10 @@ func DecodeManifest(b []byte, maxBytes int) (*Manifest, error) {
 		return nil, fmt.Errorf("%w: manifest of %d bytes, limit %d", ErrTooLarge, len(b), maxBytes)
 	}
 	m, err := decodeManifest(b)
+	var bad *bounded.Error
+	if errors.As(err, &bad) {
+		return nil, fmt.Errorf("%w: manifest %w", ErrCorrupt, err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -129,80 +137,27 @@ func DecodeManifestID(b []byte, want ID, maxBytes int) (*Manifest, error) {
 	return m, nil
 }
 
-// manifestDecoder reads the fields of an encoding, checking every claimed length
-// and count against the bytes left.
-type manifestDecoder struct {
-	r *bytes.Reader
-	d *msgpack.Decoder
-}
-
-func (md manifestDecoder) bad(what string, err error) error {
-	if err == nil {
-		return fmt.Errorf("%w: manifest %s", ErrCorrupt, what)
-	}
-	return fmt.Errorf("%w: manifest %s: %w", ErrCorrupt, what, err)
-}
-
-// bytes reads a str or bin whose claimed length is checked against the bytes left.
-func (md manifestDecoder) bytes(what string, limit int) ([]byte, error) {
-	n, err := md.d.DecodeBytesLen()
-	if err != nil {
-		return nil, md.bad(what, err)
-	}
-	if n < 0 || n > md.r.Len() || n > limit {
-		return nil, md.bad(fmt.Sprintf("%s: length %d", what, n), nil)
-	}
-	buf := make([]byte, n)
-	if err := md.d.ReadFull(buf); err != nil {
-		return nil, md.bad(what, err)
-	}
-	return buf, nil
-}
-
-func (md manifestDecoder) uint(what string, max uint64) (uint64, error) {
-	v, err := md.d.DecodeUint64()
-	if err != nil {
-		return 0, md.bad(what, err)
-	}
-	if v > max {
-		return 0, md.bad(fmt.Sprintf("%s %d out of range", what, v), nil)
-	}
-	return v, nil
-}
-
-// array reads an array header of a count that, at minSize bytes per element,
-// the bytes left can hold.
-func (md manifestDecoder) array(what string, minSize int) (int, error) {
-	n, err := md.d.DecodeArrayLen()
-	if err != nil {
-		return 0, md.bad(what, err)
-	}
-	if n < 0 || n > md.r.Len()/minSize {
-		return 0, md.bad(fmt.Sprintf("%s count %d", what, n), nil)
-	}
-	return n, nil
-}
-
-func (md manifestDecoder) files() ([]File, error) {
+// decodeFiles reads the file list.
+func decodeFiles(md *bounded.Decoder) ([]File, error) {
 	// Every file takes at least 4 bytes (array header, path, size, mode).
-	nf, err := md.array("file list", 4)
+	nf, err := md.Array("file list", 4)
 	if err != nil {
 		return nil, err
 	}
 	files := make([]File, nf)
 	for i := range files {
-		if k, err := md.d.DecodeArrayLen(); err != nil || k != 3 {
-			return nil, md.bad(fmt.Sprintf("file %d (array of %d)", i, k), err)
+		if k, err := md.ArrayLen(); err != nil || k != 3 {
+			return nil, bounded.Bad(fmt.Sprintf("file %d (array of %d)", i, k), err)
 		}
-		p, err := md.bytes("file path", MaxPathLen)
+		p, err := md.Bytes("file path", MaxPathLen)
 		if err != nil {
 			return nil, err
 		}
-		size, err := md.uint("file size", math.MaxInt64)
+		size, err := md.Uint("file size", math.MaxInt64)
 		if err != nil {
 			return nil, err
 		}
-		mode, err := md.uint("file mode", 0o777)
+		mode, err := md.Uint("file mode", 0o777)
 		if err != nil {
 			return nil, err
 		}
@@ -212,24 +167,23 @@ func (md manifestDecoder) files() ([]File, error) {
 }
 
 func decodeManifest(b []byte) (*Manifest, error) {
-	r := bytes.NewReader(b)
-	md := manifestDecoder{r: r, d: msgpack.NewDecoder(r)}
-	n, err := md.d.DecodeArrayLen()
+	md := bounded.NewDecoder(b)
+	n, err := md.ArrayLen()
 	if err != nil || n != 6 && n != 9 {
-		return nil, md.bad(fmt.Sprintf("header (array of %d)", n), err)
+		return nil, bounded.Bad(fmt.Sprintf("header (array of %d)", n), err)
 	}
-	v, err := md.uint("version", math.MaxUint32)
+	v, err := md.Uint("version", math.MaxUint32)
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case v == Version && n == 6, v == Version2 && n == 9:
 	case v == Version || v == Version2:
-		return nil, md.bad(fmt.Sprintf("version %d header (array of %d)", v, n), nil)
+		return nil, bounded.Bad(fmt.Sprintf("version %d header (array of %d)", v, n), nil)
 	default:
 		return nil, fmt.Errorf("%w: manifest version %d, this build reads %d and %d", ErrCorrupt, v, Version, Version2)
 	}
-	hn, err := md.bytes("hash name", 64)
+	hn, err := md.Bytes("hash name", 64)
 	if err != nil {
 		return nil, err
 	}
@@ -242,25 +196,25 @@ func decodeManifest(b []byte) (*Manifest, error) {
 	return decodeV2(md)
 }
 
-func decodeV1(md manifestDecoder) (*Manifest, error) {
-	bs, err := md.uint("block size", MaxBlockSize)
+func decodeV1(md *bounded.Decoder) (*Manifest, error) {
+	bs, err := md.Uint("block size", MaxBlockSize)
 	if err != nil {
 		return nil, err
 	}
-	bc, err := md.uint("block count", MaxBlocks)
+	bc, err := md.Uint("block count", MaxBlocks)
 	if err != nil {
 		return nil, err
 	}
-	files, err := md.files()
+	files, err := decodeFiles(md)
 	if err != nil {
 		return nil, err
 	}
-	hashes, err := md.bytes("block hashes", math.MaxInt)
+	hashes, err := md.Bytes("block hashes", math.MaxInt)
 	if err != nil {
 		return nil, err
 	}
-	if md.r.Len() != 0 {
-		return nil, md.bad(fmt.Sprintf("has %d trailing bytes", md.r.Len()), nil)
+	if md.Len() != 0 {
+		return nil, bounded.Bad(fmt.Sprintf("has %d trailing bytes", md.Len()), nil)
 	}
 	m, err := build(Tree{Files: files}, int(bs), Chunking{}, nil, hashes)
 	if err != nil {
@@ -272,17 +226,17 @@ func decodeV1(md manifestDecoder) (*Manifest, error) {
 	return m, nil
 }
 
-func decodeV2(md manifestDecoder) (*Manifest, error) {
-	if k, err := md.d.DecodeArrayLen(); err != nil || k != 4 {
-		return nil, md.bad(fmt.Sprintf("chunking (array of %d)", k), err)
+func decodeV2(md *bounded.Decoder) (*Manifest, error) {
+	if k, err := md.ArrayLen(); err != nil || k != 4 {
+		return nil, bounded.Bad(fmt.Sprintf("chunking (array of %d)", k), err)
 	}
-	algo, err := md.bytes("chunking", 64)
+	algo, err := md.Bytes("chunking", 64)
 	if err != nil {
 		return nil, err
 	}
 	var sizes [3]uint64
 	for i, what := range []string{"chunking min", "chunking normal", "chunking max"} {
-		if sizes[i], err = md.uint(what, MaxBlockSize); err != nil {
+		if sizes[i], err = md.Uint(what, MaxBlockSize); err != nil {
 			return nil, err
 		}
 	}
@@ -293,7 +247,7 @@ func decodeV2(md manifestDecoder) (*Manifest, error) {
 	switch string(algo) {
 	case chunkingFixed:
 		if sizes[0] != sizes[1] || sizes[1] != sizes[2] {
-			return nil, md.bad(fmt.Sprintf("fixed chunking of sizes %v", sizes), nil)
+			return nil, bounded.Bad(fmt.Sprintf("fixed chunking of sizes %v", sizes), nil)
 		}
 		bs = int(sizes[0])
 	case CDCAlgorithm:
@@ -304,56 +258,56 @@ func decodeV2(md manifestDecoder) (*Manifest, error) {
 	default:
 		return nil, fmt.Errorf("%w: manifest chunking %q, this build knows %q and %q", ErrCorrupt, algo, chunkingFixed, CDCAlgorithm)
 	}
-	bc, err := md.uint("block count", MaxBlocks)
+	bc, err := md.Uint("block count", MaxBlocks)
 	if err != nil {
 		return nil, err
 	}
-	files, err := md.files()
+	files, err := decodeFiles(md)
 	if err != nil {
 		return nil, err
 	}
-	lens, err := md.bytes("block lengths", math.MaxInt)
+	lens, err := md.Bytes("block lengths", math.MaxInt)
 	if err != nil {
 		return nil, err
 	}
-	hashes, err := md.bytes("block hashes", math.MaxInt)
+	hashes, err := md.Bytes("block hashes", math.MaxInt)
 	if err != nil {
 		return nil, err
 	}
 	// Every link takes at least 3 bytes (array header, path, target).
-	nl, err := md.array("symbolic links", 3)
+	nl, err := md.Array("symbolic links", 3)
 	if err != nil {
 		return nil, err
 	}
 	links := make([]Symlink, nl)
 	for i := range links {
-		if k, err := md.d.DecodeArrayLen(); err != nil || k != 2 {
-			return nil, md.bad(fmt.Sprintf("symbolic link %d (array of %d)", i, k), err)
+		if k, err := md.ArrayLen(); err != nil || k != 2 {
+			return nil, bounded.Bad(fmt.Sprintf("symbolic link %d (array of %d)", i, k), err)
 		}
-		p, err := md.bytes("symbolic link path", MaxPathLen)
+		p, err := md.Bytes("symbolic link path", MaxPathLen)
 		if err != nil {
 			return nil, err
 		}
-		tg, err := md.bytes("symbolic link target", MaxPathLen)
+		tg, err := md.Bytes("symbolic link target", MaxPathLen)
 		if err != nil {
 			return nil, err
 		}
 		links[i] = Symlink{Path: string(p), Target: string(tg)}
 	}
-	nd, err := md.array("empty folders", 1)
+	nd, err := md.Array("empty folders", 1)
 	if err != nil {
 		return nil, err
 	}
 	dirs := make([]string, nd)
 	for i := range dirs {
-		p, err := md.bytes("empty folder path", MaxPathLen)
+		p, err := md.Bytes("empty folder path", MaxPathLen)
 		if err != nil {
 			return nil, err
 		}
 		dirs[i] = string(p)
 	}
-	if md.r.Len() != 0 {
-		return nil, md.bad(fmt.Sprintf("has %d trailing bytes", md.r.Len()), nil)
+	if md.Len() != 0 {
+		return nil, bounded.Bad(fmt.Sprintf("has %d trailing bytes", md.Len()), nil)
 	}
 	if len(links) == 0 {
 		links = nil
@@ -365,7 +319,7 @@ func decodeV2(md manifestDecoder) (*Manifest, error) {
 	var offs []int64
 	if c.IsZero() {
 		if len(lens) != 0 {
-			return nil, md.bad("has block lengths for fixed-size blocks", nil)
+			return nil, bounded.Bad("has block lengths for fixed-size blocks", nil)
 		}
 	} else {
 		// The hashes bound the count before the offsets are allocated.
@@ -376,10 +330,10 @@ func decodeV2(md manifestDecoder) (*Manifest, error) {
 		for len(lens) > 0 {
 			l, k := binary.Uvarint(lens)
 			if k <= 0 || l == 0 || l > uint64(c.Max) {
-				return nil, md.bad(fmt.Sprintf("block length %d of block %d", l, len(offs)-1), nil)
+				return nil, bounded.Bad(fmt.Sprintf("block length %d of block %d", l, len(offs)-1), nil)
 			}
 			if uint64(len(offs)) > bc {
-				return nil, md.bad(fmt.Sprintf("has more than %d block lengths", bc), nil)
+				return nil, bounded.Bad(fmt.Sprintf("has more than %d block lengths", bc), nil)
 			}
 			offs = append(offs, offs[len(offs)-1]+int64(l))
 			lens = lens[k:]

@@ -8,7 +8,21 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
+
+// TestInternalLimits checks that the internal packages' copies of chunker's
+// limits and names are chunker's.
+func TestInternalLimits(t *testing.T) {
+	if pathrules.MaxPathLen != MaxPathLen || pathrules.MetaDir != MetaDir {
+		t.Fatalf("pathrules has MaxPathLen %d and MetaDir %q", pathrules.MaxPathLen, pathrules.MetaDir)
+	}
+	if cut.HashSize != HashSize || cut.MaxBlocks != MaxBlocks || cut.Algorithm != CDCAlgorithm {
+		t.Fatalf("cut has HashSize %d, MaxBlocks %d and Algorithm %q", cut.HashSize, cut.MaxBlocks, cut.Algorithm)
+	}
+}
 
 // testManifest builds a manifest of files with the given sizes over pseudo-random
 // bytes and returns it with the stream bytes.

@@ -25,8 +25,11 @@ import (
 //	store_view.go    views: one manifest's blocks read from other stores
 //	lock.go          LockOutput: one writer per output
 //	internal/heldlog the held log's format and Log, the only writer of it
+//	internal/cut     the reading, cutting and hashing of files behind Reuse (and ChunkPath)
+//	internal/outlock the file lock behind LockOutput and the line naming its holder
+//	internal/prealloc the reserving of an output file's disk space (ErrNoSpace)
 //	internal/durable the atomic writes of the manifest and the held log
-//	internal/pathrules which names a system can hold, checked by createStore
+//	internal/pathrules valid manifest paths, and which names a system can hold (createStore)
 
 // MetaDir is the name of the metadata folder inside a store folder.
 const MetaDir = ".reconcile"

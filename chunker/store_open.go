@@ -14,6 +14,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/chunker/internal/durable"
 	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
 	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
+	"github.com/reconcile-p2p/reconcile/chunker/internal/prealloc"
 )
 
 // CreateStore creates a new, empty store for m in dir (created if needed), with its
@@ -343,7 +344,7 @@ func openStore(ctx context.Context, p *place, m *Manifest, cfg storeConfig) (*St
 }
 
 // createFile creates (or truncates) output file k at its size, reserves its space
-// (preallocate) and fsyncs it; it adds its folder and their parents to dirs, which
+// (prealloc.Reserve) and fsyncs it; it adds its folder and their parents to dirs, which
 // the caller fsyncs.
 func (s *Store) createFile(k int, dirs map[string]struct{}) error {
 	f := s.m.files[k]
@@ -360,10 +361,11 @@ func (s *Store) createFile(k int, dirs map[string]struct{}) error {
 		fh.Close()
 		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
 	}
-	if err := preallocate(fh, f.Size); err != nil {
+	if err := prealloc.Reserve(fh, f.Size); err != nil {
 		fh.Close()
-		if errors.Is(err, ErrNoSpace) {
-			return fmt.Errorf("output file %s: %w", f.Path, err)
+		var ns *prealloc.NoSpaceError
+		if errors.As(err, &ns) {
+			return fmt.Errorf("output file %s: %w: %w", f.Path, ErrNoSpace, err)
 		}
 		return fmt.Errorf("chunker: output file %s: %w", f.Path, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -112,23 +111,6 @@ func TestChunkProgress(t *testing.T) {
 	}))
 	if err != nil || last != 10*MinBlockSize+1 || calls == 0 {
 		t.Fatalf("err %v, last %d, calls %d", err, last, calls)
-	}
-}
-
-// TestTreeReaderShrink checks that a file shorter than listed is an error, not a
-// silently short stream.
-func TestTreeReaderShrink(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "f")
-	os.WriteFile(p, make([]byte, 100), 0o644)
-	r := &treeReader{files: []File{{Path: "f", Size: 200}}, srcs: []string{p}}
-	defer r.Close()
-	if _, err := io.ReadAll(r); err == nil {
-		t.Fatal("a shrunk file read without error")
-	}
-	r2 := &treeReader{files: []File{{Path: "f", Size: 50}}, srcs: []string{p}}
-	defer r2.Close()
-	if _, err := io.ReadAll(r2); err == nil {
-		t.Fatal("a grown file read without error")
 	}
 }
 

@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"sync/atomic"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
 )
 
 // ReuseStats is what Store.Reuse took from local files.
@@ -47,9 +44,9 @@ func (s *Store) Reuse(ctx context.Context, paths []string, fn func(done, total i
 		h := s.m.BlockHash(i)
 		want[h] = append(want[h], i)
 	}
-	files, total, err := reuseFiles(paths)
+	files, total, err := cut.Walk(paths)
 	if err != nil {
-		return st, err
+		return st, fmt.Errorf("chunker: reuse local files: %w", err)
 	}
 	if len(files) == 0 {
 		return st, nil
@@ -76,105 +73,14 @@ func (s *Store) Reuse(ctx context.Context, paths []string, fn func(done, total i
 		}
 		return nil
 	}
-	// The file being read, through a progressReader counting from the bytes
-	// of the files before it.
-	var (
-		cur  *os.File
-		prog = &progressReader{total: total, fn: fn}
-	)
-	closeCur := func() {
-		if cur != nil {
-			cur.Close()
-			cur = nil
-		}
-	}
-	defer closeCur()
-	if fn == nil {
-		prog.fn = func(int64, int64) {}
-	}
-	open := func(name string) (io.Reader, bool) {
-		closeCur()
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, false // gone or unreadable since the walk: nothing to take from it
-		}
-		st.Files++
-		cur = f
-		prog.r = f
-		return prog, true
-	}
-	workers := defaultWorkers()
+	cfg := cut.Config{Size: s.m.blockSize, Workers: cut.DefaultWorkers(), Progress: fn}
 	if s.m.ContentDefined() {
-		k := 0
-		next := func() (io.Reader, error) {
-			for k < len(files) {
-				k++
-				if r, ok := open(files[k-1]); ok {
-					return r, nil
-				}
-			}
-			closeCur()
-			return nil, nil
-		}
-		_, _, err = chunkContent(ctx, next, s.m.chunking, workers, int(total/int64(s.m.chunking.Normal)), each)
-	} else {
-		for _, name := range files {
-			r, ok := open(name)
-			if !ok {
-				continue
-			}
-			if _, _, err = chunkStream(ctx, r, s.m.blockSize, workers, -1, each); err != nil {
-				break
-			}
-		}
+		cfg.CDC = cut.CDC(s.m.chunking)
 	}
+	st.Files, st.Scanned, err = cut.Files(ctx, files, total, cfg, each)
 	st.Blocks, st.Bytes = int(blocks.Load()), bytes.Load()
-	st.Scanned = prog.done
 	if err != nil {
-		return st, fmt.Errorf("chunker: reuse local files: %w", err)
+		return st, cutError("reuse local files", err)
 	}
 	return st, nil
-}
-
-// reuseFiles lists the regular files under paths, state folders and symbolic
-// links left out, and their total size.
-func reuseFiles(paths []string) ([]string, int64, error) {
-	var (
-		files []string
-		total int64
-		seen  = map[string]bool{}
-	)
-	for _, p := range paths {
-		err := filepath.WalkDir(p, func(name string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil
-				}
-				return err
-			}
-			if d.IsDir() && name != p && strings.HasSuffix(d.Name(), MetaDir) {
-				return filepath.SkipDir
-			}
-			if !d.Type().IsRegular() {
-				return nil
-			}
-			info, err := d.Info()
-			if err != nil {
-				return nil
-			}
-			if abs, err := filepath.Abs(name); err == nil {
-				if seen[abs] {
-					return nil
-				}
-				seen[abs] = true
-			}
-			files = append(files, name)
-			total += info.Size()
-			return nil
-		})
-		if err != nil {
-			return nil, 0, fmt.Errorf("chunker: reuse local files: %w", err)
-		}
-	}
-	return files, total, nil
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
 	"github.com/reconcile-p2p/reconcile/chunker/internal/heldlog"
 )
 
@@ -158,9 +159,9 @@ func SeedStore(ctx context.Context, p string, m *Manifest, opts ...StoreOption) 
 	if err != nil {
 		return nil, fmt.Errorf("chunker: seed %s: %w", p, err)
 	}
-	name, err := rootName(abs)
+	name, err := cut.RootName(abs)
 	if err != nil {
-		return nil, err
+		return nil, cutError("seed "+p, err)
 	}
 	under := func(p string) bool { return p == name || len(p) > len(name) && p[:len(name)+1] == name+"/" }
 	for _, f := range m.files {

@@ -2,9 +2,8 @@ package chunker
 
 import (
 	"fmt"
-	"path"
-	"strings"
-	"unicode/utf8"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
 // Tree is what a manifest holds besides its blocks: the files, and the symbolic
@@ -49,7 +48,7 @@ func (t Tree) clone() Tree {
 // checkTree validates the files (checkFiles), the links and the empty folders:
 // their paths are valid, sorted and unique, every target stays inside its tree,
 // no path is two things, and only folders hold other paths (a file, link or empty
-// folder is no folder of another path).
+// folder is no folder of another path: pathrules.CheckNesting).
 func checkTree(t Tree) error {
 	if err := checkFiles(t.Files); err != nil {
 		return err
@@ -57,7 +56,9 @@ func checkTree(t Tree) error {
 	if len(t.Symlinks) == 0 && len(t.Dirs) == 0 {
 		return nil
 	}
+	links := make([]string, len(t.Symlinks))
 	for i, l := range t.Symlinks {
+		links[i] = l.Path
 		if err := checkPath(l.Path); err != nil {
 			return fmt.Errorf("symbolic link: %w", err)
 		}
@@ -76,76 +77,20 @@ func checkTree(t Tree) error {
 			return fmt.Errorf("%w: empty folder %q after %q: paths must be sorted and unique", ErrBadPath, d, t.Dirs[i-1])
 		}
 	}
-	kinds := make(map[string]string, len(t.Files)+len(t.Symlinks)+len(t.Dirs))
-	add := func(p, kind string) error {
-		if k, ok := kinds[p]; ok {
-			return fmt.Errorf("%w: %q is a %s and a %s", ErrBadPath, p, k, kind)
-		}
-		kinds[p] = kind
-		return nil
+	files := make([]string, len(t.Files))
+	for i, f := range t.Files {
+		files[i] = f.Path
 	}
-	for _, f := range t.Files {
-		if err := add(f.Path, "file"); err != nil {
-			return err
-		}
-	}
-	for _, l := range t.Symlinks {
-		if err := add(l.Path, "symbolic link"); err != nil {
-			return err
-		}
-	}
-	for _, d := range t.Dirs {
-		if err := add(d, "empty folder"); err != nil {
-			return err
-		}
-	}
-	for p := range kinds {
-		for j := strings.IndexByte(p, '/'); j >= 0; {
-			if k, ok := kinds[p[:j]]; ok {
-				return fmt.Errorf("%w: %q is a %s and a folder of %q", ErrBadPath, p[:j], k, p)
-			}
-			k := strings.IndexByte(p[j+1:], '/')
-			if k < 0 {
-				break
-			}
-			j += 1 + k
-		}
+	if err := pathrules.CheckNesting(files, links, t.Dirs); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
 	return nil
 }
 
 // checkTarget validates a symbolic link's target (see Symlink.Target).
 func checkTarget(l Symlink) error {
-	tg := l.Target
-	switch {
-	case tg == "":
-		return fmt.Errorf("%w: symbolic link %q has an empty target", ErrBadPath, l.Path)
-	case len(tg) > MaxPathLen:
-		return fmt.Errorf("%w: symbolic link %q: target of %d bytes", ErrBadPath, l.Path, len(tg))
-	case !utf8.ValidString(tg):
-		return fmt.Errorf("%w: symbolic link %q: target is not UTF-8", ErrBadPath, l.Path)
-	case strings.ContainsAny(tg, "\\\x00"):
-		return fmt.Errorf("%w: symbolic link %q: target %q has a backslash or NUL", ErrBadPath, l.Path, tg)
-	case tg[0] == '/':
-		return fmt.Errorf("%w: symbolic link %q: target %q is absolute", ErrBadPath, l.Path, tg)
-	case path.Clean(tg) != tg:
-		return fmt.Errorf("%w: symbolic link %q: target %q is not clean (%q)", ErrBadPath, l.Path, tg, path.Clean(tg))
-	}
-	top, _, ok := strings.Cut(l.Path, "/")
-	if !ok {
-		return fmt.Errorf("%w: symbolic link %q is not inside a folder", ErrBadPath, l.Path)
-	}
-	if !insideTree(l) {
-		return fmt.Errorf("%w: symbolic link %q: target %q leaves the tree %q", ErrBadPath, l.Path, tg, top)
+	if err := pathrules.CheckLink(l.Path, l.Target); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
 	}
 	return nil
-}
-
-// insideTree reports whether l's target, from the folder holding l, resolves to
-// the top folder of l's path or inside it. The target is clean, so its ".."
-// elements all lead and climb real folders (no link is a folder of another path).
-func insideTree(l Symlink) bool {
-	top, _, _ := strings.Cut(l.Path, "/")
-	res := path.Join(path.Dir(l.Path), l.Target)
-	return res == top || strings.HasPrefix(res, top+"/")
 }

@@ -1,6 +1,8 @@
-// Package pathrules says which names an operating system's file systems can
-// hold: given the paths a store is about to write, it finds the first one that
-// the system cannot hold, or that would be the same file there as another.
+// Package pathrules holds the rules of names: which paths and symbolic link
+// targets a manifest may hold on any system (CheckPath, CheckLink, InsideTree),
+// and which names an operating system's file systems can hold (Rules): given the
+// paths a store is about to write, Rules finds the first one that the system
+// cannot hold, or that would be the same file there as another.
 //
 // Every manifest path is valid on every system (the manifest refuses "\", NUL,
 // "..", absolute paths), but a seed on one system can hold names that another

@@ -1,24 +1,48 @@
-package chunker
+package cut
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
 )
 
-// What ChunkPath reads from disk: the tree under the chunked path as a Tree of
-// manifest paths (listTree), and its files' bytes as one stream (treeReader).
+// What Path reads from disk: the tree under the chunked path as a Tree of
+// manifest paths (list).
 
-// rootName returns the manifest name of the chunked path: its base name.
-func rootName(abs string) (string, error) {
+// File is a regular file of a tree (chunker.File).
+type File struct {
+	Path string // manifest path: slash-separated, starting with the tree's name
+	Size int64  // length in bytes
+	Mode uint32 // Unix permission bits
+}
+
+// Symlink is a symbolic link of a tree (chunker.Symlink): its manifest path
+// and its target, relative to the folder holding it and staying in the tree.
+type Symlink struct {
+	Path, Target string
+}
+
+// Tree is a file, or the files of a folder, as Path lists them (chunker.Tree):
+// the regular files, and with Config.LinksAndDirs the symbolic links and the
+// empty folders, each sorted by path.
+type Tree struct {
+	Files    []File
+	Symlinks []Symlink // nil if there are none
+	Dirs     []string  // nil if there are none
+}
+
+// RootName returns the manifest name of the chunked path abs (absolute): its
+// base name. An error wraps ErrBadPath.
+func RootName(abs string) (string, error) {
 	name := filepath.Base(abs)
 	if name == string(filepath.Separator) || name == "." || name == ".." {
-		return "", fmt.Errorf("%w: cannot chunk %s: it has no base name", ErrBadPath, abs)
+		return "", fmt.Errorf("%w: %s has no base name", ErrBadPath, abs)
 	}
 	name = filepath.ToSlash(name)
 	if err := checkPath(name); err != nil || strings.Contains(name, "/") {
@@ -27,16 +51,24 @@ func rootName(abs string) (string, error) {
 	return name, nil
 }
 
-// listTree lists the regular files of a file or tree as manifest files (sorted) and
-// their paths on disk, and with cfg.linksAndDirs the tree's symbolic links that
+// checkPath validates one manifest path (pathrules.CheckPath).
+func checkPath(p string) error {
+	if err := pathrules.CheckPath(p); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadPath, err)
+	}
+	return nil
+}
+
+// list lists the regular files of a file or tree as manifest files (sorted) and
+// their paths on disk, and with cfg.LinksAndDirs the tree's symbolic links that
 // stay inside it and its empty folders. It reports what it leaves out to
-// cfg.skipped.
-func listTree(p string, cfg *chunkConfig) (Tree, []string, error) {
+// cfg.Skipped.
+func list(p string, cfg Config) (Tree, []string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return Tree{}, nil, fmt.Errorf("chunker: chunk %s: %w", p, err)
+		return Tree{}, nil, err
 	}
-	name, err := rootName(abs)
+	name, err := RootName(abs)
 	if err != nil {
 		return Tree{}, nil, err
 	}
@@ -44,21 +76,21 @@ func listTree(p string, cfg *chunkConfig) (Tree, []string, error) {
 	// link's name.
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return Tree{}, nil, fmt.Errorf("chunker: %w", err)
+		return Tree{}, nil, err
 	}
 	info, err := os.Stat(real)
 	if err != nil {
-		return Tree{}, nil, fmt.Errorf("chunker: %w", err)
+		return Tree{}, nil, err
 	}
 	if info.Mode().IsRegular() {
 		return Tree{Files: []File{{Path: name, Size: info.Size(), Mode: uint32(info.Mode().Perm())}}}, []string{real}, nil
 	}
 	if !info.IsDir() {
-		return Tree{}, nil, fmt.Errorf("chunker: chunk %s: not a regular file or directory", p)
+		return Tree{}, nil, fmt.Errorf("not a regular file or directory (%v)", info.Mode().Type())
 	}
 	skip := func(p, why string) {
-		if cfg.skipped != nil {
-			cfg.skipped(p, why)
+		if cfg.Skipped != nil {
+			cfg.Skipped(p, why)
 		}
 	}
 	type entry struct {
@@ -74,7 +106,7 @@ func listTree(p string, cfg *chunkConfig) (Tree, []string, error) {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && d.Name() == MetaDir && p != real {
+		if d.IsDir() && d.Name() == pathrules.MetaDir && p != real {
 			return filepath.SkipDir // a block store's metadata
 		}
 		mp := name
@@ -87,7 +119,7 @@ func listTree(p string, cfg *chunkConfig) (Tree, []string, error) {
 		}
 		switch t := d.Type(); {
 		case t.IsDir():
-			if cfg.linksAndDirs {
+			if cfg.LinksAndDirs {
 				if err := checkPath(mp); err != nil {
 					return fmt.Errorf("folder %s: %w", p, err)
 				}
@@ -95,7 +127,7 @@ func listTree(p string, cfg *chunkConfig) (Tree, []string, error) {
 			}
 			return nil
 		case t&fs.ModeSymlink != 0:
-			if !cfg.linksAndDirs {
+			if !cfg.LinksAndDirs {
 				skip(p, "symbolic link: not recorded with fixed-size blocks (see WithLinksAndDirs)")
 				return nil
 			}
@@ -124,7 +156,7 @@ func listTree(p string, cfg *chunkConfig) (Tree, []string, error) {
 		return nil
 	})
 	if err != nil {
-		return Tree{}, nil, fmt.Errorf("chunker: chunk %s: %w", p, err)
+		return Tree{}, nil, err
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].f.Path < list[j].f.Path })
 	t := Tree{Files: make([]File, len(list))}
@@ -132,7 +164,7 @@ func listTree(p string, cfg *chunkConfig) (Tree, []string, error) {
 	for i, e := range list {
 		t.Files[i], srcs[i] = e.f, e.src
 	}
-	if cfg.linksAndDirs {
+	if cfg.LinksAndDirs {
 		sort.Slice(links, func(i, j int) bool { return links[i].Path < links[j].Path })
 		t.Symlinks = links
 		t.Dirs = emptyDirs(t, dirs)
@@ -172,8 +204,8 @@ func readLink(p, mp string) (Symlink, string, error) {
 	if err := checkPath(mp); err != nil {
 		return Symlink{}, "", fmt.Errorf("symbolic link %s: %w", p, err)
 	}
-	if err := checkTarget(l); err != nil {
-		if !insideTree(l) {
+	if err := pathrules.CheckLink(l.Path, l.Target); err != nil {
+		if !pathrules.InsideTree(l.Path, l.Target) {
 			return Symlink{}, fmt.Sprintf("symbolic link to %s: its target leaves the tree", target), nil
 		}
 		return Symlink{}, fmt.Sprintf("symbolic link to %s: %v", target, err), nil
@@ -207,62 +239,4 @@ func emptyDirs(t Tree, dirs []string) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// treeReader reads the files of a tree as one stream, exactly Size bytes from each.
-type treeReader struct {
-	files []File
-	srcs  []string
-	i     int
-	cur   *os.File
-	left  int64
-}
-
-func (t *treeReader) Read(p []byte) (int, error) {
-	for {
-		if t.cur == nil {
-			if t.i >= len(t.files) {
-				return 0, io.EOF
-			}
-			if t.files[t.i].Size == 0 {
-				t.i++
-				continue
-			}
-			f, err := os.Open(t.srcs[t.i])
-			if err != nil {
-				return 0, err
-			}
-			t.cur, t.left = f, t.files[t.i].Size
-		}
-		if t.left == 0 {
-			if info, err := t.cur.Stat(); err == nil && info.Size() != t.files[t.i].Size {
-				return 0, fmt.Errorf("%s: size changed from %d to %d while chunking", t.srcs[t.i], t.files[t.i].Size, info.Size())
-			}
-			t.cur.Close()
-			t.cur = nil
-			t.i++
-			continue
-		}
-		if int64(len(p)) > t.left {
-			p = p[:t.left]
-		}
-		n, err := t.cur.Read(p)
-		t.left -= int64(n)
-		if err == io.EOF && t.left > 0 {
-			return n, fmt.Errorf("%s: file shrank while chunking", t.srcs[t.i])
-		}
-		if n > 0 || err != nil && err != io.EOF {
-			return n, err
-		}
-	}
-}
-
-// Close closes the open file, if any.
-func (t *treeReader) Close() error {
-	if t.cur != nil {
-		err := t.cur.Close()
-		t.cur = nil
-		return err
-	}
-	return nil
 }

@@ -1,4 +1,4 @@
-package chunker
+package cut
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 	"sync"
 
 	cdc "github.com/PlakarKorp/go-cdc-chunkers"
-	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc" // registers CDCAlgorithm
+	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc" // registers Algorithm
+
+	"github.com/reconcile-p2p/reconcile/chunker/internal/blake3sum"
 )
 
 // Cutting a stream into blocks and hashing them: hashBlocks is the pipeline (one
 // goroutine reading and cutting, several hashing, a few buffers between them);
-// chunkStream feeds it fixed-size blocks, chunkContent content-defined ones.
+// Stream feeds it fixed-size blocks, Content content-defined ones.
 
 type chunkJob struct {
 	index int
@@ -25,20 +27,21 @@ type chunkResult struct {
 	hash  [HashSize]byte
 }
 
-// blockFunc is called by the hashing workers with each block's index, bytes
+// BlockFunc is called by the hashing workers with each block's index, bytes
 // and hash, before its buffer is reused (concurrently, in no order); an error
 // stops the pipeline and is returned by it.
-type blockFunc func(index int, data []byte, hash *[HashSize]byte) error
+type BlockFunc func(index int, data []byte, hash *[HashSize]byte) error
 
-// chunkStream reads r to EOF in blocks and hashes them with workers goroutines. It
+// Stream reads r to EOF in blocks and hashes them with workers goroutines. It
 // returns the flat block hashes and the number of bytes read. expect >= 0 is the
 // expected size, used to size the hash slice; reading stops with an error past it.
-func chunkStream(ctx context.Context, r io.Reader, blockSize, workers int, expect int64, each blockFunc) ([]byte, int64, error) {
+// each, if not nil, sees every block.
+func Stream(ctx context.Context, r io.Reader, blockSize, workers int, expect int64, each BlockFunc) ([]byte, int64, error) {
 	blocks := 0
 	if expect >= 0 {
 		n := (expect + int64(blockSize) - 1) / int64(blockSize)
 		if n > MaxBlocks {
-			return nil, 0, fmt.Errorf("%w: %d blocks", ErrTooLarge, n)
+			return nil, 0, fmt.Errorf("%w: %d", ErrTooMany, n)
 		}
 		blocks = int(n)
 	}
@@ -73,13 +76,13 @@ func chunkStream(ctx context.Context, r io.Reader, blockSize, workers int, expec
 	return flat, total, nil
 }
 
-// chunkContent cuts the bytes of each reader that next returns (nil once there
+// Content cuts the bytes of each reader that next returns (nil once there
 // are no more) into content-defined blocks of rule c, each reader on its own, and
 // hashes them with workers goroutines. It returns the blocks' stream offsets (one
 // more than the blocks, the last being the bytes read) and their flat hashes.
 // Finding the cuts is sequential; hashing runs beside it. blocks is a guess of
 // the block count, to size the hash slice. each, if not nil, sees every block.
-func chunkContent(ctx context.Context, next func() (io.Reader, error), c Chunking, workers, blocks int, each blockFunc) ([]int64, []byte, error) {
+func Content(ctx context.Context, next func() (io.Reader, error), c CDC, workers, blocks int, each BlockFunc) ([]int64, []byte, error) {
 	offs := make([]int64, 1, blocks+1)
 	flat, err := hashBlocks(ctx, workers, c.Max, blocks, each, func(get func() ([]byte, error), emit func([]byte, int) error) error {
 		var ch *cdc.Chunker
@@ -90,8 +93,8 @@ func chunkContent(ctx context.Context, next func() (io.Reader, error), c Chunkin
 			}
 			if ch == nil {
 				opts := &cdc.ChunkerOpts{MinSize: c.Min, NormalSize: c.Normal, MaxSize: c.Max}
-				if ch, err = cdc.NewChunkerBuffer(CDCAlgorithm, r, opts, make([]byte, 2*c.Max)); err != nil {
-					return fmt.Errorf("%w: %s: %w", ErrBadBlockSize, c, err)
+				if ch, err = cdc.NewChunkerBuffer(Algorithm, r, opts, make([]byte, 2*c.Max)); err != nil {
+					return fmt.Errorf("%w: %s %d/%d/%d: %w", ErrRule, Algorithm, c.Min, c.Normal, c.Max, err)
 				}
 			} else {
 				ch.Reset(r)
@@ -122,7 +125,7 @@ func chunkContent(ctx context.Context, next func() (io.Reader, error), c Chunkin
 		return nil, nil, err
 	}
 	if len(flat) != (len(offs)-1)*HashSize {
-		return nil, nil, fmt.Errorf("%w: %d blocks hashed, %d cut", ErrCorrupt, len(flat)/HashSize, len(offs)-1)
+		return nil, nil, fmt.Errorf("%w: %d blocks hashed, %d cut", ErrMiscount, len(flat)/HashSize, len(offs)-1)
 	}
 	return offs, flat, nil
 }
@@ -134,7 +137,7 @@ func chunkContent(ctx context.Context, next func() (io.Reader, error), c Chunkin
 // past MaxBlocks blocks); its error is returned. blocks sizes the hash slice.
 // each, if not nil, is called with every block as it is hashed; its first
 // error stops produce and is returned.
-func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each blockFunc, produce func(get func() ([]byte, error), emit func(buf []byte, n int) error) error) ([]byte, error) {
+func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc, produce func(get func() ([]byte, error), emit func(buf []byte, n int) error) error) ([]byte, error) {
 	workers = max(workers, 1)
 	flat := make([]byte, 0, blocks*HashSize)
 	ctx, cancel := context.WithCancel(ctx)
@@ -157,7 +160,7 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each blockFunc
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				h := HashBlock(j.buf[:j.n])
+				h := blake3sum.Sum256(j.buf[:j.n])
 				if each != nil && ctx.Err() == nil {
 					if err := each(j.index, j.buf[:j.n], &h); err != nil {
 						errOnce.Do(func() { eachErr = err; cancel() })
@@ -187,7 +190,7 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each blockFunc
 		}
 		emit := func(buf []byte, n int) error {
 			if i >= MaxBlocks {
-				return fmt.Errorf("%w: more than %d blocks", ErrTooLarge, MaxBlocks)
+				return fmt.Errorf("%w: more than %d", ErrTooMany, MaxBlocks)
 			}
 			jobs <- chunkJob{i, buf, n}
 			i++
@@ -212,7 +215,7 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each blockFunc
 		return nil, prodErr
 	}
 	if count*HashSize != len(flat) {
-		return nil, fmt.Errorf("%w: %d blocks hashed, %d expected", ErrCorrupt, count, len(flat)/HashSize)
+		return nil, fmt.Errorf("%w: %d blocks hashed, %d expected", ErrMiscount, count, len(flat)/HashSize)
 	}
 	return flat, nil
 }

@@ -1,0 +1,43 @@
+package outlock
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// A second taker is told who holds the lock; once it is released, the next
+// taker gets it.
+func ExampleTake() {
+	dir := filepath.Join(os.TempDir(), fmt.Sprintf("outlock-example-%d", os.Getpid())) // Take makes it
+	defer os.RemoveAll(dir)
+	l, err := Take(dir, "fetch one, pid 1")
+	fmt.Println(err)
+	_, err = Take(dir, "fetch two, pid 2")
+	fmt.Println(err)
+	l.Unlock()
+	l, err = Take(dir, "fetch three")
+	fmt.Println(err)
+	l.Unlock()
+	// Output:
+	// <nil>
+	// lock held by fetch one, pid 1
+	// <nil>
+}
+
+// TestNoOwner checks that a holder that left no line is "another process".
+func TestNoOwner(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	l, err := Take(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock()
+	os.Remove(filepath.Join(dir, ownerFile))
+	var held *HeldError
+	if _, err := Take(dir, "second"); !errors.As(err, &held) || held.Owner != "another process" {
+		t.Fatalf("second take: %v, want a HeldError of another process", err)
+	}
+}
