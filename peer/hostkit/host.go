@@ -129,11 +129,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	gate := &banGate{ResourceManager: rm}
 	conns := &connGate{clk: cfg.Clock, banned: &gate.banned}
-	dials := &relayDials{}
-	for _, ai := range cfg.Reach.Relays {
-		dials.add(ai)
-	}
-	src := &relaySource{static: cfg.Reach.Relays, dht: cfg.Reach.DHTRelays, clk: cfg.Clock, dials: dials}
+	src := &relaySource{static: cfg.Reach.Relays, dht: cfg.Reach.DHTRelays, clk: cfg.Clock}
 	opts := []libp2p.Option{
 		libp2p.ListenAddrStrings(cfg.Listen...),
 		libp2p.Transport(tcp.NewTCPTransport),
@@ -144,7 +140,7 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 		libp2p.ResourceManager(gate),
 		libp2p.ConnectionGater(conns),
 		libp2p.DisableMetrics(),
-		libp2p.SwarmOpts(swarm.WithDialRanker(dials.ranker(ranker))),
+		libp2p.SwarmOpts(swarm.WithDialRanker(ranker)),
 	}
 	punches := &punchLog{}
 	opts = append(opts, reachOptions(cfg.Reach, src, punches)...) // reach.go: DisableRelay unless a relay client

@@ -143,8 +143,6 @@ type relaySource struct {
 	kd   *dht.IpfsDHT
 	log  *slog.Logger
 	told map[lpeer.ID]bool // DHT relays logged once
-	// dials learns the relays found, to dial them over every transport.
-	dials *relayDials
 }
 
 // setDHT gives the source the running DHT (StartDiscovery).
@@ -170,9 +168,6 @@ func (rs *relaySource) peers(ctx context.Context, num int) <-chan lpeer.AddrInfo
 				return false
 			}
 			sent[ai.ID] = true
-			if rs.dials != nil {
-				rs.dials.add(ai)
-			}
 			select {
 			case out <- ai:
 				return true
