@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
+	github.com/gofrs/flock v0.13.2
 	github.com/ipfs/go-cid v0.6.2
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/klauspost/compress v1.20.3
@@ -33,7 +34,6 @@ require (
 	github.com/flynn/noise v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
-	github.com/gofrs/flock v0.13.2 // indirect
 	github.com/google/gopacket v1.1.19 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
