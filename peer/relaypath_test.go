@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
@@ -22,17 +23,8 @@ func TestPreferDirectSource(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	relayHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relayHost.Close()
-	r, err := relayv2.New(relayHost, relayv2.WithInfiniteLimits(), relayv2.WithReservationAddressFilter(func(ma.Multiaddr) bool { return true }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	relayInfo := lpeer.AddrInfo{ID: relayHost.ID(), Addrs: relayHost.Addrs()}
+	relayHost, relayInfo := startRelay(t, relayv2.WithInfiniteLimits())
+	var err error
 
 	src := writeRandomFile(t, dir, "data.bin", 1<<20, 3)
 	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
@@ -83,21 +75,11 @@ func TestRelayLimitExplained(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	relayHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer relayHost.Close()
 	// A relay whose connections carry 16 KiB, less than a block: every
 	// relayed connection closes before a block is through.
 	res := relayv2.DefaultResources()
 	res.Limit.Data = 16 << 10
-	r, err := relayv2.New(relayHost, relayv2.WithResources(res), relayv2.WithReservationAddressFilter(func(ma.Multiaddr) bool { return true }))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	relayInfo := lpeer.AddrInfo{ID: relayHost.ID(), Addrs: relayHost.Addrs()}
+	relayHost, relayInfo := startRelay(t, relayv2.WithResources(res))
 	src := writeRandomFile(t, dir, "data.bin", 1<<20, 4)
 	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
 	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10))
@@ -129,4 +111,21 @@ func TestRelayLimitExplained(t *testing.T) {
 			t.Errorf("the error lacks %q: %s", want, msg)
 		}
 	}
+}
+
+// startRelay starts a circuit relay v2 on loopback with opts (it takes
+// reservations from loopback peers), stopped at the end of the test.
+func startRelay(t *testing.T, opts ...relayv2.Option) (host.Host, lpeer.AddrInfo) {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	r, err := relayv2.New(h, append(opts, relayv2.WithReservationAddressFilter(func(ma.Multiaddr) bool { return true }))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return h, lpeer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}
 }

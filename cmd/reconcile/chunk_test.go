@@ -61,19 +61,8 @@ func TestChunkCommand(t *testing.T) {
 
 func TestVerifyCommand(t *testing.T) {
 	dir := t.TempDir()
+	m, seed := textSeed(t, dir)
 	src := filepath.Join(dir, "src")
-	if err := os.WriteFile(src, []byte(strings.Repeat("reconcile ", 1000)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed, err := chunker.SeedStore(context.Background(), src, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer seed.Close()
 	out := filepath.Join(dir, "out")
 	st, err := chunker.CreateStore(context.Background(), out, m)
 	if err != nil {
@@ -150,19 +139,7 @@ func TestVerifyCommand(t *testing.T) {
 // and reports held, missing and corrupt blocks.
 func TestVerifySingleFile(t *testing.T) {
 	dir := t.TempDir()
-	src := filepath.Join(dir, "src")
-	if err := os.WriteFile(src, []byte(strings.Repeat("reconcile ", 1000)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
-	if err != nil {
-		t.Fatal(err)
-	}
-	seed, err := chunker.SeedStore(context.Background(), src, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer seed.Close()
+	m, seed := textSeed(t, dir)
 	out := filepath.Join(dir, "copy.txt")
 	st, err := chunker.CreateFileStore(context.Background(), out, m, chunker.WithStaging())
 	if err != nil {
@@ -199,4 +176,23 @@ func TestVerifySingleFile(t *testing.T) {
 	if rep := verify(); rep.Held != m.BlockCount() || !rep.Complete {
 		t.Fatalf("verify of a finished download: %+v", rep)
 	}
+}
+
+// textSeed seeds a small text file in dir in 1 KiB blocks.
+func textSeed(t *testing.T, dir string) (*chunker.Manifest, *chunker.Store) {
+	t.Helper()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte(strings.Repeat("reconcile ", 1000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, err := chunker.SeedStore(context.Background(), src, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { seed.Close() })
+	return m, seed
 }
