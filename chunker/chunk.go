@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"strings"
 
 	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
 )
@@ -71,6 +73,12 @@ func cutError(what string, err error) error {
 		if errors.Is(err, k.kind) {
 			return fmt.Errorf("%w: %s: %w", k.sentinel, what, err)
 		}
+	}
+	// An error of the path itself ("lstat PATH: no such file or directory")
+	// names it already.
+	var pe *fs.PathError
+	if errors.As(err, &pe) && strings.HasSuffix(what, " "+pe.Path) {
+		return fmt.Errorf("chunker: %w", err)
 	}
 	return fmt.Errorf("chunker: %s: %w", what, err)
 }
