@@ -102,7 +102,7 @@ func testnetCommand() *cli.Command {
 			&cli.Float64Flag{Name: "update", Usage: "every fetching peer holds version 1 (the file) and the seed serves version 2, with this share of the bytes overwritten (e.g. 0.01); each fetcher takes the blocks they share from its copy and fetches the rest; T* is that of the new blocks; 0: off (default method: complete; not with --hold, --churn, --liars or --trees)"},
 			&cli.IntFlag{Name: "update-places", Usage: "with --update, the places the overwritten bytes are in, spread evenly", Value: 10},
 			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
-			&cli.StringFlag{Name: "method", Usage: "complete, byers, both (the two), ccbf, bitfield, iblt, all, or a comma list", Value: "both"},
+			&cli.StringFlag{Name: "method", Usage: "complete (the default, as reconcile fetch), byers, both (the two), ccbf, bitfield, iblt, all, or a comma list", Value: "complete"},
 			&cli.StringFlag{Name: "latency", Usage: "link latency: transitstub (shortest-path delay) or none", Value: "transitstub"},
 			&cli.StringFlag{Name: "bandwidth", Usage: "cap per neighbour link, both directions: bits/s with SI prefixes (10Mbit, 1Gbit/s) or bytes/s with IEC prefixes (2MiB/s); none for no cap", Value: "none"},
 			&cli.StringFlag{Name: "up", Usage: "every peer's upload capacity, shared by its connections (e.g. 20Mbit; units as --bandwidth); none for no cap", Value: "none"},
