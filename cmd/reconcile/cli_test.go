@@ -65,6 +65,7 @@ func TestUsageErrorsOneLine(t *testing.T) {
 		{[]string{"fetch", "x", "--progress", "fancy"}, `reconcile fetch: --progress "fancy": want bar, plain, none or auto (see reconcile fetch --help)`},
 		{[]string{"fetch"}, "reconcile fetch: want one TICKET, got 0 arguments (see reconcile fetch --help)"},
 		{[]string{"seed", f, "--rate", "0"}, "reconcile seed: --rate 0: want at least 1 B (see reconcile seed --help)"},
+		{[]string{"fetch", "--rate", "4MB", "x"}, "reconcile fetch: --rate \"4MB\": sizes count in powers of 1024: write 4MiB (see reconcile fetch --help)"},
 		{[]string{"seed", f, "--log-every", "-1s"}, "reconcile seed: --log-every -1s: want a positive duration such as 30s, or 0 for no log (see reconcile seed --help)"},
 		{[]string{"sim", "table4", "--m", "0"}, "reconcile sim table4: --m 0: want at least 1 (see reconcile sim table4 --help)"},
 		{[]string{"sim", "topology", "--ring-bits", "161"}, "reconcile sim topology: --ring-bits 161: want 1 to 160 (see reconcile sim topology --help)"},

@@ -25,8 +25,7 @@ func fetchCommand() *cli.Command {
 		Name:      "fetch",
 		Usage:     "download the content of a ticket from every peer that has it",
 		ArgsUsage: "TICKET|ROOT",
-		Description: "Downloads from every peer that has it, each sending only the blocks this side lacks.\n" +
-			"Run it again to resume, or with a new ticket and the same --out to update (see the README).",
+		Description: "Downloads from every peer that has it; run again to resume, or with a new ticket to update.",
 		Flags: append(peerFlags(),
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "write the file at `PATH` (as curl -o), or into the folder PATH"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "read the ticket from `FILE` instead of the argument"},
@@ -39,6 +38,7 @@ func fetchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "give up after this long with no peer to download from"},
 			&cli.IntFlag{Name: "sync-every", Category: categoryTuning, Usage: "`N` blocks per fsync (0: 8 MiB worth; 1: every block)"},
 			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
+			&cli.StringFlag{Name: "rate", Category: categoryTuning, Usage: "cap the upload to other peers at `RATE` bytes per second (IEC: 4MiB)"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "longest wait for a peer's block (less beside others)"},
 			cliutil.ProgressFlag(),
 		),
