@@ -22,9 +22,9 @@ import (
 
 func fetchCommand() *cli.Command {
 	return &cli.Command{
-		Name:      "fetch",
-		Usage:     "download the content of a ticket from every peer that has it",
-		ArgsUsage: "TICKET|ROOT",
+		Name:        "fetch",
+		Usage:       "download the content of a ticket from every peer that has it",
+		ArgsUsage:   "TICKET|ROOT",
 		Description: "Downloads from every peer that has it; run again to resume, or with a new ticket to update.",
 		Flags: append(peerFlags(),
 			&cli.StringFlag{Name: "out", Value: ".", Usage: "write the file at `PATH` (as curl -o), or into the folder PATH"},
