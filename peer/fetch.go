@@ -51,8 +51,8 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
 	}
 	defer lock.Unlock()
-	fc.Older = olderRoots(out, fileMode, t.Root)
-	st, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
+	st, older, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
+	fc.Older = older
 	if err != nil {
 		return nil, err
 	}
@@ -172,20 +172,29 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 // whose files were removed or changed since: a staged download starts
 // again from what they still hold. The state of an unfinished download of
 // other content at a single file is ErrManifestMismatch.
-func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, error) {
+//
+// It also returns the roots of the other contents whose stores out holds
+// (at most maxOlder): for a single file, the older version it replaces.
+func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, []chunker.ID, error) {
+	const maxOlder = 4
 	limit := p.cfg.Limits.MaxManifestBytes
 	state := filepath.Join(out, chunker.MetaDir, root.String())
+	var older []chunker.ID
 	if fileMode {
 		state = out + chunker.MetaDir
 		if id, err := chunker.StateID(state, limit); err == nil && id != root {
+			older = []chunker.ID{id}
 			if chunker.StateStaged(state) {
-				return nil, fmt.Errorf("%w: %s holds an unfinished download of %s, the ticket is for %s (finish that fetch, or remove %s to drop it)", ErrManifestMismatch, out, id, root, state)
+				return nil, older, fmt.Errorf("%w: %s holds an unfinished download of %s, the ticket is for %s (finish that fetch, or remove %s to drop it)", ErrManifestMismatch, out, id, root, state)
 			}
 			if err := chunker.DropState(state); err != nil {
-				return nil, fmt.Errorf("peer: %w", err)
+				return nil, older, fmt.Errorf("peer: %w", err)
 			}
-			return nil, nil
+			return nil, older, nil
 		}
+	} else if ids, err := chunker.ListStores(out); err == nil {
+		ids = slices.DeleteFunc(ids, func(id chunker.ID) bool { return id == root })
+		older = ids[:min(len(ids), maxOlder)]
 	}
 	sopts := []chunker.StoreOption{p.cfg.syncOption(), chunker.WithMaxManifestBytes(limit), chunker.WithoutRepair()}
 	if !fileMode {
@@ -209,37 +218,21 @@ func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fi
 	}
 	switch {
 	case err == nil:
-		return st, nil
+		return st, older, nil
 	case errors.Is(err, chunker.ErrNotFound):
-		return nil, nil
+		return nil, older, nil
 	case errors.Is(err, chunker.ErrDamaged):
 		p.log.Info("the output's files changed since it was fetched: fetching again, taking what they hold", "out", out, "err", err)
 		if _, serr := os.Stat(state); serr != nil {
 			state = filepath.Join(out, chunker.MetaDir) // a store of the first layout
 		}
 		if err := chunker.DropState(state); err != nil {
-			return nil, fmt.Errorf("peer: %w", err)
+			return nil, older, fmt.Errorf("peer: %w", err)
 		}
-		return nil, nil
+		return nil, older, nil
 	default:
-		return nil, fmt.Errorf("peer: open %s: %w", out, err)
+		return nil, older, fmt.Errorf("peer: open %s: %w", out, err)
 	}
-}
-
-// olderRoots returns the roots of the other contents whose stores out holds
-// (at most maxOlder): for a single file, the older version it replaces.
-func olderRoots(out string, fileMode bool, root chunker.ID) []chunker.ID {
-	const maxOlder = 4
-	var ids []chunker.ID
-	if fileMode {
-		if id, err := chunker.StateID(out+chunker.MetaDir, chunker.DefaultMaxManifestBytes); err == nil {
-			ids = append(ids, id)
-		}
-	} else {
-		ids, _ = chunker.ListStores(out)
-	}
-	ids = slices.DeleteFunc(ids, func(id chunker.ID) bool { return id == root })
-	return ids[:min(len(ids), maxOlder)]
 }
 
 // isDir reports whether path is an existing folder.
