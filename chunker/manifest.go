@@ -379,6 +379,22 @@ func (m *Manifest) FileBlocks(k int) (first, end int) {
 // TotalSize returns the sum of the file sizes.
 func (m *Manifest) TotalSize() int64 { return m.total }
 
+// Top returns the first element of the manifest's paths: the name of the file of a
+// single-file manifest, the top folder of a tree's ("" for an empty manifest).
+func (m *Manifest) Top() string {
+	var first string
+	switch {
+	case len(m.files) > 0:
+		first = m.files[0].Path
+	case len(m.links) > 0:
+		first = m.links[0].Path
+	case len(m.dirs) > 0:
+		first = m.dirs[0]
+	}
+	top, _, _ := strings.Cut(first, "/")
+	return top
+}
+
 // Files returns a copy of the files, in stream order.
 func (m *Manifest) Files() []File { return append([]File(nil), m.files...) }
 

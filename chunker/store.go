@@ -40,6 +40,11 @@ const (
 	heldFile     = "held"
 )
 
+// stateFiles are the files that make a state folder's store, the manifest (the
+// commit point) first: RemoveState and DropState remove them in this order,
+// so that a crash midway leaves no manifest, and so no store.
+var stateFiles = []string{manifestFile, manifestFile + ".tmp", heldFile, heldFile + ".tmp", publishingFile}
+
 // StoreOption configures CreateStore, OpenStore, OpenOrCreateStore and SeedStore.
 type StoreOption func(*storeConfig) error
 

@@ -405,7 +405,7 @@ func (s *Store) RemoveState() error {
 	s.flushMu.Unlock()
 	s.closeFiles()
 	defer s.place.close()
-	for _, name := range []string{manifestFile, heldFile, manifestFile + ".tmp", heldFile + ".tmp"} {
+	for _, name := range stateFiles {
 		if e := s.meta.Remove(name); e != nil && !errors.Is(e, fs.ErrNotExist) {
 			return fmt.Errorf("chunker: remove state: %w", e)
 		}

@@ -64,7 +64,7 @@ func StateStaged(dir string) bool {
 // so do the folder and its lock (LockOutput). A crash midway leaves no
 // manifest, so no store.
 func DropState(dir string) error {
-	for _, name := range []string{manifestFile, manifestFile + ".tmp", heldFile, heldFile + ".tmp", publishingFile} {
+	for _, name := range stateFiles {
 		if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("chunker: drop state: %w", err)
 		}
@@ -392,20 +392,4 @@ func (s *Store) resumePublish() error {
 	}
 	_, err = s.finishPublish(strings.Contains(string(b), "delete"))
 	return err
-}
-
-// Top returns the first element of the manifest's paths: the name of the file of a
-// single-file manifest, the top folder of a tree's ("" for an empty manifest).
-func (m *Manifest) Top() string {
-	var first string
-	switch {
-	case len(m.files) > 0:
-		first = m.files[0].Path
-	case len(m.links) > 0:
-		first = m.links[0].Path
-	case len(m.dirs) > 0:
-		first = m.dirs[0]
-	}
-	top, _, _ := strings.Cut(first, "/")
-	return top
 }
