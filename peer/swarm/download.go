@@ -88,6 +88,7 @@ func (w worker) download() (err error) {
 	inflight := make(map[int]struct{}, win.Max)
 	defer func() { w.unclaim(inflight) }()
 	var cs *ClientStream
+	var relayed bool // cs runs over a relayed connection
 	var wants *wantWriter
 	var watch *stallWatch
 	defer func() {
@@ -149,6 +150,7 @@ func (w worker) download() (err error) {
 				if err != nil {
 					return err
 				}
+				relayed = viaRelay(cs.s)
 				f.mu.Lock()
 				src.cs = cs
 				f.mu.Unlock()
@@ -233,7 +235,7 @@ func (w worker) download() (err error) {
 		// Hand the block to the writers (verification and fsync run there,
 		// so the stream keeps moving) and read on.
 		select {
-		case f.writes <- writeJob{src: src, i: i, data: data, buf: fr, relayed: viaRelay(cs.s)}:
+		case f.writes <- writeJob{src: src, i: i, data: data, buf: fr, relayed: relayed}:
 		case <-f.ctx.Done():
 			f.putBuf(fr)
 			return nil

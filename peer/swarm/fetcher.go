@@ -354,7 +354,7 @@ func (w worker) headStart() {
 	}
 	f.mu.Unlock()
 	for _, id := range ids {
-		if id != src.id && f.p.PathTo(id) != hostkit.PathRelayed && f.p.PathTo(id) != "" {
+		if path := f.p.PathTo(id); id != src.id && path != hostkit.PathRelayed && path != "" {
 			t := f.p.clk.NewTimer(relayHeadStart)
 			defer t.Stop()
 			select {
