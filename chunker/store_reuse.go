@@ -2,7 +2,6 @@ package chunker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -21,8 +20,8 @@ type ReuseStats struct {
 // every regular file under paths (files, or folders walked; state folders, such
 // as .reconcile and FILE.reconcile, and symbolic links are left out) by the
 // manifest's rule, content-defined or fixed-size from each file's start, hashes
-// the pieces and stores each one whose hash is that of a missing block (through
-// PutBlock, which checks it again). The files are only read. Paths that do not
+// the pieces and stores each one whose hash and length are those of a missing
+// block. The files are only read. Paths that do not
 // exist are skipped. This is how a fetch into an older version takes what that
 // version shares with the new one: with content-defined blocks, everything but
 // the blocks around each edit, wherever the bytes moved to.
@@ -61,11 +60,7 @@ func (s *Store) Reuse(ctx context.Context, paths []string, fn func(done, total i
 			if s.m.BlockLen(i) != len(data) || claimed[i].Swap(true) {
 				continue
 			}
-			if err := s.PutBlock(i, data); err != nil {
-				if errors.Is(err, ErrBadBlock) { // a hash collision of a cut: not this block
-					claimed[i].Store(false)
-					continue
-				}
+			if err := s.putChecked(i, data); err != nil {
 				return err
 			}
 			blocks.Add(1)

@@ -14,6 +14,13 @@ func (s *Store) PutBlock(i int, data []byte) error {
 	if err := VerifyBlock(s.m, i, data); err != nil {
 		return err
 	}
+	return s.putChecked(i, data)
+}
+
+// putChecked is PutBlock for data already checked against block i's hash
+// and length (Reuse hashes every piece it cuts, and puts those whose hash is
+// the block's).
+func (s *Store) putChecked(i int, data []byte) error {
 	s.mu.RLock()
 	closed, held := s.closed, s.held.Has(i)
 	s.mu.RUnlock()
