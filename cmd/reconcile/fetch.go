@@ -17,6 +17,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 )
 
@@ -333,13 +334,8 @@ func pathWords(ps peer.PeerShare) string {
 	return w
 }
 
-// shortID abbreviates a peer id for tables.
-func shortID(id string) string {
-	if len(id) <= 14 {
-		return id
-	}
-	return id[:6] + "…" + id[len(id)-6:]
-}
+// shortID abbreviates a peer id for tables ("12D3Ko…abcdef").
+var shortID = hostkit.ShortID
 
 // checkProgress draws the re-hashing of the blocks already on disk when a
 // fetch resumes (the calls of peer.WithCheckProgress) with a bar of its own:
