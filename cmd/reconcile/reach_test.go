@@ -15,6 +15,7 @@ import (
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	ma "github.com/multiformats/go-multiaddr"
 
+	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/peer"
 )
 
@@ -107,5 +108,22 @@ func TestSeedPrivateRelayWarns(t *testing.T) {
 	stderr := buf.String()
 	if !strings.Contains(stderr, "is at a private address") || !strings.Contains(stderr, "ticket will carry none") {
 		t.Fatalf("stderr: %q", stderr)
+	}
+}
+
+// TestLookupProgress: fetch ROOT's lookup is shown from its first second,
+// then every 5 s, and a DHT that knows no peer is said so, with the fix.
+func TestLookupProgress(t *testing.T) {
+	pr, buf, _ := newTestProgress(cliutil.ProgressPlain)
+	show := lookupProgress(pr, "0123456789abcdef")
+	show(peer.Lookup{Seconds: 0.2})
+	show(peer.Lookup{Asked: 3, Known: 5, Seconds: 1.1})
+	show(peer.Lookup{Asked: 4, Known: 5, Seconds: 2})
+	show(peer.Lookup{Asked: 9, Known: 0, Found: 1, Seconds: 6.3})
+	got := buf.String()
+	want := "fetch: looking for peers that have 0123456789abcdef…: 3 DHT peers asked, 0 providers found, 1 s\n" +
+		"fetch: looking for peers that have 0123456789abcdef…: 9 DHT peers asked, 1 provider found, 6 s (the DHT knows no peer: give --bootstrap ADDR of a reconcile relay, or the ticket)\n"
+	if got != want {
+		t.Fatalf("plain lines:\n%q\nwant\n%q", got, want)
 	}
 }
