@@ -68,6 +68,11 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
 	cctx, cancel := clock.WithTimeout(ctx, p.clk, 15*time.Second)
 	defer cancel()
+	if r, ok := p.h.(interface {
+		ReachRelays(context.Context, lpeer.AddrInfo)
+	}); ok {
+		r.ReachRelays(cctx, ai) // hostkit.Host: its relays over every transport first
+	}
 	var err error
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -21,6 +23,7 @@ import (
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	quic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	"github.com/libp2p/go-libp2p/x/rate"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 )
 
@@ -71,6 +74,8 @@ type Host struct {
 	paths *pathTracker
 	// punches are DCUtR's last hole punches, per peer (Punch).
 	punches *punchLog
+	// relays are the relay connections per transport (relayconns.go).
+	relays relayConns
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -123,7 +128,11 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	// resource manager's own stats reporter formats a trace event for every
 	// stream and memory reservation (16 % of a seed's CPU under a flood of
 	// short streams, measured with reconcile flood).
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(*limits), rcmgr.WithMetricsDisabled())
+	rmOpts := []rcmgr.Option{rcmgr.WithMetricsDisabled()}
+	if cfg.Reach.AutoNATService {
+		rmOpts = append(rmOpts, rcmgr.WithConnRateLimiters(helperConnRate()))
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(*limits), rmOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("hostkit: resource manager: %w", err)
 	}
@@ -161,8 +170,36 @@ func New(ctx context.Context, cfg Config) (*Host, error) {
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 	if cfg.Reach.RelayClient {
 		h.logRelayAddrs()
+		if cfg.Reach.HolePunch {
+			if err := h.watchRelays(); err != nil {
+				h.Close()
+				return nil, err
+			}
+		}
 	}
 	return h, nil
+}
+
+// helperConnRate is the rate at which a public helper node (a host with
+// Reach.AutoNATService: reconcile relay) admits new connections per
+// address: one a second per IPv4 address and IPv6 /56, after a burst of 64.
+// go-libp2p's default (one every 5 s after a burst of 16) is for peers at
+// large; a relay is the node NATed peers connect to, many of them behind
+// one carrier-grade NAT address, and each with a connection per transport
+// (relayconns.go). Loopback is not limited, as by default.
+func helperConnRate() *rate.Limiter {
+	per := rate.Limit{RPS: 1, Burst: 64}
+	return &rate.Limiter{
+		NetworkPrefixLimits: []rate.PrefixLimit{
+			{Prefix: netip.MustParsePrefix("127.0.0.0/8")},
+			{Prefix: netip.MustParsePrefix("::1/128")},
+		},
+		SubnetRateLimiter: rate.SubnetLimiter{
+			IPv4SubnetLimits: []rate.SubnetLimit{{PrefixLength: 32, Limit: per}},
+			IPv6SubnetLimits: []rate.SubnetLimit{{PrefixLength: 56, Limit: per}},
+			GracePeriod:      time.Minute,
+		},
+	}
 }
 
 // SetBanned sets the check by which the host refuses banned peers: its
