@@ -3,10 +3,11 @@
 // Store.Reuse. Path lists a file or folder on disk and cuts its files' bytes,
 // Reader cuts a stream, Files cuts each of a list of files on its own (Walk
 // lists them), either into fixed-size blocks (Stream) or into content-defined
-// ones (Content: FastCDC of github.com/PlakarKorp/go-cdc-chunkers, see
-// Algorithm). Every block is hashed with BLAKE3 in a pipeline: one goroutine
-// reads and cuts, several hash, and a few block buffers go between them, so
-// memory stays a few blocks whatever the size.
+// ones (Content: FastCDC as github.com/PlakarKorp/go-cdc-chunkers cuts it,
+// see Algorithm, by a scanner of its own that finds the same cuts about twice
+// as fast). Every block is hashed with BLAKE3 in a pipeline: one goroutine
+// reads and cuts, several hash the blocks where they were read, and a few
+// segment buffers go between them, so memory stays bounded whatever the size.
 //
 // It knows nothing of manifests: it returns plain values (a Tree of manifest
 // paths, flat hashes, block offsets) from which package chunker builds one and
