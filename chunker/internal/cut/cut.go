@@ -36,9 +36,15 @@ const (
 	HashSize = 32
 	// MaxBlocks bounds the blocks of one cut (chunker.MaxBlocks).
 	MaxBlocks = math.MaxInt32
-	// Algorithm names the content-defined chunking rule, as go-cdc-chunkers
-	// registers it (chunker.CDCAlgorithm).
+	// Algorithm names the content-defined chunking rule of FastCDC with
+	// normalized chunking (level 2), as go-cdc-chunkers registers it
+	// (chunker.CDCAlgorithm); a CDC of Algorithm "" cuts by it.
 	Algorithm = "fastcdc-v1.0.0"
+	// AlgorithmNC0 names the rule of the same Gear table and masks without
+	// normalized chunking (level 0: one mask from Min to Max), whose cuts
+	// after an edit meet the old ones again within a block or two
+	// (chunker.CDCAlgorithmNC0).
+	AlgorithmNC0 = "reconcile-fastcdc-nc0-v1"
 )
 
 var (
@@ -56,6 +62,7 @@ var (
 // CDC is a rule of content-defined blocks (chunker.Chunking, checked there):
 // blocks of Min to Max bytes, cuts becoming likely past Normal bytes.
 type CDC struct {
+	Algorithm        string // Algorithm ("" too) or AlgorithmNC0
 	Min, Normal, Max int
 }
 

@@ -3,7 +3,9 @@ package cut
 import (
 	"bytes"
 	"context"
+	"github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc"
 	"io"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"testing/iotest"
@@ -150,4 +152,29 @@ type odd struct {
 func (o *odd) Read(p []byte) (int, error) {
 	o.n = (o.n*7919 + 13) % 70000
 	return o.r.Read(p[:min(len(p), o.n+1)])
+}
+
+// TestGearNC0Reference checks gear at level 0 (AlgorithmNC0) against the
+// rule written plainly, a byte at a time: one mask from min to max.
+func TestGearNC0Reference(t *testing.T) {
+	for _, c := range []CDC{{Min: 56 << 10, Normal: 64 << 10, Max: 1 << 20}, {Min: 1 << 10, Normal: 4 << 10, Max: 16 << 10}} {
+		g, mask := newGear(c, 0), spacedMask(int(math.Log2(float64(c.Normal))))
+		for _, data := range [][]byte{testData(8, 8<<20), make([]byte, 3<<20), bytes.Repeat([]byte("xyz"), 1<<20)} {
+			for off := 0; off < len(data); {
+				d := data[off:min(off+c.Max, len(data))]
+				want := len(d)
+				fp := uint64(0)
+				for i := c.Min; i < len(d); i++ {
+					if fp = fp<<1 + fastcdc.G[d[i]]; fp&mask == 0 {
+						want = i
+						break
+					}
+				}
+				if got := g.next(data[off:]); got != want {
+					t.Fatalf("%v: block at %d: %d bytes, want %d", c, off, got, want)
+				}
+				off += want
+			}
+		}
+	}
 }

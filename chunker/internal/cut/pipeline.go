@@ -88,14 +88,15 @@ func Stream(ctx context.Context, r io.Reader, blockSize, workers int, expect int
 // are no more) into content-defined blocks of rule c, each reader on its own, and
 // hashes them with workers goroutines. It returns the blocks' stream offsets (one
 // more than the blocks, the last being the bytes read) and their flat hashes.
-// Finding the cuts is sequential (gear, the cuts of Algorithm); hashing runs
+// Finding the cuts is sequential (gear, the cuts of c.Algorithm); hashing runs
 // beside it, on the bytes where they were read. blocks is a guess of the block
 // count, to size the hash slice. each, if not nil, sees every block.
 func Content(ctx context.Context, next func() (io.Reader, error), c CDC, workers, blocks int, each BlockFunc) ([]int64, []byte, error) {
-	if err := c.check(); err != nil {
+	level, err := c.level()
+	if err != nil {
 		return nil, nil, err
 	}
-	g := newGear(c, 2)
+	g := newGear(c, level)
 	// A cut is looked for once ahead bytes are read (most blocks end
 	// before), and again with c.Max bytes when none was found, so that
 	// the hashers read bytes that were read and scanned just before.
@@ -181,12 +182,20 @@ const readLen = 256 << 10
 // so that the bytes moved when a block straddles two segments are few.
 func segmentLen(c CDC) int { return max(2*c.Max, 8<<20) }
 
-// check returns an error wrapping ErrRule if gear cannot cut by c.
-func (c CDC) check() error {
-	if c.Min < 64 || c.Min >= c.Normal || c.Normal >= c.Max || c.Normal&(c.Normal-1) != 0 {
-		return fmt.Errorf("%w: %s %d/%d/%d", ErrRule, Algorithm, c.Min, c.Normal, c.Max)
+// level returns the normalization level of c's algorithm, or an error
+// wrapping ErrRule if gear cannot cut by c.
+func (c CDC) level() (int, error) {
+	level := -1
+	switch c.Algorithm {
+	case "", Algorithm:
+		level = 2
+	case AlgorithmNC0:
+		level = 0
 	}
-	return nil
+	if level < 0 || c.Min < 64 || c.Min >= c.Normal || c.Normal >= c.Max || c.Normal&(c.Normal-1) != 0 {
+		return 0, fmt.Errorf("%w: %q %d/%d/%d", ErrRule, c.Algorithm, c.Min, c.Normal, c.Max)
+	}
+	return level, nil
 }
 
 // pipe is what hashBlocks gives its producer: get takes a free segment (held
