@@ -51,11 +51,14 @@ func TestEditRules(t *testing.T) {
 	}
 	rules := []rule{
 		gearRule(96, 128, 1024, 2),
-		gearRule(48, 64, 1024, 0),
+		gearRule(96, 128, 1024, 1),
+		gearRule(96, 128, 1024, 0),
 		gearRule(56, 64, 1024, 0),
-		gearRule(32, 64, 1024, 0),
-		gearRule(80, 128, 1024, 0),
+		gearRule(56, 64, 256, 0),
+		gearRule(48, 64, 192, 0),
+		gearRule(64, 128, 256, 0),
 		gearRule(56, 64, 1024, 1),
+		gearRule(56, 64, 256, 1),
 		libRule("ultracdc-v1.0.0", 96, 128, 1024),
 		libRule("jc-v1.1.0", 96, 128, 1024),
 	}
