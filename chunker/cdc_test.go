@@ -149,21 +149,28 @@ func TestChunkContentDefaults(t *testing.T) {
 	}
 }
 
-// TestChunkContentGolden pins the boundaries of CDCAlgorithm: a dependency
-// update that moved them would change every manifest's id and must fail here.
+// TestChunkContentGolden pins the boundaries of CDCAlgorithm (the default
+// rule of the first content-defined manifests) and of CDCAlgorithmNC0 (the
+// default since): a change that moved them would change every manifest's id
+// and must fail here.
 func TestChunkContentGolden(t *testing.T) {
 	data := randBytes(12, 3<<20)
-	m, err := ChunkReader(context.Background(), "golden.bin", 0o644, bytes.NewReader(data), 0, WithContentDefined())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var lens []int
-	for i := range m.BlockCount() {
-		lens = append(lens, m.BlockLen(i))
-	}
-	const want = "[150801 154032 143167 147133 125634 156106 173817 152374 145381 148830 131536 138196 150322 167816 192354 130868 148245 136208 210689 167728 74491]"
-	if got := fmt.Sprint(lens); got != want {
-		t.Fatalf("block lengths\n%s\nwant\n%s", got, want)
+	for _, g := range []struct {
+		c    Chunking
+		want string
+	}{
+		{Chunking{Min: 96 << 10, Normal: 128 << 10, Max: 1 << 20}, "[150801 154032 143167 147133 125634 156106 173817 152374 145381 148830 131536 138196 150322 167816 192354 130868 148245 136208 210689 167728 74491]"},
+		{DefaultChunking, "[75621 189400 101277 81702 87102 71506 132249 138016 67620 221533 112633 69786 148830 166548 84080 169426 167816 296809 76802 68986 83675 68122 70253 153717 117438 124781]"},
+	} {
+		m := chunkBytes(t, "golden.bin", data, g.c)
+		lens = lens[:0]
+		for i := range m.BlockCount() {
+			lens = append(lens, m.BlockLen(i))
+		}
+		if got := fmt.Sprint(lens); got != g.want {
+			t.Fatalf("%s: block lengths\n%s\nwant\n%s", g.c, got, g.want)
+		}
 	}
 	m2 := chunkBytes(t, "golden.bin", data[:200<<10], smallChunking)
 	lens = lens[:0]

@@ -127,7 +127,7 @@ func WithContentDefined() ChunkOption { return WithChunking(DefaultChunking) }
 // not valid). Every peer cutting the same bytes with the same rule gets the same
 // blocks; another rule gives other blocks.
 func WithChunking(c Chunking) ChunkOption {
-	return func(cfg *chunkConfig) { cfg.chunking, cfg.badChunking = c, c.IsZero() }
+	return func(cfg *chunkConfig) { cfg.chunking, cfg.badChunking = c.canon(), c.IsZero() }
 }
 
 // WithLinksAndDirs makes ChunkPath of a folder with fixed-size blocks record its

@@ -171,7 +171,7 @@ func ExampleWithContentDefined() {
 	fmt.Println("content-defined: ", shared(chunker.WithContentDefined()))
 	// Output:
 	// fixed-size:       16 of 33 blocks of v2 are in v1
-	// content-defined:  50 of 51 blocks of v2 are in v1
+	// content-defined:  62 of 63 blocks of v2 are in v1
 }
 
 // A folder's symbolic links (those that stay inside it) and empty folders are

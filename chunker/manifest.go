@@ -116,7 +116,7 @@ func NewFixedManifest(t Tree, blockSize int, hashes [][HashSize]byte) (*Manifest
 // file has none), each at most c.Max bytes long and, but for a file's last block,
 // at least c.Min. It does not re-run the chunking: ChunkPath and ChunkReader do.
 func NewContentManifest(t Tree, c Chunking, lengths []int, hashes [][HashSize]byte) (*Manifest, error) {
-	if c.IsZero() {
+	if c = c.canon(); c.IsZero() {
 		return nil, fmt.Errorf("%w: content-defined manifest without a chunking rule", ErrBadBlockSize)
 	}
 	if len(lengths) > MaxBlocks {

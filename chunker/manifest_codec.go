@@ -31,7 +31,7 @@ const chunkingFixed = "fixed"
 //	 [[path, size, mode]...], lengths (bin), hashes (bin),
 //	 [[link path, target]...], [empty folder path...]]
 //
-// where chunking is CDCAlgorithm or "fixed" (min = normal = max = the block
+// where chunking is CDCAlgorithm, CDCAlgorithmNC0 or "fixed" (min = normal = max = the block
 // size) and lengths holds every block's length as a uvarint (encoding/binary)
 // for content-defined blocks, nothing for fixed-size ones.
 func (m *Manifest) encodeTo(w io.Writer) {
@@ -52,7 +52,7 @@ func (m *Manifest) encodeTo(w io.Writer) {
 	_ = e.EncodeString(HashName)
 	_ = e.EncodeArrayLen(4)
 	if m.offs != nil {
-		_ = e.EncodeString(CDCAlgorithm)
+		_ = e.EncodeString(m.chunking.name())
 		_ = e.EncodeUint(uint64(m.chunking.Min))
 		_ = e.EncodeUint(uint64(m.chunking.Normal))
 		_ = e.EncodeUint(uint64(m.chunking.Max))
@@ -250,13 +250,16 @@ func decodeV2(md *bounded.Decoder) (*Manifest, error) {
 			return nil, bounded.Bad(fmt.Sprintf("fixed chunking of sizes %v", sizes), nil)
 		}
 		bs = int(sizes[0])
-	case CDCAlgorithm:
+	case CDCAlgorithm, CDCAlgorithmNC0:
 		c = Chunking{Min: int(sizes[0]), Normal: int(sizes[1]), Max: int(sizes[2])}
+		if string(algo) == CDCAlgorithmNC0 {
+			c.Algorithm = CDCAlgorithmNC0
+		}
 		if err := c.Check(); err != nil {
 			return nil, fmt.Errorf("%w: manifest chunking: %w", ErrCorrupt, err)
 		}
 	default:
-		return nil, fmt.Errorf("%w: manifest chunking %q, this build knows %q and %q", ErrCorrupt, algo, chunkingFixed, CDCAlgorithm)
+		return nil, fmt.Errorf("%w: manifest chunking %q, this build knows %q, %q and %q", ErrCorrupt, algo, chunkingFixed, CDCAlgorithm, CDCAlgorithmNC0)
 	}
 	bc, err := md.Uint("block count", MaxBlocks)
 	if err != nil {

@@ -53,6 +53,22 @@ func TestManifestV2RoundTrip(t *testing.T) {
 			t.Fatalf("block %d span %d+%d", i, o1, n1)
 		}
 	}
+	// Each rule is recorded by name and read back; CDCAlgorithm given by name
+	// is the same rule as "" (same manifest, same id).
+	for _, c := range []Chunking{DefaultChunking, {Algorithm: CDCAlgorithm, Min: 96 << 10, Normal: 128 << 10, Max: 1 << 20}} {
+		m := chunkBytes(t, "r.bin", randBytes(3, 1<<20), c)
+		enc, _ := m.MarshalBinary()
+		got, err := DecodeManifest(enc, 0)
+		if err != nil || got.ID() != m.ID() || got.Chunking() != c.canon() || !bytes.Contains(enc, []byte(c.name())) {
+			t.Fatalf("%s: round trip: %v, chunking %s", c, err, got.Chunking())
+		}
+	}
+	if m2 := chunkBytes(t, "r.bin", randBytes(3, 1<<20), Chunking{Min: 96 << 10, Normal: 128 << 10, Max: 1 << 20}); m2.Chunking().Algorithm != "" {
+		t.Fatal("CDCAlgorithm not written \"\"")
+	}
+	if err := (Chunking{Algorithm: "rabin", Min: 1 << 10, Normal: 4 << 10, Max: 16 << 10}).Check(); !errors.Is(err, ErrBadBlockSize) {
+		t.Fatalf("unknown algorithm: err = %v", err)
+	}
 	// Every truncation fails cleanly, every byte flip is rejected or changes the id.
 	for n := range len(enc) {
 		if _, err := DecodeManifest(enc[:n], 0); !errors.Is(err, ErrCorrupt) {

@@ -250,7 +250,8 @@ func cutTop(p string) (string, string, bool) {
 
 // TestReuseInsertLocality: after 1 KiB is inserted in the middle of a file, the
 // content-defined blocks of the new version are all found in the old one but
-// those around the insertion; with fixed-size blocks, about half are lost.
+// those around the insertion, by either rule (Reuse cuts the old file by the
+// manifest's); with fixed-size blocks, about half are lost.
 func TestReuseInsertLocality(t *testing.T) {
 	old := randBytes(20, 4<<20)
 	data := insertAt(old, 2<<20, randBytes(21, 1<<10))
@@ -265,6 +266,7 @@ func TestReuseInsertLocality(t *testing.T) {
 		minMiss int
 	}{
 		{"content-defined", chunkBytes(t, "f", data, smallCDC), 3, 1},
+		{"content-defined without normalization", chunkBytes(t, "f", data, Chunking{Algorithm: CDCAlgorithmNC0, Min: 4 << 10, Normal: 8 << 10, Max: 32 << 10}), 3, 1},
 		{"fixed", mustChunkFixed(t, data, 16<<10), 1 << 30, 100},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -151,7 +151,7 @@ type Config struct {
 	BlockSize int
 	// Chunking, when not zero, cuts the file into content-defined blocks by
 	// that rule (chunker.WithChunking; chunker.DefaultChunking averages
-	// about 157 KiB) instead of BlockSize's: a block method's only (not
+	// about 121 KiB) instead of BlockSize's: a block method's only (not
 	// Byers, whose code needs fixed-size blocks). Default: fixed-size.
 	Chunking chunker.Chunking
 	// Update, when positive, runs the update scenario (package

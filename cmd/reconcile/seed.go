@@ -35,7 +35,7 @@ func seedCommand() *cli.Command {
 			"   reconcile seed movie.mkv --key ~/.reconcile/key --ticket-file movie.ticket\n" +
 			"   reconcile seed ./data --listen /ip4/0.0.0.0/tcp/4001",
 		Flags: append(peerFlags(),
-			&cli.StringFlag{Name: "block-size", Usage: "cut fixed-size blocks of this size, 1KiB to 16MiB (e.g. 256KiB), not content-defined ones", DefaultText: "content-defined blocks of 96 KiB to 1 MiB, 157 KiB on average, that updates reuse; 256KiB with --byers"},
+			&cli.StringFlag{Name: "block-size", Usage: "cut fixed-size blocks of this size, 1KiB to 16MiB (e.g. 256KiB), not content-defined ones", DefaultText: "content-defined blocks of 56 KiB to 1 MiB, 121 KiB on average, that updates reuse; 256KiB with --byers"},
 			&cli.BoolFlag{Name: "content-defined", Value: true, Hidden: true, Usage: "cut content-defined blocks (the default; --block-size cuts fixed ones)"},
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},

@@ -3,10 +3,11 @@
 // Store.Reuse. Path lists a file or folder on disk and cuts its files' bytes,
 // Reader cuts a stream, Files cuts each of a list of files on its own (Walk
 // lists them), either into fixed-size blocks (Stream) or into content-defined
-// ones (Content: FastCDC of github.com/PlakarKorp/go-cdc-chunkers, see
-// Algorithm). Every block is hashed with BLAKE3 in a pipeline: one goroutine
-// reads and cuts, several hash, and a few block buffers go between them, so
-// memory stays a few blocks whatever the size.
+// ones (Content: FastCDC as github.com/PlakarKorp/go-cdc-chunkers cuts it,
+// see Algorithm, by a scanner of its own that finds the same cuts about twice
+// as fast). Every block is hashed with BLAKE3 in a pipeline: one goroutine
+// reads and cuts, several hash the blocks where they were read, and a few
+// segment buffers go between them, so memory stays bounded whatever the size.
 //
 // It knows nothing of manifests: it returns plain values (a Tree of manifest
 // paths, flat hashes, block offsets) from which package chunker builds one and
@@ -35,9 +36,15 @@ const (
 	HashSize = 32
 	// MaxBlocks bounds the blocks of one cut (chunker.MaxBlocks).
 	MaxBlocks = math.MaxInt32
-	// Algorithm names the content-defined chunking rule, as go-cdc-chunkers
-	// registers it (chunker.CDCAlgorithm).
+	// Algorithm names the content-defined chunking rule of FastCDC with
+	// normalized chunking (level 2), as go-cdc-chunkers registers it
+	// (chunker.CDCAlgorithm); a CDC of Algorithm "" cuts by it.
 	Algorithm = "fastcdc-v1.0.0"
+	// AlgorithmNC0 names the rule of the same Gear table and masks without
+	// normalized chunking (level 0: one mask from Min to Max), whose cuts
+	// after an edit meet the old ones again within a block or two
+	// (chunker.CDCAlgorithmNC0).
+	AlgorithmNC0 = "reconcile-fastcdc-nc0-v1"
 )
 
 var (
@@ -55,6 +62,7 @@ var (
 // CDC is a rule of content-defined blocks (chunker.Chunking, checked there):
 // blocks of Min to Max bytes, cuts becoming likely past Normal bytes.
 type CDC struct {
+	Algorithm        string // Algorithm ("" too) or AlgorithmNC0
 	Min, Normal, Max int
 }
 

@@ -5,21 +5,28 @@ import (
 	"fmt"
 	"io"
 	"sync"
-
-	cdc "github.com/PlakarKorp/go-cdc-chunkers"
-	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/fastcdc" // registers Algorithm
+	"sync/atomic"
 
 	"github.com/reconcile-p2p/reconcile/chunker/internal/blake3sum"
 )
 
 // Cutting a stream into blocks and hashing them: hashBlocks is the pipeline (one
-// goroutine reading and cutting, several hashing, a few buffers between them);
-// Stream feeds it fixed-size blocks, Content content-defined ones.
+// goroutine reading and cutting, several hashing, a few segment buffers between
+// them); Stream feeds it fixed-size blocks, Content content-defined ones. A
+// block is hashed where it was read: a segment holds several blocks and goes
+// back to the free list once every block in it is hashed.
+
+// segment is a buffer of read bytes shared by the blocks cut from it: refs
+// counts the producer's hold and each block not yet hashed.
+type segment struct {
+	buf  []byte
+	refs atomic.Int32
+}
 
 type chunkJob struct {
-	index int
-	buf   []byte
-	n     int
+	index  int
+	seg    *segment
+	lo, hi int
 }
 
 type chunkResult struct {
@@ -46,19 +53,20 @@ func Stream(ctx context.Context, r io.Reader, blockSize, workers int, expect int
 		blocks = int(n)
 	}
 	var total int64
-	flat, err := hashBlocks(ctx, workers, blockSize, blocks, each, func(get func() ([]byte, error), emit func([]byte, int) error) error {
+	flat, err := hashBlocks(ctx, workers, blockSize, blocks, each, func(p *pipe) error {
 		for {
-			buf, err := get()
+			seg, err := p.get()
 			if err != nil {
 				return err
 			}
-			n, err := io.ReadFull(r, buf)
+			n, err := io.ReadFull(r, seg.buf)
 			total += int64(n)
 			if n > 0 {
-				if err := emit(buf, n); err != nil {
+				if err := p.emit(seg, 0, n); err != nil {
 					return err
 				}
 			}
+			p.put(seg)
 			if err == io.EOF || err == io.ErrUnexpectedEOF {
 				return nil
 			}
@@ -80,44 +88,80 @@ func Stream(ctx context.Context, r io.Reader, blockSize, workers int, expect int
 // are no more) into content-defined blocks of rule c, each reader on its own, and
 // hashes them with workers goroutines. It returns the blocks' stream offsets (one
 // more than the blocks, the last being the bytes read) and their flat hashes.
-// Finding the cuts is sequential; hashing runs beside it. blocks is a guess of
-// the block count, to size the hash slice. each, if not nil, sees every block.
+// Finding the cuts is sequential (gear, the cuts of c.Algorithm); hashing runs
+// beside it, on the bytes where they were read. blocks is a guess of the block
+// count, to size the hash slice. each, if not nil, sees every block.
 func Content(ctx context.Context, next func() (io.Reader, error), c CDC, workers, blocks int, each BlockFunc) ([]int64, []byte, error) {
+	level, err := c.level()
+	if err != nil {
+		return nil, nil, err
+	}
+	g := newGear(c, level)
+	// A cut is looked for once ahead bytes are read (most blocks end
+	// before), and again with c.Max bytes when none was found, so that
+	// the hashers read bytes that were read and scanned just before.
+	ahead := min(c.Max, 2*c.Normal)
 	offs := make([]int64, 1, blocks+1)
-	flat, err := hashBlocks(ctx, workers, c.Max, blocks, each, func(get func() ([]byte, error), emit func([]byte, int) error) error {
-		var ch *cdc.Chunker
+	flat, err := hashBlocks(ctx, workers, segmentLen(c), blocks, each, func(p *pipe) error {
+		seg, err := p.get()
+		if err != nil {
+			return err
+		}
+		defer func() { p.put(seg) }()
+		// seg.buf[lo:hi] holds the bytes read and not yet cut; a reader
+		// starts where the one before ended, beside blocks being hashed.
+		lo, hi := 0, 0
 		for {
 			r, err := next()
 			if err != nil || r == nil {
 				return err
 			}
-			if ch == nil {
-				opts := &cdc.ChunkerOpts{MinSize: c.Min, NormalSize: c.Normal, MaxSize: c.Max}
-				if ch, err = cdc.NewChunkerBuffer(Algorithm, r, opts, make([]byte, 2*c.Max)); err != nil {
-					return fmt.Errorf("%w: %s %d/%d/%d: %w", ErrRule, Algorithm, c.Min, c.Normal, c.Max, err)
-				}
-			} else {
-				ch.Reset(r)
-			}
+			eof, empty, want := false, 0, ahead
 			for {
-				data, err := ch.Next()
-				if len(data) > 0 {
-					buf, gerr := get()
-					if gerr != nil {
-						return gerr
+				for !eof && hi-lo < want {
+					if hi == len(seg.buf) {
+						// The segment is full: the bytes not yet cut
+						// move to a new one.
+						fresh, err := p.get()
+						if err != nil {
+							return err
+						}
+						hi = copy(fresh.buf, seg.buf[lo:hi])
+						lo = 0
+						p.put(seg)
+						seg = fresh
 					}
-					n := copy(buf, data)
-					offs = append(offs, offs[len(offs)-1]+int64(n))
-					if err := emit(buf, n); err != nil {
+					n, err := r.Read(seg.buf[hi:min(len(seg.buf), hi+readLen)])
+					hi += n
+					switch {
+					case err == io.EOF:
+						eof = true
+					case err != nil:
 						return err
+					case n > 0:
+						empty = 0
+					case empty == 100:
+						return io.ErrNoProgress
+					default:
+						empty++
 					}
 				}
-				if err == io.EOF {
+				if lo == hi {
 					break
 				}
-				if err != nil {
+				n := g.next(seg.buf[lo:hi])
+				if n == hi-lo && !eof && n < c.Max {
+					// No cut in the bytes at hand: it may lie in
+					// the bytes after them.
+					want = c.Max
+					continue
+				}
+				offs = append(offs, offs[len(offs)-1]+int64(n))
+				if err := p.emit(seg, lo, lo+n); err != nil {
 					return err
 				}
+				lo += n
+				want = ahead
 			}
 		}
 	})
@@ -130,24 +174,95 @@ func Content(ctx context.Context, next func() (io.Reader, error), c CDC, workers
 	return offs, flat, nil
 }
 
+// readLen bounds one read of Content, so that the bytes read are still in
+// the cache when they are scanned and hashed.
+const readLen = 256 << 10
+
+// segmentLen is the length of Content's segments: several blocks of rule c,
+// so that the bytes moved when a block straddles two segments are few.
+func segmentLen(c CDC) int { return max(2*c.Max, 8<<20) }
+
+// level returns the normalization level of c's algorithm, or an error
+// wrapping ErrRule if gear cannot cut by c.
+func (c CDC) level() (int, error) {
+	level := -1
+	switch c.Algorithm {
+	case "", Algorithm:
+		level = 2
+	case AlgorithmNC0:
+		level = 0
+	}
+	if level < 0 || c.Min < 64 || c.Min >= c.Normal || c.Normal >= c.Max || c.Normal&(c.Normal-1) != 0 {
+		return 0, fmt.Errorf("%w: %q %d/%d/%d", ErrRule, c.Algorithm, c.Min, c.Normal, c.Max)
+	}
+	return level, nil
+}
+
+// pipe is what hashBlocks gives its producer: get takes a free segment (held
+// once by the caller; it fails once ctx is done), emit hands the bytes
+// seg.buf[lo:hi] to the hashers as the next block (it fails past MaxBlocks
+// blocks), and put lets go of the caller's hold on a segment.
+type pipe struct {
+	ctx    context.Context
+	free   chan *segment // segments let go of, of those made
+	made   int           // segments made, at most cap(free)
+	bufLen int
+	jobs   chan chunkJob
+	i      int
+}
+
+func (p *pipe) get() (*segment, error) {
+	var seg *segment
+	select {
+	case seg = <-p.free:
+	default:
+		if p.made < cap(p.free) {
+			p.made++
+			seg = &segment{buf: make([]byte, p.bufLen)}
+			break
+		}
+		select {
+		case seg = <-p.free:
+		case <-p.ctx.Done():
+			return nil, p.ctx.Err()
+		}
+	}
+	if err := p.ctx.Err(); err != nil {
+		p.free <- seg
+		return nil, err
+	}
+	seg.refs.Store(1)
+	return seg, nil
+}
+
+func (p *pipe) emit(seg *segment, lo, hi int) error {
+	if p.i >= MaxBlocks {
+		return fmt.Errorf("%w: more than %d", ErrTooMany, MaxBlocks)
+	}
+	seg.refs.Add(1)
+	p.jobs <- chunkJob{p.i, seg, lo, hi}
+	p.i++
+	return nil
+}
+
+func (p *pipe) put(seg *segment) {
+	if seg.refs.Add(-1) == 0 {
+		p.free <- seg
+	}
+}
+
 // hashBlocks runs produce on a goroutine of its own and hashes the blocks it
 // emits with workers goroutines, returning their hashes in emission order.
-// produce takes free buffers of bufLen bytes from get (which fails once ctx is
-// done) and hands each back, holding a block of n bytes, to emit (which fails
-// past MaxBlocks blocks); its error is returned. blocks sizes the hash slice.
-// each, if not nil, is called with every block as it is hashed; its first
-// error stops produce and is returned.
-func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc, produce func(get func() ([]byte, error), emit func(buf []byte, n int) error) error) ([]byte, error) {
+// produce takes segments of bufLen bytes and emits blocks through p; its error
+// is returned. blocks sizes the hash slice. each, if not nil, is called with
+// every block as it is hashed; its first error stops produce and is returned.
+func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc, produce func(p *pipe) error) ([]byte, error) {
 	workers = max(workers, 1)
 	flat := make([]byte, 0, blocks*HashSize)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	free := make(chan []byte, workers+2)
-	for range workers + 2 {
-		free <- make([]byte, bufLen)
-	}
-	jobs := make(chan chunkJob, workers)
+	p := &pipe{ctx: ctx, free: make(chan *segment, workers+2), bufLen: bufLen, jobs: make(chan chunkJob, workers)}
 	results := make(chan chunkResult, workers+2)
 
 	var (
@@ -159,14 +274,15 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range jobs {
-				h := blake3sum.Sum256(j.buf[:j.n])
+			for j := range p.jobs {
+				data := j.seg.buf[j.lo:j.hi]
+				h := blake3sum.Sum256(data)
 				if each != nil && ctx.Err() == nil {
-					if err := each(j.index, j.buf[:j.n], &h); err != nil {
+					if err := each(j.index, data, &h); err != nil {
 						errOnce.Do(func() { eachErr = err; cancel() })
 					}
 				}
-				free <- j.buf
+				p.put(j.seg)
 				results <- chunkResult{j.index, h}
 			}
 		}()
@@ -175,28 +291,11 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc
 	var prodErr error
 	go func() {
 		defer func() {
-			close(jobs)
+			close(p.jobs)
 			wg.Wait()
 			close(results)
 		}()
-		i := 0
-		get := func() ([]byte, error) {
-			select {
-			case buf := <-free:
-				return buf, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-		emit := func(buf []byte, n int) error {
-			if i >= MaxBlocks {
-				return fmt.Errorf("%w: more than %d", ErrTooMany, MaxBlocks)
-			}
-			jobs <- chunkJob{i, buf, n}
-			i++
-			return nil
-		}
-		prodErr = produce(get, emit)
+		prodErr = produce(p)
 	}()
 
 	count := 0

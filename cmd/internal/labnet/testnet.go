@@ -98,7 +98,7 @@ func testnetCommand() *cli.Command {
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"peers"}, Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
 			&cli.StringFlag{Name: "block-size", Usage: "block size, 1KiB to 16MiB", Value: "256KiB"},
-			&cli.BoolFlag{Name: "content-defined", Usage: "cut the file into content-defined blocks (96 KiB to 1 MiB, about 157 KiB on average) instead of --block-size ones; block methods only (default method: complete)"},
+			&cli.BoolFlag{Name: "content-defined", Usage: "cut the file into content-defined blocks (56 KiB to 1 MiB, about 121 KiB on average) instead of --block-size ones; block methods only (default method: complete)"},
 			&cli.Float64Flag{Name: "update", Usage: "every fetching peer holds version 1 (the file) and the seed serves version 2, with this share of the bytes overwritten (e.g. 0.01); each fetcher takes the blocks they share from its copy and fetches the rest; T* is that of the new blocks; 0: off (default method: complete; not with --hold, --churn, --liars or --trees)"},
 			&cli.IntFlag{Name: "update-places", Usage: "with --update, the places the overwritten bytes are in, spread evenly", Value: 10},
 			&cli.Float64Flag{Name: "hold", Usage: "share of the blocks each peer starts with; 0: one seed, others empty", Value: 0},
