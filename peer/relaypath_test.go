@@ -3,11 +3,13 @@ package peer
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	relayclient "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
@@ -63,6 +65,63 @@ func TestPreferDirectSource(t *testing.T) {
 	}
 	if sum.RelayedBytes != 0 {
 		t.Errorf("%d bytes came through the relay although the direct seed offered every block", sum.RelayedBytes)
+	}
+}
+
+// TestMoveToDirect: a fetch that began through a relay (no hole punching
+// here) moves onto a direct connection that opens while it runs: the
+// blocks stream over the relay closes once its blocks have come, and the
+// rest come directly, so the relay carries a part of the file only.
+func TestMoveToDirect(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	relayHost, relayInfo := startRelay(t, relayv2.WithInfiniteLimits())
+	const size = 1 << 20
+	src := writeRandomFile(t, dir, "data.bin", size, 5)
+	// 32 blocks at 256 KiB/s: 4 s, for the direct connection to open midway.
+	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}), WithServeRate(256<<10))
+	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := behind.Host().Connect(ctx, relayInfo); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relayclient.Reserve(ctx, behind.Host(), relayInfo); err != nil {
+		t.Fatal(err)
+	}
+	circuit := relayHost.Addrs()[0].Encapsulate(ma.StringCast("/p2p/" + relayHost.ID().String() + "/p2p-circuit/p2p/" + behind.ID().String()))
+	fetcher := newTestPeer(t, WithReach(Reach{RelayClient: true}))
+	tk.Peers = nil
+	direct := make(chan struct{})
+	var once sync.Once
+	opened := make(chan error, 1)
+	sum, err := fetcher.Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithProgress(func(p Progress) {
+		once.Do(func() {
+			go func() {
+				err := fetcher.Host().Connect(network.WithForceDirectDial(ctx, "test"), lpeer.AddrInfo{ID: behind.ID(), Addrs: behind.Addrs()})
+				close(direct)
+				opened <- err
+			}()
+		})
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-direct
+	if err := <-opened; err != nil {
+		t.Fatalf("direct connection: %v", err)
+	}
+	t.Logf("relayed %d of %d bytes", sum.RelayedBytes, size)
+	if sum.RelayedBytes == 0 {
+		t.Fatal("no block came through the relay: the fetch did not begin relayed")
+	}
+	if sum.RelayedBytes > size*3/4 {
+		t.Errorf("%d of %d bytes came through the relay after a direct connection opened in the first quarter", sum.RelayedBytes, size)
+	}
+	if got := fetcher.Host().Network().ConnsToPeer(behind.ID()); len(got) == 0 {
+		t.Error("no connection to the seed at the end")
 	}
 }
 

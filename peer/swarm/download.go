@@ -125,9 +125,24 @@ func (w worker) download() (err error) {
 		if window >= 8 {
 			slack = window / 2
 		}
+		// A stream over a relay to a source now reached directly (a hole
+		// punched after the stream opened) takes no more wants: once what
+		// it was asked has come, it closes, and the next batch opens a
+		// stream on the direct connection (the swarm's best).
+		moving := relayed && f.p.PathTo(src.id) != hostkit.PathRelayed
+		if moving && len(inflight) == 0 {
+			wants.stop()
+			cs.Close()
+			watch.stop()
+			cs, wants, watch, relayed, moving = nil, nil, nil, false, false
+			f.mu.Lock()
+			src.cs = nil
+			src.offers.Relayed = false
+			f.mu.Unlock()
+		}
 		// A source that answered a block it announced as missing is asked
 		// for nothing more until it has reconciled again (see recheck).
-		if len(inflight) <= window-slack && !src.recheck {
+		if len(inflight) <= window-slack && !src.recheck && !moving {
 			f.mu.Lock()
 			batch = f.pick.Claim(src.id, &src.offers, window-len(inflight))
 			if len(batch) == 0 && serve.IsBlockMethod(f.t.Method()) && w.endgameDue() {
