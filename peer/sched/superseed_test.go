@@ -115,7 +115,8 @@ func TestSuperSeedSendsOnce(t *testing.T) {
 }
 
 // TestSuperSeedWatchers: a super-seed deals its blocks out over its
-// watchers: each holds at most superOpen offers it has not asked for, no
+// watchers: each holds at most SuperOpen offers it has not asked for (a
+// lone watcher more, SuperOpen more than it was sent), no
 // block is offered to two watchers or sent twice while some block was never
 // sent, a watcher that asks gets the next offer at once, one that neither
 // asks nor is sent a block for superSeedHold loses its offers, and one that
@@ -129,8 +130,8 @@ func TestSuperSeedWatchers(t *testing.T) {
 	for k := range ws {
 		var first []uint32
 		ws[k], first = ss.Watch(string(fmt.Sprint("w", k)), allBlocks(n))
-		if len(first) != SuperOpen {
-			t.Fatalf("watcher %d was first offered %v, want %d blocks", k, first, SuperOpen)
+		if want := SuperOpen; len(first) != want {
+			t.Fatalf("watcher %d was first offered %v, want %d blocks", k, first, want)
 		}
 		for _, i := range first {
 			if w, ok := open[int(i)]; ok {
@@ -220,6 +221,46 @@ func TestSuperSeedWatchers(t *testing.T) {
 		}
 		if c != want {
 			t.Fatalf("block %d counted offered %d times, held by %d watchers", i, c, want)
+		}
+	}
+}
+
+// TestSuperSeedLone: a lone watcher's open offers grow with the blocks it
+// was sent (SuperOpen more, up to SuperOpenAlone), so a lone fetch keeps
+// its window full; once a second watcher comes, the first's offers beyond
+// SuperOpen go back and are offered to the second.
+func TestSuperSeedLone(t *testing.T) {
+	const n = 256
+	now := time.Unix(1000, 0)
+	ss := NewSuperSeed[string](n, SuperSeedHold, func() time.Time { return now })
+	w, first := ss.Watch("a", allBlocks(n))
+	if len(first) != SuperOpen {
+		t.Fatalf("a lone watcher was first offered %d blocks, want %d", len(first), SuperOpen)
+	}
+	offered := first
+	for sent := 1; sent <= 40; sent++ {
+		i := int(offered[0])
+		offered = offered[1:]
+		ss.Ask("a", []int{i})
+		ss.NoteSent("a", i)
+		ss.Done("a", []int{i})
+		for _, b := range ss.Take(w) {
+			offered = append(offered, uint32(b))
+		}
+		if want := min(SuperOpenAlone, SuperOpen+sent); len(w.open) != want {
+			t.Fatalf("after %d blocks sent, the lone watcher holds %d offers, want %d", sent, len(w.open), want)
+		}
+	}
+	w2, first2 := ss.Watch("b", allBlocks(n))
+	if len(w.open) != SuperOpen {
+		t.Fatalf("the first watcher holds %d offers once a second watches, want %d", len(w.open), SuperOpen)
+	}
+	if len(first2) != SuperOpen || len(w2.open) != SuperOpen {
+		t.Fatalf("the second watcher was offered %d blocks (holds %d), want %d", len(first2), len(w2.open), SuperOpen)
+	}
+	for _, i := range first2 {
+		if _, dup := w.open[int(i)]; dup {
+			t.Fatalf("block %d offered to both watchers", i)
 		}
 	}
 }
