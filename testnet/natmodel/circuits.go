@@ -21,6 +21,12 @@ var (
 	ErrNotRelayed = errors.New("natmodel: the pair is not relayed")
 )
 
+// IsLimit says whether err is the end of a circuit by a relay's limit
+// (ErrDataLimit, ErrDurationLimit).
+func IsLimit(err error) bool {
+	return errors.Is(err, ErrDataLimit) || errors.Is(err, ErrDurationLimit)
+}
+
 // Circuits are the relayed connections of a run's relayed pairs, one open
 // at a time per pair, each ended by its relay's limits: it carries at most
 // Limits.Data bytes in each direction and lasts at most Limits.Duration

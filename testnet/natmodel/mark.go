@@ -1,8 +1,11 @@
 package natmodel
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
@@ -26,6 +29,27 @@ func CircuitAddr(relay lpeer.ID, k int) ma.Multiaddr {
 		panic(fmt.Sprintf("natmodel: circuit address: %v", err)) // ids and numbers always make one
 	}
 	return a
+}
+
+// RelayAddrs returns the circuit addresses (CircuitAddr) of relays
+// relays, their peer ids drawn from seed.
+func RelayAddrs(relays int, seed uint64) ([]ma.Multiaddr, error) {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	keys := rand.NewChaCha8(key)
+	addrs := make([]ma.Multiaddr, relays)
+	for k := range addrs {
+		priv, _, err := crypto.GenerateEd25519Key(keys)
+		if err != nil {
+			return nil, fmt.Errorf("natmodel: relay key: %w", err)
+		}
+		id, err := lpeer.IDFromPrivateKey(priv)
+		if err != nil {
+			return nil, fmt.Errorf("natmodel: relay id: %w", err)
+		}
+		addrs[k] = CircuitAddr(id, k)
+	}
+	return addrs, nil
 }
 
 // MarkNetwork returns n with the connections to every peer for which
