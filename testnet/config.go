@@ -16,6 +16,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
+	"github.com/reconcile-p2p/reconcile/testnet/natmodel"
 )
 
 // Sentinel errors callers can test with errors.Is.
@@ -291,6 +292,18 @@ type Config struct {
 	// RepairAfter is peer.Stripes.RepairAfter with Trees (0: the package's
 	// default), in the described network's time.
 	RepairAfter time.Duration
+	// NAT puts a share of the peers behind NATs, with hole punches between
+	// two NATed peers that succeed with a probability drawn per pair, and
+	// relays with go-libp2p's limits for the pairs whose punch fails (see
+	// package testnet/natmodel; zero: no NAT; Punch has no default, 0
+	// means every punch fails, natmodel.DefaultPunch is the field figure).
+	// A relayed pair's bytes cross the relay's access links (down, then
+	// up: the peers' Up and Down, the largest class's with Classes) and the
+	// latencies to and from it, and its connections carry a circuit
+	// address, so that package peer sees them relayed; without relays,
+	// such a pair cannot talk. T* is the same as without NATs. Mock
+	// transport only.
+	NAT natmodel.Config
 	// Trace, when set, receives a line for every unit a node sends or
 	// pushes, every reconciliation it answers, and the run's plan (roles,
 	// tree places) and events (see the format in trace.go's tracer), for
@@ -387,6 +400,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: update %g in %d places: want a share in [0, 1] and a place at least", ErrConfig, c.Update, c.UpdatePlaces)
 	case c.Update > 0 && (c.Hold != 0 || c.Method == reconcile.Byers || c.Liars > 0 || c.Churn != Churn{} || c.Trees > 0):
 		return fmt.Errorf("%w: the update scenario needs one seed (hold 0), a block method, and no churn, liars or stripe trees", ErrConfig)
+	}
+	if err := c.NAT.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if c.NAT.On() && c.Transport == TransportTCP {
+		return fmt.Errorf("%w: NATs are modelled on the mock transport only, not tcp", ErrConfig)
 	}
 	if err := c.Churn.validate(); err != nil {
 		return err

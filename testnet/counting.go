@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/testnet/natmodel"
 )
 
 // Message types of the byte counts in Result.Wire.
@@ -90,9 +91,19 @@ type countingHost struct {
 func (h *countingHost) wrap(s network.Stream, n *atomic.Int64) network.Stream {
 	inner := s
 	if h.shape != nil {
-		inner = h.shape.stream(s, h.self)
+		inner = h.shape.stream(s, h.self, n == &h.c.blocks)
 	}
 	return &countingStream{Stream: inner, n: n}
+}
+
+// Network returns the host's network, its connections of relayed pairs
+// marked as relayed (natmodel.MarkNetwork) when the run has NATs: package
+// peer learns a connection is relayed from it.
+func (h *countingHost) Network() network.Network {
+	if h.shape == nil || h.shape.nat == nil {
+		return h.Host.Network()
+	}
+	return natmodel.MarkNetwork(h.Host.Network(), h.shape.nat.relayOf(h.self, h.shape.index))
 }
 
 // NewStream counts the writes of the stream it opens.

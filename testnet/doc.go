@@ -105,6 +105,14 @@
 // network's streams ignore deadlines, so package peer's idle timeouts cannot
 // end a stream on which both sides wait.
 //
+// # NATs and relays
+//
+// Config.NAT puts a share of the peers behind NATs (package
+// testnet/natmodel): two NATed peers whose hole punch fails talk through a
+// relay, whose links, latencies and limits their bytes cross, or not at
+// all without relays; package peer sees those connections relayed.
+// Result.NAT says what the relays carried. T* is unchanged.
+//
 // # Figures
 //
 // A Result has the completion time of every fetching peer (median, p95, max),

@@ -8,6 +8,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/internal/cputime"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/testnet/natmodel"
 	"github.com/reconcile-p2p/reconcile/testnet/update"
 )
 
@@ -39,6 +40,11 @@ type Result struct {
 	// otherwise): the file is then version 2, and T* is that of the bytes
 	// of its blocks that version 1 lacks.
 	Update *update.Figures `json:"update,omitempty"`
+	// NAT holds the NATs' and relays' figures (Config.NAT; nil without):
+	// the NATed peers, the neighbour pairs by path, what the relays carried
+	// (NAT.Circuits.Bytes) and its share of the block bytes
+	// (NAT.RelayedShare), and what the fetches saw come over relays.
+	NAT *natmodel.Figures `json:"nat,omitempty"`
 	// Links is the number of neighbour pairs; MeanDegree the mean number of
 	// neighbours per peer; MeanLatencyMS the mean one-way latency of a link.
 	Links         int     `json:"links"`

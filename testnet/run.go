@@ -184,6 +184,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
 		}
 	}
+	// NATs: the pairs that cannot talk leave the overlay (trees' too).
+	nat, err := newNATRun(cfg, net, &ov, fab.host)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	res.NAT = nat.figures()
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.
 	scale := cfg.TimeScale
@@ -211,14 +217,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var shape *shaper
 	var links *ts.Links
 	if cfg.hasAccess() {
-		su, sd := make([]float64, len(up)), make([]float64, len(down))
-		for i := range up {
-			su[i], sd[i] = up[i]/scale, down[i]/scale
+		au, ad := nat.accessRates(cfg, up, down) // the relays' after the nodes'
+		su, sd := make([]float64, len(au)), make([]float64, len(ad))
+		for i := range au {
+			su[i], sd[i] = au[i]/scale, ad[i]/scale
 		}
 		links = ts.NewLinks(su, sd)
 	}
 	if links != nil || cfg.Transport == TransportMock {
 		shape = newShaper(cfg.Clock, cfg.Nodes, links, byID, ov.pairs, scale)
+		shape.nat = nat
 	}
 	audit := cnt.audit(holdingsOf)
 	tr := newTracer(cfg.Trace, byID, cfg.Clock)
@@ -569,6 +577,7 @@ wait:
 	}
 	res.Wire = cnt.wire()
 	res.FilterBytes, res.BlockBytes = res.Wire[WireFilter], res.Wire[WireBlocks]
+	nat.finish(res.BlockBytes)
 	if t := res.FilterBytes + res.BlockBytes; t > 0 {
 		res.FilterShare = float64(res.FilterBytes) / float64(t)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
+	"github.com/reconcile-p2p/reconcile/testnet/natmodel"
 )
 
 // shaper is the network model of a run: every write on a stream of package
@@ -39,6 +40,10 @@ type shaper struct {
 	t0  time.Time
 	// sent counts the bytes each node wrote through its uplink.
 	sent []atomic.Int64
+	// nat, when set, are the run's NATs: a relayed pair's writes cross its
+	// relay (relayHop) and its limits (Write).
+	nat   *natRun
+	scale float64
 }
 
 // defaultWindow is a stream's window: Linux's default largest receive
@@ -49,7 +54,7 @@ const defaultWindow = 3 << 20
 // and pair latencies, these times scale (the time scale).
 func newShaper(clk clock.Clock, n int, links *ts.Links, index map[lpeer.ID]int, pairs []pair, scale float64) *shaper {
 	sh := &shaper{links: links, index: index, latency: make(map[[2]int]time.Duration, len(pairs)),
-		window: defaultWindow, clk: clk, t0: clk.Now(), sent: make([]atomic.Int64, n)}
+		window: defaultWindow, clk: clk, t0: clk.Now(), sent: make([]atomic.Int64, n), scale: scale}
 	for _, p := range pairs {
 		if p.latency > 0 {
 			sh.latency[[2]int{p.a, p.b}] = time.Duration(float64(p.latency) * scale)
@@ -63,15 +68,33 @@ func (sh *shaper) at(secs float64) time.Time {
 	return sh.t0.Add(time.Duration(secs * float64(time.Second)))
 }
 
+// described returns the time of the described network now (the run's
+// clock slowed by the time scale), for the relays' limits.
+func (sh *shaper) described() time.Time {
+	return sh.t0.Add(time.Duration(float64(sh.clk.Since(sh.t0)) / sh.scale))
+}
+
 // stream returns s shaped as written by node from, or s itself when its
-// remote peer is not a node of the run.
-func (sh *shaper) stream(s network.Stream, from int) network.Stream {
+// remote peer is not a node of the run; blocks says s carries blocks.
+func (sh *shaper) stream(s network.Stream, from int, blocks bool) network.Stream {
 	to, ok := sh.index[s.Conn().RemotePeer()]
 	if !ok {
 		return s
 	}
-	ls := &linkStream{Stream: s, sh: sh, from: from, to: to,
+	ls := &linkStream{Stream: s, sh: sh, from: from, to: to, blocks: blocks,
 		latency: sh.latency[[2]int{min(from, to), max(from, to)}], dead: make(chan struct{})}
+	if sh.nat != nil {
+		if l, ok := sh.nat.legs[[2]int{min(from, to), max(from, to)}]; ok {
+			// Through the relay: the writer's leg, then the reader's.
+			in, out := l.lat[0], l.lat[1]
+			if from > to {
+				in, out = out, in
+			}
+			ls.latency = time.Duration(float64(in) * sh.scale)
+			ls.hop = &relayHop{relay: l.relay, latency: time.Duration(float64(out) * sh.scale),
+				gen: sh.nat.circuits.Open(from, to, sh.described()), conn: natmodel.MarkConn(s.Conn(), sh.nat.addrs[l.relay])}
+		}
+	}
 	ls.room.L = &ls.mu
 	return ls
 }
@@ -87,7 +110,12 @@ type linkStream struct {
 	network.Stream
 	sh       *shaper
 	from, to int
-	latency  time.Duration
+	// latency is the pair's, or the writer's to the relay.
+	latency time.Duration
+	blocks  bool // the stream carries blocks
+
+	// hop is the relay of a relayed pair (nil: direct).
+	hop *relayHop
 
 	// wmu makes writes sequential, as on a socket; it guards wtimer.
 	wmu    sync.Mutex
@@ -129,6 +157,20 @@ func (s *linkStream) Write(p []byte) (int, error) {
 	}
 	s.mu.Unlock()
 
+	if s.hop != nil {
+		n, err := s.sh.nat.circuits.Carry(s.from, s.to, s.hop.gen, len(p), s.sh.described())
+		if s.blocks {
+			s.sh.nat.relayedBlocks.Add(int64(n))
+		}
+		if err != nil {
+			// The relay carries the bytes up to its limit, then resets
+			// both ends; they are lost with the stream.
+			if natmodel.IsLimit(err) {
+				go s.sh.nat.cut(s.from, s.to)
+			}
+			return 0, network.ErrReset
+		}
+	}
 	sent := s.sh.clk.Now()
 	if s.sh.links != nil {
 		end := s.sh.links.Up(s.from, len(p), s.sh.clk.Since(s.sh.t0).Seconds())
@@ -240,6 +282,9 @@ func (s *linkStream) drain() {
 		if !s.sleepUntil(&s.dtimer, d.at) {
 			return
 		}
+		if s.hop != nil && !s.viaRelay(len(d.b)) {
+			return
+		}
 		if s.sh.links != nil {
 			// The bytes have reached the reader's downlink: they go through
 			// it in the order they arrive there.
@@ -259,6 +304,38 @@ func (s *linkStream) drain() {
 		s.room.Broadcast()
 		s.mu.Unlock()
 	}
+}
+
+// relayHop is the relay of a relayed pair's stream: its number, its
+// latency to the reader, the circuit the stream runs on, and the
+// connection marked as relayed (natmodel.MarkConn).
+type relayHop struct {
+	relay   int
+	latency time.Duration
+	gen     uint64
+	conn    network.Conn
+}
+
+// viaRelay carries b bytes that have reached the relay through its
+// downlink and uplink (booked as they arrive, in order) and its latency to
+// the reader; false if the stream was reset meanwhile.
+func (s *linkStream) viaRelay(b int) bool {
+	at := s.sh.clk.Now()
+	if l := s.sh.links; l != nil {
+		k := s.sh.nat.n + s.hop.relay
+		end := l.Down(k, b, s.sh.clk.Since(s.sh.t0).Seconds())
+		at = s.sh.at(l.Up(k, b, end))
+	}
+	return s.sleepUntil(&s.dtimer, at.Add(s.hop.latency))
+}
+
+// Conn returns the stream's connection, marked as relayed for a relayed
+// pair.
+func (s *linkStream) Conn() network.Conn {
+	if s.hop != nil {
+		return s.hop.conn
+	}
+	return s.Stream.Conn()
 }
 
 // CloseWrite closes the stream for writing once what is in flight has

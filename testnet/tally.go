@@ -30,6 +30,9 @@ func (w *swarm) tally(res *Result, seedNode, blockSize int, scale float64) []int
 			}
 			res.BlocksReceived += (sum.Received + int64(blockSize) - 1) / int64(blockSize)
 			res.Redundant += int64(sum.Redundant)
+			if res.NAT != nil {
+				res.NAT.FetchRelayedBytes += sum.RelayedBytes
+			}
 			res.Pushed += int64(sum.Pushed)
 			res.FalseOffers += int64(sum.FalseOffers)
 			res.Rejected += int64(sum.Rejected)

@@ -80,7 +80,8 @@ func testnetCommand() *cli.Command {
 			"store, staged beside version 1, takes the blocks they share from it and fetches the new ones\n" +
 			"(B_new) from the swarm, then replaces version 1. The run prints B_new, the blocks each\n" +
 			"fetcher reused, the seed's block bytes over B_new (copies) and T* of B_new.\n" +
-			"--content-defined cuts content-defined blocks instead of --block-size ones.\n\n" +
+			"--content-defined cuts content-defined blocks instead of --block-size ones.\n" +
+			natHelp + "\n" +
 			"Examples:\n" +
 			"   reconcile testnet --nodes 200 --size 16MiB --method both --plot testnet.png\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --method complete\n" +
@@ -93,8 +94,9 @@ func testnetCommand() *cli.Command {
 			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --trees 16\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --trees 16 --churn 0.1 --liars 0.1\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --update 0.01\n" +
-			"   reconcile testnet --peers 200 --size 16MiB --content-defined --up 20Mbit --down 100Mbit --update 0.01",
-		Flags: []cli.Flag{
+			"   reconcile testnet --peers 200 --size 16MiB --content-defined --up 20Mbit --down 100Mbit --update 0.01\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --nat 0.5 --punch 0.7 --relays 4",
+		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"peers"}, Usage: "peers", Value: 200},
 			&cli.StringFlag{Name: "size", Usage: "file size (e.g. 16MiB)", Value: "16MiB"},
 			&cli.StringFlag{Name: "block-size", Usage: "block size, 1KiB to 16MiB", Value: "256KiB"},
@@ -136,7 +138,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED SCALE TSTAR; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers); reconcile testnet trace FILE summarizes it"},
 			cliutil.ProgressFlag(),
 			labplot.Flag("draw the completion-time distribution of each method"),
-		},
+		}, natFlags()...),
 		Action:      runTestnet,
 		Subcommands: []*cli.Command{testnetTraceCommand()},
 	}
@@ -283,6 +285,9 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	if cfg.LiarKind, err = testnet.ParseLiarKind(c.String("liar-kind")); err != nil {
 		return fail("--liar-kind %q: want mixed, corrupt or phantom", c.String("liar-kind"))
+	}
+	if cfg.NAT, err = natConfig(c); err != nil {
+		return cfg, nil, err
 	}
 	methods, ok := parseMethods(c.String("method"))
 	if !ok {

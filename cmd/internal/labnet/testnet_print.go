@@ -82,6 +82,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 		}
 		printSeedOut(out, "testnet", runName(r.Method, r.Choice), r.SeedOutS, r.TStarS)
 		printSeedLeft(out, "testnet", runName(r.Method, r.Choice), r.SeedLeftS, r.TStarS)
+		printNAT(out, r)
 		if r.Pushed > 0 && r.BlocksReceived > 0 {
 			fmt.Fprintf(out, "testnet %s: %d of the %d blocks received came down the trees (%.1f%%), the rest were fetched; %d arrived twice\n",
 				runName(r.Method, r.Choice), r.Pushed, r.BlocksReceived, 100*float64(r.Pushed)/float64(r.BlocksReceived), r.Redundant)
