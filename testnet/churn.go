@@ -9,6 +9,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 
 	"github.com/reconcile-p2p/reconcile/peer/wire"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 // role is what one node does in a run beside fetching or seeding.
@@ -142,4 +143,19 @@ func (s *liarStream) lieIn(out, f []byte) []byte {
 
 func appendFrame(out, f []byte) []byte {
 	return append(binary.AppendUvarint(out, uint64(len(f))), f...)
+}
+
+// traceRoles writes each node's part in the run (churn and liars) to the
+// trace: "role N liar KIND | leave AT REJOIN | late AT" lines.
+func traceRoles(tr *tracestats.Writer, roles []role) {
+	for i, r := range roles {
+		switch {
+		case r.liar:
+			tr.Line("role %d liar %s", i, r.lie)
+		case r.leaveAt > 0:
+			tr.Line("role %d leave %.3f %t", i, r.leaveAt, r.rejoin)
+		case r.lateAt > 0:
+			tr.Line("role %d late %.3f", i, r.lateAt)
+		}
+	}
 }

@@ -306,7 +306,7 @@ type Config struct {
 	NAT natmodel.Config
 	// Trace, when set, receives a line for every unit a node sends or
 	// pushes, every reconciliation it answers, and the run's plan (roles,
-	// tree places) and events (see the format in trace.go's tracer), for
+	// tree places) and events (see the format in package tracestats' Writer), for
 	// studying a run's schedule afterwards (package testnet/tracestats
 	// reads it).
 	Trace io.Writer

@@ -12,6 +12,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
 // outcome is how one node's fetching ended.
@@ -50,7 +51,7 @@ type swarm struct {
 	// (Config.Trees), for its service's Push.
 	stripes func(i int) peer.Stripes
 	// tr, when set, traces the nodes' joins, leaves and ends.
-	tr *tracer
+	tr *tracestats.Writer
 
 	// linkMu guards who is present and which pairs are linked.
 	linkMu  sync.Mutex
@@ -208,7 +209,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 	o := &w.outs[i]
 	defer func() {
 		o.at = w.cfg.Clock.Since(w.start)
-		w.tr.event("done", i)
+		w.tr.Event("done", i)
 		if r.needed() {
 			w.done.Add(1)
 		}
@@ -221,7 +222,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 			return
 		}
 		o.late = true
-		w.tr.event("joined", i)
+		w.tr.Event("joined", i)
 		if err := w.attach(i); err != nil {
 			o.err = err
 			return
@@ -237,7 +238,7 @@ func (w *swarm) life(i int, join <-chan struct{}) {
 		leaving.Do(func() {
 			triggered.Store(true)
 			leftAt = w.cfg.Clock.Since(w.start)
-			w.tr.event("left", i)
+			w.tr.Event("left", i)
 			// Not from the progress callback: Close waits for the fetch.
 			go func() {
 				cancel()
@@ -320,7 +321,7 @@ func (w *swarm) rejoin(i int, o *outcome, leftAt time.Duration) error {
 	w.nodesMu.Unlock()
 	o.rejoined = true
 	o.away = w.cfg.Clock.Since(w.start) - leftAt
-	w.tr.event("back", i)
+	w.tr.Event("back", i)
 	if err := w.attach(i); err != nil {
 		return err
 	}

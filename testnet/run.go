@@ -21,6 +21,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
+	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 	"github.com/reconcile-p2p/reconcile/testnet/update"
 )
 
@@ -229,15 +230,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		shape.nat = nat
 	}
 	audit := cnt.audit(holdingsOf)
-	tr := newTracer(cfg.Trace, byID, cfg.Clock)
-	defer tr.flush()
+	tr := tracestats.NewWriter(cfg.Trace, byID, cfg.Clock)
+	defer tr.Flush()
 	out := newSeedOut(cfg.Clock, m.BlockCount(), file.delta.New)
 	newService := func(i int) (*peer.Service, error) {
 		obs := audit
 		if tr != nil {
 			obs = func(ev peer.ServeEvent) {
 				audit(ev)
-				tr.served(i, ev)
+				tr.Served(i, ev)
 			}
 		}
 		if i == seedNode {
@@ -421,8 +422,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := cfg.Clock.Now()
 	cpu0, sched0 := cpuTime(), schedSample()
-	tr.begin(start, cfg.Method.String(), seedNode, scale, res.TStarS)
-	tr.plan(roles, trees)
+	tr.Begin(start, cfg.Method.String(), seedNode, scale, res.TStarS)
+	traceRoles(tr, roles)
+	tr.Parents(trees)
 	w.tr = tr
 	w.ctx, w.start = rctx, start
 	var wg, liars sync.WaitGroup

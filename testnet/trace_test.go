@@ -18,21 +18,22 @@ import (
 // nodes' events, and blocks sent and pushed, each on its own line.
 func TestTracer(t *testing.T) {
 	var buf bytes.Buffer
-	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2}, clock.Real())
+	tr := tracestats.NewWriter(&buf, map[lpeer.ID]int{"a": 1, "b": 2}, clock.Real())
 	// A push before the fetches begin comes right after the start line,
 	// at a negative time.
-	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 1, Pushed: true})
+	tr.Served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 1, Pushed: true})
 	time.Sleep(time.Millisecond)
-	tr.begin(time.Now(), "complete", 0, 15, 6.71)
+	tr.Begin(time.Now(), "complete", 0, 15, 6.71)
 	roles := []role{{}, {liar: true, lie: LiarCorrupt}, {leaveAt: 0.5, rejoin: true}, {lateAt: 0.25}}
 	trees := &stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2, 3}, nil, nil}}}
-	tr.plan(roles, trees)
-	tr.event("left", 2)
-	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 7})
-	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 8, Pushed: true})
-	tr.served(2, peer.ServeEvent{Kind: peer.EventBusy, Peer: "x"})
-	tr.served(2, peer.ServeEvent{Kind: peer.EventAdopted, Peer: "a", Index: 3})
-	if err := tr.flush(); err != nil {
+	traceRoles(tr, roles)
+	tr.Parents(trees)
+	tr.Event("left", 2)
+	tr.Served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 7})
+	tr.Served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 8, Pushed: true})
+	tr.Served(2, peer.ServeEvent{Kind: peer.EventBusy, Peer: "x"})
+	tr.Served(2, peer.ServeEvent{Kind: peer.EventAdopted, Peer: "a", Index: 3})
+	if err := tr.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -63,27 +64,29 @@ func TestTracer(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("trace:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	var nilTracer *tracer
-	nilTracer.plan(roles, trees) // a run without a trace: no-ops
-	nilTracer.event("done", 1)
+	var none *tracestats.Writer // a run without a trace: no-ops
+	traceRoles(none, roles)
+	none.Parents(trees)
+	none.Event("done", 1)
 }
 
-// TestTraceRoundTrip reads what a tracer wrote: the reader knows every
+// TestTraceRoundTrip reads what a Writer wrote: the reader knows every
 // line the writer writes, and a push before the fetches began counts.
 func TestTraceRoundTrip(t *testing.T) {
 	var buf bytes.Buffer
-	tr := newTracer(&buf, map[lpeer.ID]int{"a": 1, "b": 2, "c": 3}, clock.Real())
-	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 0, Pushed: true})
-	tr.begin(time.Now(), "complete", 0, 15, 6.71)
-	tr.plan([]role{{}, {}, {}, {liar: true, lie: LiarPhantom}}, &stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2}, nil, nil}}})
-	tr.served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 0, Pushed: true})
-	tr.served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 1})
-	tr.served(0, peer.ServeEvent{Kind: peer.EventAnswered, Peer: "b"})
-	tr.served(0, peer.ServeEvent{Kind: peer.EventBusy, Peer: "c"})
-	tr.served(1, peer.ServeEvent{Kind: peer.EventAdopted, Peer: "b", Index: 0})
-	tr.event("done", 2)
-	tr.event("done", 1)
-	if err := tr.flush(); err != nil {
+	tr := tracestats.NewWriter(&buf, map[lpeer.ID]int{"a": 1, "b": 2, "c": 3}, clock.Real())
+	tr.Served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "a", Index: 0, Pushed: true})
+	tr.Begin(time.Now(), "complete", 0, 15, 6.71)
+	traceRoles(tr, []role{{}, {}, {}, {liar: true, lie: LiarPhantom}})
+	tr.Parents(&stripes.Trees{Roots: []int{1}, Kids: [][][]int32{{nil, {2}, nil, nil}}})
+	tr.Served(1, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 0, Pushed: true})
+	tr.Served(0, peer.ServeEvent{Kind: peer.EventBlockSent, Peer: "b", Index: 1})
+	tr.Served(0, peer.ServeEvent{Kind: peer.EventAnswered, Peer: "b"})
+	tr.Served(0, peer.ServeEvent{Kind: peer.EventBusy, Peer: "c"})
+	tr.Served(1, peer.ServeEvent{Kind: peer.EventAdopted, Peer: "b", Index: 0})
+	tr.Event("done", 2)
+	tr.Event("done", 1)
+	if err := tr.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	runs, err := tracestats.Read(&buf)

@@ -4,7 +4,7 @@
 // honest peers received they had received before, until the seed had sent
 // every unit once and after, what the seed pushed and sent on request,
 // and, with stripe trees, which stripes came in last and which of their
-// inner nodes left or lied. The trace's format is in testnet's trace.go.
+// inner nodes left or lied. Writer writes a trace; its doc gives the format.
 package tracestats
 
 import (

@@ -1,4 +1,4 @@
-package testnet
+package tracestats
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 )
 
-// tracer writes Config.Trace: a line for what each node serves, with the
+// Writer writes a trace (testnet.Config.Trace): a line for what each node serves, with the
 // seconds since the fetches began (negative before), so that a run's
 // schedule can be studied afterwards (who sent which block when, which
 // answers offered what):
@@ -37,7 +37,7 @@ import (
 // tracer of each block it sends). Lines of what happened before the
 // fetches began (a seed's first pushes down stripe trees) come right after
 // the start line, with their negative times.
-type tracer struct {
+type Writer struct {
 	clk   clock.Clock
 	mu    sync.Mutex
 	buf   bytes.Buffer
@@ -55,17 +55,19 @@ type earlyLine struct {
 	args   []any
 }
 
-// newTracer returns a tracer writing to w, or nil when w is nil.
-func newTracer(w io.Writer, index map[lpeer.ID]int, clk clock.Clock) *tracer {
+// NewWriter returns a Writer writing to w, or nil when w is nil; index
+// numbers the run's peers, clk is the run's clock. A nil Writer's methods do
+// nothing.
+func NewWriter(w io.Writer, index map[lpeer.ID]int, clk clock.Clock) *Writer {
 	if w == nil {
 		return nil
 	}
-	return &tracer{out: w, index: index, clk: clk}
+	return &Writer{out: w, index: index, clk: clk}
 }
 
 // timed writes a line whose first verb is its time, in seconds since the
 // fetches began (t.mu held).
-func (t *tracer) timed(format string, args ...any) {
+func (t *Writer) timed(format string, args ...any) {
 	now := t.clk.Now()
 	if t.start.IsZero() {
 		t.early = append(t.early, earlyLine{at: now, format: format, args: args})
@@ -74,9 +76,9 @@ func (t *tracer) timed(format string, args ...any) {
 	fmt.Fprintf(&t.buf, format, append([]any{now.Sub(t.start).Seconds()}, args...)...)
 }
 
-// begin marks the start of the fetches, of a run at time scale scale
+// Begin marks the start of the fetches, of a run at time scale scale
 // whose T* is tstar (described seconds, 0: none).
-func (t *tracer) begin(at time.Time, method string, seed int, scale, tstar float64) {
+func (t *Writer) Begin(at time.Time, method string, seed int, scale, tstar float64) {
 	if t == nil {
 		return
 	}
@@ -90,8 +92,8 @@ func (t *tracer) begin(at time.Time, method string, seed int, scale, tstar float
 	t.early = nil
 }
 
-// served writes what node from served.
-func (t *tracer) served(from int, ev peer.ServeEvent) {
+// Served writes what node from served.
+func (t *Writer) Served(from int, ev peer.ServeEvent) {
 	to, ok := t.index[ev.Peer]
 	if !ok {
 		to = -1
@@ -114,8 +116,8 @@ func (t *tracer) served(from int, ev peer.ServeEvent) {
 	}
 }
 
-// line writes a line of its own (the run's plan), without a time.
-func (t *tracer) line(format string, a ...any) {
+// Line writes a line of its own (the run's plan), without a time.
+func (t *Writer) Line(format string, a ...any) {
 	if t == nil {
 		return
 	}
@@ -124,8 +126,8 @@ func (t *tracer) line(format string, a ...any) {
 	fmt.Fprintf(&t.buf, format+"\n", a...)
 }
 
-// event writes that node i did what (joined, left, back, done) now.
-func (t *tracer) event(what string, i int) {
+// Event writes that node i did what (joined, left, back, done) now.
+func (t *Writer) Event(what string, i int) {
 	if t == nil {
 		return
 	}
@@ -134,35 +136,23 @@ func (t *tracer) event(what string, i int) {
 	t.timed(what+" %.4f %d\n", i)
 }
 
-// plan writes each node's role and place in the stripe trees.
-func (t *tracer) plan(roles []role, trees *stripes.Trees) {
-	if t == nil {
-		return
-	}
-	for i, r := range roles {
-		switch {
-		case r.liar:
-			t.line("role %d liar %s", i, r.lie)
-		case r.leaveAt > 0:
-			t.line("role %d leave %.3f %t", i, r.leaveAt, r.rejoin)
-		case r.lateAt > 0:
-			t.line("role %d late %.3f", i, r.lateAt)
-		}
-	}
-	if trees == nil {
+// Parents writes each node's place in the stripe trees: "parent S CHILD
+// PARENT" lines.
+func (t *Writer) Parents(trees *stripes.Trees) {
+	if t == nil || trees == nil {
 		return
 	}
 	for s, kids := range trees.Kids {
 		for p, cs := range kids {
 			for _, c := range cs {
-				t.line("parent %d %d %d", s, c, p)
+				t.Line("parent %d %d %d", s, c, p)
 			}
 		}
 	}
 }
 
-// flush writes out the lines so far.
-func (t *tracer) flush() error {
+// Flush writes out the lines so far.
+func (t *Writer) Flush() error {
 	if t == nil {
 		return nil
 	}
