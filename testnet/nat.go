@@ -41,11 +41,10 @@ type relayLegs struct {
 	lat   [2]time.Duration
 }
 
-// newNATRun draws the NATs of cfg.NAT over ov's pairs (nil when no peer is
-// behind one), drops the pairs that cannot talk from ov, and sets the
-// latency of a relayed pair to that of its path through its relay; hosts
-// are the nodes'.
-func newNATRun(cfg Config, net *ts.Network, ov *overlay, hosts func(i int) host.Host) (*natRun, error) {
+// newNATRun draws the NATs of cfg.NAT (nil when no peer is behind one);
+// hosts are the nodes'. Its pairs' paths are known at once (direct, for
+// the planner of stripe trees); apply puts them on the overlay.
+func newNATRun(cfg Config, hosts func(i int) host.Host) (*natRun, error) {
 	if !cfg.NAT.On() {
 		return nil, nil
 	}
@@ -57,6 +56,28 @@ func newNATRun(cfg Config, net *ts.Network, ov *overlay, hosts func(i int) host.
 	if r.addrs, err = natmodel.RelayAddrs(cfg.NAT.Relays, cfg.Seed); err != nil {
 		return nil, err
 	}
+	return r, nil
+}
+
+// direct says whether nodes a and b reach each other directly (without
+// NATs, always); the planner of stripe trees puts no tree edge through a
+// relay while a direct one is free (a relay's limits reset a push stream).
+func (r *natRun) direct(a, b int) bool {
+	if r == nil {
+		return true
+	}
+	p := r.m.Path(a, b)
+	return p == natmodel.Direct || p == natmodel.Punched
+}
+
+// apply drops from ov the pairs that cannot talk, and sets the latency of
+// a relayed pair to that of its path through its relay, and returns the
+// run's figures (nil without NATs).
+func (r *natRun) apply(cfg Config, net *ts.Network, ov *overlay) *natmodel.Figures {
+	if r == nil {
+		return nil
+	}
+	m := r.m
 	// The relays sit on random transit routers (servers, not homes).
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x72656c6179))
 	transit := 0
@@ -95,7 +116,7 @@ func newNATRun(cfg Config, net *ts.Network, ov *overlay, hosts func(i int) host.
 		kept = append(kept, p)
 	}
 	ov.pairs = kept
-	return r, nil
+	return r.fig
 }
 
 // accessRates returns the access links of the nodes followed by the
@@ -140,15 +161,6 @@ func (r *natRun) cut(a, b int) {
 	ha, hb := r.host(a), r.host(b)
 	_ = ha.Network().ClosePeer(hb.ID())
 	_ = hb.Network().ClosePeer(ha.ID())
-}
-
-// figures returns the run's figures (nil without NATs), filled in as the
-// run goes (tally, finish).
-func (r *natRun) figures() *natmodel.Figures {
-	if r == nil {
-		return nil
-	}
-	return r.fig
 }
 
 // finish fills in what the relays carried.

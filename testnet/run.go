@@ -179,27 +179,26 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	// Stripe trees: their parent-child pairs join the overlay's, with their
 	// latencies.
-	var trees *stripes.Trees
-	if cfg.Trees > 0 {
-		if trees, err = buildTrees(cfg, net, &ov, seedNode, up, file.unitBytes(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573))); err != nil {
-			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
-		}
-	}
-	// NATs: the pairs that cannot talk leave the overlay (trees' too).
-	nat, err := newNATRun(cfg, net, &ov, fab.host)
+	// NATs: the trees go around relays where they can; the pairs that
+	// cannot talk leave the overlay (trees' too).
+	nat, err := newNATRun(cfg, fab.host)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	res.NAT = nat.figures()
+	var trees *stripes.Trees
+	if cfg.Trees > 0 {
+		if trees, err = buildTrees(cfg, net, &ov, seedNode, up, file.unitBytes(), roles, rand.New(rand.NewPCG(cfg.Seed, 0x7472656573)), nat.direct); err != nil {
+			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
+		}
+	}
+	res.NAT = nat.apply(cfg, net, &ov)
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.
 	scale := cfg.TimeScale
 	if scale == 0 {
-		// A fetch's sources are its neighbours, up to MaxSources. With
-		// trees, their blocks come pushed, which costs about what four
-		// sources' announcements would (at scale 15, 200 peers of 16 MiB
-		// in 16 KiB blocks: the CPU 37 % busy, its waits 11 ms at p99
-		// against 373 ms latencies).
+		// A fetch's sources are its neighbours, up to MaxSources. With trees, their blocks come pushed, which costs
+		// about what four sources' announcements would (at scale 15, 200 peers of 16 MiB in 16 KiB blocks: the
+		// CPU 37 % busy, its waits 11 ms at p99 against 373 ms latencies).
 		sources := min(float64(cfg.MaxSources), res.MeanDegree)
 		if trees != nil {
 			sources = min(sources, 4)

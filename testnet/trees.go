@@ -63,7 +63,13 @@ func parentIn(trees *stripes.Trees, s, n, seed int) int {
 // are. The late joiners (roles) are leaves only: they are not there when
 // the trees are drawn, and an inner node absent would cut its subtree off
 // until it joins. It fails only where the planner refuses its input.
-func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, roles []role, rng *rand.Rand) (*stripes.Trees, error) {
+// relayedDelayMS is what buildTrees adds to the delay of a pair that does
+// not reach each other directly (NATs whose punch failed), so that the
+// planner puts a child under a parent through a relay only where no direct
+// parent has a free place.
+const relayedDelayMS = 1e6
+
+func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64, blockSize int, roles []role, rng *rand.Rand, direct func(a, b int) bool) (*stripes.Trees, error) {
 	var order []int
 	for _, a := range rng.Perm(cfg.Nodes) {
 		if a != seed {
@@ -95,8 +101,14 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 			caps[i] = 0
 		}
 	}
-	trees, err := stripes.Plan(stripes.Config{Peers: cfg.Nodes, Stripes: cfg.Trees, Order: order, Up: caps, Seed: seed,
-		Delay: func(a, b int) float64 { return float64(latency(a, b)) / float64(time.Millisecond) }, BlockMS: blockMS})
+	delay := func(a, b int) float64 {
+		d := float64(latency(a, b)) / float64(time.Millisecond)
+		if direct != nil && !direct(a, b) {
+			d += relayedDelayMS // through a relay: only where nothing direct is free
+		}
+		return d
+	}
+	trees, err := stripes.Plan(stripes.Config{Peers: cfg.Nodes, Stripes: cfg.Trees, Order: order, Up: caps, Seed: seed, Delay: delay, BlockMS: blockMS})
 	if err != nil {
 		return nil, err
 	}

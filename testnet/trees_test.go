@@ -169,7 +169,7 @@ func TestBuildTreesLateLeaves(t *testing.T) {
 		for _, i := range late {
 			roles[i].lateAt = 0.3
 		}
-		trees, err := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, roles, rand.New(rand.NewPCG(1, 2)))
+		trees, err := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, roles, rand.New(rand.NewPCG(1, 2)), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
