@@ -25,7 +25,7 @@ func TestPreferDirectSource(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	relayHost, relayInfo := startRelay(t, relayv2.WithInfiniteLimits())
+	relayHost, _ := startRelay(t, relayv2.WithInfiniteLimits())
 	var err error
 
 	src := writeRandomFile(t, dir, "data.bin", 1<<20, 3)
@@ -37,13 +37,7 @@ func TestPreferDirectSource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := behind.Host().Connect(ctx, relayInfo); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := relayclient.Reserve(ctx, behind.Host(), relayInfo); err != nil {
-		t.Fatal(err)
-	}
-	circuit := relayHost.Addrs()[0].Encapsulate(ma.StringCast("/p2p/" + relayHost.ID().String() + "/p2p-circuit/p2p/" + behind.ID().String()))
+	circuit := reserveOn(ctx, t, behind, relayHost)
 	fetcher := newTestPeer(t, WithReach(Reach{RelayClient: true}))
 	tk.Peers = nil
 	sum, err := fetcher.Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithPeers(direct.Addrs()...))
@@ -76,7 +70,7 @@ func TestMoveToDirect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	relayHost, relayInfo := startRelay(t, relayv2.WithInfiniteLimits())
+	relayHost, _ := startRelay(t, relayv2.WithInfiniteLimits())
 	const size = 1 << 20
 	src := writeRandomFile(t, dir, "data.bin", size, 5)
 	// 32 blocks at 256 KiB/s: 4 s, for the direct connection to open midway.
@@ -85,13 +79,7 @@ func TestMoveToDirect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := behind.Host().Connect(ctx, relayInfo); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := relayclient.Reserve(ctx, behind.Host(), relayInfo); err != nil {
-		t.Fatal(err)
-	}
-	circuit := relayHost.Addrs()[0].Encapsulate(ma.StringCast("/p2p/" + relayHost.ID().String() + "/p2p-circuit/p2p/" + behind.ID().String()))
+	circuit := reserveOn(ctx, t, behind, relayHost)
 	fetcher := newTestPeer(t, WithReach(Reach{RelayClient: true}))
 	tk.Peers = nil
 	direct := make(chan struct{})
@@ -138,26 +126,20 @@ func TestRelayLimitExplained(t *testing.T) {
 	// relayed connection closes before a block is through.
 	res := relayv2.DefaultResources()
 	res.Limit.Data = 16 << 10
-	relayHost, relayInfo := startRelay(t, relayv2.WithResources(res))
+	relayHost, _ := startRelay(t, relayv2.WithResources(res))
 	src := writeRandomFile(t, dir, "data.bin", 1<<20, 4)
 	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
 	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := behind.Host().Connect(ctx, relayInfo); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := relayclient.Reserve(ctx, behind.Host(), relayInfo); err != nil {
-		t.Fatal(err)
-	}
+	circuit := reserveOn(ctx, t, behind, relayHost)
 	// Behind a NAT: nothing dials it directly.
 	for _, a := range behind.Host().Network().ListenAddresses() {
 		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil {
 			behind.Host().Network().(*swarm.Swarm).ListenClose(a)
 		}
 	}
-	circuit := relayHost.Addrs()[0].Encapsulate(ma.StringCast("/p2p/" + relayHost.ID().String() + "/p2p-circuit/p2p/" + behind.ID().String()))
 	tk.Peers = nil
 	_, err = newTestPeer(t, WithReach(Reach{RelayClient: true})).Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithNoPeerTimeout(2*time.Second))
 	if err == nil {
@@ -170,6 +152,20 @@ func TestRelayLimitExplained(t *testing.T) {
 			t.Errorf("the error lacks %q: %s", want, msg)
 		}
 	}
+}
+
+// reserveOn has p reserve a slot on relay r and returns p's circuit address
+// through it.
+func reserveOn(ctx context.Context, t *testing.T, p *Peer, r host.Host) ma.Multiaddr {
+	t.Helper()
+	info := lpeer.AddrInfo{ID: r.ID(), Addrs: r.Addrs()}
+	if err := p.Host().Connect(ctx, info); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := relayclient.Reserve(ctx, p.Host(), info); err != nil {
+		t.Fatal(err)
+	}
+	return r.Addrs()[0].Encapsulate(ma.StringCast("/p2p/" + r.ID().String() + "/p2p-circuit/p2p/" + p.ID().String()))
 }
 
 // startRelay starts a circuit relay v2 on loopback with opts (it takes

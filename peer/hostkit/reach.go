@@ -261,9 +261,17 @@ func (rs *relaySource) note(id lpeer.ID) {
 // logRelayAddrs logs the host's relay addresses each time AutoRelay changes
 // them, until the host closes.
 func (h *Host) logRelayAddrs() {
-	sub, err := h.EventBus().Subscribe(new(event.EvtAutoRelayAddrsUpdated))
+	_ = h.onEvent(new(event.EvtAutoRelayAddrsUpdated), func(e any) {
+		h.log.Info("relay addresses", "addrs", e.(event.EvtAutoRelayAddrsUpdated).RelayAddrs)
+	})
+}
+
+// onEvent calls fn with each event of evtType's type the host's event bus
+// emits, on one goroutine, until the host closes.
+func (h *Host) onEvent(evtType any, fn func(e any)) error {
+	sub, err := h.EventBus().Subscribe(evtType)
 	if err != nil {
-		return
+		return err
 	}
 	go func() {
 		defer sub.Close()
@@ -275,10 +283,11 @@ func (h *Host) logRelayAddrs() {
 				if !ok {
 					return
 				}
-				h.log.Info("relay addresses", "addrs", e.(event.EvtAutoRelayAddrsUpdated).RelayAddrs)
+				fn(e)
 			}
 		}
 	}()
+	return nil
 }
 
 var treatMu sync.Mutex

@@ -204,32 +204,20 @@ func (h *Host) relayRound(ctx context.Context, id lpeer.ID) error {
 // with it (see the comment at the top of this file), for the life of the
 // host.
 func (h *Host) watchRelays() error {
-	sub, err := h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	err := h.onEvent(new(event.EvtPeerIdentificationCompleted), func(e any) {
+		ev := e.(event.EvtPeerIdentificationCompleted)
+		if !slices.Contains(ev.Protocols, circuitproto.ProtoIDv2Hop) {
+			return
+		}
+		go func() {
+			ctx, cancel := context.WithTimeout(h.ctx, relayConnWait)
+			defer cancel()
+			h.relayRound(ctx, ev.Peer)
+		}()
+	})
 	if err != nil {
 		return fmt.Errorf("hostkit: watch relays: %w", err)
 	}
-	go func() {
-		defer sub.Close()
-		for {
-			select {
-			case <-h.ctx.Done():
-				return
-			case e, ok := <-sub.Out():
-				if !ok {
-					return
-				}
-				ev := e.(event.EvtPeerIdentificationCompleted)
-				if !slices.Contains(ev.Protocols, circuitproto.ProtoIDv2Hop) {
-					continue
-				}
-				go func() {
-					ctx, cancel := context.WithTimeout(h.ctx, relayConnWait)
-					defer cancel()
-					h.relayRound(ctx, ev.Peer)
-				}()
-			}
-		}
-	}()
 	return nil
 }
 

@@ -16,8 +16,12 @@ import (
 )
 
 // libCuts returns the block lengths go-cdc-chunkers gives for data.
-func libCuts(t testing.TB, data []byte, c CDC) []int {
-	ch, err := cdc.NewChunker(Algorithm, bytes.NewReader(data), &cdc.ChunkerOpts{MinSize: c.Min, NormalSize: c.Normal, MaxSize: c.Max})
+func libCuts(t testing.TB, data []byte, c CDC) []int { return algoCuts(t, Algorithm, data, c) }
+
+// algoCuts returns the block lengths go-cdc-chunkers' algorithm algo gives
+// for data.
+func algoCuts(t testing.TB, algo string, data []byte, c CDC) []int {
+	ch, err := cdc.NewChunker(algo, bytes.NewReader(data), &cdc.ChunkerOpts{MinSize: c.Min, NormalSize: c.Normal, MaxSize: c.Max})
 	if err != nil {
 		t.Fatal(err)
 	}

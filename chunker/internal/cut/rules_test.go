@@ -1,14 +1,12 @@
 package cut
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"testing"
 
-	cdc "github.com/PlakarKorp/go-cdc-chunkers"
 	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/jc"
 	_ "github.com/PlakarKorp/go-cdc-chunkers/chunkers/ultracdc"
 	"github.com/zeebo/xxh3"
@@ -32,22 +30,8 @@ func TestEditRules(t *testing.T) {
 		return rule{fmt.Sprintf("gear nc%d %dK/%dK/%dK", level, min, normal, max), func(d []byte) []int { return gearCuts(d, g) }, level}
 	}
 	libRule := func(algo string, min, normal, max int) rule {
-		return rule{fmt.Sprintf("%s %dK/%dK/%dK", algo, min, normal, max), func(d []byte) []int {
-			ch, err := cdc.NewChunker(algo, bytes.NewReader(d), &cdc.ChunkerOpts{MinSize: min << 10, NormalSize: normal << 10, MaxSize: max << 10})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out []int
-			for {
-				b, err := ch.Next()
-				if len(b) > 0 {
-					out = append(out, len(b))
-				}
-				if err != nil {
-					return out
-				}
-			}
-		}, -1}
+		c := CDC{Min: min << 10, Normal: normal << 10, Max: max << 10}
+		return rule{fmt.Sprintf("%s %dK/%dK/%dK", algo, min, normal, max), func(d []byte) []int { return algoCuts(t, algo, d, c) }, -1}
 	}
 	rules := []rule{
 		gearRule(96, 128, 1024, 2),
