@@ -25,7 +25,7 @@ func TestPreferDirectSource(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	relayHost, _ := startRelay(t, relayv2.WithInfiniteLimits())
+	relayHost := startRelay(t, relayv2.WithInfiniteLimits())
 	var err error
 
 	src := writeRandomFile(t, dir, "data.bin", 1<<20, 3)
@@ -70,7 +70,7 @@ func TestMoveToDirect(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	relayHost, _ := startRelay(t, relayv2.WithInfiniteLimits())
+	relayHost := startRelay(t, relayv2.WithInfiniteLimits())
 	const size = 1 << 20
 	src := writeRandomFile(t, dir, "data.bin", size, 5)
 	// 32 blocks at 256 KiB/s: 4 s, for the direct connection to open midway.
@@ -126,7 +126,7 @@ func TestRelayLimitExplained(t *testing.T) {
 	// relayed connection closes before a block is through.
 	res := relayv2.DefaultResources()
 	res.Limit.Data = 16 << 10
-	relayHost, _ := startRelay(t, relayv2.WithResources(res))
+	relayHost := startRelay(t, relayv2.WithResources(res))
 	src := writeRandomFile(t, dir, "data.bin", 1<<20, 4)
 	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
 	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10))
@@ -170,7 +170,7 @@ func reserveOn(ctx context.Context, t *testing.T, p *Peer, r host.Host) ma.Multi
 
 // startRelay starts a circuit relay v2 on loopback with opts (it takes
 // reservations from loopback peers), stopped at the end of the test.
-func startRelay(t *testing.T, opts ...relayv2.Option) (host.Host, lpeer.AddrInfo) {
+func startRelay(t *testing.T, opts ...relayv2.Option) host.Host {
 	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
 	if err != nil {
@@ -182,5 +182,5 @@ func startRelay(t *testing.T, opts ...relayv2.Option) (host.Host, lpeer.AddrInfo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.Close() })
-	return h, lpeer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}
+	return h
 }
