@@ -182,3 +182,15 @@ func TestGearNC0Reference(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScan measures scan alone over 1 MiB of random bytes with a mask
+// that (almost) never matches: the bytes scanned per second.
+func BenchmarkScan(b *testing.B) {
+	data := testData(3, 1<<20)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if i, _ := scan(data, 0, math.MaxUint64); i >= 0 {
+			b.Fatal("matched")
+		}
+	}
+}

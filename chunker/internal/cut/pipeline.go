@@ -202,16 +202,31 @@ func (c CDC) level() (int, error) {
 // once by the caller; it fails once ctx is done), emit hands the bytes
 // seg.buf[lo:hi] to the hashers as the next block (it fails past MaxBlocks
 // blocks), and put lets go of the caller's hold on a segment.
+//
+// Blocks go to the hashers in batches: those emitted since the last send, sent
+// once they hold batchLen bytes, by the next get, or once produce returns; their
+// hashes come back in one batch. A batch wakes a hasher (and the collector)
+// once, not once a block: waking them once a block of about 121 KiB (some 40 µs of
+// hashing) kept a 1 GiB seed on 2 cores at about 1.1 goroutines running, the
+// reader waiting 0.76 s runnable in all (go tool trace -pprof=sched).
 type pipe struct {
-	ctx    context.Context
-	free   chan *segment // segments let go of, of those made
-	made   int           // segments made, at most cap(free)
-	bufLen int
-	jobs   chan chunkJob
-	i      int
+	ctx      context.Context
+	free     chan *segment // segments let go of, of those made
+	made     int           // segments made, at most cap(free)
+	bufLen   int
+	jobs     chan []chunkJob
+	batch    []chunkJob // emitted, not yet sent
+	batchLen int        // their bytes
+	sends    int        // batches sent
+	i        int
 }
 
 func (p *pipe) get() (*segment, error) {
+	// The blocks emitted hold segments: they go to the hashers before this
+	// waits for one of those segments to be let go of.
+	if err := p.flush(); err != nil {
+		return nil, err
+	}
 	var seg *segment
 	select {
 	case seg = <-p.free:
@@ -240,8 +255,37 @@ func (p *pipe) emit(seg *segment, lo, hi int) error {
 		return fmt.Errorf("%w: more than %d", ErrTooMany, MaxBlocks)
 	}
 	seg.refs.Add(1)
-	p.jobs <- chunkJob{p.i, seg, lo, hi}
+	p.batch = append(p.batch, chunkJob{p.i, seg, lo, hi})
 	p.i++
+	p.batchLen += hi - lo
+	if p.batchLen >= batchLen {
+		return p.flush()
+	}
+	return nil
+}
+
+// batchLen is the most bytes of blocks emit holds before sending them to
+// the hashers: enough for a wake-up to be a small part of hashing them, few
+// enough for them to be hashed while still in the cache.
+const batchLen = 1 << 20
+
+// flush sends the blocks emitted since the last flush to the hashers.
+func (p *pipe) flush() error {
+	if len(p.batch) == 0 {
+		return nil
+	}
+	select {
+	case p.jobs <- p.batch:
+		p.sends++
+	case <-p.ctx.Done():
+		// The hashers may be gone: let go of the blocks' holds here.
+		for _, j := range p.batch {
+			p.put(j.seg)
+		}
+		p.batch, p.batchLen = nil, 0
+		return p.ctx.Err()
+	}
+	p.batch, p.batchLen = nil, 0
 	return nil
 }
 
@@ -262,8 +306,8 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	p := &pipe{ctx: ctx, free: make(chan *segment, workers+2), bufLen: bufLen, jobs: make(chan chunkJob, workers)}
-	results := make(chan chunkResult, workers+2)
+	p := &pipe{ctx: ctx, free: make(chan *segment, max(workers+2, 4)), bufLen: bufLen, jobs: make(chan []chunkJob, workers)}
+	results := make(chan []chunkResult, workers+2)
 
 	var (
 		wg      sync.WaitGroup
@@ -274,16 +318,20 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := range p.jobs {
-				data := j.seg.buf[j.lo:j.hi]
-				h := blake3sum.Sum256(data)
-				if each != nil && ctx.Err() == nil {
-					if err := each(j.index, data, &h); err != nil {
-						errOnce.Do(func() { eachErr = err; cancel() })
+			for batch := range p.jobs {
+				res := make([]chunkResult, 0, len(batch))
+				for _, j := range batch {
+					data := j.seg.buf[j.lo:j.hi]
+					h := blake3sum.Sum256(data)
+					if each != nil && ctx.Err() == nil {
+						if err := each(j.index, data, &h); err != nil {
+							errOnce.Do(func() { eachErr = err; cancel() })
+						}
 					}
+					p.put(j.seg)
+					res = append(res, chunkResult{j.index, h})
 				}
-				p.put(j.seg)
-				results <- chunkResult{j.index, h}
+				results <- res
 			}
 		}()
 	}
@@ -296,16 +344,21 @@ func hashBlocks(ctx context.Context, workers, bufLen, blocks int, each BlockFunc
 			close(results)
 		}()
 		prodErr = produce(p)
+		if err := p.flush(); prodErr == nil {
+			prodErr = err
+		}
 	}()
 
 	count := 0
-	for res := range results {
-		off := res.index * HashSize
-		if need := off + HashSize; need > len(flat) {
-			flat = append(flat, make([]byte, need-len(flat))...)
+	for batch := range results {
+		for _, res := range batch {
+			off := res.index * HashSize
+			if need := off + HashSize; need > len(flat) {
+				flat = append(flat, make([]byte, need-len(flat))...)
+			}
+			copy(flat[off:], res.hash[:])
+			count++
 		}
-		copy(flat[off:], res.hash[:])
-		count++
 	}
 	if eachErr != nil {
 		return nil, eachErr
