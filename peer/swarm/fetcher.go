@@ -504,6 +504,14 @@ func (w worker) work() {
 			}
 			continue
 		}
+		if errors.Is(err, wire.ErrBusy) {
+			// A busy source has no room for us whatever this fetch gains
+			// or releases: asked again on every wake-up, each source of a
+			// swarm of 20 was asked 8 times a second, a stream opened
+			// and refused each time (TestBusyPause). Only the pause,
+			// growing to a second, ends its wait.
+			w = nil
+		}
 		t := f.p.clk.NewTimer(wait)
 		select {
 		case <-f.ctx.Done():

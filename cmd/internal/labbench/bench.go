@@ -70,7 +70,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "tls", Hidden: true, Usage: "internal: --tcp-send over TLS 1.3"},
 		},
 		Action:      runBench,
-		Subcommands: []*cli.Command{updateCommand()},
+		Subcommands: []*cli.Command{updateCommand(), swarmCommand()},
 	}
 }
 
