@@ -40,7 +40,7 @@ func seedCommand() *cli.Command {
 			&cli.StringFlag{Name: "ticket-file", Usage: "also write the ticket to this file"},
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
-			&cli.BoolFlag{Name: "super-seed", Usage: "offer each fetcher a few blocks at a time, those sent least often, every block once before any twice (for seeding a swarm whose peers trade)"},
+			&cli.BoolFlag{Name: "super-seed", Value: true, Usage: "offer each fetcher a few blocks at a time, those sent least often, every block once before any twice, so the fetchers trade the rest (a lone fetcher is served at full pace); --super-seed=false offers everything at once"},
 			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
@@ -75,7 +75,7 @@ type seedContent struct {
 // serveStores serves every store of the folder dir (the --out of fetches:
 // one content, or several, such as versions fetched into it) and returns
 // their tickets, in ListStores order.
-func serveStores(ctx context.Context, p *peer.Peer, dir string) ([]peer.Ticket, error) {
+func serveStores(ctx context.Context, p *peer.Peer, dir string, super bool) ([]peer.Ticket, error) {
 	ids, err := chunker.ListStores(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
@@ -89,7 +89,11 @@ func serveStores(ctx context.Context, p *peer.Peer, dir string) ([]peer.Ticket, 
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
-		tk, err := p.Serve(st)
+		var so []peer.ServeOption
+		if super {
+			so = append(so, peer.WithServeSuperSeeding())
+		}
+		tk, err := p.Serve(st, so...)
 		if err != nil {
 			st.Close()
 			return nil, err
@@ -148,7 +152,7 @@ func runSeed(c *cli.Context) error {
 	var tk peer.Ticket
 	var more []peer.Ticket // the other contents of a folder of stores
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
-		tks, err := serveStores(ctx, p, path)
+		tks, err := serveStores(ctx, p, path, c.Bool("super-seed"))
 		if err != nil {
 			return cliutil.OneLine(err)
 		}

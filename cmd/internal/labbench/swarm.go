@@ -45,14 +45,14 @@ func swarmCommand() *cli.Command {
 			"Examples:\n" +
 			"   reconcile bench swarm --repeat 3\n" +
 			"   reconcile bench swarm --fetchers 3 --size 2MiB --rate 0 --seed-rate 0\n" +
-			"   reconcile bench swarm --super-seed --block-size 64KiB --json",
+			"   reconcile bench swarm --super-seed=false --block-size 64KiB --json",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "fetchers", Value: 20, Usage: "fetch processes (1 to 100)"},
 			&cli.StringFlag{Name: "size", Value: "32MiB", Usage: "file size"},
 			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "the seed's --block-size (1KiB to 16MiB)"},
 			&cli.StringFlag{Name: "rate", Value: "2MiB", Usage: "each fetcher's upload cap, bytes per second (fetch --rate; 0: none)"},
 			&cli.StringFlag{Name: "seed-rate", Value: "4MiB", Usage: "the seed's upload cap, bytes per second (seed --rate; 0: none)"},
-			&cli.BoolFlag{Name: "super-seed", Usage: "run the seed with --super-seed"},
+			&cli.BoolFlag{Name: "super-seed", Value: true, Usage: "the seed super-seeds, as reconcile seed does by default (--super-seed=false: it offers everything)"},
 			&cli.BoolFlag{Name: "leave", Usage: "fetchers exit once done (no --seed-after)"},
 			&cli.DurationFlag{Name: "stagger", Usage: "launch a fetcher every this long (0: all at once)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "repetitions, each with a fresh seed and fresh fetchers (1 to 100)"},
