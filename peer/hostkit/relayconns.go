@@ -226,7 +226,9 @@ func (h *Host) watchRelays() error {
 // it connects to each relay they name and then over each transport both
 // speak (waiting for identify on every connection), so that the DCUtR
 // exchange that follows the relayed connection carries the host's observed
-// address on every transport. It waits at most relayConnWait and returns
+// address on every transport; not when ai has a public direct address (a
+// relay is then its fallback, not its way in). It waits at most
+// relayConnWait and returns
 // no error: a relay it cannot reach is left to the dial of ai, which fails
 // or goes around it as it would have.
 func (h *Host) ReachRelays(ctx context.Context, ai lpeer.AddrInfo) {
@@ -234,6 +236,11 @@ func (h *Host) ReachRelays(ctx context.Context, ai lpeer.AddrInfo) {
 		return
 	}
 	relays := map[lpeer.ID][]ma.Multiaddr{}
+	for _, a := range ai.Addrs {
+		if !IsRelayed(a) && manet.IsPublicAddr(a) {
+			return // reachable directly, most likely: no relay to wait for
+		}
+	}
 	for _, a := range ai.Addrs {
 		if !IsRelayed(a) {
 			continue
