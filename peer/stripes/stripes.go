@@ -147,19 +147,6 @@ func Plan(cfg Config) (*Trees, error) {
 			}
 			room[a]++
 		}
-		if delay != nil {
-			// The root is the stripe's inner node the seed reaches
-			// soonest (not one it reaches only through a relay).
-			b := 0
-			for j, a := range inner {
-				if delay(seed, a) < delay(seed, inner[b]) {
-					b = j
-				}
-			}
-			inner[0], inner[b] = inner[b], inner[0]
-			root = inner[0]
-			t.Roots[s] = root
-		}
 		line := inner[1:]
 		for _, a := range order {
 			if _, ok := room[a]; !ok {

@@ -99,5 +99,5 @@ func ExampleRunSwarm_central() {
 	}
 	// Output:
 	// central: 199 of 199 completed, median 1.32x T*, max 1.4x, no block twice: true
-	// trees-8+by-delay: 199 of 199 completed, median 1.35x T*, max 1.5x, no block twice: true
+	// trees-8+by-delay: 199 of 199 completed, median 1.37x T*, max 1.5x, no block twice: true
 }
