@@ -108,7 +108,28 @@ func buildTrees(cfg Config, net *ts.Network, ov *overlay, seed int, up []float64
 		}
 		return d
 	}
-	trees, err := stripes.Plan(stripes.Config{Peers: cfg.Nodes, Stripes: cfg.Trees, Order: order, Up: caps, Seed: seed, Delay: delay, BlockMS: blockMS})
+	plan := func() (*stripes.Trees, error) {
+		return stripes.Plan(stripes.Config{Peers: cfg.Nodes, Stripes: cfg.Trees, Order: order, Up: caps, Seed: seed, Delay: delay, BlockMS: blockMS})
+	}
+	trees, err := plan()
+	// A stripe's root takes the seed's pushes: one the seed reaches only
+	// through a relay (whose limits reset the push stream) trades its place
+	// in the order with the next fetcher the seed reaches directly.
+	for tries := 0; err == nil && direct != nil && tries < cfg.Trees; tries++ {
+		i := slices.IndexFunc(order, func(a int) bool { return slices.Contains(trees.Roots, a) && !direct(seed, a) })
+		if i < 0 {
+			break
+		}
+		j := i + 1
+		for j < len(order) && (!direct(seed, order[j]) || slices.Contains(trees.Roots, order[j])) {
+			j++
+		}
+		if j == len(order) {
+			break
+		}
+		order[i], order[j] = order[j], order[i]
+		trees, err = plan()
+	}
 	if err != nil {
 		return nil, err
 	}

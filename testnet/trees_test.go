@@ -192,3 +192,49 @@ func TestBuildTreesLateLeaves(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildTreesDirectRoots: with NATs, every stripe's root is a fetcher
+// the seed reaches directly (a relay's limits would reset the seed's push
+// stream), children go under parents they reach directly where the
+// planner finds room (far fewer tree edges through relays than in trees
+// drawn blind to the NATs: at most half), and every fetcher keeps its place in each tree.
+func TestBuildTreesDirectRoots(t *testing.T) {
+	const n, k, seed = 60, 8, 0
+	cfg := Config{Nodes: n, Trees: k, Latency: LatencyNone}
+	up := make([]float64, n)
+	for i := range up {
+		up[i] = 1e6
+	}
+	// Odd fetchers are behind NATs that neither the seed nor each other punch.
+	direct := func(a, b int) bool { return a%2 == 0 || b%2 == 0 }
+	relayedEdges := func(d func(a, b int) bool) int {
+		trees, err := buildTrees(cfg, nil, &overlay{}, seed, up, 1<<14, make([]role, n), rand.New(rand.NewPCG(1, 2)), d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		relayed := 0
+		for s, root := range trees.Roots {
+			if d != nil && !direct(seed, root) {
+				t.Errorf("stripe %d's root %d is reached through a relay", s, root)
+			}
+			placed := map[int]bool{root: true}
+			for p, kids := range trees.Kids[s] {
+				for _, c := range kids {
+					placed[int(c)] = true
+					if !direct(p, int(c)) {
+						relayed++
+					}
+				}
+			}
+			if len(placed) != n-1 {
+				t.Errorf("stripe %d places %d fetchers, want %d", s, len(placed), n-1)
+			}
+		}
+		return relayed
+	}
+	aware, blind := relayedEdges(direct), relayedEdges(nil)
+	t.Logf("tree edges through relays: %d aware of the NATs, %d blind", aware, blind)
+	if aware*2 > blind {
+		t.Errorf("%d tree edges through relays, against %d when the NATs are not known: want at most half", aware, blind)
+	}
+}
