@@ -304,26 +304,39 @@ func (ss *SuperSeed[K]) pumpLocked() {
 
 // pickFor returns the block to offer w next, or -1: among those it lacks and
 // is not offered, one offered to nobody, the least sent and asked for (only
-// a never sent one while some are), ties at random.
+// a never sent one while some are), ties at random. It looks from a random
+// block on and stops at the first with the least load there can be (none
+// while some block was never sent, else one send), so that dealing out a
+// file's blocks costs about n log n steps, not n² (a lone fetch of 1 GiB in
+// 16 KiB blocks would scan 65,536 blocks per offer).
 func (ss *SuperSeed[K]) pickFor(w *SuperWatch[K]) int {
-	best, bestLoad, ties := -1, int32(0), 0
-	for i, lacks := range w.lacks {
-		if !lacks || ss.offers[i] > 0 {
+	n := len(w.lacks)
+	if n == 0 {
+		return -1
+	}
+	floor := int32(1)
+	if ss.unsent > 0 {
+		floor = 0
+	}
+	best, bestLoad := -1, int32(0)
+	start := ss.rng.IntN(n)
+	for j := range n {
+		i := start + j
+		if i >= n {
+			i -= n
+		}
+		if !w.lacks[i] || ss.offers[i] > 0 {
 			continue
 		}
 		load := ss.sent[i] + ss.asked[i]
 		if ss.unsent > 0 && load > 0 {
 			continue
 		}
-		switch {
-		case best < 0 || load < bestLoad:
-			best, bestLoad, ties = i, load, 1
-		case load == bestLoad:
-			// Reservoir sampling keeps a uniform choice among the ties.
-			ties++
-			if ss.rng.IntN(ties) == 0 {
-				best = i
-			}
+		if load <= floor {
+			return i
+		}
+		if best < 0 || load < bestLoad {
+			best, bestLoad = i, load
 		}
 	}
 	return best
