@@ -40,7 +40,7 @@ func TestTestnetNAT(t *testing.T) {
 		!strings.Contains(out, "2 relays, limits no data limit and 2m0s a connection") || !strings.Contains(out, "the relays carried ") {
 		t.Fatalf("%v: %s", err, out)
 	}
-	out, err = run(t, "", append(args, "--json")...)
+	out, err = runJSON(t, append(args, "--json")...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

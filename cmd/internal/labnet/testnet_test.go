@@ -19,7 +19,7 @@ import (
 func TestTestnetCommand(t *testing.T) {
 	dir := t.TempDir()
 	plotFile := filepath.Join(dir, "t.png")
-	out, err := run(t, "", "testnet", "--nodes", "6", "--size", "1MiB", "--preset", "small", "--latency", "none",
+	out, err := runJSON(t, "testnet", "--nodes", "6", "--size", "1MiB", "--preset", "small", "--latency", "none",
 		"--method", "both", "--json", "--plot", plotFile, "--dir", filepath.Join(dir, "stores"))
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
@@ -62,7 +62,7 @@ func TestTestnetCommand(t *testing.T) {
 	}
 
 	// Churn and liars: their lines, and the baseline without them.
-	out, err = run(t, "", "testnet", "--peers", "12", "--size", "512KiB", "--block-size", "64KiB", "--preset", "small", "--latency", "none",
+	out, err = runJSON(t, "testnet", "--peers", "12", "--size", "512KiB", "--block-size", "64KiB", "--preset", "small", "--latency", "none",
 		"--method", "complete", "--churn", "0.2", "--liars", "0.2", "--baseline", "--json")
 	if err != nil {
 		t.Fatalf("churn and liars: %v: %s", err, out)
@@ -87,7 +87,7 @@ func TestTestnetCommand(t *testing.T) {
 
 	// Block choices side by side, and a time scale: a run per choice, times
 	// at the described rates.
-	out, err = run(t, "", "testnet", "--peers", "6", "--size", "512KiB", "--block-size", "64KiB", "--preset", "small", "--latency", "none",
+	out, err = runJSON(t, "testnet", "--peers", "6", "--size", "512KiB", "--block-size", "64KiB", "--preset", "small", "--latency", "none",
 		"--method", "complete", "--up", "64Mbit", "--down", "128Mbit", "--rarity", "random,exact,filters", "--time-scale", "2", "--json")
 	if err != nil {
 		t.Fatalf("rarity: %v: %s", err, out)

@@ -12,7 +12,7 @@ import (
 func TestTestnetUpdate(t *testing.T) {
 	args := []string{"testnet", "--peers", "6", "--size", "512KiB", "--block-size", "16KiB", "--preset", "small", "--latency", "none",
 		"--up", "20Mbit", "--down", "100Mbit", "--update", "0.01", "--update-places", "4"}
-	out, err := run(t, "", append(args, "--json")...)
+	out, err := runJSON(t, append(args, "--json")...)
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
