@@ -80,10 +80,11 @@ type Picker[K comparable] struct {
 	gen   uint64
 	rng   *rand.Rand
 	// partial counts, per unit, the offers of sources that are not full
-	// (see offers.full); full is the number of full sources.
+	// (see offers.full) nor away; full is the number of full sources.
 	partial map[int]int32
 	full    int
 	// direct counts, per unit, the offers of sources that are not relayed
+	// nor away
 	// (Offers.Relayed): a relayed source is not given a unit a direct one
 	// offers, so that a relay carries only what no direct path brings.
 	direct map[int]int32
@@ -126,6 +127,9 @@ type Offers struct {
 	// offers (see direct). relayed is its value at the last offer.
 	Relayed bool
 	relayed bool
+	// away says the source's last request failed or was refused (busy):
+	// its offers are left out of partial and direct (see Away).
+	away bool
 }
 
 // NewPicker makes a picker that claims offered units in the order offered
@@ -156,7 +160,7 @@ func (pk *Picker[K]) Offer(o *Offers, units []int) { pk.OfferFrom(o, units, fals
 // blocks no other peer near this one can send. Once several sources are
 // full (peers done with their download), none is spared.
 func (pk *Picker[K]) OfferFrom(o *Offers, units []int, full bool) {
-	pk.Forget(o)
+	pk.forget(o)
 	o.all = append(o.all[:0], units...)
 	o.Full, o.relayed = full, o.Relayed
 	if full {
@@ -164,10 +168,10 @@ func (pk *Picker[K]) OfferFrom(o *Offers, units []int, full bool) {
 	}
 	for _, i := range o.all {
 		pk.count[i]++
-		if !full {
+		if !full && !o.away {
 			pk.partial[i]++
 		}
-		if !o.relayed {
+		if !o.relayed && !o.away {
 			pk.direct[i]++
 		}
 	}
@@ -201,10 +205,10 @@ func (pk *Picker[K]) Add(o *Offers, units []int) {
 		o.all = append(o.all, i)
 		o.Queue = append(o.Queue, i)
 		pk.count[i]++
-		if !o.Full {
+		if !o.Full && !o.away {
 			pk.partial[i]++
 		}
-		if !o.relayed {
+		if !o.relayed && !o.away {
 			pk.direct[i]++
 		}
 		added = true
@@ -237,24 +241,28 @@ func (pk *Picker[K]) Held(i int) bool {
 	return pk.Hold != nil && pk.Hold(i, pk.seen[i])
 }
 
-// Forget takes a source's offers out of the rarity counts (it left the
-// fetch, or is about to offer anew).
+// Forget takes the offers of a source that left the fetch out of the
+// rarity counts. The units that a spared seed or a relayed source deferred
+// because this one offered them too are theirs again: it counts as a
+// release, as they may have no other (the last blocks of a fetch whose
+// partial sources all left).
 func (pk *Picker[K]) Forget(o *Offers) {
+	if pk.forget(o) {
+		pk.Releases++
+	}
+}
+
+// forget is Forget without the release (for a source about to offer anew);
+// it reports whether a unit not held lost its last partial or direct offer.
+func (pk *Picker[K]) forget(o *Offers) (freed bool) {
 	for _, i := range o.all {
 		if pk.count[i]--; pk.count[i] <= 0 {
 			delete(pk.count, i)
 		}
-		if !o.relayed {
-			if pk.direct[i]--; pk.direct[i] <= 0 {
-				delete(pk.direct, i)
-			}
-		}
-		if o.Full {
+		if o.away {
 			continue
 		}
-		if pk.partial[i]--; pk.partial[i] <= 0 {
-			delete(pk.partial, i)
-		}
+		freed = pk.uncount(i, !o.relayed, !o.Full) || freed
 	}
 	if o.Full {
 		pk.full--
@@ -263,6 +271,57 @@ func (pk *Picker[K]) Forget(o *Offers) {
 		pk.gen++
 	}
 	o.all, o.Full, o.in = o.all[:0], false, nil
+	return freed
+}
+
+// uncount takes one offer of unit i out of direct and partial, and reports
+// whether i, not held, lost its last offer there.
+func (pk *Picker[K]) uncount(i int, direct, partial bool) (freed bool) {
+	if direct {
+		if pk.direct[i]--; pk.direct[i] <= 0 {
+			delete(pk.direct, i)
+			freed = !pk.has(i)
+		}
+	}
+	if partial {
+		if pk.partial[i]--; pk.partial[i] <= 0 {
+			delete(pk.partial, i)
+			freed = freed || !pk.has(i)
+		}
+	}
+	return freed
+}
+
+// Away marks the source of o as away (its last request failed or was
+// refused: busy, stalled, unreachable) or back. An away source's offers do
+// not spare the seed nor hold a relayed source back: else a fetch whose
+// last blocks are offered by busy peers, or by peers that left and are
+// still being dialled, never asks the seed for them (bench swarm --leave
+// --super-seed=false: the last fetcher gave up with the seed connected).
+// It reports whether units came free for those sources (a release: the
+// caller wakes them).
+func (pk *Picker[K]) Away(o *Offers, away bool) bool {
+	if o.away == away {
+		return false
+	}
+	o.away = away
+	freed := false
+	for _, i := range o.all {
+		if away {
+			freed = pk.uncount(i, !o.relayed, !o.Full) || freed
+			continue
+		}
+		if !o.relayed {
+			pk.direct[i]++
+		}
+		if !o.Full {
+			pk.partial[i]++
+		}
+	}
+	if freed {
+		pk.Releases++
+	}
+	return freed
 }
 
 // Rarity is how many sources' current offers hold unit i.

@@ -447,3 +447,83 @@ func TestPickerPrefersDirect(t *testing.T) {
 		t.Fatalf("after the direct source left, the relayed one claimed %v, want [0 1]", got)
 	}
 }
+
+// TestPickerSourceLeaves: units a spared seed or a relayed source deferred
+// because another source offered them come back to it once that source
+// leaves (Forget) without ever sending them, with no other release: else a
+// fetch whose partial sources all left waits on the seed for nothing (bench
+// swarm --leave --super-seed=false: the last fetcher gave up on its last
+// blocks with the seed connected).
+func TestPickerSourceLeaves(t *testing.T) {
+	pk := NewPicker[string](func(int) bool { return false }, 100)
+	pk.SetChoice(BlockRarest, nil)
+	var seed, a, relayed, direct Offers
+	relayed.Relayed = true
+	pk.OfferFrom(&seed, []int{0, 1, 2, 3}, true)
+	pk.OfferFrom(&a, []int{0, 1}, false)
+	pk.OfferFrom(&direct, []int{4}, false)
+	pk.OfferFrom(&relayed, []int{4}, false)
+	if got := pk.Claim("seed", &seed, 4); len(got) != 2 {
+		t.Fatalf("the seed was given %v, want [2 3]", got)
+	}
+	if got := pk.Claim("relayed", &relayed, 4); len(got) != 0 {
+		t.Fatalf("the relayed source was given %v, want nothing", got)
+	}
+	pk.Forget(&a)
+	if !pk.Claimable(&seed) {
+		t.Fatal("a left: the seed has nothing claimable")
+	}
+	got := pk.Claim("seed", &seed, 4)
+	if slices.Sort(got); !slices.Equal(got, []int{0, 1}) {
+		t.Fatalf("after a left the seed was given %v, want [0 1]", got)
+	}
+	pk.Forget(&direct)
+	if got := pk.Claim("relayed", &relayed, 4); !slices.Equal(got, []int{4}) {
+		t.Fatalf("after the direct source left the relayed one was given %v, want [4]", got)
+	}
+}
+
+// TestPickerAway: a source that answered busy (or failed) spares neither the
+// seed nor holds back a relayed source: the units only it offered besides
+// them are theirs while it is away, and it counts again once back.
+func TestPickerAway(t *testing.T) {
+	pk := NewPicker[string](func(int) bool { return false }, 100)
+	pk.SetChoice(BlockRarest, nil)
+	var seed, a, relayed Offers
+	relayed.Relayed = true
+	pk.OfferFrom(&seed, []int{0, 1, 2, 3}, true)
+	pk.OfferFrom(&a, []int{0, 1, 4}, false)
+	pk.OfferFrom(&relayed, []int{4}, false)
+	if got := pk.Claim("seed", &seed, 4); len(got) != 2 {
+		t.Fatalf("the seed was given %v, want [2 3]", got)
+	}
+	if got := pk.Claim("relayed", &relayed, 4); len(got) != 0 {
+		t.Fatalf("the relayed source was given %v, want nothing", got)
+	}
+	if !pk.Away(&a, true) {
+		t.Fatal("a is away, and no unit came free")
+	}
+	if pk.Away(&a, true) {
+		t.Fatal("a second Away(true) freed units again")
+	}
+	if !pk.Claimable(&seed) {
+		t.Fatal("a is busy: the seed has nothing claimable")
+	}
+	got := pk.Claim("seed", &seed, 1)
+	if !slices.Equal(got, []int{0}) && !slices.Equal(got, []int{1}) {
+		t.Fatalf("with a away the seed was given %v, want 0 or 1", got)
+	}
+	if got := pk.Claim("relayed", &relayed, 4); !slices.Equal(got, []int{4}) {
+		t.Fatalf("with a away the relayed source was given %v, want [4]", got)
+	}
+	if pk.Away(&a, false) {
+		t.Fatal("a came back, and units came free")
+	}
+	if got := pk.Claim("seed", &seed, 4); len(got) != 0 {
+		t.Fatalf("with a back the seed was given %v, want nothing (a offers the last unit too)", got)
+	}
+	pk.Forget(&a) // the counts stay consistent: a's offers are taken out once
+	if pk.partial[0] != 0 || pk.partial[1] != 0 || pk.direct[4] != 0 {
+		t.Fatalf("after a left: partial %v, direct %v", pk.partial, pk.direct)
+	}
+}

@@ -565,3 +565,31 @@ func (f *fetch) store(src *source, i int, data []byte, relayed bool) error {
 	}
 	return nil
 }
+
+// drop bans a misbehaving source and closes its connections.
+func (f *fetch) drop(src *source, err error) {
+	f.mu.Lock()
+	_, already := f.banned[src.id]
+	if !already {
+		src.share.Dropped = err.Error()
+		f.banned[src.id] = err.Error()
+	}
+	f.mu.Unlock()
+	if already {
+		return
+	}
+	if f.fc.Events != nil && errors.Is(err, wire.ErrBadBlock) {
+		f.p.log.Info("dropping peer", "peer", src.id, "err", err) // a FetchPeerBanned event told
+	} else {
+		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
+	}
+	f.c.Forget(src.id)
+	f.bans.Save(src.id, f.p.guard.Ban(src.id))
+}
+
+func (f *fetch) dropQuietly(src *source, why string) {
+	f.mu.Lock()
+	src.share.Dropped = why
+	f.banned[src.id] = why
+	f.mu.Unlock()
+}

@@ -482,6 +482,8 @@ func (w worker) work() {
 		// (without a watch) reconcile again after a while: the source may
 		// have gained blocks meanwhile.
 		f.mu.Lock()
+		// A source that failed or is busy spares no other (sched.Picker.Away).
+		freed := f.pick.Away(&src.offers, err != nil)
 		w := f.wake
 		claimable := f.pick.Claimable(&src.offers)
 		if err == nil && !claimable && f.rotateLocked(src) {
@@ -489,6 +491,9 @@ func (w worker) work() {
 			return
 		}
 		f.mu.Unlock()
+		if freed {
+			f.notify()
+		}
 		if (claimable || src.recheck) && err == nil {
 			continue
 		}
@@ -569,34 +574,6 @@ func (f *fetch) fillLocked() {
 		}
 		f.startLocked(best)
 	}
-}
-
-// drop bans a misbehaving source and closes its connections.
-func (f *fetch) drop(src *source, err error) {
-	f.mu.Lock()
-	_, already := f.banned[src.id]
-	if !already {
-		src.share.Dropped = err.Error()
-		f.banned[src.id] = err.Error()
-	}
-	f.mu.Unlock()
-	if already {
-		return
-	}
-	if f.fc.Events != nil && errors.Is(err, wire.ErrBadBlock) {
-		f.p.log.Info("dropping peer", "peer", src.id, "err", err) // a FetchPeerBanned event told
-	} else {
-		f.p.log.Warn("dropping peer", "peer", src.id, "err", err)
-	}
-	f.c.Forget(src.id)
-	f.bans.Save(src.id, f.p.guard.Ban(src.id))
-}
-
-func (f *fetch) dropQuietly(src *source, why string) {
-	f.mu.Lock()
-	src.share.Dropped = why
-	f.banned[src.id] = why
-	f.mu.Unlock()
 }
 
 // notify wakes the workers waiting for released blocks.
