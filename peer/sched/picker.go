@@ -84,8 +84,7 @@ type Picker[K comparable] struct {
 	partial map[int]int32
 	full    int
 	// direct counts, per unit, the offers of sources that are not relayed
-	// nor away
-	// (Offers.Relayed): a relayed source is not given a unit a direct one
+	// (Offers.Relayed) nor away: a relayed source is not given a unit a direct one
 	// offers, so that a relay carries only what no direct path brings.
 	direct map[int]int32
 	// second holds the endgame's second claims: unit -> the other source
