@@ -109,8 +109,9 @@ func (h *Host) ConnectOver(ctx context.Context, id lpeer.ID, addr ma.Multiaddr) 
 // address for, dialing those it lacks one after another (the addresses of
 // a transport in the peerstore's order, public ones first). It needs a
 // direct connection to id already (the one identify learned id's addresses
-// over); it returns the last error of a transport it could not reach.
-func (h *Host) connectAllTransports(ctx context.Context, id lpeer.ID) error {
+// over). A transport it cannot reach is logged (debug) and left to the
+// first connection.
+func (h *Host) connectAllTransports(ctx context.Context, id lpeer.ID) {
 	have := map[string]bool{}
 	ip4 := true
 	direct := false
@@ -124,7 +125,7 @@ func (h *Host) connectAllTransports(ctx context.Context, id lpeer.ID) error {
 		}
 	}
 	if !direct {
-		return nil
+		return
 	}
 	mine := map[string]bool{}
 	for _, a := range h.Network().ListenAddresses() {
@@ -134,7 +135,6 @@ func (h *Host) connectAllTransports(ctx context.Context, id lpeer.ID) error {
 	slices.SortStableFunc(addrs, func(a, b ma.Multiaddr) int {
 		return boolOrder(!manet.IsPublicAddr(a), !manet.IsPublicAddr(b))
 	})
-	var last error
 	for _, tr := range []string{"tcp", "quic"} {
 		if have[tr] || !mine[tr] {
 			continue
@@ -144,16 +144,13 @@ func (h *Host) connectAllTransports(ctx context.Context, id lpeer.ID) error {
 				continue
 			}
 			if _, err := h.ConnectOver(ctx, id, a); err != nil {
-				last = err
 				h.log.Debug("relay connection over a second transport", "relay", id, "addr", a, "err", err)
 				continue
 			}
 			h.log.Debug("relay connection over a second transport", "relay", id, "addr", a)
-			last = nil
 			break
 		}
 	}
-	return last
 }
 
 func isIP4(a ma.Multiaddr) bool {
@@ -174,7 +171,7 @@ func boolOrder(a, b bool) int {
 // relayRound runs connectAllTransports for relay id once at a time: a
 // second caller waits for the round in flight (bounded by ctx) instead of
 // dialing the same addresses again.
-func (h *Host) relayRound(ctx context.Context, id lpeer.ID) error {
+func (h *Host) relayRound(ctx context.Context, id lpeer.ID) {
 	h.relays.mu.Lock()
 	if h.relays.pending == nil {
 		h.relays.pending = map[lpeer.ID]chan struct{}{}
@@ -183,9 +180,9 @@ func (h *Host) relayRound(ctx context.Context, id lpeer.ID) error {
 		h.relays.mu.Unlock()
 		select {
 		case <-ch:
-			return nil
+			return
 		case <-ctx.Done():
-			return ctx.Err()
+			return
 		}
 	}
 	ch := make(chan struct{})
@@ -197,7 +194,7 @@ func (h *Host) relayRound(ctx context.Context, id lpeer.ID) error {
 		h.relays.mu.Unlock()
 		close(ch)
 	}()
-	return h.connectAllTransports(ctx, id)
+	h.connectAllTransports(ctx, id)
 }
 
 // watchRelays connects to every relay over each transport after identify
