@@ -39,4 +39,13 @@ const (
 	// the content's root, the blocks of it that its other contents hold) or
 	// an error frame (none, or no room for it now).
 	ProtoOffer protocol.ID = "/reconcile/1/offer"
+	// ProtoJoin places a fetcher in a seed's stripe trees (a seed that
+	// places its fetchers as they join, see stripes.Placer): after the
+	// hello, the seed writes place frames (TypePlace) for as long as the
+	// fetcher keeps the stream open: first its parents, then every change
+	// of its parents and children as others join and leave. The fetcher
+	// writes nothing; its leaving (the stream closed or reset) frees its
+	// places. A peer that places no fetchers for the content answers an
+	// error frame.
+	ProtoJoin protocol.ID = "/reconcile/1/join"
 )

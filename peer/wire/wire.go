@@ -19,7 +19,6 @@ import (
 	"io"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Errors of the framing, for errors.Is. Package peer uses the same values.
@@ -64,6 +63,8 @@ type Type = byte
 //	peers    0x07  count uvarint, count × peer            (other peers holding the content)
 //	payload  0x08  bytes of a package reconcile message   (reconciliation request/answer)
 //	have     0x09  count uvarint, count × index uvarint   (blocks a side gained, on a watch)
+//	place    0x0a  stripes uvarint, count uvarint, count × (stripe uvarint, kind, peer)
+//	               (places in a seed's stripe trees, on a join; see AppendPlace)
 //
 // A peer in a peers message is: id-len uvarint, id bytes, naddrs uvarint,
 // naddrs × (addr-len uvarint, multiaddr bytes).
@@ -89,6 +90,9 @@ const (
 	TypePayload Type = 0x08
 	// TypeHave lists blocks a side of a watch holds (see Hello.Watch).
 	TypeHave Type = 0x09
+	// TypePlace tells a fetcher its places in a seed's stripe trees
+	// (ProtoJoin, see AppendPlace).
+	TypePlace Type = 0x0a
 )
 
 // helloCoded marks a request about the erasure-coded blocks of a root (Byers).
@@ -468,19 +472,7 @@ func AppendPeers(b []byte, infos []lpeer.AddrInfo) []byte {
 	b = append(b, TypePeers)
 	b = binary.AppendUvarint(b, uint64(len(infos)))
 	for _, ai := range infos {
-		id := []byte(ai.ID)
-		b = binary.AppendUvarint(b, uint64(len(id)))
-		b = append(b, id...)
-		addrs := ai.Addrs
-		if len(addrs) > MaxAddrsListed {
-			addrs = addrs[:MaxAddrsListed]
-		}
-		b = binary.AppendUvarint(b, uint64(len(addrs)))
-		for _, a := range addrs {
-			ab := a.Bytes()
-			b = binary.AppendUvarint(b, uint64(len(ab)))
-			b = append(b, ab...)
-		}
+		b = appendPeer(b, ai)
 	}
 	return b
 }
@@ -496,28 +488,13 @@ func DecodePeers(f []byte) ([]lpeer.AddrInfo, error) {
 	n := d.count(MaxPeersListed)
 	var out []lpeer.AddrInfo
 	for i := 0; i < n && d.err == nil; i++ {
-		idb := d.bytes(MaxIDLen)
-		if d.err != nil {
-			break
-		}
-		id, err := lpeer.IDFromBytes(idb)
+		ai, err := d.peer(false)
 		if err != nil {
-			return nil, fmt.Errorf("%w: peer id: %v", ErrMalformed, err)
+			return nil, err
 		}
-		ai := lpeer.AddrInfo{ID: id}
-		na := d.count(MaxAddrsListed)
-		for j := 0; j < na && d.err == nil; j++ {
-			ab := d.bytes(MaxAddrLen)
-			if d.err != nil {
-				break
-			}
-			a, err := ma.NewMultiaddrBytes(ab)
-			if err != nil {
-				return nil, fmt.Errorf("%w: multiaddr: %v", ErrMalformed, err)
-			}
-			ai.Addrs = append(ai.Addrs, a)
+		if d.err == nil {
+			out = append(out, ai)
 		}
-		out = append(out, ai)
 	}
 	if d.err != nil {
 		return nil, d.err

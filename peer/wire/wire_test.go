@@ -312,6 +312,7 @@ func FuzzDecoders(f *testing.F) {
 	f.Add(AppendMissing(nil, 9))
 	f.Add(AppendError(nil, "x"))
 	f.Add(AppendPeers(nil, nil))
+	f.Add(AppendPlace(nil, 4, []Placement{{Stripe: 1, Kind: PlaceChild, Peer: lpeer.AddrInfo{ID: "x"}}, {Stripe: 3}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if h, err := DecodeHello(b); err == nil && !bytes.Equal(h.Append(nil), b) {
 			t.Fatalf("Hello does not round-trip")
@@ -344,7 +345,53 @@ func FuzzDecoders(f *testing.F) {
 				}
 			}
 		}
+		if k, ps, err := DecodePlace(b, 16); err == nil {
+			if k < 1 || k > 16 || len(ps) > MaxPlacements {
+				t.Fatalf("%d stripes, %d placements", k, len(ps))
+			}
+			for _, p := range ps {
+				if p.Stripe < 0 || p.Stripe >= k || p.Kind > PlaceDrop || p.Kind != PlaceParent && p.Peer.ID == "" {
+					t.Fatalf("placement %+v of %d stripes", p, k)
+				}
+			}
+		}
 		_ = DecodeError(b)
 		_, _ = DecodeTyped(b, TypeManifest)
 	})
+}
+
+// TestPlaceRoundTrip encodes placements (a parent of none among them) and
+// decodes them back; every shorter prefix, a stripe beyond the count and
+// an unknown kind are refused.
+func TestPlaceRoundTrip(t *testing.T) {
+	a := ma.StringCast("/ip4/10.0.0.1/tcp/4001")
+	id, err := lpeer.Decode("12D3KooWLxr1mHhmeJtbmBWfDeHgfeXwFwKbjqZkzFP1jBqhbNWj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []Placement{{Stripe: 0, Kind: PlaceParent, Peer: lpeer.AddrInfo{ID: id, Addrs: []ma.Multiaddr{a}}},
+		{Stripe: 3, Kind: PlaceParent}, {Stripe: 2, Kind: PlaceChild, Peer: lpeer.AddrInfo{ID: id}}, {Stripe: 1, Kind: PlaceDrop, Peer: lpeer.AddrInfo{ID: id}}}
+	b := AppendPlace(nil, 4, in)
+	k, out, err := DecodePlace(b, 16)
+	if err != nil || k != 4 || len(out) != len(in) {
+		t.Fatalf("got %d stripes, %v, %v", k, out, err)
+	}
+	for i := range in {
+		if out[i].Stripe != in[i].Stripe || out[i].Kind != in[i].Kind || out[i].Peer.ID != in[i].Peer.ID || len(out[i].Peer.Addrs) != len(in[i].Peer.Addrs) {
+			t.Fatalf("placement %d: got %+v, want %+v", i, out[i], in[i])
+		}
+	}
+	for n := range len(b) {
+		if _, _, err := DecodePlace(b[:n], 16); err == nil {
+			t.Fatalf("prefix of %d bytes decoded", n)
+		}
+	}
+	for _, bad := range [][]Placement{{{Stripe: 4}}, {{Stripe: 0, Kind: 3, Peer: lpeer.AddrInfo{ID: id}}}, {{Stripe: 0, Kind: PlaceChild}}} {
+		if _, _, err := DecodePlace(AppendPlace(nil, 4, bad), 16); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("%+v: %v, want ErrMalformed", bad, err)
+		}
+	}
+	if _, _, err := DecodePlace(AppendPlace(nil, 17, nil), 16); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("17 stripes: %v", err)
+	}
 }
