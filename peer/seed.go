@@ -22,6 +22,7 @@ type seedConfig struct {
 	chunking    chunker.Chunking // content-defined blocks, when not zero
 	sourceCheck time.Duration
 	superSeed   bool
+	trees       int // joined stripe trees (WithTrees), 0 for none
 	// alt, when set, makes the units served beside the store's blocks.
 	alt altMaker
 }
@@ -137,6 +138,13 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 		s.Close()
 		return Ticket{}, err
 	}
+	if sc.trees > 0 {
+		if err := p.nd.Place(m.ID(), sc.trees); err != nil {
+			p.lib.Remove(m.ID())
+			s.Close()
+			return Ticket{}, fmt.Errorf("peer: seed: %w", err)
+		}
+	}
 	if sc.sourceCheck > 0 {
 		p.goroutine(func() { watchSources(p.ctx, c, p.clk, p.log, sc.sourceCheck) })
 	}
@@ -212,6 +220,7 @@ type ServeOption func(*serveConfig) error
 
 type serveConfig struct {
 	superSeed bool
+	trees     int // joined stripe trees (WithServeTrees), 0 for none
 	// alt, when set, makes the units served beside the store's blocks.
 	alt altMaker
 }
@@ -248,6 +257,11 @@ func (p *Service) Serve(s *chunker.Store, opts ...ServeOption) (Ticket, error) {
 	}
 	if err := p.addContent(s, alt, sc.superSeed); err != nil {
 		return Ticket{}, err
+	}
+	if sc.trees > 0 && s.Complete() {
+		if err := p.nd.Place(s.Manifest().ID(), sc.trees); err != nil {
+			return Ticket{}, fmt.Errorf("peer: serve: %w", err)
+		}
 	}
 	return p.Ticket(s.Manifest().ID()), nil
 }

@@ -33,13 +33,15 @@ const (
 	ProtoPush = wire.ProtoPush
 	// ProtoAdopt is wire.ProtoAdopt.
 	ProtoAdopt = wire.ProtoAdopt
+	// ProtoJoin is wire.ProtoJoin.
+	ProtoJoin = wire.ProtoJoin
 	// ProtoOffer is wire.ProtoOffer.
 	ProtoOffer = wire.ProtoOffer
 )
 
 // protocols lists the protocols NewService registers on its host (the Proto
 // constants).
-var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt, ProtoOffer}
+var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt, ProtoOffer, ProtoJoin}
 
 // A Service is the reconcile protocols on a libp2p host: it seeds, serves and
 // fetches content. It serves every content it seeds or fetches to any peer
@@ -116,6 +118,7 @@ func newService(h host.Host, cfg config) *Service {
 	p.h.SetStreamHandler(ProtoPeers, p.srv.Handler(p.srv.ServePeers))
 	p.h.SetStreamHandler(ProtoPush, p.srv.Handler(p.nd.ServePush))
 	p.h.SetStreamHandler(ProtoAdopt, p.srv.Handler(p.nd.ServeAdopt))
+	p.h.SetStreamHandler(ProtoJoin, p.srv.Handler(p.nd.ServeJoin))
 	return p
 }
 

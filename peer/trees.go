@@ -1,6 +1,11 @@
 package peer
 
-import "github.com/reconcile-p2p/reconcile/chunker"
+import (
+	"fmt"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
+)
 
 // Push has the service pass content root's blocks down the stripe trees
 // st gives its place in: every block the content's store gains from now
@@ -18,3 +23,48 @@ func (p *Service) Push(root chunker.ID, st Stripes) error { return p.nd.Push(roo
 // Pushing reports whether content root has its place in stripe trees
 // (Push, or a fetch's WithStripes).
 func (p *Service) Pushing(root chunker.ID) bool { return p.nd.Pushing(root) }
+
+// Place has the service place the fetchers of content root, which it
+// holds whole, in k stripe trees as they join (ProtoJoin), and push each
+// block down its stripe's tree, as a seed does with Push, but without a
+// membership list: each fetcher is an inner node of one stripe and a leaf
+// of the others (stripes.Placer), learns its parents and children from
+// this seed over the join stream it keeps open, and is placed again when
+// a peer above it leaves. Fetches join by default (WithoutJoin keeps one
+// out), and pull what the trees do not bring. Seed and Serve call it with
+// WithTrees and WithServeTrees.
+func (p *Service) Place(root chunker.ID, k int) error { return p.nd.Place(root, k) }
+
+// DefaultTrees is the stripe count of a seed's joined trees that the CLI
+// and the testnet use by default.
+const DefaultTrees = swarm.DefaultPlaceStripes
+
+// WithTrees makes Seed place its fetchers in k stripe trees as they join
+// (Place; 1 to MaxStripes). Default: none (0), every block pulled.
+func WithTrees(k int) SeedOption {
+	return func(c *seedConfig) error {
+		if k < 0 || k > swarm.MaxStripes {
+			return fmt.Errorf("peer: WithTrees: %d stripes (want 0 to %d)", k, swarm.MaxStripes)
+		}
+		c.trees = k
+		return nil
+	}
+}
+
+// WithServeTrees is WithTrees for Serve, for a store held whole.
+func WithServeTrees(k int) ServeOption {
+	return func(c *serveConfig) error {
+		if k < 0 || k > swarm.MaxStripes {
+			return fmt.Errorf("peer: WithServeTrees: %d stripes (want 0 to %d)", k, swarm.MaxStripes)
+		}
+		c.trees = k
+		return nil
+	}
+}
+
+// WithoutJoin keeps a fetch out of a placing seed's stripe trees (see
+// Place): it pulls every block. By default a fetch asks its first
+// sources to place it, and takes its place where one does.
+func WithoutJoin() FetchOption {
+	return func(c *swarm.FetchConfig) error { c.NoJoin = true; return nil }
+}

@@ -25,6 +25,9 @@ type FetchConfig struct {
 	Choice   sched.BlockChoice
 	Endgame  bool
 	Stripes  *Stripes
+	// NoJoin keeps the fetch out of a placing seed's trees (see
+	// peer.WithoutJoin).
+	NoJoin bool
 	// Reuse, Delete and ReuseProgress: see peer.WithReuse, WithDelete and
 	// WithReuseProgress.
 	Reuse         []string

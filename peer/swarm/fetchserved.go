@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
@@ -29,6 +30,10 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 		if err := p.Push(root, *fc.Stripes); err != nil {
 			return nil, err
 		}
+	}
+	if fc.Stripes == nil && !fc.NoJoin && TreesOf(c) == nil && serve.IsBlockMethod(fc.Method) && len(srcs) > 0 {
+		first := slices.Clone(srcs)
+		p.goroutine(func() { p.joinTrees(c, first) })
 	}
 	// Its streams count their bytes in the counter of ctx, where those of
 	// the manifest's request are (a new one when there is none).

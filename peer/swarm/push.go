@@ -93,6 +93,9 @@ type Trees struct {
 	tree *stripes.Tree[lpeer.ID]
 	// outs holds the queue and writer of each child pushed to.
 	outs map[lpeer.ID]*pushOut
+	// place is a placing seed's Placer and join streams (Place), nil
+	// for others.
+	place *placing
 }
 
 // bitset is a set of block indexes.

@@ -1,0 +1,69 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestJoinedTrees: a seed that places its fetchers (WithTrees) and six
+// fetches that know only its ticket. Each joins the seed's trees as it
+// starts, and most blocks come down them: the fetchers push to each other
+// what the seed sent once, and each output is the seed's file. With
+// WithoutJoin, none is pushed a block.
+func TestJoinedTrees(t *testing.T) {
+	for _, join := range []bool{true, false} {
+		t.Run(fmt.Sprint("join=", join), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			dir := t.TempDir()
+			src := writeRandomFile(t, dir, "data.bin", 2<<20, 21)
+			seed := newTestPeer(t, WithServeRate(8<<20))
+			tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10), WithTrees(2))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var opts []FetchOption
+			if !join {
+				opts = append(opts, WithoutJoin())
+			}
+			const n = 6
+			sums := make([]*Summary, n)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for j := range n {
+				p := newTestPeer(t)
+				out := filepath.Join(dir, fmt.Sprint("out", j))
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					sums[j], errs[j] = p.Fetch(ctx, tk, out, opts...)
+				}()
+			}
+			wg.Wait()
+			pushed, blocks := 0, 0
+			for j := range n {
+				if errs[j] != nil {
+					t.Fatalf("fetcher %d: %v", j, errs[j])
+				}
+				sameFile(t, src, filepath.Join(dir, fmt.Sprint("out", j), "data.bin"))
+				pushed += sums[j].Pushed
+				blocks += sums[j].Blocks
+			}
+			var served int64
+			for _, b := range seed.ServedBytes(tk.Root) {
+				served += b
+			}
+			t.Logf("%d of %d blocks pushed; the seed sent %.2f copies", pushed, blocks, float64(served)/float64(2<<20))
+			switch {
+			case join && 2*pushed < blocks:
+				t.Errorf("%d of %d blocks pushed, want at least half", pushed, blocks)
+			case !join && pushed != 0:
+				t.Errorf("%d blocks pushed without joining", pushed)
+			}
+		})
+	}
+}

@@ -1,0 +1,323 @@
+package swarm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/stripes"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// Joined trees: a seed that places (Place) puts each fetcher that joins
+// (wire.ProtoJoin) in its stripe trees as it comes, with a
+// stripes.Placer, and tells it, over the join stream it keeps open, its
+// parent in each stripe and every later change of its parents and
+// children. A fetcher joins the trees of the sources it starts from as
+// its fetch starts (joinTrees), takes its place once it knows a parent
+// (Push), and follows the seed's changes: a new parent is asked to catch
+// it up (catchUp), a new child is pushed what it asks and what this peer
+// gains. Its leaving (the join stream closed or reset) frees its places,
+// and the seed places its children again. Blocks the trees do not bring
+// are pulled as before.
+
+// DefaultPlaceStripes is the stripe count of a seed's joined trees when
+// none is given.
+const DefaultPlaceStripes = 8
+
+// MaxJoined bounds the fetchers one seed places per content; later ones
+// are refused (they pull).
+const MaxJoined = 4096
+
+// placeFrameMax bounds a place frame a fetcher reads: MaxPlacements
+// placements of a peer with its addresses each.
+const placeFrameMax = 16 + wire.MaxPlacements*(2*serve.MaxVarint+1+wire.MaxIDLen+wire.MaxAddrsListed*(serve.MaxVarint+wire.MaxAddrLen))
+
+// errNotPlacing refuses a join of content whose seed places no fetchers.
+var errNotPlacing = errors.New("places no fetchers in stripe trees for this content")
+
+// errJoined refuses a second join of one fetcher, or one beyond MaxJoined.
+var errJoined = errors.New("joined already, or the trees are full")
+
+// placing is a placing seed's Placer and its fetchers' join streams (the
+// Trees' mu held around every use).
+type placing struct {
+	pl   *stripes.Placer[lpeer.ID]
+	outs map[lpeer.ID]*joinOut
+}
+
+// joinOut queues the placements for one fetcher's join stream.
+type joinOut struct {
+	q    []wire.Placement
+	wake chan struct{}
+}
+
+// Place has the service place the fetchers of content root, which it
+// holds whole, in k stripe trees (1 to MaxStripes) as they join, and push
+// every block to its stripe's root (see Joined trees above). Place is set
+// once per content, instead of Push.
+func (p *Node) Place(root chunker.ID, k int) error {
+	if k < 1 || k > MaxStripes {
+		return fmt.Errorf("peer: place: %d stripes (want 1 to %d)", k, MaxStripes)
+	}
+	c := p.lib.Lookup(root[:])
+	if c == nil || !c.Store.Complete() {
+		return fmt.Errorf("peer: place: content %s is not held whole: %w", root, wire.ErrUnknownRoot)
+	}
+	if err := p.Push(root, Stripes{Parents: make([]lpeer.ID, k)}); err != nil {
+		return err
+	}
+	t := TreesOf(c)
+	t.mu.Lock()
+	t.place = &placing{pl: stripes.NewPlacer(p.h.ID(), k, 0), outs: map[lpeer.ID]*joinOut{}}
+	t.mu.Unlock()
+	return nil
+}
+
+// ServeJoin places the fetcher that joins (wire.ProtoJoin) and writes its
+// placements until it leaves.
+func (p *Node) ServeJoin(ss *serve.Stream) error {
+	from := ss.S.Conn().RemotePeer()
+	t := TreesOf(ss.C)
+	if t == nil {
+		return p.srv.Refuse(ss, errNotPlacing)
+	}
+	t.mu.Lock()
+	o, err := t.joinLocked(from)
+	t.mu.Unlock()
+	if err != nil {
+		return p.srv.Refuse(ss, err)
+	}
+	defer func() {
+		t.mu.Lock()
+		delete(t.place.outs, from)
+		t.applyLocked(t.place.pl.Leave(from))
+		t.mu.Unlock()
+		p.log.Debug("fetcher left the trees", "peer", from)
+	}()
+	// The fetcher writes nothing: a read ends when it leaves.
+	gone := make(chan error, 1)
+	if !p.goroutine(func() {
+		if err := ss.S.SetReadDeadline(time.Time{}); err != nil {
+			gone <- err
+			return
+		}
+		var b [1]byte
+		_, err := ss.S.Read(b[:])
+		if err == nil {
+			err = fmt.Errorf("%w: bytes from a joined fetcher", wire.ErrMalformed)
+		}
+		gone <- err
+	}) {
+		return wire.ErrClosed
+	}
+	k := t.place.pl.Stripes()
+	for {
+		select {
+		case <-o.wake:
+		case err := <-gone:
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		t.mu.Lock()
+		q := o.q
+		o.q = nil
+		t.mu.Unlock()
+		for len(q) > 0 {
+			n := min(len(q), wire.MaxPlacements)
+			if err := ss.Send(wire.AppendPlace(nil, k, q[:n])); err != nil {
+				return err
+			}
+			q = q[n:]
+		}
+		if err := ss.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// joinLocked places fetcher id and returns its join stream's queue, its
+// parents queued (t.mu held).
+func (t *Trees) joinLocked(id lpeer.ID) (*joinOut, error) {
+	if t.place == nil {
+		return nil, errNotPlacing
+	}
+	if t.place.outs[id] != nil || t.place.pl.Len() >= MaxJoined {
+		return nil, errJoined
+	}
+	o := &joinOut{wake: make(chan struct{}, 1)}
+	t.place.outs[id] = o
+	t.applyLocked(t.place.pl.Join(id))
+	return o, nil
+}
+
+// applyLocked passes the Placer's moves on (t.mu held): to each child its
+// new parent, to each new parent its child, to each old parent the child
+// it lost; the seed's own children (the roots) change in its Tree, and a
+// new root is pushed every block of its stripe.
+func (t *Trees) applyLocked(moves []stripes.Move[lpeer.ID]) {
+	self := t.p.h.ID()
+	for _, m := range moves {
+		if m.Old != "" && m.Old != m.Parent {
+			if m.Old == self {
+				t.tree.RemoveChild(m.Stripe, m.Child)
+			} else {
+				t.tellLocked(m.Old, wire.Placement{Stripe: m.Stripe, Kind: wire.PlaceDrop, Peer: lpeer.AddrInfo{ID: m.Child}})
+			}
+		}
+		t.tellLocked(m.Child, wire.Placement{Stripe: m.Stripe, Kind: wire.PlaceParent, Peer: t.addrInfo(m.Parent)})
+		switch {
+		case m.Parent == "":
+		case m.Parent == self:
+			if t.tree.AddChild(m.Stripe, m.Child) {
+				for i := range t.c.Man.BlockCount() {
+					if t.stripe(i) == m.Stripe && !t.pushLocked(m.Child, i) {
+						return
+					}
+				}
+			}
+		default:
+			t.tellLocked(m.Parent, wire.Placement{Stripe: m.Stripe, Kind: wire.PlaceChild, Peer: t.addrInfo(m.Child)})
+		}
+	}
+}
+
+// tellLocked queues placement pl for fetcher id's join stream, if it is
+// still joined (t.mu held).
+func (t *Trees) tellLocked(id lpeer.ID, pl wire.Placement) {
+	o := t.place.outs[id]
+	if o == nil {
+		return
+	}
+	o.q = append(o.q, pl)
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// addrInfo returns id with the addresses this peer knows of it ("" for
+// none).
+func (t *Trees) addrInfo(id lpeer.ID) lpeer.AddrInfo {
+	if id == "" {
+		return lpeer.AddrInfo{}
+	}
+	addrs := t.p.h.Peerstore().Addrs(id)
+	return lpeer.AddrInfo{ID: id, Addrs: addrs[:min(len(addrs), wire.MaxAddrsListed)]}
+}
+
+// joinTrees joins the stripe trees of content c at the first of srcs
+// (at most joinTries of them) that places fetchers, takes its place there
+// once a parent is named (Push), and follows the seed's placements until
+// the join ends (the service closes, or the seed goes).
+func (p *Node) joinTrees(c *serve.Content, srcs []lpeer.ID) {
+	root := c.Man.ID()
+	for _, src := range srcs[:min(len(srcs), joinTries)] {
+		cs, err := p.RequestHello(p.ctx, src, wire.ProtoJoin, wire.Hello{Root: root[:]})
+		if err != nil {
+			continue
+		}
+		if err := cs.Flush(); err != nil {
+			cs.Reset()
+			continue
+		}
+		joined, err := p.followJoin(c, cs)
+		cs.Reset()
+		if joined {
+			p.log.Debug("left the seed's trees", "seed", src, "err", err)
+			return
+		}
+		p.log.Debug("join refused", "peer", src, "err", err)
+	}
+}
+
+// joinTries is how many of a fetch's first sources it asks to join.
+const joinTries = 3
+
+// followJoin reads the place frames of a join stream and applies them to
+// c's trees; joined reports whether the seed placed this peer.
+func (p *Node) followJoin(c *serve.Content, cs *ClientStream) (joined bool, err error) {
+	var (
+		t       *Trees
+		parents []lpeer.ID
+		held    []wire.Placement // children named before this peer has its Trees
+	)
+	for {
+		f, err := cs.nextQuiet(placeFrameMax)
+		if err != nil {
+			return joined, err
+		}
+		k, ps, err := wire.DecodePlace(f, MaxStripes)
+		if err != nil {
+			return joined, err
+		}
+		joined = true
+		if parents == nil {
+			parents = make([]lpeer.ID, k)
+		}
+		if len(parents) != k {
+			return joined, fmt.Errorf("%w: place frames of %d and %d stripes", wire.ErrMalformed, len(parents), k)
+		}
+		self := p.h.ID()
+		for _, pl := range ps {
+			if pl.Peer.ID == self {
+				return joined, fmt.Errorf("%w: placed under itself", wire.ErrMalformed)
+			}
+			if pl.Peer.ID != "" && len(pl.Peer.Addrs) > 0 {
+				p.h.Peerstore().AddAddrs(pl.Peer.ID, pl.Peer.Addrs, peerstore.TempAddrTTL)
+			}
+		}
+		if t == nil {
+			for _, pl := range ps {
+				if pl.Kind == wire.PlaceParent {
+					parents[pl.Stripe] = pl.Peer.ID
+				} else {
+					held = append(held, pl)
+				}
+			}
+			if !slices.ContainsFunc(parents, func(id lpeer.ID) bool { return id != "" }) {
+				continue
+			}
+			if err := p.Push(c.Man.ID(), Stripes{Parents: parents}); err != nil {
+				return joined, err
+			}
+			if t = TreesOf(c); t == nil {
+				return joined, errors.New("peer: joined trees: no place set")
+			}
+			ps = held
+		}
+		t.follow(ps)
+	}
+}
+
+// follow applies the seed's placements ps to this fetcher's trees.
+func (t *Trees) follow(ps []wire.Placement) {
+	now := t.p.clk.Now()
+	var ask []lpeer.ID
+	t.mu.Lock()
+	for _, pl := range ps {
+		switch pl.Kind {
+		case wire.PlaceParent:
+			if t.tree.Reparent(pl.Stripe, pl.Peer.ID, now) && pl.Peer.ID != "" && !slices.Contains(ask, pl.Peer.ID) {
+				ask = append(ask, pl.Peer.ID)
+			}
+		case wire.PlaceChild:
+			t.tree.AddChild(pl.Stripe, pl.Peer.ID)
+		case wire.PlaceDrop:
+			t.tree.RemoveChild(pl.Stripe, pl.Peer.ID)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range ask {
+		t.catchUp(id) // what the new parent holds of its stripes
+	}
+}
