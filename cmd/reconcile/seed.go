@@ -41,6 +41,7 @@ func seedCommand() *cli.Command {
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
 			&cli.BoolFlag{Name: "super-seed", Value: true, Usage: "offer each fetcher a few blocks at a time, those sent least often, every block once before any twice, so the fetchers trade the rest (a lone fetcher is served at full pace); --super-seed=false offers everything at once"},
+			&cli.IntFlag{Name: "trees", Value: peer.DefaultTrees, Usage: "place the fetchers in this many stripe trees as they join: each passes one stripe on to the others, so the seed sends about one copy however many fetch (0: every block pulled)"},
 			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
@@ -74,8 +75,9 @@ type seedContent struct {
 
 // serveStores serves every store of the folder dir (the --out of fetches:
 // one content, or several, such as versions fetched into it) and returns
-// their tickets, in ListStores order.
-func serveStores(ctx context.Context, p *peer.Peer, dir string, super bool) ([]peer.Ticket, error) {
+// their tickets, in ListStores order, super-seeding if super and placing
+// their fetchers in trees stripe trees (0: none) where a store is whole.
+func serveStores(ctx context.Context, p *peer.Peer, dir string, super bool, trees int) ([]peer.Ticket, error) {
 	ids, err := chunker.ListStores(dir)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", dir, err)
@@ -89,7 +91,7 @@ func serveStores(ctx context.Context, p *peer.Peer, dir string, super bool) ([]p
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
-		var so []peer.ServeOption
+		so := []peer.ServeOption{peer.WithServeTrees(trees)}
 		if super {
 			so = append(so, peer.WithServeSuperSeeding())
 		}
@@ -152,7 +154,7 @@ func runSeed(c *cli.Context) error {
 	var tk peer.Ticket
 	var more []peer.Ticket // the other contents of a folder of stores
 	if fi, err := os.Stat(filepath.Join(path, chunker.MetaDir)); err == nil && fi.IsDir() {
-		tks, err := serveStores(ctx, p, path, c.Bool("super-seed"))
+		tks, err := serveStores(ctx, p, path, c.Bool("super-seed"), c.Int("trees"))
 		if err != nil {
 			return cliutil.OneLine(err)
 		}
@@ -164,6 +166,9 @@ func runSeed(c *cli.Context) error {
 		}
 		if c.Bool("super-seed") {
 			opts = append(opts, peer.WithSuperSeeding())
+		}
+		if !c.Bool("byers") {
+			opts = append(opts, peer.WithTrees(c.Int("trees")))
 		}
 		if c.Bool("byers") {
 			opts = append(opts, peer.WithByers(peer.ByersParams{K: c.Int("byers-k"), N: c.Int("byers-n")}))

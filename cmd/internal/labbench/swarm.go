@@ -53,6 +53,7 @@ func swarmCommand() *cli.Command {
 			&cli.StringFlag{Name: "rate", Value: "2MiB", Usage: "each fetcher's upload cap, bytes per second (fetch --rate; 0: none)"},
 			&cli.StringFlag{Name: "seed-rate", Value: "4MiB", Usage: "the seed's upload cap, bytes per second (seed --rate; 0: none)"},
 			&cli.BoolFlag{Name: "super-seed", Value: true, Usage: "the seed super-seeds, as reconcile seed does by default (--super-seed=false: it offers everything)"},
+			&cli.IntFlag{Name: "trees", Value: peer.DefaultTrees, Usage: "the seed's --trees: it places the fetchers in this many stripe trees as they join (0: every block pulled)"},
 			&cli.BoolFlag{Name: "leave", Usage: "fetchers exit once done (no --seed-after)"},
 			&cli.DurationFlag{Name: "stagger", Usage: "launch a fetcher every this long (0: all at once)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "repetitions, each with a fresh seed and fresh fetchers (1 to 100)"},
@@ -74,6 +75,7 @@ type swarmConfig struct {
 	fetchers         int
 	rate, seedRate   int64
 	superSeed, leave bool
+	trees            int
 	stagger, timeout time.Duration
 	fetchArgs        []string
 	profile          string   // --profile's folder
@@ -115,7 +117,7 @@ func runSwarm(c *cli.Context) error {
 	if c.Duration("stagger") < 0 || c.Duration("timeout") <= 0 {
 		return cliutil.Usagef("--stagger must not be negative, --timeout must be positive")
 	}
-	sc := swarmConfig{bs: bs, fetchers: n, rate: rate, seedRate: seedRate, superSeed: c.Bool("super-seed"), leave: c.Bool("leave"),
+	sc := swarmConfig{bs: bs, fetchers: n, rate: rate, seedRate: seedRate, superSeed: c.Bool("super-seed"), leave: c.Bool("leave"), trees: c.Int("trees"),
 		stagger: c.Duration("stagger"), timeout: c.Duration("timeout"), fetchArgs: strings.Fields(c.String("fetch-args")),
 		logf: cliutil.StepLog(c)}
 	if sc.profile = c.String("profile"); sc.profile != "" {
@@ -161,7 +163,7 @@ func runSwarm(c *cli.Context) error {
 	if err := samplefile.Write(sc.file, size, 38); err != nil {
 		return err
 	}
-	rep := swarmReport{Bytes: size, BlockSize: bs, Fetchers: n, Rate: rate, SeedRate: seedRate, SuperSeed: sc.superSeed,
+	rep := swarmReport{Bytes: size, BlockSize: bs, Fetchers: n, Rate: rate, SeedRate: seedRate, SuperSeed: sc.superSeed, Trees: sc.trees,
 		Leave: sc.leave, Stagger: sc.stagger.Seconds(), Repeat: repeat, Cores: numCPU()}
 	rep.setBound()
 	for k := range repeat {

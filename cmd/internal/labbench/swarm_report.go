@@ -20,6 +20,8 @@ type swarmReport struct {
 	Rate      int64   `json:"fetcher_rate"` // bytes per second, 0: no cap
 	SeedRate  int64   `json:"seed_rate"`
 	SuperSeed bool    `json:"super_seed"`
+	// Trees is the seed's --trees (0: none).
+	Trees int `json:"trees"`
 	Leave     bool    `json:"leave"`
 	Stagger   float64 `json:"stagger_seconds"`
 	Repeat    int     `json:"repeat"`
@@ -178,9 +180,13 @@ func printSwarm(w io.Writer, rep *swarmReport) {
 	if rep.Leave {
 		stay = "fetchers leave once done"
 	}
-	fmt.Fprintf(w, "%s file, %s blocks, 1 seed (%s%s) + %d fetchers (%s each), loopback, each its own process; %s\n",
+	trees := ""
+	if rep.Trees > 0 {
+		trees = fmt.Sprintf(", %d stripe trees", rep.Trees)
+	}
+	fmt.Fprintf(w, "%s file, %s blocks, 1 seed (%s%s%s) + %d fetchers (%s each), loopback, each its own process; %s\n",
 		cliutil.HumanBytes(rep.Bytes), cliutil.HumanBytes(rep.BlockSize), rateText(rep.SeedRate), map[bool]string{true: ", super-seeding"}[rep.SuperSeed],
-		rep.Fetchers, rateText(rep.Rate), stay)
+		trees, rep.Fetchers, rateText(rep.Rate), stay)
 	if rep.Stagger > 0 {
 		fmt.Fprintf(w, "fetchers launched one every %.2f s; times from each one's launch\n", rep.Stagger)
 	}

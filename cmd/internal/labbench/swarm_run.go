@@ -49,7 +49,7 @@ func (sc *swarmConfig) run(ctx context.Context) (*swarmRun, error) {
 	if sc.seedRate > 0 {
 		seedArgs = append(seedArgs, "--rate", fmt.Sprint(sc.seedRate))
 	}
-	seedArgs = append(seedArgs, fmt.Sprintf("--super-seed=%t", sc.superSeed))
+	seedArgs = append(seedArgs, fmt.Sprintf("--super-seed=%t", sc.superSeed), "--trees", fmt.Sprint(sc.trees))
 	if sc.profile != "" {
 		seedArgs = append(seedArgs, "--cpuprofile", filepath.Join(sc.profile, fmt.Sprintf("seed-%d.pprof", sc.rep)))
 	}
