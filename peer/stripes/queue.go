@@ -54,7 +54,10 @@ func (t *Tree[K]) Pending(i int) int { return t.pending[i] }
 // goes to the first copies of the blocks, down the trees, and such
 // requests are answered busy (other peers repair the trees). A block
 // queued for a child that is not there (it left, or has not joined yet)
-// is served at once.
+// is served at once, but for a root the seed placed as it joined
+// (AddChild), which is there: its stream may take a round trip to be up,
+// and the requests the seed answered meanwhile (a super-seed's offers)
+// held its uplink for seconds.
 func (t *Tree[K]) FirstCopies(idx []int) bool {
 	if !t.seed {
 		return false
@@ -64,7 +67,7 @@ func (t *Tree[K]) FirstCopies(idx []int) bool {
 			continue
 		}
 		for _, c := range t.children[t.Stripe(i)] {
-			if t.up[c] {
+			if t.up[c] || t.placed[c] {
 				return true
 			}
 		}

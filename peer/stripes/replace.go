@@ -22,6 +22,7 @@ func (t *Tree[K]) AddChild(s int, child K) bool {
 	t.children[s] = append(t.children[s], child)
 	if t.seed {
 		t.roots[s] = append(t.roots[s], child)
+		t.placed[child] = true
 	}
 	return true
 }
@@ -37,6 +38,9 @@ func (t *Tree[K]) RemoveChild(s int, child K) {
 	t.adoptees[s] = slices.DeleteFunc(t.adoptees[s], del)
 	if t.seed {
 		t.roots[s] = slices.DeleteFunc(t.roots[s], del)
+		if !slices.ContainsFunc(t.roots, func(r []K) bool { return slices.Contains(r, child) }) {
+			delete(t.placed, child)
+		}
 	}
 }
 

@@ -103,8 +103,9 @@ type Tree[K comparable] struct {
 	// (Orphan).
 	orphan []bool
 	// last is, per stripe, when its parent last pushed a block (or the
-	// Tree began).
+	// Tree began); gap the mean time between its pushes (see RepairOf).
 	last   []time.Time
+	gap    []time.Duration
 	parent map[K]ParentState
 	// behind holds the parents that refused to catch this peer up: asked
 	// again when their pushes come (Accepts).
@@ -114,6 +115,8 @@ type Tree[K comparable] struct {
 	// those let go (Orphan) whose stream is still to be reset (TakeCut).
 	up  map[K]bool
 	cut map[K]bool
+	// placed holds a seed's children placed as they joined (AddChild).
+	placed map[K]bool
 	// backlog holds, per child, since when more than Backlog blocks wait
 	// for it (see Batch).
 	backlog map[K]time.Time
@@ -148,8 +151,8 @@ func NewTree[K comparable](pl Place[K], now time.Time) *Tree[K] {
 		children: make([][]K, k), grand: make([]K, k), adoptees: make([][]K, k), line: make([][]K, k),
 		early: make([][]K, k), rootGone: make([]bool, k), asking: make([]bool, k), orphan: make([]bool, k),
 		sentOn: make([]map[K]K, k), forwarded: make([]map[K]int, k), complaints: make([]map[K][]K, k),
-		repair: pl.RepairAfter, spare: pl.Spare, blocks: pl.Blocks, last: make([]time.Time, k),
-		parent: map[K]ParentState{}, behind: map[K]bool{}, up: map[K]bool{}, cut: map[K]bool{},
+		repair: pl.RepairAfter, spare: pl.Spare, blocks: pl.Blocks, last: make([]time.Time, k), gap: make([]time.Duration, k),
+		parent: map[K]ParentState{}, behind: map[K]bool{}, up: map[K]bool{}, cut: map[K]bool{}, placed: map[K]bool{},
 		backlog: map[K]time.Time{}, pending: map[int]int{}, known: make(bitset, (max(pl.Blocks, 0)+63)/64)}
 	if len(pl.Lengths) == pl.Blocks && pl.Blocks > 0 && k <= 256 {
 		t.deal = Deal(pl.Lengths, k)
@@ -285,8 +288,42 @@ func (t *Tree[K]) PushedBy(id K, i int, now time.Time) Verdict {
 	if t.parent[id] == ParentRefused {
 		return Refused
 	}
+	if prev := t.last[s]; !prev.IsZero() && now.After(prev) {
+		// The pace of the stripe's pushes (see RepairOf).
+		gap := now.Sub(prev)
+		if t.gap[s] == 0 {
+			t.gap[s] = gap
+		} else {
+			t.gap[s] += (gap - t.gap[s]) / 4
+		}
+	}
 	t.last[s] = now
 	return Taken
+}
+
+// gapRepairs is how many of a stripe's usual gaps between pushes it may
+// go without one before it is repaired, when that is longer than the
+// repair time; maxRepairs bounds the repair time so stretched, in repair
+// times.
+const (
+	gapRepairs = 4
+	maxRepairs = 4
+)
+
+// RepairOf returns how long stripe s may go without a push before it is
+// no longer held for its pushes, and how long a block its parent offered
+// may wait for its push: the repair time, or gapRepairs of the stripe's
+// usual gaps between pushes when these are longer (up to maxRepairs
+// repair times). A parent pushes a block of its stripe to each of its
+// children in turn over an uplink it shares: with large blocks on a slow
+// uplink, its pushes come seconds apart, and a fixed repair time fetched
+// half the blocks that the trees then pushed (20 capped fetchers of a
+// 32 MiB file in 256 KiB blocks, 8 joined trees: 1,321 blocks twice).
+func (t *Tree[K]) RepairOf(s int) time.Duration {
+	if s < 0 || s >= len(t.gap) {
+		return t.repair
+	}
+	return min(max(t.repair, gapRepairs*t.gap[s]), maxRepairs*t.repair)
 }
 
 // Held reports in dst (grown as needed), per stripe, whether a fetch
@@ -296,7 +333,7 @@ func (t *Tree[K]) Held(now time.Time, dst []bool) []bool {
 	var none K
 	dst = slices.Grow(dst[:0], len(t.parents))[:len(t.parents)]
 	for s, id := range t.parents {
-		dst[s] = id != none && t.parent[id] == ParentUp && now.Sub(t.last[s]) < t.repair
+		dst[s] = id != none && t.parent[id] == ParentUp && now.Sub(t.last[s]) < t.RepairOf(s)
 	}
 	return dst
 }

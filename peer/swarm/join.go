@@ -293,6 +293,15 @@ func (p *Node) followJoin(c *serve.Content, cs *ClientStream) (joined bool, err 
 			if t = TreesOf(c); t == nil {
 				return joined, errors.New("peer: joined trees: no place set")
 			}
+			t.mu.Lock()
+			t.joined = true
+			t.mu.Unlock()
+			// Its parents are asked for what they hold (Push does when
+			// the fetch runs, the fetch as it starts; a place taken
+			// between the two would go without, and a parent's push
+			// stream, refused before this peer had its place, would be
+			// tried again only a repair time later).
+			t.catchUp("")
 			ps = held
 		}
 		t.follow(ps)

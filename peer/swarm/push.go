@@ -94,8 +94,9 @@ type Trees struct {
 	// outs holds the queue and writer of each child pushed to.
 	outs map[lpeer.ID]*pushOut
 	// place is a placing seed's Placer and join streams (Place), nil
-	// for others.
-	place *placing
+	// for others; joined is set for a fetcher that a seed placed.
+	place  *placing
+	joined bool
 }
 
 // bitset is a set of block indexes.

@@ -263,10 +263,11 @@ func (w worker) seeFromLocked(idx []int) {
 	t.mu.Lock() // after f.mu, as in updateHeld
 	defer t.mu.Unlock()
 	for _, i := range idx {
-		if t.tree.Parent(t.stripe(i)) == src.id {
-			f.pick.See(i, now.Add(t.repair))
+		s := t.stripe(i)
+		if t.tree.Parent(s) == src.id {
+			f.pick.See(i, now.Add(t.tree.RepairOf(s)))
 		} else {
-			f.pick.See(i, now.Add(lateAfter*t.repair))
+			f.pick.See(i, now.Add(lateAfter*t.tree.RepairOf(s)))
 		}
 	}
 }

@@ -195,13 +195,21 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			t.mu.Unlock()
 			var frame []byte
 			var err error
+			if still && accepted && c.Tally.Holds(child, i) {
+				// It watches this peer and announced the block (its
+				// filter holds it): it got it from another peer while
+				// the block waited here (20 capped fetchers of 256 KiB
+				// blocks in joined trees received 898 blocks twice, a
+				// third of their uplinks).
+				still = false
+			}
 			if still {
 				frame, err = storedFrame(c, &buf, i)
 			}
 			if !still || errors.Is(err, chunker.ErrNotHeld) {
 				// No longer its child in that stripe (a root the seed cut,
-				// an adoptee dropped), or a seed's file changed (the child
-				// repairs it): skipped.
+				// an adoptee dropped), held by it already, or a seed's
+				// file changed (the child repairs it): skipped.
 				rest = rest[1:]
 				t.mu.Lock()
 				t.tree.Dequeue(i)
