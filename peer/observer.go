@@ -20,4 +20,7 @@ const (
 	// EventAdopted: the service adopted the peer in a stripe of its stripe
 	// trees (ProtoAdopt; Index is the stripe).
 	EventAdopted = serve.EventAdopted
+	// EventPlaced: the service, a seed that places its fetchers (Place),
+	// placed the peer under Parent in stripe Index; it tells both next.
+	EventPlaced = serve.EventPlaced
 )

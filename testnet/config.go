@@ -26,8 +26,6 @@ var (
 	// ErrIncomplete means some peers did not end with the whole file, or a
 	// peer's file did not re-hash to the seed's root id.
 	ErrIncomplete = errors.New("testnet: not every peer ended with the file")
-	// ErrRate means a rate string could not be parsed.
-	ErrRate = errors.New("testnet: bad rate")
 )
 
 // Transport is how the peers are connected.
@@ -289,6 +287,12 @@ type Config struct {
 	// (RepairAfter): the repair of peers that leave or lie. It needs one
 	// seed (Hold 0) and a block method.
 	Trees int
+	// Join, when positive, has the seed place the fetchers in that many
+	// stripe trees as they join (peer.WithTrees, as reconcile seed
+	// --trees does): no membership list, no delays; a placed pair that is
+	// not neighbours yet is linked as the seed places it. It needs one
+	// seed (Hold 0) and a block method, and excludes Trees.
+	Join int
 	// RepairAfter is peer.Stripes.RepairAfter with Trees (0: the package's
 	// default), in the described network's time.
 	RepairAfter time.Duration
@@ -392,6 +396,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: churn and liars need a block method, not byers", ErrConfig)
 	case c.SeedLeaves && (c.Hold != 0 || c.Method == reconcile.Byers || c.Liars > 0 || c.Churn != Churn{}):
 		return fmt.Errorf("%w: the seed leaving needs one seed (hold 0), a block method, and no churn or liars (a block only a leaver or a liar held would be lost)", ErrConfig)
+	case c.Join < 0 || c.Join > 0 && (c.Hold != 0 || c.Method == reconcile.Byers || c.Trees > 0 || c.Update > 0):
+		return fmt.Errorf("%w: %d joined stripe trees: they need one seed (hold 0), a block method, no planned trees and no update", ErrConfig, c.Join)
 	case c.Trees < 0 || c.Trees > 0 && (c.Hold != 0 || c.Method == reconcile.Byers) || c.RepairAfter < 0:
 		return fmt.Errorf("%w: %d stripe trees, repair after %v: they need one seed (hold 0) and a block method", ErrConfig, c.Trees, c.RepairAfter)
 	case !c.Chunking.IsZero() && (c.Chunking.Check() != nil || c.Method == reconcile.Byers):

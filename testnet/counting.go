@@ -55,7 +55,7 @@ func (c *counters) counter(proto protocol.ID, outbound bool) *atomic.Int64 {
 		return &c.blocks
 	case peer.ProtoManifest:
 		return &c.manifest
-	case peer.ProtoPeers:
+	case peer.ProtoPeers, peer.ProtoJoin:
 		return &c.peers
 	case peer.ProtoPush:
 		return &c.blocks

@@ -54,10 +54,17 @@ type swarm struct {
 	tr *tracestats.Writer
 
 	// linkMu guards who is present and which pairs are linked.
-	linkMu  sync.Mutex
-	present []bool
-	linked  []bool  // by pair index
-	pairsOf [][]int // node -> pair indices
+	linkMu    sync.Mutex
+	present   []bool
+	linked    []bool  // by pair index
+	pairsOf   [][]int // node -> pair indices
+	pairIndex map[[2]int]int
+	// latency, direct and shape give the pairs the seed's joined trees
+	// link as it places fetchers (placed): their latency, whether their
+	// NATs let them connect (nil: all do), and the model that delays them.
+	latency func(a, b int) time.Duration
+	direct  func(a, b int) bool
+	shape   *shaper
 
 	// blocks counts the blocks stored by the honest fetches; honest those
 	// of the honest fetches that start with the run, the swarm's progress

@@ -191,6 +191,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
 		}
 	}
+	if cfg.Join > 0 {
+		joinOverlay(&ov, seedNode, pairLatency(cfg, net))
+	}
 	res.NAT = nat.apply(cfg, net, &ov)
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.
@@ -200,7 +203,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// about what four sources' announcements would (at scale 15, 200 peers of 16 MiB in 16 KiB blocks: the
 		// CPU 37 % busy, its waits 11 ms at p99 against 373 ms latencies).
 		sources := min(float64(cfg.MaxSources), res.MeanDegree)
-		if trees != nil {
+		if trees != nil || cfg.Join > 0 {
 			sources = min(sources, 4)
 		}
 		// An update's few new bytes take the latency from the seed more
@@ -232,6 +235,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	tr := tracestats.NewWriter(cfg.Trace, byID, cfg.Clock)
 	defer tr.Flush()
 	out := newSeedOut(cfg.Clock, m.BlockCount(), file.delta.New)
+	w := new(swarm)
 	newService := func(i int) (*peer.Service, error) {
 		obs := audit
 		if tr != nil {
@@ -245,6 +249,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			obs = func(ev peer.ServeEvent) {
 				inner(ev)
 				out.observe(ev)
+				if a, b, ok := placedPair(ev, byID); ok {
+					w.placed(a, b) // set before the fetches start
+				}
 			}
 		}
 		o := []peer.Option{peer.WithLogger(cfg.Logger), peer.WithMaxSources(cfg.MaxSources), peer.WithServeObserver(obs), peer.WithTimeScale(scale)}
@@ -270,14 +277,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}()
 
-	var seedOpts []peer.SeedOption
-	seedOpts = append(seedOpts, file.seedOption())
-	if cfg.SuperSeed && cfg.Method != reconcile.Byers {
-		seedOpts = append(seedOpts, peer.WithSuperSeeding())
-	}
-	if cfg.Method == reconcile.Byers {
-		seedOpts = append(seedOpts, peer.WithByers(cfg.Byers))
-	}
+	seedOpts := seedOptions(cfg, file)
 	// The Byers coder: the seed itself, or a peer connected to nobody.
 	var coded *peer.CodedSet
 	units := m.BlockCount()
@@ -385,8 +385,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	data, file.data, file.oldData = nil, nil, nil
-	w := &swarm{cfg: cfg, fab: fab, ov: ov, roles: roles, root: m.ID(), cnt: cnt, nodes: nodes, nodesMu: &nodesMu,
-		newService: newService, isLiar: isLiar}
+	*w = swarm{cfg: cfg, fab: fab, ov: ov, roles: roles, root: m.ID(), cnt: cnt, nodes: nodes, nodesMu: &nodesMu,
+		newService: newService, isLiar: isLiar, latency: pairLatency(cfg, net), direct: nat.direct, shape: shape}
 	w.init()
 	// Join the neighbours (all but the late joiners): every peer serves by
 	// now.

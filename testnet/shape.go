@@ -29,8 +29,10 @@ type shaper struct {
 	// index is the node of a peer id.
 	index map[lpeer.ID]int
 	// latency is the one-way latency of a pair of nodes (smaller index
-	// first); pairs not listed have none.
-	latency map[[2]int]time.Duration
+	// first); pairs not listed have none. latencyMu guards it: pairs the
+	// seed placed in joined trees are added as the run goes (addPair).
+	latencyMu sync.RWMutex
+	latency   map[[2]int]time.Duration
 	// window is the most bytes a stream has in flight (written, not yet
 	// read by the other side): a writer beyond it waits, as a TCP sender
 	// waits for its window to open.
@@ -63,6 +65,16 @@ func newShaper(clk clock.Clock, n int, links *ts.Links, index map[lpeer.ID]int, 
 	return sh
 }
 
+// addPair gives pair p, linked as the run goes, its latency.
+func (sh *shaper) addPair(p pair) {
+	if p.latency <= 0 {
+		return
+	}
+	sh.latencyMu.Lock()
+	sh.latency[[2]int{p.a, p.b}] = time.Duration(float64(p.latency) * sh.scale)
+	sh.latencyMu.Unlock()
+}
+
 // at returns the time of the links' clock reading secs.
 func (sh *shaper) at(secs float64) time.Time {
 	return sh.t0.Add(time.Duration(secs * float64(time.Second)))
@@ -81,8 +93,10 @@ func (sh *shaper) stream(s network.Stream, from int, blocks bool) network.Stream
 	if !ok {
 		return s
 	}
-	ls := &linkStream{Stream: s, sh: sh, from: from, to: to, blocks: blocks,
-		latency: sh.latency[[2]int{min(from, to), max(from, to)}], dead: make(chan struct{})}
+	sh.latencyMu.RLock()
+	lat := sh.latency[[2]int{min(from, to), max(from, to)}]
+	sh.latencyMu.RUnlock()
+	ls := &linkStream{Stream: s, sh: sh, from: from, to: to, blocks: blocks, latency: lat, dead: make(chan struct{})}
 	if sh.nat != nil {
 		if l, ok := sh.nat.legs[[2]int{min(from, to), max(from, to)}]; ok {
 			// Through the relay: the writer's leg, then the reader's.

@@ -21,6 +21,9 @@ const (
 	// EventAdopted: the service adopted the peer in a stripe of its stripe
 	// trees (ProtoAdopt; Index is the stripe).
 	EventAdopted
+	// EventPlaced: the service, a seed that places its fetchers (Place),
+	// placed the peer under Parent in stripe Index; it tells both next.
+	EventPlaced
 )
 
 // String names the kind.
@@ -34,6 +37,8 @@ func (k EventKind) String() string {
 		return "busy"
 	case EventAdopted:
 		return "adopted"
+	case EventPlaced:
+		return "placed"
 	}
 	return "unknown"
 }
@@ -46,6 +51,8 @@ type Event struct {
 	Kind EventKind
 	// Peer is the remote peer served.
 	Peer lpeer.ID
+	// Parent is the peer Peer was placed under (EventPlaced).
+	Parent lpeer.ID
 	// Root is the content's root id.
 	Root chunker.ID
 	// Coded is set when the units are the coded blocks of the Byers baseline.

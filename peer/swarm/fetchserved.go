@@ -32,7 +32,13 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 		}
 	}
 	if fc.Stripes == nil && !fc.NoJoin && TreesOf(c) == nil && serve.IsBlockMethod(fc.Method) && len(srcs) > 0 {
-		first := slices.Clone(srcs)
+		// The sources named first (a ticket's seed) are asked first.
+		first := slices.Clone(fc.Sources)
+		for _, id := range srcs {
+			if !slices.Contains(first, id) {
+				first = append(first, id)
+			}
+		}
 		p.goroutine(func() { p.joinTrees(c, first) })
 	}
 	// Its streams count their bytes in the counter of ctx, where those of

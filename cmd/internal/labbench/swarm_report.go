@@ -14,18 +14,18 @@ import (
 
 // swarmReport holds the figures of a bench swarm run.
 type swarmReport struct {
-	Bytes     int64   `json:"bytes"`
-	BlockSize int64   `json:"block_size"`
-	Fetchers  int     `json:"fetchers"`
-	Rate      int64   `json:"fetcher_rate"` // bytes per second, 0: no cap
-	SeedRate  int64   `json:"seed_rate"`
-	SuperSeed bool    `json:"super_seed"`
+	Bytes     int64 `json:"bytes"`
+	BlockSize int64 `json:"block_size"`
+	Fetchers  int   `json:"fetchers"`
+	Rate      int64 `json:"fetcher_rate"` // bytes per second, 0: no cap
+	SeedRate  int64 `json:"seed_rate"`
+	SuperSeed bool  `json:"super_seed"`
 	// Trees is the seed's --trees (0: none).
-	Trees int `json:"trees"`
-	Leave     bool    `json:"leave"`
-	Stagger   float64 `json:"stagger_seconds"`
-	Repeat    int     `json:"repeat"`
-	Cores     int     `json:"cores"`
+	Trees   int     `json:"trees"`
+	Leave   bool    `json:"leave"`
+	Stagger float64 `json:"stagger_seconds"`
+	Repeat  int     `json:"repeat"`
+	Cores   int     `json:"cores"`
 	// Bound is the fluid bound T* in seconds (0: no caps, no bound), the
 	// larger of BoundSeed (F/u_seed) and BoundSwarm (N·F/(u_seed+Σu_i)).
 	Bound      float64     `json:"t_star_seconds"`

@@ -16,7 +16,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
-	"github.com/reconcile-p2p/reconcile/testnet"
+	"github.com/reconcile-p2p/reconcile/testnet/rates"
 )
 
 // simAccess reads the swarm's access links and exchange flags into a
@@ -28,11 +28,11 @@ func simAccess(c *cli.Context) (ts.SwarmConfig, error) {
 		name string
 		dst  *float64
 	}{{"up", &sc.Up}, {"down", &sc.Down}, {"seed-up", &sc.SeedUp}} {
-		if *r.dst, err = testnet.ParseRate(c.String(r.name)); err != nil {
+		if *r.dst, err = rates.ParseRate(c.String(r.name)); err != nil {
 			return sc, cliutil.Usagef("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
 		}
 	}
-	if sc.Classes, err = testnet.ParseClasses(c.String("classes")); err != nil {
+	if sc.Classes, err = rates.ParseClasses(c.String("classes")); err != nil {
 		return sc, cliutil.Usagef("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
 	}
 	if len(sc.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
@@ -348,7 +348,7 @@ func simSwarmCommand() *cli.Command {
 			}
 			w.Flush()
 			if acc.HasAccessLinks() {
-				seedUp := testnet.FormatRate(cmp.Or(acc.SeedUp, acc.Up))
+				seedUp := rates.FormatRate(cmp.Or(acc.SeedUp, acc.Up))
 				if acc.SeedUp == 0 && len(acc.Classes) > 0 {
 					seedUp = "as its class"
 				}

@@ -21,6 +21,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 	"github.com/reconcile-p2p/reconcile/testnet"
+	"github.com/reconcile-p2p/reconcile/testnet/rates"
 	"github.com/reconcile-p2p/reconcile/testnet/tracestats"
 )
 
@@ -134,6 +135,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "rarity", Value: "exact", Usage: "how fetches choose which offered block to ask for first, a comma list run side by side: exact (rarest first, counted from the sources' offers and haves, as bitfields would), filters (rarest first, estimated from the sum of the neighbours' counting Bloom filters, T8), random"},
 			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes and blocks to move, the sources of a fetch, T* and the cores; 1: real time"},
 			&cli.IntFlag{Name: "trees", Usage: "place the peers in this many stripe trees: the seed pushes each block once down its stripe's tree, the fetches repair what the trees do not bring (as sim swarm --trees --trees-by-delay, placed by latency; one seed, block methods; default method: complete)"},
+			&cli.IntFlag{Name: "join", Usage: "the seed places the fetchers in this many stripe trees as they join, as reconcile seed --trees does (no membership list, no latencies; one seed, block methods; default method: complete; excludes --trees)"},
 			&cli.DurationFlag{Name: "repair-after", Usage: "with --trees, how long a stripe may go without a push before the fetches ask their sources for its blocks, in the described network's time (0: package peer's default, 2s)"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED SCALE TSTAR; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers); reconcile testnet trace FILE summarizes it"},
 			cliutil.ProgressFlag(),
@@ -229,11 +231,11 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		name string
 		dst  *float64
 	}{{"bandwidth", &cfg.Bandwidth}, {"up", &cfg.Up}, {"down", &cfg.Down}, {"seed-up", &cfg.SeedUp}} {
-		if *r.dst, err = testnet.ParseRate(c.String(r.name)); err != nil {
+		if *r.dst, err = rates.ParseRate(c.String(r.name)); err != nil {
 			return fail("--%s %q: want a rate such as 20Mbit (bits/s, SI prefixes) or 2MiB/s (bytes/s, IEC prefixes), or none", r.name, c.String(r.name))
 		}
 	}
-	if cfg.Classes, err = testnet.ParseClasses(c.String("classes")); err != nil {
+	if cfg.Classes, err = rates.ParseClasses(c.String("classes")); err != nil {
 		return fail("--classes %q: want share:down/up,... such as 0.5:10Mbit/2Mbit,0.5:100Mbit/20Mbit, shares summing to 1", c.String("classes"))
 	}
 	if len(cfg.Classes) > 0 && (c.IsSet("up") || c.IsSet("down")) {
@@ -295,6 +297,17 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 	}
 	if cfg.Trees = c.Int("trees"); cfg.Trees < 0 {
 		return fail("--trees must not be negative, got %d", cfg.Trees)
+	}
+	cfg.Join = c.Int("join")
+	switch {
+	case cfg.Join < 0:
+		return fail("--join must not be negative, got %d", cfg.Join)
+	case cfg.Join > 0 && (cfg.Trees > 0 || cfg.Hold != 0):
+		return fail("--join %d: the seed places the fetchers; it takes no --trees and no --hold", cfg.Join)
+	case cfg.Join > 0 && !c.IsSet("method"):
+		methods = []reconcile.Method{reconcile.Complete}
+	case cfg.Join > 0 && slices.Contains(methods, reconcile.Byers):
+		return fail("--join needs block methods (complete, ccbf, bitfield, iblt), not byers")
 	}
 	if cfg.RepairAfter = c.Duration("repair-after"); cfg.RepairAfter < 0 || cfg.RepairAfter > 0 && cfg.Trees == 0 {
 		return fail("--repair-after %v: want a duration of at least 0, with --trees", cfg.RepairAfter)
@@ -398,6 +411,9 @@ func runTestnet(c *cli.Context) error {
 			what := runName(m.String(), mc.choice.String())
 			if rc.Trees > 0 {
 				what += fmt.Sprintf("-trees-%d", rc.Trees)
+			}
+			if rc.Join > 0 {
+				what += fmt.Sprintf("-join-%d", rc.Join)
 			}
 			if k == 1 {
 				rc.Dir, what = filepath.Join(dir, "baseline"), what+" baseline"

@@ -19,6 +19,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet"
+	"github.com/reconcile-p2p/reconcile/testnet/rates"
 )
 
 func printTestnet(out io.Writer, rep testnetReport) {
@@ -39,7 +40,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	bw := "no bandwidth cap"
 	if r0.BandwidthBps > 0 {
-		bw = testnet.FormatRate(r0.BandwidthBps) + " per link"
+		bw = rates.FormatRate(r0.BandwidthBps) + " per link"
 	}
 	fmt.Fprintf(out, "%d peers over %s (latency %s, mean %.0f ms, %s), %s neighbours (mean %.1f), file of %.1f MiB in %s, %s.\n",
 		r0.Nodes, r0.Transport, r0.Latency, r0.MeanLatencyMS, bw, r0.Neighbours, r0.MeanDegree, float64(r0.Bytes)/(1<<20), blocks, scen)
@@ -61,7 +62,7 @@ func printTestnet(out io.Writer, rep testnetReport) {
 	}
 	w.Flush()
 	if r0.UpBps > 0 || r0.DownBps > 0 || len(r0.Classes) > 0 || r0.SeedUpBps > 0 {
-		fmt.Fprintf(out, "access links: %s; seed up %s\n", accessLine(r0.UpBps, r0.DownBps, r0.Classes), testnet.FormatRate(r0.SeedUpBps))
+		fmt.Fprintf(out, "access links: %s; seed up %s\n", accessLine(r0.UpBps, r0.DownBps, r0.Classes), rates.FormatRate(r0.SeedUpBps))
 	}
 	for _, r := range rep.Runs {
 		if r.TimeScale != 1 {
@@ -147,11 +148,11 @@ func printChurnLiars(out io.Writer, r *testnet.Result) {
 // accessLine describes access links: "up U, down D" or the classes.
 func accessLine(up, down float64, classes []ts.AccessClass) string {
 	if len(classes) == 0 {
-		return fmt.Sprintf("up %s, down %s per peer", testnet.FormatRate(up), testnet.FormatRate(down))
+		return fmt.Sprintf("up %s, down %s per peer", rates.FormatRate(up), rates.FormatRate(down))
 	}
 	var parts []string
 	for _, c := range classes {
-		parts = append(parts, fmt.Sprintf("%.0f%% down %s up %s", 100*c.Share, testnet.FormatRate(c.Down), testnet.FormatRate(c.Up)))
+		parts = append(parts, fmt.Sprintf("%.0f%% down %s up %s", 100*c.Share, rates.FormatRate(c.Down), rates.FormatRate(c.Up)))
 	}
 	return strings.Join(parts, ", ")
 }
