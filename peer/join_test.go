@@ -67,3 +67,75 @@ func TestJoinedTrees(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinedTreesLeave: a fetcher that leaves mid-fetch (its service
+// closes) frees its places: the seed places its children again, under
+// peers still there, and the others complete.
+func TestJoinedTreesLeave(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", 2<<20, 22)
+	var mu sync.Mutex
+	parent := map[[2]string]string{} // {child, stripe} -> its last parent
+	seed := newTestPeer(t, WithServeRate(1<<20), WithServeObserver(func(ev ServeEvent) {
+		if ev.Kind == EventPlaced {
+			mu.Lock()
+			parent[[2]string{ev.Peer.String(), fmt.Sprint(ev.Index)}] = ev.Parent.String()
+			mu.Unlock()
+		}
+	}))
+	tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10), WithTrees(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	peers := make([]*Peer, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for j := range n {
+		peers[j] = newTestPeer(t, WithServeRate(1<<20))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[j] = peers[j].Fetch(ctx, tk, filepath.Join(dir, fmt.Sprint("out", j)))
+		}()
+	}
+	// The first to be placed as a root leaves once every fetcher joined.
+	var leaver string
+	for leaver == "" && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		if len(parent) == 2*n {
+			for k, p := range parent {
+				if p == seed.ID().String() {
+					leaver = k[0]
+					break
+				}
+			}
+		}
+		mu.Unlock()
+	}
+	for _, p := range peers {
+		if p.ID().String() == leaver {
+			p.Close()
+		}
+	}
+	wg.Wait()
+	for j, p := range peers {
+		if p.ID().String() == leaver {
+			continue
+		}
+		if errs[j] != nil {
+			t.Fatalf("fetcher %d: %v", j, errs[j])
+		}
+		sameFile(t, src, filepath.Join(dir, fmt.Sprint("out", j), "data.bin"))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, p := range parent {
+		if k[0] != leaver && p == leaver {
+			t.Errorf("%s is still placed under the fetcher that left in stripe %s", k[0], k[1])
+		}
+	}
+}

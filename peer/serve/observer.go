@@ -22,7 +22,8 @@ const (
 	// trees (ProtoAdopt; Index is the stripe).
 	EventAdopted
 	// EventPlaced: the service, a seed that places its fetchers (Place),
-	// placed the peer under Parent in stripe Index; it tells both next.
+	// placed the peer under Parent in stripe Index (this service for a
+	// root; "" when it waits for a place, or left); it tells them next.
 	EventPlaced
 )
 

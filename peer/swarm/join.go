@@ -174,7 +174,7 @@ func (t *Trees) applyLocked(moves []stripes.Move[lpeer.ID]) {
 				t.tellLocked(m.Old, wire.Placement{Stripe: m.Stripe, Kind: wire.PlaceDrop, Peer: lpeer.AddrInfo{ID: m.Child}})
 			}
 		}
-		if m.Parent != "" && m.Parent != self && t.p.cfg.Observer != nil {
+		if t.p.cfg.Observer != nil {
 			// Before either is told (the testnet links the pair).
 			t.p.srv.Observe(serve.Event{Kind: serve.EventPlaced, Peer: m.Child, Parent: m.Parent, Root: t.c.Man.ID(), Index: m.Stripe})
 		}
