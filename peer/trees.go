@@ -3,6 +3,8 @@ package peer
 import (
 	"fmt"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/swarm"
 )
@@ -60,6 +62,13 @@ func WithServeTrees(k int) ServeOption {
 		c.trees = k
 		return nil
 	}
+}
+
+// WithJoinAt names the peers a fetch asks first to place it in their
+// stripe trees (Place), such as the seed a ticket names when the fetch is
+// given other sources: by default it asks its first sources.
+func WithJoinAt(ids ...lpeer.ID) FetchOption {
+	return func(c *swarm.FetchConfig) error { c.JoinAt = append(c.JoinAt, ids...); return nil }
 }
 
 // WithoutJoin keeps a fetch out of a placing seed's stripe trees (see

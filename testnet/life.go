@@ -65,6 +65,8 @@ type swarm struct {
 	latency func(a, b int) time.Duration
 	direct  func(a, b int) bool
 	shape   *shaper
+	// joinAt is the seed, asked to place the fetches (Config.Join).
+	joinAt []lpeer.ID
 
 	// blocks counts the blocks stored by the honest fetches; honest those
 	// of the honest fetches that start with the run, the swarm's progress
@@ -192,7 +194,7 @@ func (w *swarm) fetch(ctx context.Context, i int, p *peer.Service, onBlock func(
 				}
 			}
 		}()
-		sum, err := p.FetchServed(fctx, w.root, peer.WithSources(w.sources(i)...), peer.WithMethod(w.cfg.Method),
+		sum, err := p.FetchServed(fctx, w.root, peer.WithSources(w.sources(i)...), peer.WithJoinAt(w.joinAt...), peer.WithMethod(w.cfg.Method),
 			peer.WithNoPeerTimeout(w.cfg.Timeout), peer.WithFetchEvents(w.events), peer.WithBlockChoice(w.cfg.Choice),
 			peer.WithProgress(func(pr peer.Progress) {
 				last.Store(w.cfg.Clock.Now().UnixNano())

@@ -99,6 +99,9 @@ type fabric interface {
 	// unlink closes the connections of the two nodes of p and keeps them
 	// from connecting again (until link).
 	unlink(p pair) error
+	// allow lets the pair connect, without connecting them (the first
+	// stream dials): for the pairs a seed places in its joined trees.
+	allow(p pair, bandwidth float64) error
 	// spare returns a host connected to nobody (for the Byers coder).
 	spare() (host.Host, error)
 	close() error
@@ -137,6 +140,15 @@ func (f *mockFabric) link(_ context.Context, p pair, bandwidth float64) error {
 	if _, err := f.mn.ConnectPeers(a, b); err != nil {
 		return fmt.Errorf("testnet: connect: %w", err)
 	}
+	return nil
+}
+
+func (f *mockFabric) allow(p pair, bandwidth float64) error {
+	l, err := f.mn.LinkPeers(f.hosts[p.a].ID(), f.hosts[p.b].ID())
+	if err != nil {
+		return fmt.Errorf("testnet: link: %w", err)
+	}
+	l.SetOptions(mocknet.LinkOptions{Bandwidth: bandwidth})
 	return nil
 }
 
@@ -212,6 +224,11 @@ func (f *tcpFabric) link(ctx context.Context, p pair, _ float64) error {
 	if err := a.Connect(cctx, lpeer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}); err != nil {
 		return fmt.Errorf("testnet: connect: %w", err)
 	}
+	return nil
+}
+
+func (f *tcpFabric) allow(p pair, _ float64) error {
+	f.gate.allow(f.hosts[p.a].ID(), f.hosts[p.b].ID())
 	return nil
 }
 

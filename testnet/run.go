@@ -426,6 +426,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	tr.Parents(trees)
 	w.tr = tr
 	w.ctx, w.start = rctx, start
+	if cfg.Join > 0 {
+		w.joinAt = []lpeer.ID{fab.host(seedNode).ID()}
+	}
 	var wg, liars sync.WaitGroup
 	joins := make([]chan struct{}, cfg.Nodes)
 	var startHonest int64

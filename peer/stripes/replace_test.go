@@ -15,12 +15,15 @@ func TestPlacedChanges(t *testing.T) {
 	if !seed.AddChild(1, "a") || seed.AddChild(1, "a") || seed.AddChild(0, "seed") {
 		t.Fatal("AddChild: a root added twice, or the seed itself")
 	}
+	if !seed.Placed("a") {
+		t.Error("a root placed as it joined is not Placed")
+	}
 	seed.Queue(1)
 	if !seed.FirstCopies([]int{1}) {
 		t.Error("a block queued for a placed root whose stream is not up yet is no first copy")
 	}
 	seed.RemoveChild(1, "a")
-	if len(seed.Children(1)) != 0 || seed.FirstCopies([]int{1}) {
+	if len(seed.Children(1)) != 0 || seed.FirstCopies([]int{1}) || seed.Placed("a") {
 		t.Errorf("removed root: children %v, first copies %t", seed.Children(1), seed.FirstCopies([]int{1}))
 	}
 

@@ -115,7 +115,7 @@ type Tree[K comparable] struct {
 	// those let go (Orphan) whose stream is still to be reset (TakeCut).
 	up  map[K]bool
 	cut map[K]bool
-	// placed holds a seed's children placed as they joined (AddChild).
+	// placed holds the children placed as they joined (AddChild).
 	placed map[K]bool
 	// backlog holds, per child, since when more than Backlog blocks wait
 	// for it (see Batch).

@@ -24,7 +24,7 @@ func FuzzDecodeAdopt(f *testing.F) {
 	f.Add([]byte{wire.TypeWant, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const max, blocks, stripes = 8, 100, 4
-		s, lacks, err := decodeAdopt(in, max, blocks, stripes)
+		s, lacks, err := decodeAdopt(in, max, blocks, func(i int) int { return i % stripes })
 		if err != nil {
 			return
 		}
@@ -55,7 +55,7 @@ func TestDecodeAdopt(t *testing.T) {
 		{"too many", wire.AppendWant(nil, []int{0, 4, 8, 12, 16, 20, 24, 28, 32}), 0, nil, false},
 		{"a have frame", wire.AppendHave(nil, []int{1}), 0, nil, false},
 	} {
-		s, lacks, err := decodeAdopt(tc.in, 8, 100, 4)
+		s, lacks, err := decodeAdopt(tc.in, 8, 100, func(i int) int { return i % 4 })
 		if (err == nil) != tc.ok || (tc.ok && (s != tc.s || !slices.Equal(lacks, tc.lacks))) {
 			t.Errorf("%s: stripe %d, blocks %v, %v", tc.name, s, lacks, err)
 		}

@@ -26,8 +26,10 @@ type FetchConfig struct {
 	Endgame  bool
 	Stripes  *Stripes
 	// NoJoin keeps the fetch out of a placing seed's trees (see
-	// peer.WithoutJoin).
+	// peer.WithoutJoin); JoinAt names the peers asked first to place it
+	// (peer.WithJoinAt).
 	NoJoin bool
+	JoinAt []lpeer.ID
 	// Reuse, Delete and ReuseProgress: see peer.WithReuse, WithDelete and
 	// WithReuseProgress.
 	Reuse         []string

@@ -31,10 +31,11 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 			return nil, err
 		}
 	}
-	if fc.Stripes == nil && !fc.NoJoin && TreesOf(c) == nil && serve.IsBlockMethod(fc.Method) && len(srcs) > 0 {
-		// The sources named first (a ticket's seed) are asked first.
-		first := slices.Clone(fc.Sources)
-		for _, id := range srcs {
+	if fc.Stripes == nil && !fc.NoJoin && TreesOf(c) == nil && serve.IsBlockMethod(fc.Method) && len(srcs)+len(fc.JoinAt) > 0 {
+		// The peers named to join at, then the sources named first (a
+		// ticket's seed).
+		first := slices.Clone(fc.JoinAt)
+		for _, id := range append(slices.Clone(fc.Sources), srcs...) {
 			if !slices.Contains(first, id) {
 				first = append(first, id)
 			}

@@ -65,7 +65,7 @@ const (
 // NewTrees returns content c's place st in its stripe trees, with
 // the repair time repair.
 func NewTrees(p *Node, c *serve.Content, st Stripes, repair time.Duration) *Trees {
-	t := &Trees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}}
+	t := &Trees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}, newChildren: make(chan struct{})}
 	var lengths []int // content-defined blocks are dealt into the stripes by bytes
 	if c.Man.ContentDefined() {
 		lengths = make([]int, c.Man.BlockCount())
@@ -97,6 +97,10 @@ type Trees struct {
 	// for others; joined is set for a fetcher that a seed placed.
 	place  *placing
 	joined bool
+	// newChildren is closed, and replaced, when a seed's placements gave
+	// this peer children (follow): a placed child's catch-up that came
+	// first waits for it (awaitChild).
+	newChildren chan struct{}
 }
 
 // bitset is a set of block indexes.
@@ -120,6 +124,9 @@ type pushOut struct {
 	// bit per block, cleared when the stream ends), so that a child asking
 	// to be caught up (see catchUp) is not sent them again.
 	sent bitset
+	// has marks the blocks the child holds by its last catch-up request
+	// (see noteHeld): not pushed to it.
+	has bitset
 	// asked is set when the child asked for blocks (adoptee) while a
 	// stream it had not taken was running: if that stream fails before the
 	// child takes it, the next starts at once.

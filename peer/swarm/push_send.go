@@ -195,8 +195,9 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			t.mu.Unlock()
 			var frame []byte
 			var err error
-			if still && accepted && c.Tally.Holds(child, i) {
-				// It watches this peer and announced the block (its
+			if still && (o.has.has(i) || accepted && c.Tally.Holds(child, i)) {
+				// It holds the block by its catch-up request (noteHeld),
+				// or it watches this peer and announced the block (its
 				// filter holds it): it got it from another peer while
 				// the block waited here (20 capped fetchers of 256 KiB
 				// blocks in joined trees received 898 blocks twice, a

@@ -102,6 +102,9 @@ const helloCoded byte = 1 << 0
 // (Hello.Watch).
 const helloWatch byte = 1 << 1
 
+// helloPlaced marks a placed fetcher's catch-up request (Hello.Placed).
+const helloPlaced byte = 1 << 2
+
 // MaxRootLen bounds the root id carried in a Hello.
 const MaxRootLen = 64
 
@@ -251,6 +254,11 @@ type Hello struct {
 	// reconciliation each side learns of a new block of the other a one-way
 	// delay after it is stored, as BitTorrent's HAVE messages tell it.
 	Watch bool
+	// Placed marks a catch-up request (ProtoAdopt) of a fetcher that a
+	// seed placed under the peer asked (ProtoJoin): the peer waits a
+	// little for the seed's word of its new child, rather than take it
+	// for an orphan.
+	Placed bool
 }
 
 // Append appends the hello frame.
@@ -263,6 +271,9 @@ func (h Hello) Append(b []byte) []byte {
 	}
 	if h.Watch {
 		flags |= helloWatch
+	}
+	if h.Placed {
+		flags |= helloPlaced
 	}
 	return append(b, flags)
 }
@@ -278,10 +289,11 @@ func DecodeHello(f []byte) (Hello, error) {
 		return Hello{}, fmt.Errorf("%w: hello of %d bytes with a %d-byte root", ErrMalformed, len(f), n)
 	}
 	flags := f[2+n]
-	if flags&^(helloCoded|helloWatch) != 0 {
+	if flags&^(helloCoded|helloWatch|helloPlaced) != 0 {
 		return Hello{}, fmt.Errorf("%w: unknown hello flags %#x", ErrMalformed, flags)
 	}
-	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0, Watch: flags&helloWatch != 0}, nil
+	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0, Watch: flags&helloWatch != 0,
+		Placed: flags&helloPlaced != 0}, nil
 }
 
 // AppendWant encodes a request for the blocks idx.
