@@ -7,22 +7,33 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
 )
 
 // TestJoinedTrees: a seed that places its fetchers (WithTrees) and six
-// fetches that know only its ticket. Each joins the seed's trees as it
+// fetches that know only its ticket, of fixed or content-defined blocks. Each joins the seed's trees as it
 // starts, and most blocks come down them: the fetchers push to each other
 // what the seed sent once, and each output is the seed's file. With
 // WithoutJoin, none is pushed a block.
 func TestJoinedTrees(t *testing.T) {
-	for _, join := range []bool{true, false} {
-		t.Run(fmt.Sprint("join=", join), func(t *testing.T) {
+	for _, tc := range []struct {
+		join, cdc bool
+	}{{true, false}, {false, false}, {true, true}} {
+		join := tc.join
+		t.Run(fmt.Sprintf("join=%t,content-defined=%t", tc.join, tc.cdc), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			dir := t.TempDir()
 			src := writeRandomFile(t, dir, "data.bin", 2<<20, 21)
 			seed := newTestPeer(t, WithServeRate(8<<20))
-			tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10), WithTrees(2))
+			chunking := WithBlockSize(16 << 10)
+			if tc.cdc {
+				// Blocks of varying lengths, dealt into the stripes by
+				// bytes.
+				chunking = WithContentDefined(chunker.Chunking{})
+			}
+			tk, err := seed.Seed(ctx, src, chunking, WithTrees(2))
 			if err != nil {
 				t.Fatal(err)
 			}
