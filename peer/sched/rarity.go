@@ -180,24 +180,6 @@ func (t *NeighbourTally[K]) Holders(i, most int) int {
 	return n
 }
 
-// Holds reports whether watcher id's filter holds block i: true for the
-// blocks it holds, and for its filter's false positives; false for a peer
-// that is no watcher (or whose filter is left out).
-func (t *NeighbourTally[K]) Holds(id K, i int) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	c := t.filters[id]
-	if c == nil {
-		return false
-	}
-	locs, err := t.U.Locations(c.Params(), t.locs[:0], i)
-	if err != nil {
-		return false
-	}
-	t.locs = locs
-	return c.ContainsLocations(locs)
-}
-
 // Watchers is the number of watchers whose filters are summed.
 func (t *NeighbourTally[K]) Watchers() int {
 	t.mu.Lock()

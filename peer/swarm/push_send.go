@@ -195,13 +195,12 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			t.mu.Unlock()
 			var frame []byte
 			var err error
-			if still && (o.has.has(i) || accepted && c.Tally.Holds(child, i)) {
-				// It holds the block by its catch-up request (noteHeld),
-				// or it watches this peer and announced the block (its
-				// filter holds it): it got it from another peer while
-				// the block waited here (20 capped fetchers of 256 KiB
-				// blocks in joined trees received 898 blocks twice, a
-				// third of their uplinks).
+			if still && o.has.has(i) {
+				// It holds the block by its catch-up request (noteHeld).
+				// (Not by its filter, if it watches this peer: a false
+				// positive left a block unpushed for a repair time, and
+				// the 200-peer testnet's trees ended at 1.57x T* instead
+				// of 1.29x.)
 				still = false
 			}
 			if still {
