@@ -37,16 +37,15 @@ func (p *Service) Pushing(root chunker.ID) bool { return p.nd.Pushing(root) }
 // WithTrees and WithServeTrees.
 func (p *Service) Place(root chunker.ID, k int) error { return p.nd.Place(root, k) }
 
-// DefaultTrees is the stripe count of a seed's joined trees that the CLI
-// and the testnet use by default.
-const DefaultTrees = swarm.DefaultPlaceStripes
+// MaxStripes bounds the stripe count of Stripes, Place and WithTrees.
+const MaxStripes = swarm.MaxStripes
 
 // WithTrees makes Seed place its fetchers in k stripe trees as they join
 // (Place; 1 to MaxStripes). Default: none (0), every block pulled.
 func WithTrees(k int) SeedOption {
 	return func(c *seedConfig) error {
-		if k < 0 || k > swarm.MaxStripes {
-			return fmt.Errorf("peer: WithTrees: %d stripes (want 0 to %d)", k, swarm.MaxStripes)
+		if k < 0 || k > MaxStripes {
+			return fmt.Errorf("peer: WithTrees: %d stripes (want 0 to %d)", k, MaxStripes)
 		}
 		c.trees = k
 		return nil
@@ -56,8 +55,8 @@ func WithTrees(k int) SeedOption {
 // WithServeTrees is WithTrees for Serve, for a store held whole.
 func WithServeTrees(k int) ServeOption {
 	return func(c *serveConfig) error {
-		if k < 0 || k > swarm.MaxStripes {
-			return fmt.Errorf("peer: WithServeTrees: %d stripes (want 0 to %d)", k, swarm.MaxStripes)
+		if k < 0 || k > MaxStripes {
+			return fmt.Errorf("peer: WithServeTrees: %d stripes (want 0 to %d)", k, MaxStripes)
 		}
 		c.trees = k
 		return nil

@@ -28,10 +28,6 @@ import (
 // and the seed places its children again. Blocks the trees do not bring
 // are pulled as before.
 
-// DefaultPlaceStripes is the stripe count of a seed's joined trees when
-// none is given.
-const DefaultPlaceStripes = 8
-
 // MaxJoined bounds the fetchers one seed places per content; later ones
 // are refused (they pull).
 const MaxJoined = 4096
