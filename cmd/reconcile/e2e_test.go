@@ -256,7 +256,11 @@ func testKillResume(t *testing.T, syncEvery string) {
 	}
 	res, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--sync-every", syncEvery).Output()
 	if err != nil {
-		t.Fatalf("resumed fetch: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("resumed fetch: %v: %s", err, stderr)
 	}
 	var s peer.Summary
 	if err := json.Unmarshal(res, &s); err != nil {

@@ -288,3 +288,28 @@ func BenchmarkSuperSeedLone(b *testing.B) {
 		}
 	}
 }
+
+// TestSuperSeedLacksOnlySent: a watcher that lacks only a block another
+// peer asked for (a fetch killed since), while most blocks were never
+// sent (the watcher took them from its own files), is offered that block;
+// one that also lacks a never-sent block offered to another waits for it
+// rather than be sent a block twice.
+func TestSuperSeedLacksOnlySent(t *testing.T) {
+	now := time.Unix(1000, 0)
+	ss := NewSuperSeed[string](8, SuperSeedHold, func() time.Time { return now })
+	ss.Ask("gone", []int{3})
+	if _, first := ss.Watch("resumed", []uint32{3}); len(first) != 1 || first[0] != 3 {
+		t.Fatalf("a watcher lacking only block 3 was offered %v", first)
+	}
+	ss2 := NewSuperSeed[string](8, SuperSeedHold, func() time.Time { return now })
+	ss2.Ask("a", []int{3})
+	ss2.NoteSent("a", 3)
+	ss2.Done("a", []int{3})
+	_, firstB := ss2.Watch("b", []uint32{5}) // block 5 is offered to b
+	if len(firstB) != 1 || firstB[0] != 5 {
+		t.Fatalf("b was offered %v, want [5]", firstB)
+	}
+	if _, first := ss2.Watch("c", []uint32{3, 5}); len(first) != 0 {
+		t.Fatalf("c, lacking sent block 3 and unsent block 5 offered to b, was offered %v", first)
+	}
+}
