@@ -93,12 +93,15 @@ func seedOptions(cfg Config, file *content) []peer.SeedOption {
 	return opts
 }
 
-// joinOverlay links the seed with every node, as a ticket names it to a
+// joinOverlay links the seed with every node (with cfg.Join only), as a ticket names it to a
 // fetch: with joined trees (Config.Join) each fetcher asks it to be
 // placed (peer.WithJoinAt). The seed stays out of the nodes' neighbour
 // lists, their sources: as every fetch's source, its 199 watches of 16
 // KiB blocks took the CPU the 200-peer testnet runs on.
-func joinOverlay(ov *overlay, seed int, latency func(a, b int) time.Duration) {
+func joinOverlay(cfg Config, ov *overlay, seed int, latency func(a, b int) time.Duration) {
+	if cfg.Join <= 0 {
+		return
+	}
 	have := make(map[[2]int]bool, len(ov.pairs))
 	for _, p := range ov.pairs {
 		have[[2]int{p.a, p.b}] = true
@@ -112,4 +115,13 @@ func joinOverlay(ov *overlay, seed int, latency func(a, b int) time.Duration) {
 		}
 	}
 	slices.SortFunc(ov.pairs, func(x, y pair) int { return cmp.Or(x.a-y.a, x.b-y.b) })
+}
+
+// joinAt returns the peers the fetches ask to place them: the seed, with
+// joined trees (cfg.Join), none otherwise.
+func joinAt(cfg Config, fab fabric, seed int) []lpeer.ID {
+	if cfg.Join <= 0 || seed < 0 {
+		return nil
+	}
+	return []lpeer.ID{fab.host(seed).ID()}
 }

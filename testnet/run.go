@@ -191,9 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("testnet: stripe trees: %w", err)
 		}
 	}
-	if cfg.Join > 0 {
-		joinOverlay(&ov, seedNode, pairLatency(cfg, net))
-	}
+	joinOverlay(cfg, &ov, seedNode, pairLatency(cfg, net))
 	res.NAT = nat.apply(cfg, net, &ov)
 	// The time scale: the network runs scale times slower than described,
 	// the peers' timers and the run's own stretched to match.
@@ -386,7 +384,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	data, file.data, file.oldData = nil, nil, nil
 	*w = swarm{cfg: cfg, fab: fab, ov: ov, roles: roles, root: m.ID(), cnt: cnt, nodes: nodes, nodesMu: &nodesMu,
-		newService: newService, isLiar: isLiar, latency: pairLatency(cfg, net), direct: nat.direct, shape: shape}
+		newService: newService, isLiar: isLiar, latency: pairLatency(cfg, net), direct: nat.direct, shape: shape,
+		joinAt: joinAt(cfg, fab, seedNode)}
 	w.init()
 	// Join the neighbours (all but the late joiners): every peer serves by
 	// now.
@@ -426,9 +425,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	tr.Parents(trees)
 	w.tr = tr
 	w.ctx, w.start = rctx, start
-	if cfg.Join > 0 {
-		w.joinAt = []lpeer.ID{fab.host(seedNode).ID()}
-	}
 	var wg, liars sync.WaitGroup
 	joins := make([]chan struct{}, cfg.Nodes)
 	var startHonest int64
