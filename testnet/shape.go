@@ -1,7 +1,6 @@
 package testnet
 
 import (
-	"math/bits"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet/natmodel"
+	"github.com/reconcile-p2p/reconcile/testnet/sizepool"
 )
 
 // shaper is the network model of a run: every write on a stream of package
@@ -200,7 +200,7 @@ func (s *linkStream) Write(p []byte) (int, error) {
 	if err := s.failed(); err != nil {
 		return 0, err
 	}
-	s.q = append(s.q, delivery{b: append(getWriteBuf(len(p)), p...), at: sent.Add(s.latency)})
+	s.q = append(s.q, delivery{b: append(sizepool.Get(len(p)), p...), at: sent.Add(s.latency)})
 	s.queued += len(p)
 	if !s.running {
 		s.running = true
@@ -243,38 +243,6 @@ func (s *linkStream) sleepUntil(tm *clock.Timer, t time.Time) bool {
 	}
 }
 
-// writeBufs holds the byte slices of deliveries made, by size class: class
-// k holds slices of capacity 1<<k. drain gives a slice back once the stream
-// below has copied it. A slice has at most twice the room its bytes need,
-// so what is in flight holds at most twice its bytes (have frames of a few
-// bytes wait a latency in flight by the thousand).
-var writeBufs [bits.UintSize]sync.Pool
-
-// minPooled is the smallest write whose slice is pooled: smaller ones cost
-// the allocator little.
-const minPooled = 1 << 10
-
-// getWriteBuf returns an empty slice with room for n bytes.
-func getWriteBuf(n int) []byte {
-	if n < minPooled {
-		return make([]byte, 0, n)
-	}
-	k := bits.Len(uint(n - 1))
-	if bp, _ := writeBufs[k].Get().(*[]byte); bp != nil {
-		return (*bp)[:0]
-	}
-	return make([]byte, 0, 1<<k)
-}
-
-// putWriteBuf gives b, a slice of getWriteBuf, back to writeBufs.
-func putWriteBuf(b []byte) {
-	c := cap(b)
-	if c < minPooled || c&(c-1) != 0 {
-		return
-	}
-	writeBufs[bits.Len(uint(c))-1].Put(&b)
-}
-
 // drain delivers the queue in order, each write at its time, and ends when
 // the queue is empty (closing the stream below if CloseWrite was called).
 func (s *linkStream) drain() {
@@ -308,7 +276,7 @@ func (s *linkStream) drain() {
 			}
 		}
 		_, err := s.Stream.Write(d.b) // the mock stream copies d.b
-		putWriteBuf(d.b)
+		sizepool.Put(d.b)
 		s.mu.Lock()
 		s.queued -= len(d.b)
 		if err != nil && s.err == nil {
