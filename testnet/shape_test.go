@@ -77,7 +77,7 @@ func TestLinkStreamPipelines(t *testing.T) {
 	start := time.Now()
 	var want []byte
 	for i := range 20 {
-		// Sizes on both sides of minPooled: slices made and pooled ones.
+		// Sizes on both sides of sizepool.MinPooled: slices made and pooled ones.
 		n := 700 + 300*i
 		p := bytes.Repeat([]byte{byte(i)}, n)
 		if n, err := ls.Write(p); n != len(p) || err != nil {
@@ -195,38 +195,6 @@ func TestLinkStreamReset(t *testing.T) {
 	if !below.reset || len(below.got) != 0 {
 		t.Errorf("below: reset %v, %d bytes delivered (want reset, none)", below.reset, len(below.got))
 	}
-}
-
-// TestWriteBuf: a write's slice has room for its bytes and at most twice
-// that (so what is in flight holds at most twice its bytes), and a slice
-// given back is only ever reused for a write of its own size class.
-func TestWriteBuf(t *testing.T) {
-	for _, tc := range []struct{ n, cap int }{
-		{1, 1}, {minPooled - 1, minPooled - 1}, {minPooled, minPooled},
-		{minPooled + 1, 2 * minPooled}, {16 << 10, 16 << 10}, {16<<10 + 7, 32 << 10},
-		{3 << 20, 4 << 20},
-	} {
-		b := getWriteBuf(tc.n)
-		if len(b) != 0 || cap(b) != tc.cap {
-			t.Errorf("getWriteBuf(%d): len %d cap %d, want 0 and %d", tc.n, len(b), cap(b), tc.cap)
-		}
-		putWriteBuf(b)
-	}
-	for range 100 { // a pool may drop what it holds: try until one comes back
-		b := append(getWriteBuf(5000), 0xab)
-		putWriteBuf(b)
-		if c := getWriteBuf(3000); cap(c) != 4096 || c[:1][0] == 0xab {
-			t.Fatalf("a 3000-byte write got a slice of %d bytes, or the 8 KiB one given back", cap(c))
-		}
-		c := getWriteBuf(7000)
-		if len(c) != 0 || cap(c) != 8192 {
-			t.Fatalf("a 7000-byte write got len %d cap %d", len(c), cap(c))
-		}
-		if c[:1][0] == 0xab {
-			return // the slice given back
-		}
-	}
-	t.Error("a slice given back was never reused")
 }
 
 // BenchmarkLinkStream measures a 16 KiB write through a link stream to a

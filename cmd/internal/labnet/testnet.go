@@ -59,8 +59,9 @@ func testnetCommand() *cli.Command {
 			"timers stretched alike) and times are reported at the described rates, with the CPU\n" +
 			"share used. --rarity random,exact,filters runs each block choice side by side: rarest\n" +
 			"first from exact counts (the default), from the sum of the neighbours' CBFs, or random.\n" +
-			"Peer stores live in a temporary folder (--dir to keep them); a soft memory limit\n" +
-			"(--mem-limit) keeps the garbage collector's slack from doubling the peak.\n" +
+			"Peer stores live in a temporary folder (--dir to keep them); the garbage collector\n" +
+			"runs once the heap has grown --gc-percent over what is live (50, not Go's 100, which\n" +
+			"let the slack add a third to the peak), and a soft memory limit (--mem-limit) caps it.\n" +
 			"--churn LEAVE makes that share of the fetching peers leave mid-fetch (service closed,\n" +
 			"cut from their neighbours), half of them come back after a pause and resume from their\n" +
 			"stores (re-hashed on opening), and half as many again join late; --churn LEAVE,REJOIN,LATE\n" +
@@ -125,6 +126,7 @@ func testnetCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Usage: "seed of the topology, the overlay, the file and the holdings", Value: 1},
 			&cli.StringFlag{Name: "dir", Usage: "folder for the peers' stores (default: a temporary folder, removed after)"},
 			&cli.StringFlag{Name: "mem-limit", Usage: "soft memory limit of the Go runtime (e.g. 3GiB; 0: none); ignored when GOMEMLIMIT is set", Value: "3GiB"},
+			&cli.IntFlag{Name: "gc-percent", Usage: "the garbage collector runs once the heap has grown this percent over what is live (Go's GOGC; -1: only at --mem-limit); ignored when GOGC is set", Value: 50},
 			&cli.BoolFlag{Name: "no-verify", Usage: "do not re-hash every peer's file at the end"},
 			&cli.StringFlag{Name: "churn", Usage: "share of the fetching peers that leave mid-fetch (half of them come back, half as many join late), or LEAVE,REJOIN,LATE; none for no churn", Value: "none"},
 			&cli.Float64Flag{Name: "liars", Usage: "share of the peers (never the seed) that lie, in [0, 1)"},
@@ -373,10 +375,17 @@ func runTestnet(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if gc := c.Int("gc-percent"); gc < -1 || gc == -1 && limit == 0 {
+		return cliutil.Usagef("--gc-percent %d: want 0 or more, or -1 with a --mem-limit", gc)
+	}
 	if limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
-		// The garbage collector's slack (GOGC=100 lets the heap reach twice
-		// what is live) would otherwise double the peak.
 		debug.SetMemoryLimit(limit)
+	}
+	if os.Getenv("GOGC") == "" {
+		// The garbage collector's slack (GOGC=100 lets the heap reach twice
+		// what is live) would otherwise add a third to the peak: the live
+		// heap is little of it beside the goroutines' stacks.
+		debug.SetGCPercent(c.Int("gc-percent"))
 	}
 	if name := c.String("trace"); name != "" {
 		f, err := os.Create(name)

@@ -168,6 +168,8 @@ func TestTestnetCommand(t *testing.T) {
 		{[]string{"testnet", "--time-scale", "0.5"}, "--time-scale"},
 		{[]string{"testnet", "--time-scale", "fast"}, "--time-scale"},
 		{[]string{"testnet", "--mem-limit", "much", "--nodes", "2"}, "--mem-limit"},
+		{[]string{"testnet", "--gc-percent", "-2", "--nodes", "2"}, "--gc-percent -2"},
+		{[]string{"testnet", "--gc-percent", "-1", "--mem-limit", "0", "--nodes", "2"}, "-1 with a --mem-limit"},
 		{[]string{"testnet", "extra"}, `unknown command "extra"`},
 		{[]string{"testnet", "trac"}, `did you mean "trace"?`},
 		{[]string{"testnet", "--nodes", "4", "--neighbours", "random", "--degree", "4", "--preset", "small"}, "random neighbours"},
