@@ -291,15 +291,39 @@ func BenchmarkSuperSeedLone(b *testing.B) {
 
 // TestSuperSeedLacksOnlySent: a watcher that lacks only a block another
 // peer asked for (a fetch killed since), while most blocks were never
-// sent (the watcher took them from its own files), is offered that block;
-// one that also lacks a never-sent block offered to another waits for it
-// rather than be sent a block twice.
+// sent (the watcher took them from its own files), is offered that block
+// once it gained nothing for the hold time, and not before (an update's
+// fetchers take a block sent once from each other); one that also lacks a
+// never-sent block offered to another waits for it rather than be sent a
+// block twice.
 func TestSuperSeedLacksOnlySent(t *testing.T) {
 	now := time.Unix(1000, 0)
 	ss := NewSuperSeed[string](8, SuperSeedHold, func() time.Time { return now })
 	ss.Ask("gone", []int{3})
-	if _, first := ss.Watch("resumed", []uint32{3}); len(first) != 1 || first[0] != 3 {
-		t.Fatalf("a watcher lacking only block 3 was offered %v", first)
+	w, first := ss.Watch("resumed", []uint32{3})
+	if len(first) != 0 {
+		t.Fatalf("a watcher lacking only block 3, sent before, was offered %v at once", first)
+	}
+	now = now.Add(SuperSeedHold / 2)
+	ss.Pump()
+	if got := ss.Take(w); len(got) != 0 {
+		t.Fatalf("offered %v after half the hold time", got)
+	}
+	now = now.Add(SuperSeedHold / 2)
+	ss.Pump()
+	if got := ss.Take(w); len(got) != 1 || got[0] != 3 {
+		t.Fatalf("a watcher lacking only block 3 that gained nothing for the hold time was offered %v", got)
+	}
+	// A watcher that gains blocks elsewhere is not sent one twice.
+	ss.Ask("gone", []int{4})
+	w2, _ := ss.Watch("trading", []uint32{4, 6})
+	ss.Ask("gone", []int{6})
+	for range 3 {
+		now = now.Add(SuperSeedHold / 2)
+		ss.Has(w2, []int{6})
+		if got := ss.Take(w2); len(got) != 0 {
+			t.Fatalf("a watcher gaining blocks elsewhere was offered %v", got)
+		}
 	}
 	ss2 := NewSuperSeed[string](8, SuperSeedHold, func() time.Time { return now })
 	ss2.Ask("a", []int{3})
