@@ -1,8 +1,10 @@
 package peer
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -148,5 +150,92 @@ func TestJoinedTreesLeave(t *testing.T) {
 		if k[0] != leaver && p == leaver {
 			t.Errorf("%s is still placed under the fetcher that left in stripe %s", k[0], k[1])
 		}
+	}
+}
+
+// TestJoinedTreesUpdate: fetchers that hold version 1 of a file join the
+// trees of a seed of version 2 (Hello.Holds): the seed pushes its roots
+// only the blocks they lack (what their catch-up requests name), not every
+// block of their stripes, and sends little more than the new blocks; each
+// output ends as version 2.
+func TestJoinedTreesUpdate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	for _, v := range []string{"v1", "v2"} {
+		if err := os.MkdirAll(filepath.Join(dir, v), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v1 := writeRandomFile(t, filepath.Join(dir, "v1"), "data.bin", 2<<20, 23)
+	data, err := os.ReadFile(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int{500 << 10, 1500 << 10} { // two places overwritten
+		copy(data[at:at+8<<10], bytes.Repeat([]byte{0x5a}, 8<<10))
+	}
+	v2 := filepath.Join(dir, "v2", "data.bin")
+	if err := os.WriteFile(v2, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seedPushed := 0
+	seed := newTestPeer(t, WithServeRate(8<<20), WithServeObserver(func(ev ServeEvent) {
+		if ev.Kind == EventBlockSent && ev.Pushed {
+			mu.Lock()
+			seedPushed++
+			mu.Unlock()
+		}
+	}))
+	tk, err := seed.Seed(ctx, v2, WithContentDefined(chunker.Chunking{}), WithTrees(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 5
+	sums := make([]*Summary, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for j := range n {
+		out := filepath.Join(dir, fmt.Sprint("out", j))
+		if err := os.MkdirAll(out, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, v1, filepath.Join(out, "data.bin")) // version 1, as an earlier fetch left it
+		p := newTestPeer(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sums[j], errs[j] = p.Fetch(ctx, tk, out)
+		}()
+	}
+	wg.Wait()
+	var newBytes int64
+	pushed, newBlocks := 0, 0
+	for j := range n {
+		if errs[j] != nil {
+			t.Fatalf("fetcher %d: %v", j, errs[j])
+		}
+		sameFile(t, v2, filepath.Join(dir, fmt.Sprint("out", j), "data.bin"))
+		if sums[j].ReusedBlocks == 0 {
+			t.Errorf("fetcher %d reused no block of version 1", j)
+		}
+		newBytes = max(newBytes, sums[j].Bytes-sums[j].ReusedBytes)
+		newBlocks = max(newBlocks, sums[j].Blocks-sums[j].ReusedBlocks)
+		pushed += sums[j].Pushed
+	}
+	var served int64
+	for _, b := range seed.ServedBytes(tk.Root) {
+		served += b
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("%d new blocks, %d bytes; the seed sent %d bytes (%.2f copies of them) and pushed %d blocks; %d blocks pushed in all",
+		newBlocks, newBytes, served, float64(served)/float64(newBytes), seedPushed, pushed)
+	// Each new block goes to its stripe's root once (twice for a root
+	// placed again); pushed whole stripes, the roots would take the
+	// blocks they hold.
+	if seedPushed > 2*newBlocks {
+		t.Errorf("the seed pushed %d blocks for %d new ones", seedPushed, newBlocks)
 	}
 }

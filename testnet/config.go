@@ -396,8 +396,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: churn and liars need a block method, not byers", ErrConfig)
 	case c.SeedLeaves && (c.Hold != 0 || c.Method == reconcile.Byers || c.Liars > 0 || c.Churn != Churn{}):
 		return fmt.Errorf("%w: the seed leaving needs one seed (hold 0), a block method, and no churn or liars (a block only a leaver or a liar held would be lost)", ErrConfig)
-	case c.Join < 0 || c.Join > 0 && (c.Hold != 0 || c.Method == reconcile.Byers || c.Trees > 0 || c.Update > 0):
-		return fmt.Errorf("%w: %d joined stripe trees: they need one seed (hold 0), a block method, no planned trees and no update", ErrConfig, c.Join)
+	case c.Join < 0 || c.Join > 0 && (c.Hold != 0 || c.Method == reconcile.Byers || c.Trees > 0):
+		return fmt.Errorf("%w: %d joined stripe trees: they need one seed (hold 0), a block method and no planned trees", ErrConfig, c.Join)
 	case c.Trees < 0 || c.Trees > 0 && (c.Hold != 0 || c.Method == reconcile.Byers) || c.RepairAfter < 0:
 		return fmt.Errorf("%w: %d stripe trees, repair after %v: they need one seed (hold 0) and a block method", ErrConfig, c.Trees, c.RepairAfter)
 	case !c.Chunking.IsZero() && (c.Chunking.Check() != nil || c.Method == reconcile.Byers):

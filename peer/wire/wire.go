@@ -105,6 +105,9 @@ const helloWatch byte = 1 << 1
 // helloPlaced marks a placed fetcher's catch-up request (Hello.Placed).
 const helloPlaced byte = 1 << 2
 
+// helloHolds marks a join of a fetcher that holds blocks (Hello.Holds).
+const helloHolds byte = 1 << 3
+
 // MaxRootLen bounds the root id carried in a Hello.
 const MaxRootLen = 64
 
@@ -259,6 +262,11 @@ type Hello struct {
 	// little for the seed's word of its new child, rather than take it
 	// for an orphan.
 	Placed bool
+	// Holds marks a join (ProtoJoin) of a fetcher that holds blocks of
+	// the content already (an update of an older version, a resumed
+	// fetch): the seed does not push a stripe's every block to it as a
+	// new root, but what its catch-up request (ProtoAdopt) says it lacks.
+	Holds bool
 }
 
 // Append appends the hello frame.
@@ -275,6 +283,9 @@ func (h Hello) Append(b []byte) []byte {
 	if h.Placed {
 		flags |= helloPlaced
 	}
+	if h.Holds {
+		flags |= helloHolds
+	}
 	return append(b, flags)
 }
 
@@ -289,11 +300,11 @@ func DecodeHello(f []byte) (Hello, error) {
 		return Hello{}, fmt.Errorf("%w: hello of %d bytes with a %d-byte root", ErrMalformed, len(f), n)
 	}
 	flags := f[2+n]
-	if flags&^(helloCoded|helloWatch|helloPlaced) != 0 {
+	if flags&^(helloCoded|helloWatch|helloPlaced|helloHolds) != 0 {
 		return Hello{}, fmt.Errorf("%w: unknown hello flags %#x", ErrMalformed, flags)
 	}
 	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0, Watch: flags&helloWatch != 0,
-		Placed: flags&helloPlaced != 0}, nil
+		Placed: flags&helloPlaced != 0, Holds: flags&helloHolds != 0}, nil
 }
 
 // AppendWant encodes a request for the blocks idx.
