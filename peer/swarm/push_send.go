@@ -233,6 +233,13 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 				unanswered = append(unanswered, i)
 			}
 			c.NoteSent(child, c.Man.BlockLen(i))
+			if c.Super != nil {
+				// A super-seed offers its watchers a pushed block as sent:
+				// counted as never sent, it was offered again while every
+				// root had it (the update testnet's seed sent 1.95 copies
+				// of the new blocks).
+				c.Super.NoteSent(child, i)
+			}
 			if p.cfg.Observer != nil {
 				p.srv.Observe(serve.Event{Kind: serve.EventBlockSent, Peer: child, Root: root, Index: i, Bytes: c.Man.BlockLen(i), Pushed: true})
 			}
