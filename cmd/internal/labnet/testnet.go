@@ -97,6 +97,7 @@ func testnetCommand() *cli.Command {
 			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --trees 16 --churn 0.1 --liars 0.1\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --block-size 16KiB --up 20Mbit --down 100Mbit --update 0.01\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --content-defined --up 20Mbit --down 100Mbit --update 0.01\n" +
+			"   reconcile testnet --peers 200 --size 16MiB --content-defined --up 20Mbit --down 100Mbit --update 0.01 --join 4\n" +
 			"   reconcile testnet --peers 200 --size 16MiB --up 20Mbit --down 100Mbit --nat 0.5 --punch 0.7 --relays 4",
 		Flags: append([]cli.Flag{
 			&cli.IntFlag{Name: "nodes", Aliases: []string{"peers"}, Usage: "peers", Value: 200},
