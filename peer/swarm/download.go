@@ -550,9 +550,13 @@ func (f *fetch) store(src *source, i int, data []byte, relayed bool) error {
 	}
 	if f.t.Plain() {
 		// Watches of this content, and the sources this fetch watches,
-		// hear of the block (see Hello.Watch).
+		// hear of the block (see Hello.Watch), and so does its parent in
+		// the stripe trees when another peer sent it.
 		f.c.NoteGain(i)
 		f.announce(i)
+		if t := TreesOf(f.c); t != nil {
+			t.gainedFrom(src.id, i)
+		}
 	}
 	if f.fc.Progress != nil {
 		prog.Bytes = f.c.Man.BytesOf(held)

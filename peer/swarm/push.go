@@ -65,7 +65,7 @@ const (
 // NewTrees returns content c's place st in its stripe trees, with
 // the repair time repair.
 func NewTrees(p *Node, c *serve.Content, st Stripes, repair time.Duration) *Trees {
-	t := &Trees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}, newChildren: make(chan struct{})}
+	t := &Trees{p: p, c: c, repair: repair, outs: map[lpeer.ID]*pushOut{}, tells: map[lpeer.ID]*gainTell{}, newChildren: make(chan struct{})}
 	var lengths []int // content-defined blocks are dealt into the stripes by bytes
 	if c.Man.ContentDefined() {
 		lengths = make([]int, c.Man.BlockCount())
@@ -101,6 +101,9 @@ type Trees struct {
 	// this peer children (follow): a placed child's catch-up that came
 	// first waits for it (awaitChild).
 	newChildren chan struct{}
+	// tells holds, per parent whose push stream asked for them, the gains
+	// of its stripes to tell it (gainedFrom).
+	tells map[lpeer.ID]*gainTell
 }
 
 // bitset is a set of block indexes.

@@ -73,6 +73,19 @@ func (p *Node) ServePush(ss *serve.Stream) error {
 	if err := ss.Flush(); err != nil {
 		return err
 	}
+	if ss.Hello.Watch {
+		// The parent hears of the blocks of its stripes this peer gains
+		// from others (readGains).
+		g := &gainTell{wake: make(chan struct{}, 1)}
+		t.mu.Lock()
+		t.tells[from] = g
+		t.mu.Unlock()
+		done, told := make(chan struct{}), make(chan struct{})
+		if !p.goroutine(func() { defer close(told); t.tellGains(ss, from, g, done) }) {
+			return wire.ErrClosed
+		}
+		defer func() { close(done); <-told }()
+	}
 	err := p.readPushes(ss, t, from)
 	if err != nil && !errors.Is(err, io.EOF) {
 		t.ParentFailed(from, errors.Is(err, wire.ErrMalformed) || errors.Is(err, wire.ErrFrameTooLarge) || errors.Is(err, wire.ErrBadBlock))

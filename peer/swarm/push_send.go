@@ -118,7 +118,9 @@ func (t *Trees) write(child lpeer.ID, o *pushOut) {
 func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 	p, c := t.p, t.c
 	root := c.Man.ID()
-	cs, err := p.RequestHello(p.ctx, child, wire.ProtoPush, wire.Hello{Root: root[:]})
+	// Watch: the child tells this peer the blocks of its stripes it gains
+	// from others (have frames), which are then not pushed to it.
+	cs, err := p.RequestHello(p.ctx, child, wire.ProtoPush, wire.Hello{Root: root[:], Watch: true})
 	if err != nil {
 		return false, err
 	}
@@ -134,7 +136,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			cs.s.Reset() // a write waiting for the child's window ends
 		default:
 			answer <- nil
-			_, _ = cs.nextQuiet(1)
+			t.readGains(cs, o)
 			return
 		}
 		answer <- err
@@ -192,11 +194,13 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			i := rest[0]
 			t.mu.Lock()
 			still := t.tree.PushesTo(child, i)
+			held := o.has.has(i)
 			t.mu.Unlock()
 			var frame []byte
 			var err error
-			if still && o.has.has(i) {
-				// It holds the block by its catch-up request (noteHeld).
+			if still && held {
+				// It holds the block by its catch-up request (noteHeld),
+				// or said it gained it (readGains).
 				// (Not by its filter, if it watches this peer: a false
 				// positive left a block unpushed for a repair time, and
 				// the 200-peer testnet's trees ended at 1.57x T* instead
