@@ -173,6 +173,13 @@ func (w worker) download() (err error) {
 				watch = &stallWatch{w: w, cs: cs, inflight: inflight}
 			}
 			sort.Ints(batch)
+			if t := TreesOf(f.c); t != nil && f.t.Plain() {
+				// Parents need not push what is asked of another peer
+				// (if the request fails, the block is asked again).
+				for _, i := range batch {
+					t.fetchingFrom(src.id, i)
+				}
+			}
 			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {
 				return err
 			}
@@ -550,13 +557,9 @@ func (f *fetch) store(src *source, i int, data []byte, relayed bool) error {
 	}
 	if f.t.Plain() {
 		// Watches of this content, and the sources this fetch watches,
-		// hear of the block (see Hello.Watch), and so does its parent in
-		// the stripe trees when another peer sent it.
+		// hear of the block (see Hello.Watch).
 		f.c.NoteGain(i)
 		f.announce(i)
-		if t := TreesOf(f.c); t != nil {
-			t.gainedFrom(src.id, i)
-		}
 	}
 	if f.fc.Progress != nil {
 		prog.Bytes = f.c.Man.BytesOf(held)

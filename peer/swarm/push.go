@@ -101,8 +101,8 @@ type Trees struct {
 	// this peer children (follow): a placed child's catch-up that came
 	// first waits for it (awaitChild).
 	newChildren chan struct{}
-	// tells holds, per parent whose push stream asked for them, the gains
-	// of its stripes to tell it (gainedFrom).
+	// tells holds, per parent whose push stream asked for them, the
+	// blocks of its stripes asked of other peers, to tell it (fetchingFrom).
 	tells map[lpeer.ID]*gainTell
 }
 

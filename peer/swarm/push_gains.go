@@ -10,10 +10,12 @@ import (
 )
 
 // A child tells each parent whose push stream asks for it (Hello.Watch)
-// the blocks of the parent's stripes it gains from other peers, in have
+// the blocks of the parent's stripes it asks of other peers, in have
 // frames on that stream, and the parent does not push them (readGains).
+// Told once the blocks came, a parent whose pushes lagged had pushed many
+// of them meanwhile (a pull and a push crossing).
 
-// gainTell is a child's queue of gains to tell one parent, and its
+// gainTell is a child's queue of blocks to tell one parent, and its
 // writer's wake-up (the Trees' mu held around q).
 type gainTell struct {
 	q    []int
@@ -21,7 +23,7 @@ type gainTell struct {
 }
 
 // readGains reads the have frames a child that took o's push stream sends
-// of the blocks of its stripes it gained from other peers, and marks them
+// of the blocks of its stripes it asked of other peers, and marks them
 // in o.has (not pushed to it), until the stream ends. A child that pulled a
 // block while its parent's pushes lagged (a parent whose uplink its
 // children and the pulls of others share) was pushed it too: in a 20-peer
@@ -49,10 +51,10 @@ func (t *Trees) readGains(cs *ClientStream, o *pushOut) {
 	}
 }
 
-// gainedFrom notes that this peer stored block i, from peer from: when
-// i's stripe has a parent other than from that asked to hear of gains,
-// the parent is told.
-func (t *Trees) gainedFrom(from lpeer.ID, i int) {
+// fetchingFrom notes that this peer asks peer from for block i: when i's
+// stripe has a parent other than from whose push stream asked to hear of
+// such blocks, the parent is told.
+func (t *Trees) fetchingFrom(from lpeer.ID, i int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	parent := t.tree.Parent(t.stripe(i))
@@ -67,7 +69,7 @@ func (t *Trees) gainedFrom(from lpeer.ID, i int) {
 	}
 }
 
-// tellGains writes have frames of the gains queued for parent on its push
+// tellGains writes have frames of the blocks queued for parent on its push
 // stream ss until done is closed or a write fails.
 func (t *Trees) tellGains(ss *serve.Stream, parent lpeer.ID, g *gainTell, done <-chan struct{}) {
 	defer func() {

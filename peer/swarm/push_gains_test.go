@@ -32,7 +32,7 @@ func (s *bufStream) SetWriteDeadline(time.Time) error { return nil }
 func (s *bufStream) Reset() error { return nil }
 
 // TestGainsTold: a child tells its parent in a stripe the blocks of that
-// stripe it gains from other peers, not those the parent pushed it nor
+// stripe it asks of other peers, not those it asks of the parent nor
 // those of a stripe whose parent did not ask; the parent marks them held
 // and does not push them.
 func TestGainsTold(t *testing.T) {
@@ -42,11 +42,11 @@ func TestGainsTold(t *testing.T) {
 	c := emptyContent(t, m, t.TempDir())
 	child := NewTrees(p, c, Stripes{Parents: []lpeer.ID{"parent", "quiet"}}, time.Second)
 	g := &gainTell{wake: make(chan struct{}, 1)}
-	child.tells["parent"] = g     // as ServePush registers a push stream that asks
-	child.gainedFrom("other", 0)  // stripe 0, from another peer: told
-	child.gainedFrom("parent", 2) // pushed by the parent: not told
-	child.gainedFrom("other", 1)  // stripe 1: its parent did not ask
-	child.gainedFrom("other", 4)  // told
+	child.tells["parent"] = g       // as ServePush registers a push stream that asks
+	child.fetchingFrom("other", 0)  // stripe 0, from another peer: told
+	child.fetchingFrom("parent", 2) // asked of the parent: not told
+	child.fetchingFrom("other", 1)  // stripe 1: its parent did not ask
+	child.fetchingFrom("other", 4)  // told
 	s := &bufStream{}
 	ss := serve.NewStream(s, c, 0, clock.Real())
 	done := make(chan struct{})

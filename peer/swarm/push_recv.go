@@ -74,8 +74,8 @@ func (p *Node) ServePush(ss *serve.Stream) error {
 		return err
 	}
 	if ss.Hello.Watch {
-		// The parent hears of the blocks of its stripes this peer gains
-		// from others (readGains).
+		// The parent hears of the blocks of its stripes this peer asks of
+		// others (readGains).
 		g := &gainTell{wake: make(chan struct{}, 1)}
 		t.mu.Lock()
 		t.tells[from] = g
