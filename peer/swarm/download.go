@@ -174,10 +174,17 @@ func (w worker) download() (err error) {
 			}
 			sort.Ints(batch)
 			if t := TreesOf(f.c); t != nil && f.t.Plain() {
-				// Parents need not push what is asked of another peer
-				// (if the request fails, the block is asked again).
+				// Parents need not push what is asked of another peer;
+				// told, a parent no longer pushes it, so the block is
+				// not held for its pushes if the request fails (it is
+				// asked again of any source).
+				now := f.p.clk.Now()
 				for _, i := range batch {
-					t.fetchingFrom(src.id, i)
+					if t.fetchingFrom(src.id, i) {
+						f.mu.Lock()
+						f.pick.See(i, now)
+						f.mu.Unlock()
+					}
 				}
 			}
 			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {

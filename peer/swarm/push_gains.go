@@ -53,20 +53,21 @@ func (t *Trees) readGains(cs *ClientStream, o *pushOut) {
 
 // fetchingFrom notes that this peer asks peer from for block i: when i's
 // stripe has a parent other than from whose push stream asked to hear of
-// such blocks, the parent is told.
-func (t *Trees) fetchingFrom(from lpeer.ID, i int) {
+// such blocks, the parent is told, and fetchingFrom reports true.
+func (t *Trees) fetchingFrom(from lpeer.ID, i int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	parent := t.tree.Parent(t.stripe(i))
 	g := t.tells[parent]
 	if parent == "" || parent == from || g == nil {
-		return
+		return false
 	}
 	g.q = append(g.q, i)
 	select {
 	case g.wake <- struct{}{}:
 	default:
 	}
+	return true
 }
 
 // tellGains writes have frames of the blocks queued for parent on its push
