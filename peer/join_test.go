@@ -14,16 +14,18 @@ import (
 )
 
 // TestJoinedTrees: a seed that places its fetchers (WithTrees) and six
-// fetches that know only its ticket, of fixed or content-defined blocks. Each joins the seed's trees as it
-// starts, and most blocks come down them: the fetchers push to each other
-// what the seed sent once, and each output is the seed's file. With
-// WithoutJoin, none is pushed a block.
+// fetches that know only its ticket, of fixed or content-defined blocks.
+// With WithJoinNear, each joins the seed's trees as it starts, and most
+// blocks come down them: the fetchers push to each other what the seed
+// sent once, and each output is the seed's file. With WithoutJoin, none is
+// pushed a block; nor by default, the seed being on loopback, nearer than
+// JoinMinRTT.
 func TestJoinedTrees(t *testing.T) {
 	for _, tc := range []struct {
-		join, cdc bool
-	}{{true, false}, {false, false}, {true, true}} {
-		join := tc.join
-		t.Run(fmt.Sprintf("join=%t,content-defined=%t", tc.join, tc.cdc), func(t *testing.T) {
+		join, near, cdc bool
+	}{{true, true, false}, {false, true, false}, {true, true, true}, {true, false, false}} {
+		join := tc.join && tc.near
+		t.Run(fmt.Sprintf("join=%t,near=%t,content-defined=%t", tc.join, tc.near, tc.cdc), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			dir := t.TempDir()
@@ -40,8 +42,11 @@ func TestJoinedTrees(t *testing.T) {
 				t.Fatal(err)
 			}
 			var opts []FetchOption
-			if !join {
+			if !tc.join {
 				opts = append(opts, WithoutJoin())
+			}
+			if tc.near {
+				opts = append(opts, WithJoinNear())
 			}
 			const n = 6
 			sums := make([]*Summary, n)
@@ -75,7 +80,7 @@ func TestJoinedTrees(t *testing.T) {
 			case join && 2*pushed < blocks:
 				t.Errorf("%d of %d blocks pushed, want at least half", pushed, blocks)
 			case !join && pushed != 0:
-				t.Errorf("%d blocks pushed without joining", pushed)
+				t.Errorf("%d blocks pushed without joining (or near the seed)", pushed)
 			}
 		})
 	}
@@ -111,7 +116,7 @@ func TestJoinedTreesLeave(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[j] = peers[j].Fetch(ctx, tk, filepath.Join(dir, fmt.Sprint("out", j)))
+			_, errs[j] = peers[j].Fetch(ctx, tk, filepath.Join(dir, fmt.Sprint("out", j)), WithJoinNear())
 		}()
 	}
 	// The first to be placed as a root leaves once every fetcher joined.
@@ -206,7 +211,7 @@ func TestJoinedTreesUpdate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sums[j], errs[j] = p.Fetch(ctx, tk, out)
+			sums[j], errs[j] = p.Fetch(ctx, tk, out, WithJoinNear())
 		}()
 	}
 	wg.Wait()

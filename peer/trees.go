@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/swarm"
@@ -69,6 +70,20 @@ func WithServeTrees(k int) ServeOption {
 func WithJoinAt(ids ...lpeer.ID) FetchOption {
 	return func(c *swarm.FetchConfig) error { c.JoinAt = append(c.JoinAt, ids...); return nil }
 }
+
+// WithJoinNear has a fetch take its place in a placing seed's stripe
+// trees even when the seed is near: by default a fetch that reaches the
+// seed at a loopback, private or link-local address (on the same machine
+// or LAN) does not join and pulls every block, which is faster where the
+// uplinks, not the latency, set the pace (see NearAddr).
+func WithJoinNear() FetchOption {
+	return func(c *swarm.FetchConfig) error { c.JoinNear = true; return nil }
+}
+
+// NearAddr reports whether a peer reached at a is near, on the same
+// machine or LAN: a fetch does not join the stripe trees of a seed it
+// reaches so (see WithJoinNear).
+func NearAddr(a ma.Multiaddr) bool { return swarm.NearAddr(a) }
 
 // WithoutJoin keeps a fetch out of a placing seed's stripe trees (see
 // Place): it pulls every block. By default a fetch asks its first

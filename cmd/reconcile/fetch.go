@@ -41,6 +41,9 @@ func fetchCommand() *cli.Command {
 			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
 			&cli.StringFlag{Name: "rate", Category: categoryTuning, Usage: "cap the upload to other peers at `RATE` bytes per second (IEC: 4MiB)"},
 			&cli.DurationFlag{Name: "stall-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "longest wait for a peer's block (less beside others)"},
+			// Hidden: a seed's stripe trees (seed --trees) on loopback or a
+			// LAN, where fetches pull by default (peer.WithJoinNear).
+			&cli.BoolFlag{Name: "join-near", Hidden: true, Usage: "join a seed's stripe trees even on loopback or a LAN"},
 			cliutil.ProgressFlag(),
 		),
 		Action: runFetch,
@@ -135,6 +138,9 @@ func runFetch(c *cli.Context) error {
 		peer.WithReuse(c.StringSlice("reuse")...), peer.WithReuseProgress(reuseProgress(pr, "asking peers for the rest"))}
 	if c.Bool("delete") {
 		opts = append(opts, peer.WithDelete())
+	}
+	if c.Bool("join-near") {
+		opts = append(opts, peer.WithJoinNear())
 	}
 	if rootOnly {
 		opts = append(opts, peer.WithLookupProgress(lookupProgress(pr, tk.Root.String()[:16])))

@@ -30,6 +30,9 @@ type FetchConfig struct {
 	// (peer.WithJoinAt).
 	NoJoin bool
 	JoinAt []lpeer.ID
+	// JoinNear has the fetch take its place in a placing seed's trees
+	// even when the seed is near (NearAddr; see peer.WithJoinNear).
+	JoinNear bool
 	// Reuse, Delete and ReuseProgress: see peer.WithReuse, WithDelete and
 	// WithReuseProgress.
 	Reuse         []string

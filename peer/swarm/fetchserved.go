@@ -40,7 +40,7 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 				first = append(first, id)
 			}
 		}
-		p.goroutine(func() { p.joinTrees(c, first) })
+		p.goroutine(func() { p.joinTrees(c, first, fc.JoinNear) })
 	}
 	// Its streams count their bytes in the counter of ctx, where those of
 	// the manifest's request are (a new one when there is none).

@@ -9,6 +9,8 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
+	ma "github.com/multiformats/go-multiaddr"
+	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
@@ -228,13 +230,20 @@ func (t *Trees) addrInfo(id lpeer.ID) lpeer.AddrInfo {
 // joinTrees joins the stripe trees of content c at the first of srcs
 // (at most joinTries of them) that places fetchers, takes its place there
 // once a parent is named (Push), and follows the seed's placements until
-// the join ends (the service closes, or the seed goes).
-func (p *Node) joinTrees(c *serve.Content, srcs []lpeer.ID) {
+// the join ends (the service closes, or the seed goes). Unless near, it
+// does not join a seed it reaches at a loopback or private address
+// (NearAddr): it pulls.
+func (p *Node) joinTrees(c *serve.Content, srcs []lpeer.ID, near bool) {
 	root := c.Man.ID()
 	for _, src := range srcs[:min(len(srcs), joinTries)] {
 		cs, err := p.RequestHello(p.ctx, src, wire.ProtoJoin, wire.Hello{Root: root[:], Holds: c.Store.HeldCount() > 0})
 		if err != nil {
 			continue
+		}
+		if !near && NearAddr(cs.s.Conn().RemoteMultiaddr()) {
+			cs.Reset()
+			p.log.Debug("the seed is near: pulling", "seed", src)
+			return
 		}
 		if err := cs.Flush(); err != nil {
 			cs.Reset()
@@ -252,6 +261,18 @@ func (p *Node) joinTrees(c *serve.Content, srcs []lpeer.ID) {
 
 // joinTries is how many of a fetch's first sources it asks to join.
 const joinTries = 3
+
+// NearAddr reports whether a peer reached at a is near: at a loopback,
+// private (RFC 1918, shared, unique local) or link-local address, on the
+// same machine or LAN, where the uplinks and not the latency set the pace
+// and pulls are faster than stripe trees. Twenty capped fetchers on
+// loopback (reconcile bench swarm) finished at 1.31x and 1.38x the fluid
+// bound with 4 and 8 joined trees, at 0.96x pulling; in the testnet's
+// wide-area model (one-way delays of 373 ms on average) 8 joined trees of
+// 256 KiB blocks finished at 1.92x where pulls took 2.14x.
+func NearAddr(a ma.Multiaddr) bool {
+	return a != nil && (manet.IsIPLoopback(a) || manet.IsPrivateAddr(a) || manet.IsIP6LinkLocal(a))
+}
 
 // followJoin reads the place frames of a join stream and applies them to
 // c's trees; joined reports whether the seed placed this peer.

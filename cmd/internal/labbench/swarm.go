@@ -53,7 +53,7 @@ func swarmCommand() *cli.Command {
 			&cli.StringFlag{Name: "rate", Value: "2MiB", Usage: "each fetcher's upload cap, bytes per second (fetch --rate; 0: none)"},
 			&cli.StringFlag{Name: "seed-rate", Value: "4MiB", Usage: "the seed's upload cap, bytes per second (seed --rate; 0: none)"},
 			&cli.BoolFlag{Name: "super-seed", Value: true, Usage: "the seed super-seeds, as reconcile seed does by default (--super-seed=false: it offers everything)"},
-			&cli.IntFlag{Name: "trees", Usage: "the seed's --trees: it places the fetchers in this many stripe trees as they join (0: every block pulled)"},
+			&cli.IntFlag{Name: "trees", Usage: "the seed's --trees: it places the fetchers in this many stripe trees as they join, the fetchers joining although on loopback (fetch --join-near; 0: every block pulled)"},
 			&cli.BoolFlag{Name: "leave", Usage: "fetchers exit once done (no --seed-after)"},
 			&cli.DurationFlag{Name: "stagger", Usage: "launch a fetcher every this long (0: all at once)"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "repetitions, each with a fresh seed and fresh fetchers (1 to 100)"},

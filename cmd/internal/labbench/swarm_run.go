@@ -152,6 +152,10 @@ func (sc *swarmConfig) startFetch(ctx context.Context, i int, ticket string) (*s
 	if sc.profile != "" {
 		args = append(args, "--cpuprofile", filepath.Join(sc.profile, fmt.Sprintf("fetch-%d-%d.pprof", sc.rep, i)))
 	}
+	if sc.trees > 0 {
+		// On loopback a fetch would not join (peer.NearAddr).
+		args = append(args, "--join-near")
+	}
 	p.cmd = exec.CommandContext(ctx, sc.self, append(args, sc.fetchArgs...)...)
 	p.cmd.Stderr = &p.stderr
 	if sc.logs != "" {
