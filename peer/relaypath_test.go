@@ -184,3 +184,34 @@ func startRelay(t *testing.T, opts ...relayv2.Option) host.Host {
 	t.Cleanup(func() { r.Close() })
 	return h
 }
+
+// TestRelayedNoJoin: a fetch that reaches a placing seed (WithTrees) only
+// through a relay does not join its trees, even with WithJoinNear: it
+// pulls every block, and completes byte-identical.
+func TestRelayedNoJoin(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	relayHost := startRelay(t, relayv2.WithInfiniteLimits())
+	src := writeRandomFile(t, dir, "data.bin", 512<<10, 5)
+	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
+	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10), WithTrees(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	circuit := reserveOn(ctx, t, behind, relayHost)
+	for _, a := range behind.Host().Network().ListenAddresses() {
+		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil {
+			behind.Host().Network().(*swarm.Swarm).ListenClose(a)
+		}
+	}
+	tk.Peers = nil
+	sum, err := newTestPeer(t, WithReach(Reach{RelayClient: true})).Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithJoinNear())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, src, dir+"/out/data.bin")
+	if sum.Pushed != 0 || sum.RelayedBytes == 0 {
+		t.Errorf("through the relay: %d blocks pushed (want 0), %d bytes relayed", sum.Pushed, sum.RelayedBytes)
+	}
+}

@@ -82,7 +82,7 @@ func WithJoinNear() FetchOption {
 
 // NearAddr reports whether a peer reached at a is near, on the same
 // machine or LAN: a fetch does not join the stripe trees of a seed it
-// reaches so (see WithJoinNear).
+// reaches so (see WithJoinNear), nor one it reaches through a relay only.
 func NearAddr(a ma.Multiaddr) bool { return swarm.NearAddr(a) }
 
 // WithoutJoin keeps a fetch out of a placing seed's stripe trees (see

@@ -13,6 +13,7 @@ import (
 	manet "github.com/multiformats/go-multiaddr/net"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -232,7 +233,8 @@ func (t *Trees) addrInfo(id lpeer.ID) lpeer.AddrInfo {
 // once a parent is named (Push), and follows the seed's placements until
 // the join ends (the service closes, or the seed goes). Unless near, it
 // does not join a seed it reaches at a loopback or private address
-// (NearAddr): it pulls.
+// (NearAddr): it pulls. Nor one it reaches through a relay only: a
+// relay's limits (and a second hop) would hold the pushes back.
 func (p *Node) joinTrees(c *serve.Content, srcs []lpeer.ID, near bool) {
 	root := c.Man.ID()
 	for _, src := range srcs[:min(len(srcs), joinTries)] {
@@ -240,9 +242,9 @@ func (p *Node) joinTrees(c *serve.Content, srcs []lpeer.ID, near bool) {
 		if err != nil {
 			continue
 		}
-		if !near && NearAddr(cs.s.Conn().RemoteMultiaddr()) {
+		if a := cs.s.Conn().RemoteMultiaddr(); hostkit.IsRelayed(a) || !near && NearAddr(a) {
 			cs.Reset()
-			p.log.Debug("the seed is near: pulling", "seed", src)
+			p.log.Debug("the seed is near, or relayed: pulling", "seed", src, "addr", a)
 			return
 		}
 		if err := cs.Flush(); err != nil {
