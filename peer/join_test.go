@@ -244,3 +244,55 @@ func TestJoinedTreesUpdate(t *testing.T) {
 		t.Errorf("the seed pushed %d blocks for %d new ones", seedPushed, newBlocks)
 	}
 }
+
+// TestUnserveEndsJoins: a seed that stops serving its content (Unserve)
+// ends its fetchers' join streams: they leave its trees (the seed places
+// the children of those that left again, an EventPlaced each) rather
+// than wait for pushes that will not come.
+func TestUnserveEndsJoins(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", 2<<20, 24)
+	placed := make(chan struct{}, 64)
+	seed := newTestPeer(t, WithServeRate(128<<10), WithServeObserver(func(ev ServeEvent) {
+		if ev.Kind == EventPlaced {
+			select {
+			case placed <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10), WithTrees(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, fcancel := context.WithCancel(ctx)
+	defer fcancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer fcancel()
+	for j := range 2 {
+		p := newTestPeer(t)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _ = p.Fetch(fctx, tk, filepath.Join(dir, fmt.Sprint("out", j)), WithJoinNear(), WithNoPeerTimeout(time.Minute))
+		}()
+	}
+	for range 4 { // each fetcher placed in both stripes
+		select {
+		case <-placed:
+		case <-ctx.Done():
+			t.Fatal("the fetchers were not placed")
+		}
+	}
+	if ok, err := seed.Unserve(tk.Root); !ok || err != nil {
+		t.Fatalf("Unserve: %v, %v", ok, err)
+	}
+	select {
+	case <-placed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no fetcher left the trees within 10 s of Unserve")
+	}
+}

@@ -47,7 +47,16 @@ type Content struct {
 	// push is the content's place in its stripe trees (Service.Push), nil
 	// when it has none.
 	push Trees
+	// closed is closed by Close (nil for a Content not made by
+	// NewContent: never).
+	closed    chan struct{}
+	closeOnce sync.Once
 }
+
+// Closed returns a channel closed once the content is closed (Close: no
+// longer served): the streams that serve it for as long as a peer keeps
+// them open (watches, joins) end then.
+func (c *Content) Closed() <-chan struct{} { return c.closed }
 
 // A peer serves the blocks asked for by a few peers at once, as
 // BitTorrent's unchoked peers: a request from a peer with nothing queued is
@@ -162,7 +171,7 @@ func NewContent(m *chunker.Manifest, s *chunker.Store) (*Content, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Content{Man: m, Store: s, Recon: r, Sends: admit.NewRepeats(m.BlockCount(), maxSwarm), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh,
+	return &Content{Man: m, Store: s, Recon: r, Sends: admit.NewRepeats(m.BlockCount(), maxSwarm), swarm: make(map[lpeer.ID]struct{}), sent: make(map[lpeer.ID]int64), fresh: uploadQueueFresh, closed: make(chan struct{}),
 		Tally: sched.NewNeighbourTally[lpeer.ID](r.U)}, nil
 }
 
@@ -259,6 +268,11 @@ func (c *Content) SetAlt(u AltUnits) {
 
 // Close closes the content's store (a store closed already is no error).
 func (c *Content) Close() error {
+	c.closeOnce.Do(func() {
+		if c.closed != nil {
+			close(c.closed)
+		}
+	})
 	if c.Store == nil {
 		return nil
 	}

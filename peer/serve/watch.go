@@ -20,7 +20,8 @@ const HaveFrameMax = 1 + MaxVarint + MaxHave*MaxVarint
 // sends a have frame of the blocks the store gains from the gain log's
 // cursor on (and, for a super-seed's watcher sw, of the offers dealt to it),
 // and reads the watcher's own have frames, until the watcher closes the
-// stream (nil), the service closes or the stream fails.
+// stream or the content is no longer served (nil), the service closes or
+// the stream fails.
 func (p *Server) serveWatch(ss *Stream, cursor int, sw *sched.SuperWatch[lpeer.ID]) error {
 	c := ss.C
 	read := make(chan error, 1)
@@ -68,6 +69,8 @@ func (p *Server) serveWatch(ss *Stream, cursor int, sw *sched.SuperWatch[lpeer.I
 			return err
 		case <-p.ctx.Done():
 			return p.ctx.Err()
+		case <-c.Closed():
+			return nil // no longer served
 		}
 	}
 }

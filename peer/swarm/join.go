@@ -129,6 +129,10 @@ func (p *Node) ServeJoin(ss *serve.Stream) error {
 				return nil
 			}
 			return err
+		case <-ss.C.Closed():
+			// No longer served (Unserve): the fetcher leaves the trees
+			// and pulls.
+			return nil
 		}
 		t.mu.Lock()
 		q := o.q
