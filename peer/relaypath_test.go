@@ -128,20 +128,8 @@ func TestRelayLimitExplained(t *testing.T) {
 	res.Limit.Data = 16 << 10
 	relayHost := startRelay(t, relayv2.WithResources(res))
 	src := writeRandomFile(t, dir, "data.bin", 1<<20, 4)
-	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
-	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	circuit := reserveOn(ctx, t, behind, relayHost)
-	// Behind a NAT: nothing dials it directly.
-	for _, a := range behind.Host().Network().ListenAddresses() {
-		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil {
-			behind.Host().Network().(*swarm.Swarm).ListenClose(a)
-		}
-	}
-	tk.Peers = nil
-	_, err = newTestPeer(t, WithReach(Reach{RelayClient: true})).Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithNoPeerTimeout(2*time.Second))
+	tk, circuit := seedBehindRelay(ctx, t, relayHost, src, WithBlockSize(32<<10))
+	_, err := newTestPeer(t, WithReach(Reach{RelayClient: true})).Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithNoPeerTimeout(2*time.Second))
 	if err == nil {
 		t.Fatal("a fetch through a relay of 16 KiB per connection succeeded")
 	}
@@ -152,6 +140,27 @@ func TestRelayLimitExplained(t *testing.T) {
 			t.Errorf("the error lacks %q: %s", want, msg)
 		}
 	}
+}
+
+// seedBehindRelay seeds src with opts from a peer behind a NAT, reached
+// only through relay r (it listens on nothing else): the ticket, naming
+// no address, and its circuit address.
+func seedBehindRelay(ctx context.Context, t *testing.T, r host.Host, src string, opts ...SeedOption) (Ticket, ma.Multiaddr) {
+	t.Helper()
+	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
+	tk, err := behind.Seed(ctx, src, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	circuit := reserveOn(ctx, t, behind, r)
+	// Behind a NAT: nothing dials it directly.
+	for _, a := range behind.Host().Network().ListenAddresses() {
+		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil {
+			behind.Host().Network().(*swarm.Swarm).ListenClose(a)
+		}
+	}
+	tk.Peers = nil
+	return tk, circuit
 }
 
 // reserveOn has p reserve a slot on relay r and returns p's circuit address
@@ -194,18 +203,7 @@ func TestRelayedNoJoin(t *testing.T) {
 	dir := t.TempDir()
 	relayHost := startRelay(t, relayv2.WithInfiniteLimits())
 	src := writeRandomFile(t, dir, "data.bin", 512<<10, 5)
-	behind := newTestPeer(t, WithReach(Reach{RelayClient: true}))
-	tk, err := behind.Seed(ctx, src, WithBlockSize(32<<10), WithTrees(2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	circuit := reserveOn(ctx, t, behind, relayHost)
-	for _, a := range behind.Host().Network().ListenAddresses() {
-		if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err != nil {
-			behind.Host().Network().(*swarm.Swarm).ListenClose(a)
-		}
-	}
-	tk.Peers = nil
+	tk, circuit := seedBehindRelay(ctx, t, relayHost, src, WithBlockSize(32<<10), WithTrees(2))
 	sum, err := newTestPeer(t, WithReach(Reach{RelayClient: true})).Fetch(ctx, tk, dir+"/out", WithPeers(circuit), WithJoinNear())
 	if err != nil {
 		t.Fatal(err)
