@@ -173,19 +173,8 @@ func (w worker) download() (err error) {
 				watch = &stallWatch{w: w, cs: cs, inflight: inflight}
 			}
 			sort.Ints(batch)
-			if t := TreesOf(f.c); t != nil && f.t.Plain() {
-				// Parents need not push what is asked of another peer;
-				// told, a parent no longer pushes it, so the block is
-				// not held for its pushes if the request fails (it is
-				// asked again of any source).
-				now := f.p.clk.Now()
-				for _, i := range batch {
-					if t.fetchingFrom(src.id, i) {
-						f.mu.Lock()
-						f.pick.See(i, now)
-						f.mu.Unlock()
-					}
-				}
+			if f.t.Plain() {
+				pushSink{f}.tellParents(src.id, batch)
 			}
 			if err := wants.send(f.ctx, wire.AppendWant(nil, batch)); err != nil {
 				return err

@@ -70,6 +70,32 @@ func (t *Trees) fetchingFrom(from lpeer.ID, i int) bool {
 	return true
 }
 
+// tellParents tells the parents in the stripe trees (if any) of the
+// blocks batch this fetch asks of peer from, which they need not push
+// then (fetchingFrom). A block told is no longer held for its parent's
+// pushes, so that if the request fails it is asked again of any source.
+func (f pushSink) tellParents(from lpeer.ID, batch []int) {
+	t := TreesOf(f.c)
+	if t == nil {
+		return
+	}
+	var told []int
+	for _, i := range batch {
+		if t.fetchingFrom(from, i) {
+			told = append(told, i)
+		}
+	}
+	if len(told) == 0 {
+		return
+	}
+	now := f.p.clk.Now()
+	f.mu.Lock()
+	for _, i := range told {
+		f.pick.See(i, now)
+	}
+	f.mu.Unlock()
+}
+
 // tellGains writes have frames of the blocks queued for parent on its push
 // stream ss until done is closed or a write fails.
 func (t *Trees) tellGains(ss *serve.Stream, parent lpeer.ID, g *gainTell, done <-chan struct{}) {
