@@ -52,10 +52,10 @@ func TestPlacedChanges(t *testing.T) {
 	}
 }
 
-// TestRepairOf: a stripe is held for the repair time after its last push,
+// TestRepair: a stripe is held for the repair time after its last push,
 // however far apart its pushes came: a parent gone silent is repaired
 // after the repair time.
-func TestRepairOf(t *testing.T) {
+func TestRepair(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	tr := stripes.NewTree(stripes.Place[string]{Self: "a", Parents: []string{"p"}, Blocks: 100, RepairAfter: 2 * time.Second}, t0)
 	now := t0
@@ -63,7 +63,7 @@ func TestRepairOf(t *testing.T) {
 		now = now.Add(1500 * time.Millisecond)
 		tr.PushedBy("p", i, now)
 	}
-	if got := tr.RepairOf(0); got != 2*time.Second {
+	if got := tr.Repair(); got != 2*time.Second {
 		t.Errorf("pushes 1.5 s apart: held for %v, want the repair time", got)
 	}
 	if got := tr.Held(now.Add(1900*time.Millisecond), nil); !got[0] {

@@ -291,7 +291,7 @@ func (t *Tree[K]) PushedBy(id K, i int, now time.Time) Verdict {
 	return Taken
 }
 
-// RepairOf returns how long stripe s may go without a push before it is
+// Repair returns how long a stripe may go without a push before it is
 // no longer held for its pushes, and how long a block its parent offered
 // may wait for its push: the repair time, whatever the stripe's pace.
 // Stretched to four of the stripe's usual gaps between pushes (up to four
@@ -301,7 +301,7 @@ func (t *Tree[K]) PushedBy(id K, i int, now time.Time) Verdict {
 // repair times: with --churn 0.1 --liars 0.1 the peers that never left
 // finished by 3.44x T*, against 2.41x with the repair time alone (2.51x
 // pulling), and without churn the last peer by 2.65x against 2.11x to 2.18x.
-func (t *Tree[K]) RepairOf(s int) time.Duration { return t.repair }
+func (t *Tree[K]) Repair() time.Duration { return t.repair }
 
 // Held reports in dst (grown as needed), per stripe, whether a fetch
 // leaves its blocks to the pushes at now: while its parent is up and
@@ -310,7 +310,7 @@ func (t *Tree[K]) Held(now time.Time, dst []bool) []bool {
 	var none K
 	dst = slices.Grow(dst[:0], len(t.parents))[:len(t.parents)]
 	for s, id := range t.parents {
-		dst[s] = id != none && t.parent[id] == ParentUp && now.Sub(t.last[s]) < t.RepairOf(s)
+		dst[s] = id != none && t.parent[id] == ParentUp && now.Sub(t.last[s]) < t.repair
 	}
 	return dst
 }

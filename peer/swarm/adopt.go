@@ -293,12 +293,9 @@ func (t *Trees) noteHeld(o *pushOut, s int, lacks []int) {
 	if len(lacks) >= serve.DefaultLimits.MaxWant {
 		upTo = slices.Max(lacks)
 	}
-	if o.has == nil {
-		o.has = make(bitset, (n+63)/64)
-	}
 	for i := 0; i <= upTo; i++ {
 		if t.stripe(i) == s && !slices.Contains(lacks, i) {
-			o.has.set(i)
+			o.markHas(i, n)
 		}
 	}
 }

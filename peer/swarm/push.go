@@ -144,6 +144,15 @@ func (o *pushOut) markSent(i, n int) {
 	o.sent.set(i)
 }
 
+// markHas notes that o's child holds block i of n (t.mu held): it is not
+// pushed to it.
+func (o *pushOut) markHas(i, n int) {
+	if o.has == nil {
+		o.has = make(bitset, (n+63)/64)
+	}
+	o.has.set(i)
+}
+
 // pushRetries is how many times a push stream that fails is tried again
 // with its queue kept.
 const pushRetries = 3

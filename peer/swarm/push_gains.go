@@ -41,11 +41,8 @@ func (t *Trees) readGains(cs *ClientStream, o *pushOut) {
 			return
 		}
 		t.mu.Lock()
-		if o.has == nil {
-			o.has = make(bitset, (n+63)/64)
-		}
 		for _, i := range idx {
-			o.has.set(i)
+			o.markHas(i, n)
 		}
 		t.mu.Unlock()
 	}

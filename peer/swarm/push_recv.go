@@ -278,9 +278,9 @@ func (w worker) seeFromLocked(idx []int) {
 	for _, i := range idx {
 		s := t.stripe(i)
 		if t.tree.Parent(s) == src.id {
-			f.pick.See(i, now.Add(t.tree.RepairOf(s)))
+			f.pick.See(i, now.Add(t.tree.Repair()))
 		} else {
-			f.pick.See(i, now.Add(lateAfter*t.tree.RepairOf(s)))
+			f.pick.See(i, now.Add(lateAfter*t.tree.Repair()))
 		}
 	}
 }
