@@ -118,8 +118,8 @@ func (t *Trees) write(child lpeer.ID, o *pushOut) {
 func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 	p, c := t.p, t.c
 	root := c.Man.ID()
-	// Watch: the child tells this peer the blocks of its stripes it gains
-	// from others (have frames), which are then not pushed to it.
+	// Watch: the child tells this peer the blocks of its stripes it asks
+	// of others (have frames, readGains), which are then not pushed to it.
 	cs, err := p.RequestHello(p.ctx, child, wire.ProtoPush, wire.Hello{Root: root[:], Watch: true})
 	if err != nil {
 		return false, err
@@ -200,7 +200,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			var err error
 			if still && held {
 				// It holds the block by its catch-up request (noteHeld),
-				// or said it gained it (readGains).
+				// or said it asks another peer for it (readGains).
 				// (Not by its filter, if it watches this peer: a false
 				// positive left a block unpushed for a repair time, and
 				// the 200-peer testnet's trees ended at 1.57x T* instead
