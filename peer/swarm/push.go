@@ -104,6 +104,9 @@ type Trees struct {
 	// tells holds, per parent whose push stream asked for them, the
 	// blocks of its stripes asked of other peers, to tell it (fetchingFrom).
 	tells map[lpeer.ID]*gainTell
+	// relays holds the pushed blocks passed on to children as they arrive,
+	// until the store gains them (relay).
+	relays map[int]*relay
 }
 
 // bitset is a set of block indexes.

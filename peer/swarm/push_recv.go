@@ -114,7 +114,7 @@ func (p *Node) readPushes(ss *serve.Stream, t *Trees, from lpeer.ID) error {
 		if f != nil {
 			get = f.getBuf
 		}
-		fr, err := ss.R.NextInto(get, max)
+		fr, relayed, err := t.readPush(ss, from, get, max)
 		// A running fetch counts the stream's bytes since the last frame
 		// (its hello and answer with the first): the pushes it takes in.
 		r, s := ss.Bytes.Received(), ss.Bytes.Sent()
@@ -151,6 +151,11 @@ func (p *Node) readPushes(ss *serve.Stream, t *Trees, from lpeer.ID) error {
 			continue
 		} else if err != nil {
 			return err
+		}
+		if relayed {
+			// The children's writers read the frame until the store holds
+			// the block: its memory does not go back to the pool.
+			fr = nil
 		}
 		if f != nil && (pushSink{f}).takePush(from, i, data, fr) {
 			continue

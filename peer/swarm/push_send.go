@@ -18,8 +18,13 @@ import (
 func (t *Trees) Gained(i int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	// None while the stripe is orphaned: its children repair it.
+	// None while the stripe is orphaned: its children repair it. Nor
+	// again to the children it was queued for as it arrived (relay).
+	to := t.relayedLocked(i)
 	for _, child := range t.tree.Gained(i) {
+		if slices.Contains(to, child) {
+			continue
+		}
 		if !t.pushLocked(child, i) {
 			return // closed
 		}
@@ -197,6 +202,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			held := o.has.has(i)
 			t.mu.Unlock()
 			var frame []byte
+			var r *relay // the block arriving, passed on as it comes
 			var err error
 			if still && held {
 				// It holds the block by its catch-up request (noteHeld),
@@ -208,7 +214,12 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 				still = false
 			}
 			if still {
-				frame, err = storedFrame(c, &buf, i)
+				t.mu.Lock()
+				r = t.relays[i]
+				t.mu.Unlock()
+				if r == nil {
+					frame, err = storedFrame(c, &buf, i)
+				}
 			}
 			if !still || errors.Is(err, chunker.ErrNotHeld) {
 				// No longer its child in that stripe (a root the seed cut,
@@ -223,10 +234,12 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			if err != nil {
 				return accepted, err
 			}
-			if err := p.srv.WaitUpload(len(frame)); err != nil {
-				return accepted, err
+			if r != nil {
+				err = t.passOn(cs, r, i, &buf, gone)
+			} else if err = p.srv.WaitUpload(len(frame)); err == nil {
+				err = sendPieces(cs, frame)
 			}
-			if err := cs.sendRaw(frame); err != nil {
+			if err != nil {
 				return accepted, err
 			}
 			rest = rest[1:]
@@ -261,7 +274,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			accepted, wait, unanswered = true, nil, nil
 			t.setUp(child, o, true)
 		case <-gone:
-			return accepted, errors.New("the child ended the push stream")
+			return accepted, errChildGone
 		case <-p.ctx.Done():
 			return accepted, nil
 		}

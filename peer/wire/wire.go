@@ -122,6 +122,8 @@ const readChunk = 64 << 10
 type Reader struct {
 	r   *bufio.Reader
 	buf []byte
+	// left is how many bytes of the frame Begin started are still unread.
+	left int
 }
 
 // BufSize is the size of a stream's read and write buffers. They only
@@ -148,6 +150,9 @@ func (fr *Reader) Next(limit int) ([]byte, error) { return fr.NextAdmit(limit, n
 // or buffered: an error from admit is returned, and the frame is left
 // unread (the stream is then of no further use).
 func (fr *Reader) NextAdmit(limit int, admit func(n int) error) ([]byte, error) {
+	if fr.left > 0 {
+		return nil, errUnfinished
+	}
 	n, err := readLength(fr.r)
 	if err != nil {
 		return nil, err
@@ -197,6 +202,46 @@ func (fr *Reader) NextInto(get func() []byte, max int) ([]byte, error) {
 	fr.buf = nil
 	return f, err
 }
+
+// Begin starts the next frame, of at most limit bytes (a longer one is
+// ErrFrameTooLarge), and returns its length without reading its bytes:
+// ReadFull reads them, in as many calls as the caller likes, and the
+// frame must be read to its end before the next Begin or Next. A push
+// stream takes a block so, a piece at a time, to pass each piece on before
+// the block's last bytes arrive. A clean end of stream before the frame
+// starts is io.EOF.
+func (fr *Reader) Begin(limit int) (int, error) {
+	if fr.left > 0 {
+		return 0, errUnfinished
+	}
+	n, err := readLength(fr.r)
+	if err != nil {
+		return 0, err
+	}
+	if n > uint64(limit) {
+		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, limit)
+	}
+	fr.left = int(n)
+	return int(n), nil
+}
+
+// ReadFull reads the next len(p) bytes of the frame Begin started; asking
+// for more than the frame has left is an error, and an end of stream
+// inside the frame is io.ErrUnexpectedEOF.
+func (fr *Reader) ReadFull(p []byte) error {
+	if len(p) > fr.left {
+		return fmt.Errorf("wire: read of %d bytes, %d left in the frame", len(p), fr.left)
+	}
+	n, err := io.ReadFull(fr.r, p)
+	fr.left -= n
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// errUnfinished is a frame started by Begin and not read to its end.
+var errUnfinished = errors.New("wire: the frame begun is not read to its end")
 
 // readLength reads a frame's uvarint length. Only a length that overflows 64
 // bits is malformed: an error of the stream itself (a reset, a deadline) is

@@ -291,8 +291,31 @@ func FuzzFrameReader(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0x7f})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr := NewReader(bytes.NewReader(b))
+		// The same frames read by Begin a few bytes at a time.
+		pr := NewReader(bytes.NewReader(b))
 		for range 64 {
 			got, err := fr.Next(1 << 10)
+			n, perr := pr.Begin(1 << 10)
+			if (err == nil) != (perr == nil) && !(err == io.ErrUnexpectedEOF && perr == nil) {
+				t.Fatalf("Next: %v, Begin: %v", err, perr)
+			}
+			if perr == nil {
+				piece := make([]byte, 3)
+				var whole []byte
+				for len(whole) < n {
+					p := piece[:min(len(piece), n-len(whole))]
+					if perr = pr.ReadFull(p); perr != nil {
+						break
+					}
+					whole = append(whole, p...)
+				}
+				if err == nil && (perr != nil || !bytes.Equal(whole, got)) {
+					t.Fatalf("Begin read %x (%v), Next %x", whole, perr, got)
+				}
+				if err != nil && perr == nil {
+					t.Fatalf("Next failed (%v), Begin read %x", err, whole)
+				}
+			}
 			if err != nil {
 				return
 			}
@@ -301,6 +324,48 @@ func FuzzFrameReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestBeginReadFull: a frame begun is read in pieces, no further than its
+// end, and must be read to its end before the next.
+func TestBeginReadFull(t *testing.T) {
+	var b bytes.Buffer
+	w := bufio.NewWriter(&b)
+	WriteFrame(w, []byte("hello, "), []byte("pieces"))
+	WriteFrame(w, []byte("next"))
+	w.Flush()
+	fr := NewReader(&b)
+	n, err := fr.Begin(64)
+	if err != nil || n != 13 {
+		t.Fatalf("Begin: %d, %v", n, err)
+	}
+	p := make([]byte, 5)
+	if err := fr.ReadFull(p); err != nil || string(p) != "hello" {
+		t.Fatalf("ReadFull: %q, %v", p, err)
+	}
+	if _, err := fr.Next(64); err == nil {
+		t.Fatal("Next inside a frame begun: no error")
+	}
+	if err := fr.ReadFull(make([]byte, 9)); err == nil {
+		t.Fatal("a read past the frame's end: no error")
+	}
+	rest := make([]byte, 8)
+	if err := fr.ReadFull(rest); err != nil || string(rest) != ", pieces" {
+		t.Fatalf("ReadFull: %q, %v", rest, err)
+	}
+	if f, err := fr.Next(64); err != nil || string(f) != "next" {
+		t.Fatalf("Next after the frame: %q, %v", f, err)
+	}
+	if _, err := fr.Begin(64); err != io.EOF {
+		t.Fatalf("Begin at the end: %v, want io.EOF", err)
+	}
+	var big bytes.Buffer
+	w = bufio.NewWriter(&big)
+	WriteFrame(w, make([]byte, 100))
+	w.Flush()
+	if _, err := NewReader(&big).Begin(99); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("Begin over the limit: %v", err)
+	}
 }
 
 // FuzzDecoders runs every message decoder on arbitrary input.

@@ -1,0 +1,130 @@
+package peer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// TestPushRelay: a peer inside a stripe tree passes a pushed block's
+// pieces on to its child as they arrive, before the block's end has come,
+// and the last piece only once it holds the block verified: a corrupt
+// push never reaches the child whole (the child's stream is reset), so the
+// child has no cause to refuse this peer.
+func TestPushRelay(t *testing.T) {
+	const block = 4 * swarm.RelayPiece
+	for _, corrupt := range []bool{false, true} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		dir := t.TempDir()
+		src := writeRandomFile(t, dir, "data.bin", 2*block, 5)
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := chunker.ChunkPath(ctx, src, block)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := m.ID()
+		// a, in the middle, between parent h and child k.
+		a := newTestPeer(t)
+		st, err := chunker.CreateStore(ctx, filepath.Join(dir, "a"), m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := a.Serve(st); err != nil {
+			t.Fatal(err)
+		}
+		h, k := connectedPeer(ctx, t, a), connectedPeer(ctx, t, a)
+		if err := a.Push(root, Stripes{Parents: []lpeer.ID{h.ID()}, Children: [][]lpeer.ID{{k.ID()}}, RepairAfter: 100 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		// k takes a's push stream and reads block 0's frame a piece at a
+		// time: the first piece, then the rest.
+		firstPiece, whole := make(chan []byte, 1), make(chan []byte, 1)
+		k.Host().SetStreamHandler(ProtoPush, func(s network.Stream) {
+			defer s.Reset()
+			fr := wire.NewReader(s)
+			bw := bufio.NewWriter(s)
+			if _, err := fr.Next(1 << 10); err != nil { // the hello
+				return
+			}
+			if wire.WriteFrame(bw, wire.AppendHave(nil, nil)) != nil || bw.Flush() != nil {
+				return
+			}
+			n, err := fr.Begin(block + 16)
+			if err != nil {
+				return
+			}
+			got := make([]byte, n)
+			if fr.ReadFull(got[:swarm.RelayPiece]) != nil {
+				return
+			}
+			firstPiece <- got[:swarm.RelayPiece]
+			if fr.ReadFull(got[swarm.RelayPiece:]) != nil {
+				close(whole)
+				return
+			}
+			whole <- got
+		})
+		// h pushes block 0, the first piece, then (once k has it) the rest.
+		s, err := h.Host().NewStream(ctx, a.ID(), ProtoPush)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Reset()
+		bw := bufio.NewWriter(s)
+		if err := wire.WriteFrame(bw, wire.Hello{Root: root[:]}.Append(nil)); err != nil {
+			t.Fatal(err)
+		}
+		bw.Flush()
+		if _, err := wire.NewReader(s).Next(1 << 10); err != nil {
+			t.Fatalf("no answer to the hello: %v", err)
+		}
+		frame := append(wire.AppendBlockHeader(nil, 0), data[:block]...)
+		if corrupt {
+			frame[len(frame)-1] ^= 1
+		}
+		var hdr [10]byte
+		bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(frame)))])
+		bw.Write(frame[:swarm.RelayPiece])
+		bw.Flush()
+		select {
+		case p := <-firstPiece:
+			if !bytes.Equal(p, frame[:swarm.RelayPiece]) {
+				t.Fatal("the first piece passed on is not the one pushed")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("corrupt=%v: the child got no piece before the block's end came", corrupt)
+		}
+		bw.Write(frame[swarm.RelayPiece:])
+		bw.Flush()
+		select {
+		case got, ok := <-whole:
+			switch {
+			case corrupt && ok:
+				t.Fatal("the child got a corrupt block whole")
+			case !corrupt && !bytes.Equal(got, frame):
+				t.Fatal("the child did not get the block whole")
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("corrupt=%v: the child's stream neither ended nor finished the block", corrupt)
+		}
+		if st.Has(0) == corrupt {
+			t.Errorf("corrupt=%v: a holds block 0: %v", corrupt, st.Has(0))
+		}
+	}
+}
