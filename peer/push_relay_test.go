@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/swarm"
@@ -125,6 +127,34 @@ func TestPushRelay(t *testing.T) {
 		}
 		if st.Has(0) == corrupt {
 			t.Errorf("corrupt=%v: a holds block 0: %v", corrupt, st.Has(0))
+		}
+	}
+}
+
+// TestPrivateFollowsReachability: the node takes its host's verdict on its
+// reachability (AutoNAT's event, here emitted by hand), which a fetch's
+// join carries (wire.Hello.Private).
+func TestPrivateFollowsReachability(t *testing.T) {
+	p := newTestPeer(t)
+	if p.nd.Private() {
+		t.Fatal("private before any verdict")
+	}
+	em, err := p.Host().EventBus().Emitter(new(event.EvtLocalReachabilityChanged), eventbus.Stateful)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer em.Close()
+	for _, r := range []network.Reachability{network.ReachabilityPrivate, network.ReachabilityPublic, network.ReachabilityPrivate} {
+		if err := em.Emit(event.EvtLocalReachabilityChanged{Reachability: r}); err != nil {
+			t.Fatal(err)
+		}
+		want := r == network.ReachabilityPrivate
+		deadline := time.Now().Add(5 * time.Second)
+		for p.nd.Private() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("after %v: Private() = %v", r, !want)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }

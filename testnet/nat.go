@@ -6,8 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	ma "github.com/multiformats/go-multiaddr"
 
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
@@ -78,6 +81,7 @@ func (r *natRun) apply(cfg Config, net *ts.Network, ov *overlay) *natmodel.Figur
 		return nil
 	}
 	m := r.m
+	r.tellPrivate()
 	// The relays sit on random transit routers (servers, not homes).
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x72656c6179))
 	transit := 0
@@ -173,5 +177,23 @@ func (r *natRun) finish(blockBytes int64) {
 	f.RelayedBlockBytes = r.relayedBlocks.Load()
 	if blockBytes > 0 {
 		f.RelayedShare = float64(f.Circuits.Bytes) / float64(blockBytes)
+	}
+}
+
+// tellPrivate has each NATed node's host find itself unreachable, as
+// AutoNAT would (event.EvtLocalReachabilityChanged, kept for the service
+// that subscribes later): such a fetcher joins a seed's trees saying so,
+// and is placed under none like it (wire.Hello.Private). The emitters stay open for the run: closed, the bus
+// would forget the verdict.
+func (r *natRun) tellPrivate() {
+	for i := range r.n {
+		if !r.m.NATed(i) {
+			continue
+		}
+		em, err := r.host(i).EventBus().Emitter(new(event.EvtLocalReachabilityChanged), eventbus.Stateful)
+		if err != nil {
+			continue // a host without the event: taken for reachable
+		}
+		_ = em.Emit(event.EvtLocalReachabilityChanged{Reachability: network.ReachabilityPrivate})
 	}
 }

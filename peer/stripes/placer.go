@@ -47,6 +47,7 @@ type Placer[K comparable] struct {
 type placed[K comparable] struct {
 	rank     int
 	stripe   int   // the stripe it is an inner node of
+	private  bool  // others cannot dial it (JoinPrivate)
 	parent   []K   // per stripe, zero: none (waiting)
 	children [][]K // per stripe
 }
@@ -124,7 +125,10 @@ func (p *Placer[K]) Inner(id K) int {
 // and the fetchers that moved to make room for it, or that waited for an
 // inner node of its stripe. A fetcher placed already, or the seed,
 // changes nothing.
-func (p *Placer[K]) Join(id K) []Move[K] {
+func (p *Placer[K]) Join(id K) []Move[K] { return p.join(id, false) }
+
+// join is Join, of a private fetcher (JoinPrivate) or not.
+func (p *Placer[K]) join(id K, private bool) []Move[K] {
 	var none K
 	if id == none || id == p.seed || p.nodes[id] != nil {
 		return nil
@@ -135,7 +139,7 @@ func (p *Placer[K]) Join(id K) []Move[K] {
 			s = t
 		}
 	}
-	n := &placed[K]{rank: p.order, stripe: s, parent: make([]K, p.k), children: make([][]K, p.k)}
+	n := &placed[K]{rank: p.order, stripe: s, private: private, parent: make([]K, p.k), children: make([][]K, p.k)}
 	p.order++
 	p.nodes[id] = n
 	p.inner[s] = append(p.inner[s], id)
@@ -145,6 +149,14 @@ func (p *Placer[K]) Join(id K) []Move[K] {
 	}
 	return p.rebalance(p.fill(moves, s), s)
 }
+
+// JoinPrivate is Join for a fetcher that other peers cannot dial (behind
+// a NAT): it is placed under no other such fetcher, so that in every pair
+// of parent and child one side can dial the other (a child asks its
+// parent to catch it up, and the parent pushes over that connection).
+// Where no place is free under a fetcher others can dial, it waits, and
+// pulls the stripe meanwhile.
+func (p *Placer[K]) JoinPrivate(id K) []Move[K] { return p.join(id, true) }
 
 // rebalance moves the leaves that spilled over an inner node's fanout in
 // stripe t (see spill) to free places, such as a new inner node's, the
@@ -249,7 +261,13 @@ func (p *Placer[K]) place(moves []Move[K], id K, t int) []Move[K] {
 			moves[at].Old = par
 			return moves
 		}
-		par = p.deepestInner(t, id)
+		if par = p.deepestInner(t, id); par == p.seed {
+			// Private, and every other inner node too: it waits.
+			if !slices.Contains(p.waiting[t], id) {
+				p.waiting[t] = append(p.waiting[t], id)
+			}
+			return moves
+		}
 		p.link(id, par, t)
 		return append(moves, Move[K]{Stripe: t, Child: id, Parent: par})
 	}
@@ -267,21 +285,23 @@ func (p *Placer[K]) place(moves []Move[K], id K, t int) []Move[K] {
 	return moves
 }
 
-// fill places the fetchers waiting in stripe t where places are free.
+// fill places the fetchers waiting in stripe t where places are free
+// (a private fetcher may find none where others do).
 func (p *Placer[K]) fill(moves []Move[K], t int) []Move[K] {
-	for len(p.waiting[t]) > 0 {
-		id := p.waiting[t][0]
+	still := p.waiting[t][:0]
+	for _, id := range p.waiting[t] {
 		par, ok := p.free(t, id)
 		if !ok {
 			par, ok = p.spill(t, id)
 		}
 		if !ok {
-			break
+			still = append(still, id)
+			continue
 		}
-		p.waiting[t] = p.waiting[t][1:]
 		p.link(id, par, t)
 		moves = append(moves, Move[K]{Stripe: t, Child: id, Parent: par})
 	}
+	p.waiting[t] = still
 	return moves
 }
 
@@ -292,7 +312,7 @@ func (p *Placer[K]) free(t int, id K) (K, bool) {
 	bestDepth := -1
 	for _, c := range p.inner[t] {
 		n := p.nodes[c]
-		if c == id || len(n.children[t]) >= p.fanout || !p.rooted(c, t) || p.below(c, id, t) {
+		if c == id || len(n.children[t]) >= p.fanout || !p.may(c, id) || !p.rooted(c, t) || p.below(c, id, t) {
 			continue
 		}
 		if d := p.depth(c, t); bestDepth < 0 || d < bestDepth {
@@ -312,7 +332,7 @@ func (p *Placer[K]) spill(t int, id K) (K, bool) {
 	bestKids, bestDepth := 2*p.fanout, 0
 	for _, c := range p.inner[t] {
 		n := p.nodes[c]
-		if c == id || !p.rooted(c, t) || p.below(c, id, t) {
+		if c == id || !p.may(c, id) || !p.rooted(c, t) || p.below(c, id, t) {
 			continue
 		}
 		d := p.depth(c, t)
@@ -329,7 +349,7 @@ func (p *Placer[K]) spill(t int, id K) (K, bool) {
 func (p *Placer[K]) nearestLeaf(t int, id K) (leaf, parent K, ok bool) {
 	bestDepth := -1
 	for _, c := range p.inner[t] {
-		if c == id || !p.rooted(c, t) {
+		if c == id || !p.may(c, id) || !p.rooted(c, t) {
 			continue
 		}
 		d := p.depth(c, t)
@@ -351,13 +371,27 @@ func (p *Placer[K]) nearestLeaf(t int, id K) (leaf, parent K, ok bool) {
 func (p *Placer[K]) deepestInner(t int, id K) K {
 	best, bestDepth := p.seed, -1
 	for _, c := range p.inner[t] {
-		if c != id && p.rooted(c, t) {
+		if c != id && p.may(c, id) && p.rooted(c, t) {
 			if d := p.depth(c, t); d > bestDepth {
 				best, bestDepth = c, d
 			}
 		}
 	}
 	return best
+}
+
+// may reports whether parent may take child: not when others can dial
+// neither (JoinPrivate).
+func (p *Placer[K]) may(parent, child K) bool {
+	a, b := p.nodes[parent], p.nodes[child]
+	return a == nil || b == nil || !a.private || !b.private
+}
+
+// Private reports whether id joined as a fetcher others cannot dial
+// (JoinPrivate).
+func (p *Placer[K]) Private(id K) bool {
+	n := p.nodes[id]
+	return n != nil && n.private
 }
 
 // rooted reports whether id's chain of parents in stripe t reaches the

@@ -30,12 +30,15 @@ func ExamplePlacer() {
 // TestPlacerInvariants joins and leaves fetchers at random, and checks
 // after each step that the moves, applied in order, give the Placer's
 // trees, and that these are trees: every inner node hangs from the seed,
-// no node has more than twice fanout children, leaves have none, each stripe's
-// root is one of its inner nodes, and a fetcher lacks a parent only in a
-// stripe with no free place.
+// no node has more than twice fanout children, leaves have none, each
+// stripe's root is one of its inner nodes, no private fetcher
+// (JoinPrivate) hangs under another, and a fetcher lacks a parent only in
+// a stripe with no free place it may take.
 func TestPlacerInvariants(t *testing.T) {
-	for _, tc := range []struct{ k, fanout, n int }{{1, 1, 20}, {2, 2, 30}, {4, 0, 60}, {8, 3, 120}, {16, 0, 300}} {
-		t.Run(fmt.Sprintf("k%d-f%d", tc.k, tc.fanout), func(t *testing.T) {
+	// private: one join in that many is of a fetcher others cannot dial
+	// (0: none).
+	for _, tc := range []struct{ k, fanout, n, private int }{{1, 1, 20, 0}, {2, 2, 30, 0}, {4, 0, 60, 0}, {8, 3, 120, 0}, {16, 0, 300, 0}, {1, 2, 20, 3}, {4, 0, 60, 2}, {8, 0, 120, 3}} {
+		t.Run(fmt.Sprintf("k%d-f%d-p%d", tc.k, tc.fanout, tc.private), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(tc.k), uint64(tc.n)))
 			const seed = -1
 			p := stripes.NewPlacer(seed, tc.k, tc.fanout)
@@ -50,7 +53,11 @@ func TestPlacerInvariants(t *testing.T) {
 				var moves []stripes.Move[int]
 				if len(in) == 0 || rng.IntN(4) != 0 {
 					in = append(in, next)
-					moves = p.Join(next)
+					if tc.private > 0 && rng.IntN(tc.private) == 0 {
+						moves = p.JoinPrivate(next) // under no other private fetcher
+					} else {
+						moves = p.Join(next)
+					}
 					next++
 				} else {
 					j := rng.IntN(len(in))
@@ -84,19 +91,36 @@ func checkPlacer(t *testing.T, p *stripes.Placer[int], in []int, mirror map[[2]i
 		t.Fatalf("step %d: %d placed, want %d", step, p.Len(), len(in))
 	}
 	for s := range k {
-		free := false
+		// free reports whether a place id may take is free in stripe s:
+		// under a rooted inner node with room, not id's descendant, and
+		// not private when id is.
+		free := func(id int) bool {
+			for _, c := range in {
+				if c == id || p.Inner(c) != s || len(p.Children(c, s)) >= 2*fanout || p.Parent(c, s) == 0 || p.Private(c) && p.Private(id) {
+					continue
+				}
+				x := c
+				for hops := 0; x != seed && x != 0 && x != id && hops <= len(in); hops++ {
+					x = p.Parent(x, s)
+				}
+				if x != id {
+					return true
+				}
+			}
+			return false
+		}
 		for _, id := range in {
 			kids := p.Children(id, s)
 			inner := p.Inner(id) == s
 			if len(kids) > 2*fanout || !inner && len(kids) > 0 {
 				t.Fatalf("step %d: stripe %d: peer %d (inner %t) has children %v", step, s, id, inner, kids)
 			}
-			if inner && len(kids) < 2*fanout && p.Parent(id, s) != 0 {
-				free = true
-			}
 			for _, c := range kids {
 				if p.Parent(c, s) != id {
 					t.Fatalf("step %d: stripe %d: %d lists child %d, whose parent is %d", step, s, id, c, p.Parent(c, s))
+				}
+				if p.Private(id) && p.Private(c) {
+					t.Fatalf("step %d: stripe %d: private %d under private %d", step, s, c, id)
 				}
 			}
 		}
@@ -105,10 +129,10 @@ func checkPlacer(t *testing.T, p *stripes.Placer[int], in []int, mirror map[[2]i
 			if got := mirror[[2]int{id, s}]; got != par {
 				t.Fatalf("step %d: stripe %d: peer %d's parent is %d, the moves say %d", step, s, id, par, got)
 			}
-			if p.Inner(id) == s && par == 0 {
+			if p.Inner(id) == s && par == 0 && !p.Private(id) {
 				t.Fatalf("step %d: stripe %d: inner node %d has no parent", step, s, id)
 			}
-			if par == 0 && free {
+			if par == 0 && free(id) {
 				t.Fatalf("step %d: stripe %d: peer %d waits while a place is free", step, s, id)
 			}
 			// Its chain reaches the seed.

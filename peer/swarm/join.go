@@ -91,7 +91,7 @@ func (p *Node) ServeJoin(ss *serve.Stream) error {
 		return p.srv.Refuse(ss, errNotPlacing)
 	}
 	t.mu.Lock()
-	o, err := t.joinLocked(from, ss.Hello.Holds)
+	o, err := t.joinLocked(from, ss.Hello.Holds, ss.Hello.Private)
 	t.mu.Unlock()
 	if err != nil {
 		return p.srv.Refuse(ss, err)
@@ -152,8 +152,9 @@ func (p *Node) ServeJoin(ss *serve.Stream) error {
 }
 
 // joinLocked places fetcher id, which holds blocks already or not (holds),
-// and returns its join stream's queue, its parents queued (t.mu held).
-func (t *Trees) joinLocked(id lpeer.ID, holds bool) (*joinOut, error) {
+// under no other such fetcher when others cannot dial it (private), and
+// returns its join stream's queue, its parents queued (t.mu held).
+func (t *Trees) joinLocked(id lpeer.ID, holds, private bool) (*joinOut, error) {
 	if t.place == nil {
 		return nil, errNotPlacing
 	}
@@ -165,7 +166,11 @@ func (t *Trees) joinLocked(id lpeer.ID, holds bool) (*joinOut, error) {
 	if holds {
 		t.place.holds[id] = true
 	}
-	t.applyLocked(t.place.pl.Join(id))
+	if private {
+		t.applyLocked(t.place.pl.JoinPrivate(id))
+	} else {
+		t.applyLocked(t.place.pl.Join(id))
+	}
 	return o, nil
 }
 
@@ -242,7 +247,7 @@ func (t *Trees) addrInfo(id lpeer.ID) lpeer.AddrInfo {
 func (p *Node) joinTrees(c *serve.Content, srcs []lpeer.ID, near bool) {
 	root := c.Man.ID()
 	for _, src := range srcs[:min(len(srcs), joinTries)] {
-		cs, err := p.RequestHello(p.ctx, src, wire.ProtoJoin, wire.Hello{Root: root[:], Holds: c.Store.HeldCount() > 0})
+		cs, err := p.RequestHello(p.ctx, src, wire.ProtoJoin, wire.Hello{Root: root[:], Holds: c.Store.HeldCount() > 0, Private: p.Private()})
 		if err != nil {
 			continue
 		}

@@ -108,6 +108,10 @@ const helloPlaced byte = 1 << 2
 // helloHolds marks a join of a fetcher that holds blocks (Hello.Holds).
 const helloHolds byte = 1 << 3
 
+// helloPrivate marks a join of a fetcher that others cannot dial
+// (Hello.Private).
+const helloPrivate byte = 1 << 4
+
 // MaxRootLen bounds the root id carried in a Hello.
 const MaxRootLen = 64
 
@@ -312,6 +316,11 @@ type Hello struct {
 	// fetch): the seed does not push a stripe's every block to it as a
 	// new root, but what its catch-up request (ProtoAdopt) says it lacks.
 	Holds bool
+	// Private marks a join (ProtoJoin) of a fetcher that other peers
+	// cannot dial (behind a NAT: its host found itself unreachable): the
+	// seed places it under no other such fetcher, so that one of each
+	// parent and child can dial the other.
+	Private bool
 }
 
 // Append appends the hello frame.
@@ -331,6 +340,9 @@ func (h Hello) Append(b []byte) []byte {
 	if h.Holds {
 		flags |= helloHolds
 	}
+	if h.Private {
+		flags |= helloPrivate
+	}
 	return append(b, flags)
 }
 
@@ -345,11 +357,11 @@ func DecodeHello(f []byte) (Hello, error) {
 		return Hello{}, fmt.Errorf("%w: hello of %d bytes with a %d-byte root", ErrMalformed, len(f), n)
 	}
 	flags := f[2+n]
-	if flags&^(helloCoded|helloWatch|helloPlaced|helloHolds) != 0 {
+	if flags&^(helloCoded|helloWatch|helloPlaced|helloHolds|helloPrivate) != 0 {
 		return Hello{}, fmt.Errorf("%w: unknown hello flags %#x", ErrMalformed, flags)
 	}
 	return Hello{Root: append([]byte(nil), f[2:2+n]...), Coded: flags&helloCoded != 0, Watch: flags&helloWatch != 0,
-		Placed: flags&helloPlaced != 0, Holds: flags&helloHolds != 0}, nil
+		Placed: flags&helloPlaced != 0, Holds: flags&helloHolds != 0, Private: flags&helloPrivate != 0}, nil
 }
 
 // AppendWant encodes a request for the blocks idx.

@@ -159,9 +159,9 @@ func TestFrameAllocBounded(t *testing.T) {
 }
 
 func TestHello(t *testing.T) {
-	for _, h := range []Hello{{Root: []byte{1}}, {Root: bytes.Repeat([]byte{2}, 32), Coded: true}, {Root: bytes.Repeat([]byte{3}, MaxRootLen), Watch: true}, {Root: []byte{4}, Coded: true, Watch: true}, {Root: []byte{5}, Placed: true}, {Root: []byte{6}, Holds: true, Watch: true}} {
+	for _, h := range []Hello{{Root: []byte{1}}, {Root: bytes.Repeat([]byte{2}, 32), Coded: true}, {Root: bytes.Repeat([]byte{3}, MaxRootLen), Watch: true}, {Root: []byte{4}, Coded: true, Watch: true}, {Root: []byte{5}, Placed: true}, {Root: []byte{6}, Holds: true, Watch: true}, {Root: []byte{7}, Private: true, Holds: true}} {
 		got, err := DecodeHello(h.Append(nil))
-		if err != nil || !bytes.Equal(got.Root, h.Root) || got.Coded != h.Coded || got.Watch != h.Watch || got.Placed != h.Placed || got.Holds != h.Holds {
+		if err != nil || !bytes.Equal(got.Root, h.Root) || got.Coded != h.Coded || got.Watch != h.Watch || got.Placed != h.Placed || got.Holds != h.Holds || got.Private != h.Private {
 			t.Fatalf("%+v: got %+v, %v", h, got, err)
 		}
 	}
