@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
@@ -161,7 +162,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			t.tree.Dequeue(rest...)
 		}
 	}()
-	var buf []byte // the frames' buffer, reused
+	var buf []byte // the frame's buffer, from pushFrames while a block goes out
 	wait := answer
 	for {
 		t.mu.Lock()
@@ -214,6 +215,9 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 				still = false
 			}
 			if still {
+				if buf == nil {
+					buf = getPushFrame()
+				}
 				t.mu.Lock()
 				r = t.relays[i]
 				t.mu.Unlock()
@@ -242,6 +246,8 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			if err != nil {
 				return accepted, err
 			}
+			putPushFrame(buf)
+			buf = nil
 			rest = rest[1:]
 			t.mu.Lock()
 			t.tree.Dequeue(i)
@@ -294,6 +300,37 @@ func (t *Trees) shedBy(parent lpeer.ID, idx []int) {
 	idx = slices.DeleteFunc(idx, func(i int) bool { return t.tree.Parent(t.stripe(i)) != parent })
 	t.mu.Unlock()
 	t.fetchElsewhere(idx)
+}
+
+// pushFrames pools the frame buffers of the push writers, each of which
+// holds one only while a block goes out: kept by every writer for its
+// stream's life, they were a third of the 200-peer testnet's heap with 8
+// joined trees (418 MiB).
+var pushFrames sync.Pool
+
+// getPushFrame returns a frame buffer of pushFrames (nil when it has none:
+// storedFrame makes one).
+func getPushFrame() []byte {
+	if h, ok := pushFrames.Get().(*[]byte); ok {
+		b := *h
+		*h = nil
+		bufHolders.Put(h)
+		return b[:0]
+	}
+	return nil
+}
+
+// putPushFrame returns b to pushFrames.
+func putPushFrame(b []byte) {
+	if cap(b) == 0 {
+		return
+	}
+	h, _ := bufHolders.Get().(*[]byte)
+	if h == nil {
+		h = new([]byte)
+	}
+	*h = b
+	pushFrames.Put(h)
 }
 
 // storedFrame reads block i of c's store into *buf (grown as needed) as a
