@@ -41,7 +41,7 @@ func seedCommand() *cli.Command {
 			&cli.StringFlag{Name: "rate", Usage: "cap the upload rate in bytes per second, IEC units: 4MiB is 4 MiB/s = 4194304 B/s"},
 			&cli.BoolFlag{Name: "byers", Usage: "also serve Reed-Solomon coded blocks for fetchers using --method byers"},
 			&cli.BoolFlag{Name: "super-seed", Value: true, Usage: "offer each fetcher a few blocks at a time, those sent least often, every block once before any twice, so the fetchers trade the rest (a lone fetcher is served at full pace); --super-seed=false offers everything at once"},
-			&cli.IntFlag{Name: "trees", Usage: "place the fetchers in this many stripe trees as they join (e.g. 8): each passes one stripe on to the others, so the seed sends about one copy however many fetch; faster than pulling over wide-area latencies, slower on a LAN, where fetchers that reach the seed at a loopback or private address pull instead (docs/stripe-trees.md; 0: every block pulled)"},
+			&cli.IntFlag{Name: "trees", Value: peer.DefaultTrees, Usage: "place the fetchers in this many stripe trees as they join: each passes one stripe on to the others, a piece at a time as it arrives, so the seed sends about one copy however many fetch; faster than pulling over wide-area latencies, slower on a LAN, where fetchers that reach the seed at a loopback or private address pull instead (docs/stripe-trees.md; 0: every block pulled)"},
 			&cli.IntFlag{Name: "byers-k", Usage: "Byers: source blocks per generation", DefaultText: "64"},
 			&cli.IntFlag{Name: "byers-n", Usage: "Byers: coded blocks per generation", DefaultText: "2k"},
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},

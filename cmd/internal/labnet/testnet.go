@@ -18,6 +18,7 @@ import (
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/cliutil"
 	"github.com/reconcile-p2p/reconcile/cmd/internal/labplot"
+	"github.com/reconcile-p2p/reconcile/peer"
 	"github.com/reconcile-p2p/reconcile/reconcile"
 	"github.com/reconcile-p2p/reconcile/sim/transitstub/topology"
 	"github.com/reconcile-p2p/reconcile/testnet"
@@ -138,7 +139,7 @@ func testnetCommand() *cli.Command {
 			&cli.StringFlag{Name: "rarity", Value: "exact", Usage: "how fetches choose which offered block to ask for first, a comma list run side by side: exact (rarest first, counted from the sources' offers and haves, as bitfields would), filters (rarest first, estimated from the sum of the neighbours' counting Bloom filters, T8), random"},
 			&cli.StringFlag{Name: "time-scale", Value: "auto", Usage: "run the network this many times slower than described (rates divided, latencies and the peers' timers multiplied) and report times at the described rates, so that the machine keeps pace; auto: from the bytes and blocks to move, the sources of a fetch, T* and the cores; 1: real time"},
 			&cli.IntFlag{Name: "trees", Usage: "place the peers in this many stripe trees: the seed pushes each block once down its stripe's tree, the fetches repair what the trees do not bring (as sim swarm --trees --trees-by-delay, placed by latency; one seed, block methods; default method: complete)"},
-			&cli.IntFlag{Name: "join", Usage: "the seed places the fetchers in this many stripe trees as they join, as reconcile seed --trees does (no membership list, no latencies; one seed, block methods; default method: complete; excludes --trees)"},
+			&cli.IntFlag{Name: "join", Usage: "the seed places the fetchers in this many stripe trees as they join, as reconcile seed --trees does (no membership list, no latencies; one seed, block methods; excludes --trees; 0: every block pulled)", DefaultText: "8, as reconcile seed, where one seed serves block methods without --trees or --seed-leaves; else 0"},
 			&cli.DurationFlag{Name: "repair-after", Usage: "with --trees, how long a stripe may go without a push before the fetches ask their sources for its blocks, in the described network's time (0: package peer's default, 2s)"},
 			&cli.StringFlag{Name: "trace", Usage: "write every block sent or pushed, reconciliation answered and request turned away busy, and the run's plan and events, to `FILE`, a line each (start METHOD SEED SCALE TSTAR; sent|pushed T FROM TO BLOCK; adopted T FROM TO STRIPE; answered T FROM TO FOUND OFFERED; busy T FROM TO; role N liar KIND|leave AT REJOIN|late AT; parent STRIPE CHILD PARENT; joined|left|back|done T N; T in seconds of real time from the start, FROM, TO and N node numbers); reconcile testnet trace FILE summarizes it"},
 			cliutil.ProgressFlag(),
@@ -302,6 +303,9 @@ func testnetConfig(c *cli.Context) (testnet.Config, []reconcile.Method, error) {
 		return fail("--trees must not be negative, got %d", cfg.Trees)
 	}
 	cfg.Join = c.Int("join")
+	if !c.IsSet("join") {
+		cfg.Join = defaultJoin(cfg, methods)
+	}
 	switch {
 	case cfg.Join < 0:
 		return fail("--join must not be negative, got %d", cfg.Join)
@@ -516,4 +520,14 @@ func testnetProgressState(p testnet.Progress) cliutil.ProgressState {
 	}
 	return cliutil.ProgressState{Done: done, Total: total, Session: -1,
 		Extra: fmt.Sprintf("%d/%d fetchers done", p.Done, p.Fetchers)}
+}
+
+// defaultJoin is --join's default: reconcile seed's trees
+// (peer.DefaultTrees) where a run has one seed and block methods only, no
+// planned trees and no seed that leaves; 0 elsewhere.
+func defaultJoin(cfg testnet.Config, methods []reconcile.Method) int {
+	if cfg.Hold != 0 || cfg.Trees > 0 || cfg.SeedLeaves || slices.Contains(methods, reconcile.Byers) {
+		return 0
+	}
+	return peer.DefaultTrees
 }
