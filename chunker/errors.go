@@ -9,6 +9,10 @@ var (
 	ErrBadIndex = errors.New("chunker: block index out of range")
 	// ErrNotHeld is returned by Store.ReadBlock for a block the store does not hold.
 	ErrNotHeld = errors.New("chunker: block not held")
+	// ErrNoPieces is a piece read (Store.ReadPiece) of a store whose
+	// blocks are read whole: a seed's, checked against its source files,
+	// or a view.
+	ErrNoPieces = errors.New("chunker: the store's blocks are read whole")
 	// ErrCorrupt is returned when an encoding or on-disk state is malformed.
 	ErrCorrupt = errors.New("chunker: corrupt data")
 	// ErrManifestMismatch is returned when a store holds a different manifest than the

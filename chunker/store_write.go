@@ -184,3 +184,50 @@ func (s *Store) Sync() error {
 	}
 	return s.flush()
 }
+
+// Pieces reports whether ReadPiece reads this store's blocks: it does for a
+// store whose reads need no check against its source files (not a seed's
+// store of files in place, nor a view).
+func (s *Store) Pieces() bool { return s.src == nil && s.view == nil }
+
+// ReadPiece reads the bytes of held block i from offset off into dst
+// (len(dst) bytes, within the block), for a store that Pieces: a push
+// writer sends a block so, a piece at a time, without holding it whole.
+// A seed's store, or a view, is read whole (ReadBlock): ErrNoPieces.
+func (s *Store) ReadPiece(i, off int, dst []byte) error {
+	if i < 0 || i >= s.m.blockCount {
+		return fmt.Errorf("%w: block %d of %d", ErrBadIndex, i, s.m.blockCount)
+	}
+	if off < 0 || off+len(dst) > s.m.BlockLen(i) {
+		return fmt.Errorf("%w: bytes %d to %d of block %d (%d bytes)", ErrBadIndex, off, off+len(dst), i, s.m.BlockLen(i))
+	}
+	if !s.Pieces() {
+		return ErrNoPieces
+	}
+	s.mu.RLock()
+	closed, held := s.closed, s.held.Has(i)
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if !held {
+		return fmt.Errorf("%w: block %d", ErrNotHeld, i)
+	}
+	end := off + len(dst)
+	return s.m.segments(i, func(g segment) error {
+		a, b := max(g.pos, off), min(g.pos+g.n, end)
+		if a >= b {
+			return nil
+		}
+		f, err := s.file(g.file)
+		if err != nil {
+			return err
+		}
+		_, err = f.ReadAt(dst[a-off:b-off], g.off+int64(a-g.pos))
+		s.release(g.file)
+		if err != nil {
+			return fmt.Errorf("chunker: read block %d: %w", i, err)
+		}
+		return nil
+	})
+}

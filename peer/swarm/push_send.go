@@ -162,7 +162,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			t.tree.Dequeue(rest...)
 		}
 	}()
-	var buf []byte // the frame's buffer, from pushFrames while a block goes out
+	var buf []byte // a whole frame's buffer, from pushFrames while a block goes out
 	wait := answer
 	for {
 		t.mu.Lock()
@@ -215,13 +215,17 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 				still = false
 			}
 			if still {
-				if buf == nil {
-					buf = getPushFrame()
-				}
 				t.mu.Lock()
 				r = t.relays[i]
 				t.mu.Unlock()
-				if r == nil {
+				switch {
+				case r == nil && c.Store.Pieces():
+					// Read a piece at a time as it goes out (sendStored).
+					if !c.Store.Has(i) {
+						err = chunker.ErrNotHeld
+					}
+				case r == nil:
+					buf = getPushFrame()
 					frame, err = storedFrame(c, &buf, i)
 				}
 			}
@@ -238,10 +242,15 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			if err != nil {
 				return accepted, err
 			}
-			if r != nil {
-				err = t.passOn(cs, r, i, &buf, gone)
-			} else if err = p.srv.WaitUpload(len(frame)); err == nil {
-				err = sendPieces(cs, frame)
+			switch {
+			case r != nil:
+				err = t.passOn(cs, r, i, gone)
+			case frame == nil:
+				err = t.sendStored(cs, i)
+			default:
+				if err = p.srv.WaitUpload(len(frame)); err == nil {
+					err = sendPieces(cs, frame)
+				}
 			}
 			if err != nil {
 				return accepted, err
@@ -302,10 +311,9 @@ func (t *Trees) shedBy(parent lpeer.ID, idx []int) {
 	t.fetchElsewhere(idx)
 }
 
-// pushFrames pools the frame buffers of the push writers, each of which
-// holds one only while a block goes out: kept by every writer for its
-// stream's life, they were a third of the 200-peer testnet's heap with 8
-// joined trees (418 MiB).
+// pushFrames pools the whole frames' buffers of the push writers (a
+// seed's blocks, checked as they are read, and the last piece a relay
+// passes on), each of which holds one only while a block goes out.
 var pushFrames sync.Pool
 
 // getPushFrame returns a frame buffer of pushFrames (nil when it has none:
