@@ -161,6 +161,15 @@
 // peer that has no place yet is refused, and tried again (with what was
 // queued) a repair time later.
 //
+// A peer passes a pushed block on a piece (16 KiB) at a time as the pieces
+// arrive, so that a block crosses a level of a tree in a piece's time; the
+// last piece goes out only from its store, once it holds the block
+// verified and the bytes sent before it are equal to it, so a corrupt push
+// reaches no child whole. A seed can also place its fetchers as they join
+// ([Service.Place], [WithTrees]; reconcile seed places them in
+// [DefaultTrees] trees): a fetcher that others cannot dial says so and is
+// placed under none like it.
+//
 // # Protocols
 //
 // All under /reconcile/1/: manifest, reconcile, blocks, peers, push and adopt (see the
@@ -169,8 +178,9 @@
 // and write has a deadline ([WithStreamIdle]). A malformed or oversized message
 // resets the stream; a stream that times out or is reset is retried, not
 // taken for misbehaviour. Blocks read to be served count against one budget
-// for all streams ([Limits].ServeBytes), and each block frame goes out in one
-// write.
+// for all streams ([Limits].ServeBytes), and each block frame of a request
+// goes out in one write; a push goes out 16 KiB at a time (see Stripe
+// trees).
 //
 // # Hostile load
 //
