@@ -1,6 +1,7 @@
 package peer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
 // TestJoinedTrees: a seed that places its fetchers (WithTrees) and six
@@ -294,5 +298,54 @@ func TestUnserveEndsJoins(t *testing.T) {
 	case <-placed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no fetcher left the trees within 10 s of Unserve")
+	}
+}
+
+// TestJoinsBeyondStreams: a seed keeps the join stream of every fetcher it
+// places, more than Limits.Streams of them (serve.JoinStreams): held to
+// that limit, each new join reset an older one, whose fetcher left the
+// trees.
+func TestJoinsBeyondStreams(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const joins = 4
+	seed := newTestPeer(t, WithLimits(Limits{Streams: 2}))
+	tk, err := seed.Seed(ctx, writeRandomFile(t, t.TempDir(), "data.bin", 256<<10, 7), WithBlockSize(16<<10), WithTrees(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streams []network.Stream
+	for range joins {
+		p := connectedPeer(ctx, t, seed)
+		s, err := p.Host().NewStream(ctx, seed.ID(), ProtoJoin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Reset()
+		bw := bufio.NewWriter(s)
+		if err := wire.WriteFrame(bw, wire.Hello{Root: tk.Root[:]}.Append(nil)); err != nil {
+			t.Fatal(err)
+		}
+		if err := bw.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := wire.NewReader(s).Next(1 << 16)
+		if err != nil || len(f) == 0 || f[0] != wire.TypePlace {
+			t.Fatalf("join %d: %x, %v; want a place frame", len(streams), f, err)
+		}
+		streams = append(streams, s)
+	}
+	// Every stream is still open: reads (of later placements) end with
+	// their deadline rather than a reset.
+	for k, s := range streams {
+		_ = s.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		var b [512]byte
+		var err error
+		for err == nil {
+			_, err = s.Read(b[:])
+		}
+		if ne, ok := err.(interface{ Timeout() bool }); !ok || !ne.Timeout() {
+			t.Errorf("join %d of %d (Limits.Streams 2): %v, want a read that waits", k, joins, err)
+		}
 	}
 }

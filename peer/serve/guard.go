@@ -189,11 +189,23 @@ func (g *Guard) streamPool(proto protocol.ID) *admit.FairPool {
 	defer g.mu.Unlock()
 	fp := g.streamPools[proto]
 	if fp == nil {
-		fp = admit.NewFairPool(int64(g.limits.Streams))
+		n := g.limits.Streams
+		if proto == wire.ProtoJoin {
+			n = max(n, JoinStreams)
+		}
+		fp = admit.NewFairPool(int64(n))
 		g.streamPools[proto] = fp
 	}
 	return fp
 }
+
+// JoinStreams is how many join streams (wire.ProtoJoin) a seed serves,
+// whatever Limits.Streams says: each fetcher it places keeps one open, idle
+// but for its placements, for as long as it fetches. Held to Limits.Streams
+// (512), a 1,000-peer swarm's joins reset each other and each reset freed a
+// fetcher's places: 37 % of the blocks came down the trees, 75 % with this
+// limit.
+const JoinStreams = 4096
 
 // AllowFilter reports whether the peer of key may have a reconciliation
 // message of n bytes answered now: each share key may send MaxFilterBytes

@@ -33,7 +33,7 @@ import (
 
 // MaxJoined bounds the fetchers one seed places per content; later ones
 // are refused (they pull).
-const MaxJoined = 4096
+const MaxJoined = serve.JoinStreams
 
 // placeFrameMax bounds a place frame a fetcher reads: MaxPlacements
 // placements of a peer with its addresses each.
