@@ -69,9 +69,10 @@ func (r *relay) progress() (got int, ended bool, more <-chan struct{}) {
 }
 
 // readPush reads the next frame of a parent's push stream into a buffer
-// from get, and whether it is relayed. A block that this peer passes on (it has children in the
-// block's stripe and lacks the block) is read a piece at a time, each
-// piece made available to the children's writers (relay) as it arrives.
+// from get, and reports whether it is relayed: a block that this peer
+// passes on (it has children in the block's stripe and lacks the block) is
+// read a piece at a time, each piece made available to the children's
+// writers (relay) as it arrives.
 func (t *Trees) readPush(ss *serve.Stream, from lpeer.ID, get func() []byte, limit int) (frame []byte, relayed bool, err error) {
 	n, err := ss.R.Begin(limit)
 	if err != nil {
@@ -139,8 +140,8 @@ func (t *Trees) relayFrom(from lpeer.ID, frame []byte, got int) *relay {
 	return r
 }
 
-// relayed notes that the store gained block i, and returns the children
-// whose queues took it as it arrived (t.mu held).
+// relayedLocked notes that the store gained block i, and returns the
+// children whose queues took it as it arrived (t.mu held).
 func (t *Trees) relayedLocked(i int) []lpeer.ID {
 	r := t.relays[i]
 	if r == nil {
@@ -157,8 +158,8 @@ var errRelay = errors.New("a block passed on while it arrived proved corrupt")
 
 // passOn writes block i's frame to cs from relay r as it arrives, and its
 // last piece from the store once the store holds the block and the bytes
-// sent match it; gone is closed when the child ends the stream. An error ends the
-// stream (errRelay: the parent's bytes were not the block's).
+// sent match it; gone is closed when the child ends the stream. An error
+// ends the stream (errRelay: the parent's bytes were not the block's).
 func (t *Trees) passOn(cs *ClientStream, r *relay, i int, gone <-chan struct{}) error {
 	p, c := t.p, t.c
 	n := len(r.frame)

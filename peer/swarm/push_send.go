@@ -233,6 +233,8 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 				// No longer its child in that stripe (a root the seed cut,
 				// an adoptee dropped), held by it already, or a seed's
 				// file changed (the child repairs it): skipped.
+				putPushFrame(buf)
+				buf = nil
 				rest = rest[1:]
 				t.mu.Lock()
 				t.tree.Dequeue(i)
