@@ -158,3 +158,75 @@ func TestPrivateFollowsReachability(t *testing.T) {
 		}
 	}
 }
+
+// TestPushPiecesHold: the pieces of a block that arrives slowly count as
+// pushes, so its stripe stays held while they flow, but for no longer than
+// two repair times from the block's start (a parent that trickles a block
+// is pulled around).
+func TestPushPiecesHold(t *testing.T) {
+	const block, repair = 32 * swarm.RelayPiece, 200 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", block, 9)
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := chunker.ChunkPath(ctx, src, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := m.ID()
+	a := newTestPeer(t)
+	st, err := chunker.CreateStore(ctx, filepath.Join(dir, "a"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Serve(st); err != nil {
+		t.Fatal(err)
+	}
+	h := connectedPeer(ctx, t, a)
+	if err := a.Push(root, Stripes{Parents: []lpeer.ID{h.ID()}, RepairAfter: repair}); err != nil {
+		t.Fatal(err)
+	}
+	held := func() bool {
+		return swarm.TreesOf(a.lib.Lookup(root[:])).HeldStripes(time.Now(), nil)[0]
+	}
+	s, err := h.Host().NewStream(ctx, a.ID(), ProtoPush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Reset()
+	bw := bufio.NewWriter(s)
+	wire.WriteFrame(bw, wire.Hello{Root: root[:]}.Append(nil))
+	bw.Flush()
+	if _, err := wire.NewReader(s).Next(1 << 10); err != nil {
+		t.Fatalf("no answer to the hello: %v", err)
+	}
+	frame := append(wire.AppendBlockHeader(nil, 0), data...)
+	var hdr [10]byte
+	bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(frame)))])
+	// A piece every quarter repair time: the stripe stays held past the
+	// repair time, then is let go within three of the block's start.
+	start := time.Now()
+	var heldLate, letGo bool
+	for off := 0; off < len(frame)-swarm.RelayPiece; off += swarm.RelayPiece {
+		bw.Write(frame[off : off+swarm.RelayPiece])
+		bw.Flush()
+		time.Sleep(repair / 4)
+		since := time.Since(start)
+		switch {
+		case since > repair*5/4 && since < repair*7/4 && held():
+			heldLate = true
+		case since > 3*repair && !held():
+			letGo = true
+		}
+	}
+	if !heldLate {
+		t.Error("the stripe was let go while the block's pieces came, within two repair times of its start")
+	}
+	if !letGo {
+		t.Error("the stripe was still held three repair times after a trickled block's start")
+	}
+}
