@@ -30,26 +30,8 @@ func TestPushRelay(t *testing.T) {
 	for _, corrupt := range []bool{false, true} {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		dir := t.TempDir()
-		src := writeRandomFile(t, dir, "data.bin", 2*block, 5)
-		data, err := os.ReadFile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := chunker.ChunkPath(ctx, src, block)
-		if err != nil {
-			t.Fatal(err)
-		}
-		root := m.ID()
 		// a, in the middle, between parent h and child k.
-		a := newTestPeer(t)
-		st, err := chunker.CreateStore(ctx, filepath.Join(dir, "a"), m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := a.Serve(st); err != nil {
-			t.Fatal(err)
-		}
+		a, st, root, data := relayPeer(ctx, t, 2*block, block)
 		h, k := connectedPeer(ctx, t, a), connectedPeer(ctx, t, a)
 		if err := a.Push(root, Stripes{Parents: []lpeer.ID{h.ID()}, Children: [][]lpeer.ID{{k.ID()}}, RepairAfter: 100 * time.Millisecond}); err != nil {
 			t.Fatal(err)
@@ -83,19 +65,8 @@ func TestPushRelay(t *testing.T) {
 			whole <- got
 		})
 		// h pushes block 0, the first piece, then (once k has it) the rest.
-		s, err := h.Host().NewStream(ctx, a.ID(), ProtoPush)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, bw := openPush(ctx, t, h, a, root)
 		defer s.Reset()
-		bw := bufio.NewWriter(s)
-		if err := wire.WriteFrame(bw, wire.Hello{Root: root[:]}.Append(nil)); err != nil {
-			t.Fatal(err)
-		}
-		bw.Flush()
-		if _, err := wire.NewReader(s).Next(1 << 10); err != nil {
-			t.Fatalf("no answer to the hello: %v", err)
-		}
 		frame := append(wire.AppendBlockHeader(nil, 0), data[:block]...)
 		if corrupt {
 			frame[len(frame)-1] ^= 1
@@ -167,25 +138,7 @@ func TestPushPiecesHold(t *testing.T) {
 	const block, repair = 32 * swarm.RelayPiece, 200 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	dir := t.TempDir()
-	src := writeRandomFile(t, dir, "data.bin", block, 9)
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := chunker.ChunkPath(ctx, src, block)
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := m.ID()
-	a := newTestPeer(t)
-	st, err := chunker.CreateStore(ctx, filepath.Join(dir, "a"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := a.Serve(st); err != nil {
-		t.Fatal(err)
-	}
+	a, _, root, data := relayPeer(ctx, t, block, block)
 	h := connectedPeer(ctx, t, a)
 	if err := a.Push(root, Stripes{Parents: []lpeer.ID{h.ID()}, RepairAfter: repair}); err != nil {
 		t.Fatal(err)
@@ -193,17 +146,8 @@ func TestPushPiecesHold(t *testing.T) {
 	held := func() bool {
 		return swarm.TreesOf(a.lib.Lookup(root[:])).HeldStripes(time.Now(), nil)[0]
 	}
-	s, err := h.Host().NewStream(ctx, a.ID(), ProtoPush)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, bw := openPush(ctx, t, h, a, root)
 	defer s.Reset()
-	bw := bufio.NewWriter(s)
-	wire.WriteFrame(bw, wire.Hello{Root: root[:]}.Append(nil))
-	bw.Flush()
-	if _, err := wire.NewReader(s).Next(1 << 10); err != nil {
-		t.Fatalf("no answer to the hello: %v", err)
-	}
 	frame := append(wire.AppendBlockHeader(nil, 0), data...)
 	var hdr [10]byte
 	bw.Write(hdr[:binary.PutUvarint(hdr[:], uint64(len(frame)))])
@@ -229,4 +173,51 @@ func TestPushPiecesHold(t *testing.T) {
 	if !letGo {
 		t.Error("the stripe was still held three repair times after a trickled block's start")
 	}
+}
+
+// relayPeer returns a new peer serving an empty store of a random file of
+// size bytes in blocks of block bytes, the store, the file's root and its
+// bytes.
+func relayPeer(ctx context.Context, t *testing.T, size, block int) (*Peer, *chunker.Store, chunker.ID, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", size, uint64(size))
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := chunker.ChunkPath(ctx, src, block)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := newTestPeer(t)
+	st, err := chunker.CreateStore(ctx, filepath.Join(dir, "a"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Serve(st); err != nil {
+		t.Fatal(err)
+	}
+	return a, st, m.ID(), data
+}
+
+// openPush opens a push stream from h to a for root, sends the hello and
+// waits for a's answer; it returns the stream and its writer.
+func openPush(ctx context.Context, t *testing.T, h, a *Peer, root chunker.ID) (network.Stream, *bufio.Writer) {
+	t.Helper()
+	s, err := h.Host().NewStream(ctx, a.ID(), ProtoPush)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bw := bufio.NewWriter(s)
+	if err := wire.WriteFrame(bw, wire.Hello{Root: root[:]}.Append(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wire.NewReader(s).Next(1 << 10); err != nil {
+		t.Fatalf("no answer to the hello: %v", err)
+	}
+	return s, bw
 }
