@@ -23,6 +23,9 @@ import "slices"
 // parentless, until one joins (a fetcher then pulls the stripe's blocks,
 // as one does whose parent failed).
 //
+// A fetcher that others cannot dial (JoinPrivate) is placed under none
+// like it.
+//
 // A fetcher that leaves frees its places, and its children in every
 // stripe are placed again as if they joined that stripe (an inner node
 // keeps its own subtree); its stripe's first inner child takes a root's
