@@ -174,21 +174,8 @@ func (t *Trees) relayedLocked(i int) []lpeer.ID {
 	return r.to
 }
 
-// dropRelay forgets relay r of block i, which did not end stored in time:
-// the writers that come to i from now on read it from the store (skipping
-// it while the store lacks it), and Trees.Gained queues it for every child
-// again.
-func (t *Trees) dropRelay(i int, r *relay) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.relays[i] == r {
-		delete(t.relays, i)
-	}
-}
-
 // errRelay is a relayed block whose bytes, sent on before it was verified,
-// are not the block's, or that was not stored in time: the child's stream
-// is cut short, through no fault of the child's.
+// are not the block's.
 var errRelay = errors.New("a block passed on while it arrived proved corrupt")
 
 // passOn writes block i's frame to cs from relay r as it arrives, and its
@@ -242,8 +229,7 @@ arriving:
 	select {
 	case <-r.stored:
 	case <-wait.Chan():
-		t.dropRelay(i, r) // the next stream skips it until the store has it
-		return fmt.Errorf("%w: block %d not stored within %v of its push", errRelay, i, lateAfter*t.repair)
+		return fmt.Errorf("block %d: not stored within %v of its push", i, lateAfter*t.repair)
 	case <-gone:
 		return errChildGone
 	case <-p.ctx.Done():
@@ -257,7 +243,7 @@ arriving:
 	}
 	m, k := binary.Uvarint(frame)
 	if body := frame[k:]; int(m) != n || !bytes.Equal(body[:sent], r.frame[:sent]) {
-		return errRelay // the store holds the block: the next stream sends it
+		return errRelay
 	}
 	if err := p.srv.WaitUpload(n - sent); err != nil {
 		return err

@@ -78,15 +78,6 @@ func (t *Trees) write(child lpeer.ID, o *pushOut) {
 	o.running = false
 	t.tree.SetUp(child, false)
 	clear(o.sent) // what the stream carried may be lost with it
-	if errors.Is(err, errRelay) {
-		// Not the child's doing (this peer's parent pushed a corrupt
-		// block, passed on in part): a new stream at once, which the
-		// child takes as its parent back.
-		if t.p.goroutine(func() { t.write(child, o) }) {
-			o.running = true
-		}
-		return
-	}
 	if o.asked {
 		// The child asked for blocks (adoptee) while this stream failed:
 		// it is there now, and its queue goes out at once.
@@ -164,15 +155,10 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 	defer func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
-		switch {
-		case !accepted && p.ctx.Err() == nil:
+		if !accepted && p.ctx.Err() == nil {
 			t.tree.Queue(unanswered...)
 			o.q = append(append(unanswered, rest...), o.q...)
-		case errors.Is(err, errRelay) && p.ctx.Err() == nil:
-			// The batch goes on the next stream, the block cut short
-			// first, from the store.
-			o.q = append(rest, o.q...)
-		default:
+		} else {
 			t.tree.Dequeue(rest...)
 		}
 	}()
