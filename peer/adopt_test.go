@@ -24,7 +24,11 @@ import (
 func TestPushAdopt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	w := newPushSwarm(ctx, t, 2<<20, 4)
+	// The seed serves slowly, so that the fetches still run once the
+	// orphans are adopted (on a loaded machine a fetch of the seed at
+	// full pace could end first, and its adopter then had nothing left to
+	// push to the second orphan).
+	w := newPushSwarm(ctx, t, 2<<20, 4, WithServeRate(1<<20))
 	a, b, la, lb := w.peers[0], w.peers[1], w.peers[2], w.peers[3]
 	h := connectedPeer(ctx, t, a)
 	if err := h.Host().Connect(ctx, b.AddrInfo()); err != nil {

@@ -33,12 +33,13 @@ type pushSwarm struct {
 	dirs   []string
 }
 
-// newPushSwarm seeds a file of size bytes in blocks of 16 KiB and makes n
-// fetchers (connected to the seed and to each other) serve empty stores.
-func newPushSwarm(ctx context.Context, t *testing.T, size, n int) *pushSwarm {
+// newPushSwarm seeds a file of size bytes in blocks of 16 KiB, on a seed
+// made with seedOpts, and makes n fetchers (connected to the seed and to
+// each other) serve empty stores.
+func newPushSwarm(ctx context.Context, t *testing.T, size, n int, seedOpts ...Option) *pushSwarm {
 	t.Helper()
 	dir := t.TempDir()
-	w := &pushSwarm{src: writeRandomFile(t, dir, "data.bin", size, 11), seed: newTestPeer(t)}
+	w := &pushSwarm{src: writeRandomFile(t, dir, "data.bin", size, 11), seed: newTestPeer(t, seedOpts...)}
 	tk, err := w.seed.Seed(ctx, w.src, WithBlockSize(16<<10))
 	if err != nil {
 		t.Fatal(err)
