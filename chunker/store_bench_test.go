@@ -163,6 +163,32 @@ func BenchmarkReadBlock(b *testing.B) {
 	}
 }
 
+// BenchmarkReadPiece measures reading a held 256 KiB block a 16 KiB piece
+// at a time (ReadPiece, as a push writer sends it), against
+// BenchmarkReadBlock's whole reads.
+func BenchmarkReadPiece(b *testing.B) {
+	const piece = 16 << 10
+	m := zeroManifest(b, 16, DefaultBlockSize)
+	s, err := CreateStore(context.Background(), b.TempDir(), m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	s.held.SetAll(16)
+	buf := make([]byte, piece)
+	b.SetBytes(DefaultBlockSize)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		for off := 0; off < DefaultBlockSize; off += piece {
+			if err := s.ReadPiece(i%16, off, buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		i++
+	}
+}
+
 func TestReadBlockAllocs(t *testing.T) {
 	m := zeroManifest(t, 4, MinBlockSize)
 	s, err := CreateStore(context.Background(), t.TempDir(), m)
