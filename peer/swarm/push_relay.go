@@ -88,12 +88,15 @@ func (t *Trees) readPush(ss *serve.Stream, from lpeer.ID, get func() []byte, lim
 	if err := ss.R.ReadFull(buf[:first]); err != nil {
 		return nil, false, err
 	}
-	r := t.relayFrom(from, buf, first)
-	i := -1 // the block, while its pieces come
+	i := -1 // the block whose pieces come (a frame of more than one)
 	if n > first && buf[0] == wire.TypeBlock {
 		if v, k := binary.Uvarint(buf[1:first]); k > 0 && v < uint64(t.c.Man.BlockCount()) {
 			i = int(v)
 		}
+	}
+	var r *relay
+	if i >= 0 {
+		r = t.relayFrom(from, i, buf, first)
 	}
 	for got := first; got < n; {
 		step := min(n-got, RelayPiece)
@@ -126,20 +129,15 @@ func (t *Trees) readPush(ss *serve.Stream, from lpeer.ID, get func() []byte, lim
 // this before the child pulls.
 const pieceHold = 2
 
-// relayFrom starts the relay of the block frame of which the first got
+// relayFrom starts the relay of block i's frame, of which the first got
 // bytes are in frame, pushed by from, when this peer passes it on: the
 // block is then queued for the children of its stripe at once. It returns
-// nil for a frame that is no block, whole already, not from the stripe's
-// parent, or that no child waits for.
-func (t *Trees) relayFrom(from lpeer.ID, frame []byte, got int) *relay {
-	if got == len(frame) || len(frame) < 2 || frame[0] != wire.TypeBlock {
+// nil for a block held already, not from the stripe's parent, or that no
+// child waits for.
+func (t *Trees) relayFrom(from lpeer.ID, i int, frame []byte, got int) *relay {
+	if t.c.Store.Has(i) {
 		return nil
 	}
-	v, k := binary.Uvarint(frame[1:got])
-	if k <= 0 || v >= uint64(t.c.Man.BlockCount()) || t.c.Store.Has(int(v)) {
-		return nil
-	}
-	i := int(v)
 	if t.pushedBy(from, i) != nil {
 		return nil // readPushes finds out why
 	}
