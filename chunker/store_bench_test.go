@@ -144,14 +144,9 @@ func BenchmarkPutBlockConcurrent(b *testing.B) {
 
 // BenchmarkReadBlock measures serving a held 256 KiB block (no re-hash).
 func BenchmarkReadBlock(b *testing.B) {
-	m := zeroManifest(b, 16, DefaultBlockSize)
-	s, err := CreateStore(context.Background(), b.TempDir(), m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	s.held.SetAll(16)
+	s := heldStore(b, 16, DefaultBlockSize)
 	buf := make([]byte, DefaultBlockSize)
+	var err error
 	b.SetBytes(DefaultBlockSize)
 	b.ReportAllocs()
 	i := 0
@@ -168,13 +163,7 @@ func BenchmarkReadBlock(b *testing.B) {
 // BenchmarkReadBlock's whole reads.
 func BenchmarkReadPiece(b *testing.B) {
 	const piece = 16 << 10
-	m := zeroManifest(b, 16, DefaultBlockSize)
-	s, err := CreateStore(context.Background(), b.TempDir(), m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	s.held.SetAll(16)
+	s := heldStore(b, 16, DefaultBlockSize)
 	buf := make([]byte, piece)
 	b.SetBytes(DefaultBlockSize)
 	b.ReportAllocs()
@@ -187,6 +176,19 @@ func BenchmarkReadPiece(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// heldStore returns a store, closed when b ends, of n zero blocks of bs
+// bytes, every one marked held.
+func heldStore(b *testing.B, n, bs int) *Store {
+	b.Helper()
+	s, err := CreateStore(context.Background(), b.TempDir(), zeroManifest(b, n, bs))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	s.held.SetAll(n)
+	return s
 }
 
 func TestReadBlockAllocs(t *testing.T) {
@@ -212,18 +214,13 @@ func TestReadBlockAllocs(t *testing.T) {
 // for reading only.
 func BenchmarkReadBlockParallel(b *testing.B) {
 	const n, bs = 64, 16 << 10
-	m := zeroManifest(b, n, bs)
-	s, err := CreateStore(context.Background(), b.TempDir(), m)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	s.held.SetAll(n)
+	s := heldStore(b, n, bs)
 	s.nheld = n
 	b.SetBytes(bs)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		buf := make([]byte, bs)
+		var err error
 		i := 0
 		for pb.Next() {
 			if buf, err = s.ReadBlock(i%n, buf); err != nil {
