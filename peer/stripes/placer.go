@@ -19,8 +19,7 @@ import "slices"
 // leaves. A leaf takes the free place nearest the root of each other
 // stripe; where none is free (a stripe may have one inner node fewer than
 // others), it goes under the inner node with the fewest children, up to
-// twice the fanout, the farthest from the root (whose children are
-// leaves: a child over the fanout slows its siblings, not a subtree); with no inner node in the stripe yet, it waits,
+// twice the fanout; with no inner node in the stripe yet, it waits,
 // parentless, until one joins (a fetcher then pulls the stripe's blocks,
 // as one does whose parent failed).
 //
@@ -327,15 +326,10 @@ func (p *Placer[K]) free(t int, id K) (K, bool) {
 }
 
 // spill returns, when no inner node of stripe t has a free place, the one
-// with the fewest children (then the farthest from the root) of fewer
-// than twice the fanout: the fetchers are dealt into the stripes one at a
-// time, so a stripe may have an inner node fewer than the others, whose
-// places are short by up to a fanout. The farthest, because a parent over
-// its fanout gives each child less than a stripe's rate, and its children
-// there are leaves: under a root, the inner nodes that joined next took
-// the spilled leaves' places (nearestLeaf), and with 199 fetchers joining
-// one after another, 6 of 8 stripes came to every fetcher at 8/9 of the
-// rate.
+// with the fewest children (then the nearest the root) of fewer than
+// twice the fanout: the fetchers are dealt into the stripes one at a time,
+// so a stripe may have an inner node fewer than the others, whose places
+// are short by up to a fanout.
 func (p *Placer[K]) spill(t int, id K) (K, bool) {
 	var best K
 	bestKids, bestDepth := 2*p.fanout, 0
@@ -345,7 +339,7 @@ func (p *Placer[K]) spill(t int, id K) (K, bool) {
 			continue
 		}
 		d := p.depth(c, t)
-		if kids := len(n.children[t]); kids < bestKids || kids == bestKids && d > bestDepth && kids < 2*p.fanout {
+		if kids := len(n.children[t]); kids < bestKids || kids == bestKids && d < bestDepth && kids < 2*p.fanout {
 			best, bestKids, bestDepth = c, kids, d
 		}
 	}
