@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -134,21 +133,8 @@ func TestServeAdoptHostile(t *testing.T) {
 	// ask sends req from a new peer (one that sent a malformed request is
 	// banned).
 	ask := func(req []byte) (answer []byte, err error) {
-		h := connectedPeer(ctx, t, a)
-		s, err := h.Host().NewStream(ctx, a.ID(), ProtoAdopt)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := openRaw(ctx, t, connectedPeer(ctx, t, a), a, ProtoAdopt, wire.Hello{Root: root[:]}.Append(nil), req)
 		defer s.Reset()
-		bw := bufio.NewWriter(s)
-		for _, f := range [][]byte{wire.Hello{Root: root[:]}.Append(nil), req} {
-			if err := wire.WriteFrame(bw, f); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := bw.Flush(); err != nil {
-			t.Fatal(err)
-		}
 		_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
 		return wire.NewReader(s).Next(1 << 10)
 	}

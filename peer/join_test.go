@@ -1,7 +1,6 @@
 package peer
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -316,19 +315,8 @@ func TestJoinsBeyondStreams(t *testing.T) {
 	}
 	var streams []network.Stream
 	for range joins {
-		p := connectedPeer(ctx, t, seed)
-		s, err := p.Host().NewStream(ctx, seed.ID(), ProtoJoin)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, _ := openRaw(ctx, t, connectedPeer(ctx, t, seed), seed, ProtoJoin, wire.Hello{Root: tk.Root[:]}.Append(nil))
 		defer s.Reset()
-		bw := bufio.NewWriter(s)
-		if err := wire.WriteFrame(bw, wire.Hello{Root: tk.Root[:]}.Append(nil)); err != nil {
-			t.Fatal(err)
-		}
-		if err := bw.Flush(); err != nil {
-			t.Fatal(err)
-		}
 		f, err := wire.NewReader(s).Next(1 << 16)
 		if err != nil || len(f) == 0 || f[0] != wire.TypePlace {
 			t.Fatalf("join %d: %x, %v; want a place frame", len(streams), f, err)

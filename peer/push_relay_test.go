@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -205,19 +206,29 @@ func relayPeer(ctx context.Context, t *testing.T, size, block int) (*Peer, *chun
 // waits for a's answer; it returns the stream and its writer.
 func openPush(ctx context.Context, t *testing.T, h, a *Peer, root chunker.ID) (network.Stream, *bufio.Writer) {
 	t.Helper()
-	s, err := h.Host().NewStream(ctx, a.ID(), ProtoPush)
+	s, bw := openRaw(ctx, t, h, a, ProtoPush, wire.Hello{Root: root[:]}.Append(nil))
+	if _, err := wire.NewReader(s).Next(1 << 10); err != nil {
+		t.Fatalf("no answer to the hello: %v", err)
+	}
+	return s, bw
+}
+
+// openRaw opens a stream of protocol proto from h to a and writes frames
+// to it, flushed; it returns the stream and its writer.
+func openRaw(ctx context.Context, t *testing.T, h, a *Peer, proto protocol.ID, frames ...[]byte) (network.Stream, *bufio.Writer) {
+	t.Helper()
+	s, err := h.Host().NewStream(ctx, a.ID(), proto)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bw := bufio.NewWriter(s)
-	if err := wire.WriteFrame(bw, wire.Hello{Root: root[:]}.Append(nil)); err != nil {
-		t.Fatal(err)
+	for _, f := range frames {
+		if err := wire.WriteFrame(bw, f); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := bw.Flush(); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := wire.NewReader(s).Next(1 << 10); err != nil {
-		t.Fatalf("no answer to the hello: %v", err)
 	}
 	return s, bw
 }
