@@ -130,14 +130,8 @@ func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 	if i < 0 || i >= s.m.blockCount {
 		return dst[:0], fmt.Errorf("%w: block %d of %d", ErrBadIndex, i, s.m.blockCount)
 	}
-	s.mu.RLock()
-	closed, held := s.closed, s.held.Has(i)
-	s.mu.RUnlock()
-	if closed {
-		return dst[:0], ErrClosed
-	}
-	if !held {
-		return dst[:0], fmt.Errorf("%w: block %d", ErrNotHeld, i)
+	if err := s.readable(i); err != nil {
+		return dst[:0], err
 	}
 	if s.view != nil {
 		return s.readView(i, dst)
@@ -152,26 +146,51 @@ func (s *Store) ReadBlock(i int, dst []byte) ([]byte, error) {
 	return data, nil
 }
 
+// readable returns nil when block i (in range) may be read: the store is
+// open and holds it.
+func (s *Store) readable(i int) error {
+	s.mu.RLock()
+	closed, held := s.closed, s.held.Has(i)
+	s.mu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if !held {
+		return fmt.Errorf("%w: block %d", ErrNotHeld, i)
+	}
+	return nil
+}
+
 // readAt reads block i from the files into dst[:0].
 func (s *Store) readAt(i int, dst []byte) ([]byte, error) {
 	n := s.m.BlockLen(i)
 	dst = slices.Grow(dst[:0], n)[:n]
-	err := s.m.segments(i, func(g segment) error {
+	if err := s.readRange(i, 0, dst); err != nil {
+		return dst[:0], err
+	}
+	return dst, nil
+}
+
+// readRange reads the bytes of block i from offset off into dst (within
+// the block) from the files.
+func (s *Store) readRange(i, off int, dst []byte) error {
+	end := off + len(dst)
+	return s.m.segments(i, func(g segment) error {
+		a, b := max(g.pos, off), min(g.pos+g.n, end)
+		if a >= b {
+			return nil
+		}
 		f, err := s.file(g.file)
 		if err != nil {
 			return err
 		}
-		_, err = f.ReadAt(dst[g.pos:g.pos+g.n], g.off)
+		_, err = f.ReadAt(dst[a-off:b-off], g.off+int64(a-g.pos))
 		s.release(g.file)
 		if err != nil {
 			return fmt.Errorf("chunker: read block %d: %w", i, err)
 		}
 		return nil
 	})
-	if err != nil {
-		return dst[:0], err
-	}
-	return dst, nil
 }
 
 // Sync makes every block put so far durable (records included).
@@ -204,30 +223,8 @@ func (s *Store) ReadPiece(i, off int, dst []byte) error {
 	if !s.Pieces() {
 		return ErrNoPieces
 	}
-	s.mu.RLock()
-	closed, held := s.closed, s.held.Has(i)
-	s.mu.RUnlock()
-	if closed {
-		return ErrClosed
+	if err := s.readable(i); err != nil {
+		return err
 	}
-	if !held {
-		return fmt.Errorf("%w: block %d", ErrNotHeld, i)
-	}
-	end := off + len(dst)
-	return s.m.segments(i, func(g segment) error {
-		a, b := max(g.pos, off), min(g.pos+g.n, end)
-		if a >= b {
-			return nil
-		}
-		f, err := s.file(g.file)
-		if err != nil {
-			return err
-		}
-		_, err = f.ReadAt(dst[a-off:b-off], g.off+int64(a-g.pos))
-		s.release(g.file)
-		if err != nil {
-			return fmt.Errorf("chunker: read block %d: %w", i, err)
-		}
-		return nil
-	})
+	return s.readRange(i, off, dst)
 }
