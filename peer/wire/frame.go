@@ -47,22 +47,15 @@ func (fr *Reader) Next(limit int) ([]byte, error) { return fr.NextAdmit(limit, n
 // or buffered: an error from admit is returned, and the frame is left
 // unread (the stream is then of no further use).
 func (fr *Reader) NextAdmit(limit int, admit func(n int) error) ([]byte, error) {
-	if fr.left > 0 {
-		return nil, errUnfinished
-	}
-	n, err := readLength(fr.r)
+	need, err := fr.start(limit)
 	if err != nil {
 		return nil, err
 	}
-	if n > uint64(limit) {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, limit)
-	}
 	if admit != nil {
-		if err := admit(int(n)); err != nil {
+		if err := admit(need); err != nil {
 			return nil, err
 		}
 	}
-	need := int(n)
 	buf := fr.buf[:0]
 	for len(buf) < need {
 		step := need - len(buf)
@@ -108,6 +101,16 @@ func (fr *Reader) NextInto(get func() []byte, max int) ([]byte, error) {
 // the block's last bytes arrive. A clean end of stream before the frame
 // starts is io.EOF.
 func (fr *Reader) Begin(limit int) (int, error) {
+	n, err := fr.start(limit)
+	if err == nil {
+		fr.left = n
+	}
+	return n, err
+}
+
+// start reads the next frame's length, of at most limit bytes, once the
+// frame Begin started is read to its end.
+func (fr *Reader) start(limit int) (int, error) {
 	if fr.left > 0 {
 		return 0, errUnfinished
 	}
@@ -118,7 +121,6 @@ func (fr *Reader) Begin(limit int) (int, error) {
 	if n > uint64(limit) {
 		return 0, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, limit)
 	}
-	fr.left = int(n)
 	return int(n), nil
 }
 
