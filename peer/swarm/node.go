@@ -80,7 +80,7 @@ func (p *Node) followReachability() {
 				if !ok {
 					return
 				}
-				p.private.Store(e.(event.EvtLocalReachabilityChanged).Reachability == network.ReachabilityPrivate)
+				p.setReachability(e)
 			case <-p.ctx.Done():
 				return
 			}
@@ -95,9 +95,15 @@ func (p *Node) followReachability() {
 func (p *Node) noteReachability(out <-chan interface{}) {
 	select {
 	case e := <-out:
-		p.private.Store(e.(event.EvtLocalReachabilityChanged).Reachability == network.ReachabilityPrivate)
+		p.setReachability(e)
 	default:
 	}
+}
+
+// setReachability takes the verdict of e, an
+// event.EvtLocalReachabilityChanged.
+func (p *Node) setReachability(e interface{}) {
+	p.private.Store(e.(event.EvtLocalReachabilityChanged).Reachability == network.ReachabilityPrivate)
 }
 
 // Private reports whether the host finds itself unreachable by peers it

@@ -197,10 +197,7 @@ arriving:
 			if err := p.srv.WaitUpload(got - sent); err != nil {
 				return err
 			}
-			if err := cs.sendRaw(r.frame[sent:got]); err != nil {
-				return err
-			}
-			if err := cs.Flush(); err != nil {
+			if err := sendPiece(cs, r.frame[sent:got]); err != nil {
 				return err
 			}
 			sent = got
@@ -279,10 +276,7 @@ func (t *Trees) sendStored(cs *ClientStream, i int) error {
 		if err := p.srv.WaitUpload(len(b)); err != nil {
 			return err
 		}
-		if err := cs.sendRaw(b); err != nil {
-			return err
-		}
-		if err := cs.Flush(); err != nil {
+		if err := sendPiece(cs, b); err != nil {
 			return err
 		}
 		off += len(b)
@@ -301,13 +295,18 @@ func putPiece(b *[]byte) { pieces.Put(b) }
 func sendPieces(cs *ClientStream, b []byte) error {
 	for len(b) > 0 {
 		k := min(len(b), RelayPiece)
-		if err := cs.sendRaw(b[:k]); err != nil {
-			return err
-		}
-		if err := cs.Flush(); err != nil {
+		if err := sendPiece(cs, b[:k]); err != nil {
 			return err
 		}
 		b = b[k:]
 	}
 	return nil
+}
+
+// sendPiece writes b to cs and flushes it.
+func sendPiece(cs *ClientStream, b []byte) error {
+	if err := cs.sendRaw(b); err != nil {
+		return err
+	}
+	return cs.Flush()
 }
