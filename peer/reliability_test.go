@@ -350,13 +350,18 @@ func TestMalformedStreams(t *testing.T) {
 		})
 	}
 	// A frame that claims 60 MiB but carries a few bytes must not make the
-	// server allocate what it claims.
-	evil := connectedPeer(ctx, t, seed)
+	// server allocate what it claims. A peer per stream: three malformed
+	// streams ban a peer and close its connection, which could come before
+	// its fourth stream opens.
+	var evils []*Peer
+	for range 8 {
+		evils = append(evils, connectedPeer(ctx, t, seed))
+	}
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	var streams []network.Stream
-	for range 8 {
+	for _, evil := range evils {
 		s, err := evil.Host().NewStream(ctx, seed.ID(), ProtoReconcile)
 		if err != nil {
 			t.Fatal(err)
