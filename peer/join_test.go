@@ -33,7 +33,10 @@ func TestJoinedTrees(t *testing.T) {
 			defer cancel()
 			dir := t.TempDir()
 			src := writeRandomFile(t, dir, "data.bin", 2<<20, 21)
-			seed := newTestPeer(t, WithServeRate(8<<20))
+			// A copy takes the seed a second: the fetches outlast its
+			// settle time (swarm.PlaceSettle), during which the fetchers
+			// it has not yet told their parents pull.
+			seed := newTestPeer(t, WithServeRate(2<<20))
 			chunking := WithBlockSize(16 << 10)
 			if tc.cdc {
 				// Blocks of varying lengths, dealt into the stripes by
