@@ -168,7 +168,10 @@
 // reaches no child whole. A seed can also place its fetchers as they join
 // ([Service.Place], [WithTrees]; reconcile seed places them in
 // [DefaultTrees] trees): a fetcher that others cannot dial says so and is
-// placed under none like it.
+// placed under none like it. The seed tells the moves that joins and
+// leaves make a settle time after the first of them (swarm.PlaceSettle),
+// each child only its last parent, rather than move children whose blocks
+// already flow.
 //
 // # Protocols
 //

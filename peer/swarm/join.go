@@ -44,9 +44,10 @@ const MaxJoined = serve.JoinStreams
 // after the burst, each child hears only its last parent, before blocks
 // flow to it, rather than be moved mid-fetch. A joined fetcher pulls
 // while it waits. In the testnet's default 200-peer run, 300 ms took the
-// median from 1.54–1.63 to 1.51–1.55 x T* and the seed's upload from
-// 1.2 copies to 1.04 (600 ms: 1.47–1.54; 1 s: 2.19, the fetchers' pulls
-// filling the seed's uplink while they waited).
+// median from 1.54–1.63 to 1.48–1.58 x T* and the seed's upload from 1.2
+// copies to 1.05, and at 1,000 peers from 1.80 to 1.56 (600 ms: no
+// better; 1 s: 2.19, the fetchers' pulls filling the seed's uplink while
+// they waited). See docs/stripe-trees.md.
 const PlaceSettle = 300 * time.Millisecond
 
 // placeFrameMax bounds a place frame a fetcher reads: MaxPlacements
