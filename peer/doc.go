@@ -171,7 +171,8 @@
 // placed under none like it. The seed tells the moves that joins and
 // leaves make a settle time after the first of them (swarm.PlaceSettle),
 // each child only its last parent, rather than move children whose blocks
-// already flow.
+// already flow; those of fetchers that hold blocks (an update, a resumed
+// fetch) at once.
 //
 // # Protocols
 //
