@@ -70,10 +70,8 @@ type placing struct {
 	outs map[lpeer.ID]*joinOut
 	// holds marks the fetchers that joined holding blocks (Hello.Holds).
 	holds map[lpeer.ID]bool
-	// settle is how long moves wait to be told (PlaceSettle), so that a
-	// burst of joins is told once, each child its last parent: pending,
-	// flushed by timer. Zero tells each at once.
-	settle  time.Duration
+	// pending holds the moves not yet told, until timer flushes them a
+	// settle time (PlaceSettle) after the first.
 	pending []stripes.Move[lpeer.ID]
 	timer   clock.Timer
 }
@@ -101,7 +99,7 @@ func (p *Node) Place(root chunker.ID, k int) error {
 	}
 	t := TreesOf(c)
 	t.mu.Lock()
-	t.place = &placing{pl: stripes.NewPlacer(p.h.ID(), k, 0), outs: map[lpeer.ID]*joinOut{}, holds: map[lpeer.ID]bool{}, settle: PlaceSettle}
+	t.place = &placing{pl: stripes.NewPlacer(p.h.ID(), k, 0), outs: map[lpeer.ID]*joinOut{}, holds: map[lpeer.ID]bool{}}
 	t.mu.Unlock()
 	return nil
 }
@@ -204,10 +202,6 @@ func (t *Trees) joinLocked(id lpeer.ID, holds, private bool) (*joinOut, error) {
 // coalesced (see tellMovesLocked).
 func (t *Trees) applyLocked(moves []stripes.Move[lpeer.ID]) {
 	pl := t.place
-	if pl.settle <= 0 {
-		t.tellMovesLocked(moves)
-		return
-	}
 	self := t.p.h.ID()
 	pl.pending = append(pl.pending, moves...)
 	if slices.ContainsFunc(moves, func(m stripes.Move[lpeer.ID]) bool { return m.Parent == self || m.Old == self || pl.holds[m.Child] }) {
@@ -215,7 +209,7 @@ func (t *Trees) applyLocked(moves []stripes.Move[lpeer.ID]) {
 		return
 	}
 	if pl.timer == nil && len(pl.pending) > 0 {
-		pl.timer = t.p.clk.AfterFunc(pl.settle, func() {
+		pl.timer = t.p.clk.AfterFunc(PlaceSettle, func() {
 			t.mu.Lock()
 			defer t.mu.Unlock()
 			t.flushLocked()
