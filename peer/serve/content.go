@@ -301,9 +301,9 @@ type Fetch interface {
 type Trees interface {
 	// Gained tells the trees that the store gained block i (to push it on).
 	Gained(i int)
-	// FirstCopies reports whether the blocks idx are first copies the
-	// trees push down from a seed: a request for them is answered busy.
-	FirstCopies(idx []int) bool
+	// FirstCopies reports whether the trees still push first copies down
+	// from a seed: requests are answered busy meanwhile.
+	FirstCopies() bool
 }
 
 // Pushes returns the content's stripe trees, nil when it has none.

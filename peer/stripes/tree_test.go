@@ -462,12 +462,12 @@ func TestBacklog(t *testing.T) {
 		q[i] = i
 	}
 	tr.Queue(q...)
-	if tr.FirstCopies([]int{0}) {
+	if tr.FirstCopies() {
 		t.Error("first copies held for a child not there")
 	}
 	tr.SetUp("c", true)
-	if !tr.FirstCopies([]int{0}) || tr.FirstCopies([]int{40}) {
-		t.Error("first copies: not held for block 0 queued for c, or held for 40")
+	if !tr.FirstCopies() {
+		t.Error("first copies not held while blocks are queued for c")
 	}
 	for _, tc := range []struct {
 		at    time.Duration
@@ -481,5 +481,13 @@ func TestBacklog(t *testing.T) {
 	}
 	if tr.Pending(0) != 0 || tr.Pending(1) != 1 {
 		t.Errorf("pending: block 0 %d, 1 %d; want 0 (shed) and 1", tr.Pending(0), tr.Pending(1))
+	}
+	for _, i := range q {
+		if tr.Pending(i) > 0 {
+			tr.Dequeue(i)
+		}
+	}
+	if tr.FirstCopies() {
+		t.Error("first copies held once every queued block was written")
 	}
 }

@@ -383,16 +383,16 @@ func (t *Trees) queue(o *pushOut, i int) {
 	t.tree.Queue(i)
 }
 
-// FirstCopies reports whether this peer is a seed and one of the blocks
-// idx is still queued for a child whose stream is up: such requests are
-// answered busy (stripes.Tree.FirstCopies).
-func (t *Trees) FirstCopies(idx []int) bool {
+// FirstCopies reports whether this peer is a seed and a block is still
+// queued for a child whose stream is up: requests are answered busy
+// meanwhile (stripes.Tree.FirstCopies).
+func (t *Trees) FirstCopies() bool {
 	if !t.tree.Seed() {
 		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.tree.FirstCopies(idx)
+	return t.tree.FirstCopies()
 }
 
 // Accepts reports whether pushes from id are taken, and marks it up when
