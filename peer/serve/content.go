@@ -301,9 +301,9 @@ type Fetch interface {
 type Trees interface {
 	// Gained tells the trees that the store gained block i (to push it on).
 	Gained(i int)
-	// FirstCopies reports whether the trees still push first copies down
-	// from a seed: requests are answered busy meanwhile.
-	FirstCopies() bool
+	// FirstCopies reports whether a request for blocks idx is answered
+	// busy: the trees push first copies down from a seed.
+	FirstCopies(idx []int) bool
 }
 
 // Pushes returns the content's stripe trees, nil when it has none.

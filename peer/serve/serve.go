@@ -280,7 +280,7 @@ func (p *Server) ServeBlocks(ss *Stream) error {
 		if !ss.u.Plain() {
 			super = nil
 		}
-		if t := c.Pushes(); t != nil && ss.u.Plain() && t.FirstCopies() {
+		if t := c.Pushes(); t != nil && ss.u.Plain() && t.FirstCopies(idx) {
 			// A seed's uplink goes to the first copies down the trees.
 			return p.Busy(ss, "the seed pushes its first copies")
 		}

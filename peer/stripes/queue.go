@@ -1,6 +1,9 @@
 package stripes
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Backlog is how many blocks may wait for one child, for a repair time on
 // end, before a parent sheds the oldest that other peers hold (see Batch;
@@ -49,32 +52,47 @@ func (t *Tree[K]) Dequeue(idx ...int) {
 // written to.
 func (t *Tree[K]) Pending(i int) int { return t.pending[i] }
 
-// FirstCopies reports whether this peer is a seed and a block is still
-// queued for a child whose stream is up: the seed's uplink goes to the
-// first copies of the blocks, down the trees, and every request is
-// answered busy meanwhile (the roots and their subtrees hold the blocks
-// pushed already, and other peers repair the trees). Answering busy only
-// the requests for blocks still queued let the first copies share the
-// uplink with pulls of blocks pushed already: in the testnet's 60 peers
-// of 4 MiB the seed then served 1.11 to 1.27 copies of the file, and the
-// last first copy left it at 1.09 to 1.40 T* (1.02 copies, 1.06 to 1.14
-// T* since). A block queued for a child that is not there (it left, or
-// has not joined yet) holds nothing, but for a root the seed placed as it
-// joined (AddChild), which is there: its stream may take a round trip to
-// be up, and the requests the seed answered meanwhile (a super-seed's
-// offers) held its uplink for seconds.
-func (t *Tree[K]) FirstCopies() bool {
+// Moved notes that child's push queue moved at now: the child was placed,
+// took its push stream, or was written a block (see FirstCopies).
+func (t *Tree[K]) Moved(child K, now time.Time) {
+	if slices.ContainsFunc(t.children, func(c []K) bool { return slices.Contains(c, child) }) {
+		t.moved[child] = now
+	}
+}
+
+// FirstCopies reports whether this peer is a seed whose uplink goes to
+// the first copies of the blocks, down the trees, at now: a request for
+// blocks idx is then answered busy (other peers repair the trees). It
+// does while one of idx is still queued for a child that is there (its
+// stream is up, or it is a root the seed placed as it joined, AddChild:
+// its stream may take a round trip to be up, and the requests the seed
+// answered meanwhile, a super-seed's offers, held its uplink for
+// seconds). And it does for any idx while any block is queued for a
+// child whose queue moved (Moved) within the repair time: the blocks
+// pushed already are at the roots and below them. Answering busy only the
+// requests for blocks still queued let the first copies share the uplink
+// with pulls of blocks pushed already: in the testnet's 60 peers of 4 MiB
+// the seed then served 1.11 to 1.27 copies of the file, and the last first
+// copy left it at 1.09 to 1.40 T* (1.02 copies, 1.06 to 1.14 T* since). A
+// child whose stream stalls holds only its own blocks, as before.
+func (t *Tree[K]) FirstCopies(idx []int, now time.Time) bool {
 	if !t.seed {
 		return false
 	}
-	for i, n := range t.pending {
-		if n == 0 {
-			continue
+	there := func(i int) bool {
+		return slices.ContainsFunc(t.children[t.Stripe(i)], func(c K) bool { return t.up[c] || t.placed[c] })
+	}
+	for _, i := range idx {
+		if t.pending[i] > 0 && there(i) {
+			return true
 		}
-		for _, c := range t.children[t.Stripe(i)] {
-			if t.up[c] || t.placed[c] {
-				return true
-			}
+	}
+	for i, n := range t.pending {
+		if n > 0 && slices.ContainsFunc(t.children[t.Stripe(i)], func(c K) bool {
+			at, ok := t.moved[c]
+			return ok && (t.up[c] || t.placed[c]) && now.Sub(at) < t.repair
+		}) {
+			return true
 		}
 	}
 	return false

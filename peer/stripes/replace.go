@@ -41,6 +41,7 @@ func (t *Tree[K]) RemoveChild(s int, child K) {
 	}
 	if !slices.ContainsFunc(t.children, func(c []K) bool { return slices.Contains(c, child) }) {
 		delete(t.placed, child)
+		delete(t.moved, child)
 	}
 }
 

@@ -19,12 +19,12 @@ func TestPlacedChanges(t *testing.T) {
 		t.Error("a root placed as it joined is not Placed")
 	}
 	seed.Queue(1)
-	if !seed.FirstCopies() {
+	if !seed.FirstCopies([]int{1}, t0) {
 		t.Error("a block queued for a placed root whose stream is not up yet is no first copy")
 	}
 	seed.RemoveChild(1, "a")
-	if len(seed.Children(1)) != 0 || seed.FirstCopies() || seed.Placed("a") {
-		t.Errorf("removed root: children %v, first copies %t", seed.Children(1), seed.FirstCopies())
+	if len(seed.Children(1)) != 0 || seed.FirstCopies([]int{1}, t0) || seed.Placed("a") {
+		t.Errorf("removed root: children %v, first copies %t", seed.Children(1), seed.FirstCopies([]int{1}, t0))
 	}
 
 	a := stripes.NewTree(stripes.Place[string]{Self: "a", Parents: []string{"", "seed"}, Blocks: 4, RepairAfter: time.Second}, t0)

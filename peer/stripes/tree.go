@@ -116,6 +116,8 @@ type Tree[K comparable] struct {
 	cut map[K]bool
 	// placed holds the children placed as they joined (AddChild).
 	placed map[K]bool
+	// moved holds, per child, when its push queue last moved (Moved).
+	moved map[K]time.Time
 	// backlog holds, per child, since when more than Backlog blocks wait
 	// for it (see Batch).
 	backlog map[K]time.Time
@@ -151,7 +153,7 @@ func NewTree[K comparable](pl Place[K], now time.Time) *Tree[K] {
 		early: make([][]K, k), rootGone: make([]bool, k), asking: make([]bool, k), orphan: make([]bool, k),
 		sentOn: make([]map[K]K, k), forwarded: make([]map[K]int, k), complaints: make([]map[K][]K, k),
 		repair: pl.RepairAfter, spare: pl.Spare, blocks: pl.Blocks, last: make([]time.Time, k),
-		parent: map[K]ParentState{}, behind: map[K]bool{}, up: map[K]bool{}, cut: map[K]bool{}, placed: map[K]bool{},
+		parent: map[K]ParentState{}, behind: map[K]bool{}, up: map[K]bool{}, cut: map[K]bool{}, placed: map[K]bool{}, moved: map[K]time.Time{},
 		backlog: map[K]time.Time{}, pending: map[int]int{}, known: make(bitset, (max(pl.Blocks, 0)+63)/64)}
 	if len(pl.Lengths) == pl.Blocks && pl.Blocks > 0 && k <= 256 {
 		t.deal = Deal(pl.Lengths, k)

@@ -462,12 +462,12 @@ func TestBacklog(t *testing.T) {
 		q[i] = i
 	}
 	tr.Queue(q...)
-	if tr.FirstCopies() {
+	if tr.FirstCopies([]int{0}, t0) {
 		t.Error("first copies held for a child not there")
 	}
 	tr.SetUp("c", true)
-	if !tr.FirstCopies() {
-		t.Error("first copies not held while blocks are queued for c")
+	if !tr.FirstCopies([]int{0}, t0) || tr.FirstCopies([]int{40}, t0) {
+		t.Error("first copies: not held for block 0 queued for c, or held for 40 before c's queue moved")
 	}
 	for _, tc := range []struct {
 		at    time.Duration
@@ -482,12 +482,41 @@ func TestBacklog(t *testing.T) {
 	if tr.Pending(0) != 0 || tr.Pending(1) != 1 {
 		t.Errorf("pending: block 0 %d, 1 %d; want 0 (shed) and 1", tr.Pending(0), tr.Pending(1))
 	}
-	for _, i := range q {
-		if tr.Pending(i) > 0 {
-			tr.Dequeue(i)
+}
+
+// TestFirstCopies: a seed answers busy a request for a block still
+// queued for a child that is there, and any request while a child's queue
+// moves; a stalled child holds only its own blocks, and nothing holds once
+// every queued block is written.
+func TestFirstCopies(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	tr := NewTree(Place[string]{Parents: []string{"", ""}, Children: [][]string{{"c"}, {"d"}}, RepairAfter: time.Second, Blocks: 4}, t0)
+	tr.Queue(0, 2) // stripe 0, c's
+	tr.SetUp("c", true)
+	tr.Moved("c", t0)
+	tr.Moved("x", t0) // no child: ignored
+	for _, tc := range []struct {
+		idx  []int
+		at   time.Duration
+		want bool
+	}{
+		{[]int{0}, 0, true},               // queued for c
+		{[]int{1}, 0, true},               // written already, while c's queue moves
+		{[]int{1}, time.Second / 2, true}, // within the repair time
+		{[]int{1}, time.Second, false},    // c stalled a repair time: served
+		{[]int{2}, time.Second, true},     // but c's own blocks wait for it
+	} {
+		if got := tr.FirstCopies(tc.idx, t0.Add(tc.at)); got != tc.want {
+			t.Errorf("FirstCopies(%v) at %v = %t, want %t", tc.idx, tc.at, got, tc.want)
 		}
 	}
-	if tr.FirstCopies() {
+	tr.Dequeue(0, 2)
+	if tr.FirstCopies([]int{0, 1}, t0) {
 		t.Error("first copies held once every queued block was written")
+	}
+	tr.Queue(1) // stripe 1: d's, its stream not up
+	tr.Moved("d", t0)
+	if tr.FirstCopies([]int{0}, t0) {
+		t.Error("first copies held for a child whose stream is not up")
 	}
 }

@@ -278,7 +278,9 @@ func (t *Trees) tellMovesLocked(moves []stripes.Move[lpeer.ID]) {
 		switch {
 		case m.Parent == "":
 		case m.Parent == self:
-			if t.tree.AddChild(m.Stripe, m.Child) && m.Old == "" && !t.place.holds[m.Child] {
+			added := t.tree.AddChild(m.Stripe, m.Child)
+			t.tree.Moved(m.Child, t.p.clk.Now())
+			if added && m.Old == "" && !t.place.holds[m.Child] {
 				for i := range t.c.Man.BlockCount() {
 					if t.stripe(i) == m.Stripe && !t.pushLocked(m.Child, i) {
 						return

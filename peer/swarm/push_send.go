@@ -262,6 +262,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			rest = rest[1:]
 			t.mu.Lock()
 			t.tree.Dequeue(i)
+			t.tree.Moved(child, t.p.clk.Now())
 			t.mu.Unlock()
 			if !accepted {
 				unanswered = append(unanswered, i)
@@ -373,6 +374,7 @@ func (t *Trees) setUp(child lpeer.ID, o *pushOut, up bool) {
 	t.tree.SetUp(child, up)
 	if up {
 		o.asked = false // the child took the stream it asked for
+		t.tree.Moved(child, t.p.clk.Now())
 	}
 	t.mu.Unlock()
 }
@@ -383,16 +385,16 @@ func (t *Trees) queue(o *pushOut, i int) {
 	t.tree.Queue(i)
 }
 
-// FirstCopies reports whether this peer is a seed and a block is still
-// queued for a child whose stream is up: requests are answered busy
-// meanwhile (stripes.Tree.FirstCopies).
-func (t *Trees) FirstCopies() bool {
+// FirstCopies reports whether this peer is a seed whose uplink goes to the
+// first copies down the trees: a request for blocks idx is answered busy
+// (stripes.Tree.FirstCopies).
+func (t *Trees) FirstCopies(idx []int) bool {
 	if !t.tree.Seed() {
 		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.tree.FirstCopies()
+	return t.tree.FirstCopies(idx, t.p.clk.Now())
 }
 
 // Accepts reports whether pushes from id are taken, and marks it up when
