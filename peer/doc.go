@@ -147,8 +147,9 @@
 // reset), so that they repair it themselves at once. A seed answers requests
 // for blocks it has still to push busy, and every request while its roots'
 // queues move (the blocks it pushed already are down the trees), so that
-// its uplink goes to the first copies; asked to adopt a peer or catch it up, it pushes only the
-// blocks that fewer than two of its watchers hold, by their filters (the
+// its uplink goes to the first copies; asked to adopt a peer or catch it
+// up, it pushes only the blocks that fewer than two of its watchers hold,
+// by their filters (the
 // asker fetches the others at once, from its own sources), and any peer
 // asked by a child to catch it up names the blocks it lacks itself that
 // two or more of its watchers hold, so that the child fetches them rather

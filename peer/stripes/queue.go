@@ -76,22 +76,21 @@ func (t *Tree[K]) Moved(child K, now time.Time) {
 // copy left it at 1.09 to 1.40 T* (1.02 copies, 1.06 to 1.14 T* since). A
 // child whose stream stalls holds only its own blocks, as before.
 func (t *Tree[K]) FirstCopies(idx []int, now time.Time) bool {
-	if !t.seed {
-		return false
+	if !t.seed || len(t.pending) == 0 {
+		return false // every first copy is out: the common case
 	}
-	there := func(i int) bool {
-		return slices.ContainsFunc(t.children[t.Stripe(i)], func(c K) bool { return t.up[c] || t.placed[c] })
+	there := func(c K) bool { return t.up[c] || t.placed[c] }
+	moving := func(c K) bool {
+		at, ok := t.moved[c]
+		return ok && there(c) && now.Sub(at) < t.repair
 	}
 	for _, i := range idx {
-		if t.pending[i] > 0 && there(i) {
+		if t.pending[i] > 0 && slices.ContainsFunc(t.children[t.Stripe(i)], there) {
 			return true
 		}
 	}
-	for i, n := range t.pending {
-		if n > 0 && slices.ContainsFunc(t.children[t.Stripe(i)], func(c K) bool {
-			at, ok := t.moved[c]
-			return ok && (t.up[c] || t.placed[c]) && now.Sub(at) < t.repair
-		}) {
+	for i := range t.pending { // each entry counts at least one child
+		if slices.ContainsFunc(t.children[t.Stripe(i)], moving) {
 			return true
 		}
 	}
