@@ -42,8 +42,9 @@ const MaxJoined = serve.JoinStreams
 // joined holding blocks, are told at once, with those waiting: an update
 // or a resumed fetch has little left to fetch, and in the testnet's
 // update a wait of 300 ms cost about 0.5 x T* of the new blocks: medians
-// of 6.2 x on average over seven runs, against 5.6 x). A burst of joins moves many children more than once
-// (199 joins make about 560 moves of children placed already); told
+// of 6.2 x on average over seven runs, against 5.6 x). A burst of joins
+// moves many children more than once (199 joins make about 560 moves of
+// children placed already); told
 // after the burst, each child hears only its last parent, before blocks
 // flow to it, rather than be moved mid-fetch. A joined fetcher pulls
 // while it waits. In the testnet's default 200-peer run, 300 ms took the
