@@ -3,6 +3,7 @@ package chunker
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync/atomic"
 
 	"github.com/reconcile-p2p/reconcile/chunker/internal/cut"
@@ -14,6 +15,9 @@ type ReuseStats struct {
 	Bytes   int64 // their bytes
 	Files   int   // files read
 	Scanned int64 // bytes read
+	// Bases are the local bytes that stood where the runs of blocks still
+	// missing stand, for a fetch to ask for those runs as deltas (Basis).
+	Bases []Basis
 }
 
 // Reuse stores the blocks the store lacks that local files already hold: it cuts
@@ -52,13 +56,17 @@ func (s *Store) Reuse(ctx context.Context, paths []string, fn func(done, total i
 	}
 	var (
 		claimed = make([]atomic.Bool, s.m.blockCount)
+		from    = make([]int32, s.m.blockCount) // 1 + the local block a block was taken from
 		blocks  atomic.Int64
 		bytes   atomic.Int64
 	)
-	each := func(_ int, data []byte, h *[HashSize]byte) error {
+	each := func(k int, data []byte, h *[HashSize]byte) error {
 		for _, i := range want[*h] {
 			if s.m.BlockLen(i) != len(data) || claimed[i].Swap(true) {
 				continue
+			}
+			if k < math.MaxInt32 {
+				from[i] = int32(k + 1)
 			}
 			if err := s.putChecked(i, data); err != nil {
 				return err
@@ -72,10 +80,12 @@ func (s *Store) Reuse(ctx context.Context, paths []string, fn func(done, total i
 	if s.m.ContentDefined() {
 		cfg.CDC = cut.CDC(s.m.chunking)
 	}
-	st.Files, st.Scanned, err = cut.Files(ctx, files, total, cfg, each)
+	l, scanned, err := cut.Files(ctx, files, total, cfg, each)
+	st.Files, st.Scanned = l.Opened(), scanned
 	st.Blocks, st.Bytes = int(blocks.Load()), bytes.Load()
 	if err != nil {
 		return st, cutError("reuse local files", err)
 	}
+	st.Bases = s.bases(files, l, from)
 	return st, nil
 }

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 
 	"github.com/reconcile-p2p/reconcile/chunker/internal/pathrules"
@@ -192,11 +193,12 @@ func Reader(ctx context.Context, r io.Reader, cfg Config) (Blocks, error) {
 
 // Files cuts each of files on its own, as Store.Reuse reads local files: into
 // content-defined blocks by cfg.CDC, or into fixed-size blocks from each file's
-// start, and calls each with every block. A file that cannot be opened (gone
-// or unreadable since it was listed) is passed over. cfg.Progress counts the
-// bytes read against total. Files returns the number of files opened and the
-// bytes read, also when it fails.
-func Files(ctx context.Context, files []string, total int64, cfg Config, each BlockFunc) (opened int, read int64, err error) {
+// start, and calls each with every block, numbered across the files in the
+// order read. A file that cannot be opened (gone or unreadable since it was
+// listed) is passed over. cfg.Progress counts the bytes read against total.
+// Files returns where each block was found and the bytes read, also when it
+// fails.
+func Files(ctx context.Context, files []string, total int64, cfg Config, each BlockFunc) (l Layout, read int64, err error) {
 	// The file being read, through a progress counting from the bytes of
 	// the files before it.
 	var (
@@ -213,15 +215,16 @@ func Files(ctx context.Context, files []string, total int64, cfg Config, each Bl
 	if prog.fn == nil {
 		prog.fn = func(int64, int64) {}
 	}
-	open := func(name string) (io.Reader, bool) {
+	open := func(k int) (io.Reader, bool) {
 		closeCur()
-		f, err := os.Open(name)
+		f, err := os.Open(files[k])
 		if err != nil {
 			return nil, false // nothing to take from it
 		}
-		opened++
 		cur = f
 		prog.r = f
+		l.Files = append(l.Files, k)
+		l.Starts = append(l.Starts, prog.done)
 		return prog, true
 	}
 	if !cfg.CDC.IsZero() {
@@ -229,26 +232,62 @@ func Files(ctx context.Context, files []string, total int64, cfg Config, each Bl
 		next := func() (io.Reader, error) {
 			for k < len(files) {
 				k++
-				if r, ok := open(files[k-1]); ok {
+				if r, ok := open(k - 1); ok {
 					return r, nil
 				}
 			}
 			closeCur()
 			return nil, nil
 		}
-		_, _, err = Content(ctx, next, cfg.CDC, cfg.Workers, int(total/int64(cfg.CDC.Normal)), each)
+		l.Offs, _, err = Content(ctx, next, cfg.CDC, cfg.Workers, int(total/int64(cfg.CDC.Normal)), each)
 	} else {
-		for _, name := range files {
-			r, ok := open(name)
+		l.Offs = []int64{0}
+		for k := range files {
+			r, ok := open(k)
 			if !ok {
 				continue
 			}
-			if _, _, err = Stream(ctx, r, cfg.Size, cfg.Workers, -1, each); err != nil {
+			base, start := len(l.Offs)-1, prog.done
+			numbered := each
+			if each != nil {
+				numbered = func(i int, data []byte, h *[HashSize]byte) error { return each(base+i, data, h) }
+			}
+			var n int64
+			if _, n, err = Stream(ctx, r, cfg.Size, cfg.Workers, -1, numbered); err != nil {
 				break
+			}
+			for off := int64(cfg.Size); off < n; off += int64(cfg.Size) {
+				l.Offs = append(l.Offs, start+off)
+			}
+			if n > 0 {
+				l.Offs = append(l.Offs, start+n)
 			}
 		}
 	}
-	return opened, prog.done, err
+	if err != nil {
+		l.Offs = nil
+	}
+	return l, prog.done, err
+}
+
+// Layout is where Files found the blocks it numbered: block k is the bytes
+// [Offs[k], Offs[k+1]) of the files read one after the other, and the j-th
+// file opened, files[Files[j]], starts at Starts[j] of that stream.
+type Layout struct {
+	Offs   []int64
+	Files  []int
+	Starts []int64
+}
+
+// Opened is the number of files read.
+func (l Layout) Opened() int { return len(l.Files) }
+
+// Locate returns the file (an index into Files's files) that holds block k,
+// and the block's offset and length in it.
+func (l Layout) Locate(k int) (file int, off int64, n int) {
+	at := l.Offs[k]
+	j := sort.Search(len(l.Starts), func(j int) bool { return l.Starts[j] > at }) - 1
+	return l.Files[j], at - l.Starts[j], int(l.Offs[k+1] - at)
 }
 
 // Walk lists the regular files under paths (files, or folders walked) and
