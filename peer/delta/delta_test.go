@@ -45,8 +45,8 @@ func TestRoundTrip(t *testing.T) {
 	basis := randBytes(1, 400<<10)
 	bl := BlockLen(int64(len(basis)))
 	for _, c := range []struct {
-		name    string
-		target  []byte
+		name   string
+		target []byte
 		maxLen int // the delta's bound
 	}{
 		{"same", basis, 2 << 10},
