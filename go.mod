@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/PlakarKorp/go-cdc-chunkers v1.1.0
+	github.com/balena-os/librsync-go v0.9.0
 	github.com/gofrs/flock v0.13.2
 	github.com/ipfs/go-cid v0.6.2
 	github.com/jonboulle/clockwork v0.5.0
@@ -16,6 +17,7 @@ require (
 	github.com/multiformats/go-multihash v0.2.3
 	github.com/vmihailenco/msgpack/v5 v5.4.1
 	github.com/zeebo/xxh3 v1.1.0
+	golang.org/x/crypto v0.54.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/time v0.15.0
 	lukechampine.com/blake3 v1.4.1
@@ -25,7 +27,6 @@ require (
 	filippo.io/bigmod v0.1.1-0.20260103110540-f8a47775ebe5 // indirect
 	filippo.io/keygen v1.0.0 // indirect
 	github.com/balena-os/circbuf v0.1.3 // indirect
-	github.com/balena-os/librsync-go v0.9.0 // indirect
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
@@ -116,7 +117,6 @@ require (
 	go.uber.org/mock v0.6.0 // indirect
 	go.uber.org/multierr v1.11.0 // indirect
 	go.uber.org/zap v1.28.0 // indirect
-	golang.org/x/crypto v0.54.0 // indirect
 	golang.org/x/exp v0.0.0-20260718201538-764159d718ef // indirect
 	golang.org/x/mod v0.38.0 // indirect
 	golang.org/x/net v0.57.0 // indirect

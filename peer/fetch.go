@@ -11,6 +11,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/swarm"
 	"github.com/reconcile-p2p/reconcile/peer/swarm/bans"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
@@ -114,6 +115,14 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		st.Close()
 		return nil, fmt.Errorf("peer: %w", err)
 	}
+	// The runs an edit fell in, as deltas against the older bytes there.
+	var ds swarm.DeltaStats
+	if len(reused.Bases) > 0 && serve.IsBlockMethod(fc.Method) && !fc.NoDeltas {
+		if ds, err = p.nd.FetchDeltas(ctx, st, reused.Bases, srcs); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("peer: %w", err)
+		}
+	}
 	if err := p.addContent(st, alt, false); err != nil {
 		st.Close()
 		return nil, err
@@ -121,7 +130,9 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	sum, err := p.nd.FetchServed(ctx, m.ID(), srcs, fc, start)
 	if sum != nil {
 		sum.ReusedBlocks, sum.ReusedBytes = reused.Blocks, reused.Bytes
-		sum.Resumed = max(sum.Resumed-reused.Blocks, 0)
+		sum.DeltaBlocks, sum.DeltaBytes = ds.Blocks, ds.Bytes
+		sum.Rejected += ds.Rejected
+		sum.Resumed = max(sum.Resumed-reused.Blocks-ds.Blocks, 0)
 	}
 	if err != nil {
 		return sum, err

@@ -152,6 +152,16 @@ func WithDelete() FetchOption {
 	return func(c *swarm.FetchConfig) error { c.Delete = true; return nil }
 }
 
+// WithoutDeltas makes a fetch into an older version fetch the blocks an
+// edit fell in whole. By default it first asks its sources for each run of
+// them as a delta against the older bytes that stood there (rsync's
+// algorithm, package delta; ProtoDelta), so that a few bytes inserted cost
+// a few bytes, not the block they fell in: a run no source answers so is
+// fetched as usual.
+func WithoutDeltas() FetchOption {
+	return func(c *swarm.FetchConfig) error { c.NoDeltas = true; return nil }
+}
+
 // WithReuseProgress sets a callback for the reading of local files
 // (WithReuse, and the older version at the output), called with the bytes
 // read so far and the total. Default: none.

@@ -37,11 +37,13 @@ const (
 	ProtoJoin = wire.ProtoJoin
 	// ProtoOffer is wire.ProtoOffer.
 	ProtoOffer = wire.ProtoOffer
+	// ProtoDelta is wire.ProtoDelta.
+	ProtoDelta = wire.ProtoDelta
 )
 
 // protocols lists the protocols NewService registers on its host (the Proto
 // constants).
-var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt, ProtoOffer, ProtoJoin}
+var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt, ProtoOffer, ProtoJoin, ProtoDelta}
 
 // A Service is the reconcile protocols on a libp2p host: it seeds, serves and
 // fetches content. It serves every content it seeds or fetches to any peer
@@ -119,6 +121,7 @@ func newService(h host.Host, cfg config) *Service {
 	p.h.SetStreamHandler(ProtoPush, p.srv.Handler(p.nd.ServePush))
 	p.h.SetStreamHandler(ProtoAdopt, p.srv.Handler(p.nd.ServeAdopt))
 	p.h.SetStreamHandler(ProtoJoin, p.srv.Handler(p.nd.ServeJoin))
+	p.h.SetStreamHandler(ProtoDelta, p.srv.Handler(p.srv.ServeDelta))
 	return p
 }
 

@@ -36,6 +36,7 @@ func fetchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
 			&cli.StringSliceFlag{Name: "reuse", Usage: "also take blocks from local file or folder `PATH` (repeatable)"},
 			&cli.BoolFlag{Name: "delete", Usage: "on update, remove the files the new version no longer has"},
+			&cli.BoolFlag{Name: "no-deltas", Usage: "on update, fetch the blocks an edit fell in whole, not as deltas against the older bytes there"},
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "give up after this long with no peer to download from"},
 			&cli.IntFlag{Name: "sync-every", Category: categoryTuning, Usage: "`N` blocks per fsync (0: 8 MiB worth; 1: every block)"},
 			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
@@ -139,6 +140,9 @@ func runFetch(c *cli.Context) error {
 	if c.Bool("delete") {
 		opts = append(opts, peer.WithDelete())
 	}
+	if c.Bool("no-deltas") {
+		opts = append(opts, peer.WithoutDeltas())
+	}
 	if c.Bool("join-near") {
 		opts = append(opts, peer.WithJoinNear())
 	}
@@ -176,7 +180,7 @@ func runFetch(c *cli.Context) error {
 			// The output file's space is reserved as it is created.
 			return cliutil.OneLine(fmt.Errorf("%w (free some space and run again, or choose another --out)", err))
 		}
-		if sum != nil && sum.Resumed+sum.Fetched+sum.ReusedBlocks > 0 {
+		if sum != nil && sum.Resumed+sum.Fetched+sum.ReusedBlocks+sum.DeltaBlocks > 0 {
 			return cliutil.OneLine(fmt.Errorf("%w (verified blocks are kept in %s; run again to resume)", err, c.String("out")))
 		}
 		return cliutil.OneLine(err)
@@ -267,6 +271,9 @@ func printSummary(w io.Writer, s *peer.Summary) {
 	}
 	if s.ReusedBlocks > 0 {
 		fmt.Fprintf(w, "  reused      %s (%s) from local files\n", cliutil.Count(s.ReusedBlocks, "block"), cliutil.HumanBytes(s.ReusedBytes))
+	}
+	if s.DeltaBlocks > 0 {
+		fmt.Fprintf(w, "  deltas      %s (%s) rebuilt from the local bytes they replace\n", cliutil.Count(s.DeltaBlocks, "block"), cliutil.HumanBytes(s.DeltaBytes))
 	}
 	if s.Cells > 0 {
 		fmt.Fprintf(w, "  iblt        %d cells sent\n", s.Cells)

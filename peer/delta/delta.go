@@ -1,12 +1,13 @@
 // Package delta carries a run of blocks as its difference from bytes the
 // asking peer already holds, such as the older version of a file an edit
-// fell in: rsync's algorithm in librsync's format, through
-// github.com/balena-os/librsync-go. The asking peer sends a Signature of its
-// bytes (the basis), the peer that holds the run answers with Make's delta,
-// and the asking peer rebuilds the run with Apply and checks each block
-// against the manifest as it would a block it fetched.
+// fell in: rsync's algorithm in librsync's format. The asking peer sends a
+// Signature of its bytes (the basis), the peer that holds the run answers
+// with Make's delta, and the asking peer rebuilds the run with Apply and
+// checks each block against the manifest as it would a block it fetched.
+// Signatures and patching are github.com/balena-os/librsync-go's; Make is
+// ours, a faster scan that writes the same format.
 //
-// Every input from the other side is bounded before the library sees it:
+// Every input from the other side is bounded before it is used:
 // a signature's block length and checksum length are checked, a delta can
 // neither write past the run's length nor make Apply read more of the basis
 // than that, and a delta that does not rebuild the run exactly is an error.
@@ -19,9 +20,9 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sync"
 
 	librsync "github.com/balena-os/librsync-go"
+	"golang.org/x/crypto/blake2b"
 )
 
 // The bounds of a signature's block length, and its strong checksum
@@ -32,7 +33,10 @@ const (
 	MaxBlockLen = 64 << 10
 	StrongLen   = 8
 	headerLen   = 12 // magic, block length, strong length
-	entryLen    = 4 + StrongLen
+	// MaxSignatureLen bounds the signatures a peer takes: that of 256 MiB
+	// of basis, far more than a basis holds (chunker.Basis).
+	MaxSignatureLen = 256 << 10
+	entryLen        = 4 + StrongLen
 )
 
 // ErrBadSignature is a signature that is not one of ours: a wrong magic
@@ -83,28 +87,140 @@ func checkSignature(sig []byte) error {
 	return nil
 }
 
-// literals are librsync's literal buffers (16 MiB of capacity each, of which
-// a delta touches what its literals need).
-var literals = sync.Pool{New: func() any { return make([]byte, 0, librsync.OUTPUT_BUFFER_SIZE) }}
-
 // Make returns the delta that rebuilds target from the basis whose
-// signature is sig. Its work is linear in len(target) (about 40 MB/s of
-// target bytes that match nothing, more where they match).
+// signature is sig, in librsync's delta format. It finds the basis's blocks
+// in target as librsync's delta does (a rolling checksum over every window
+// of a block's length, a strong checksum where it matches), but scans the
+// target in place, about 5x as fast as librsync-go's own on bytes that match nothing (BenchmarkMake).
 func Make(sig, target []byte) ([]byte, error) {
 	if err := checkSignature(sig); err != nil {
 		return nil, err
 	}
-	s, err := librsync.ReadSignature(bytes.NewReader(sig))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadSignature, err)
+	s := parseSignature(sig)
+	b := s.blockLen
+	e := encoder{out: binary.BigEndian.AppendUint32(make([]byte, 0, 64), uint32(librsync.DELTA_MAGIC))}
+	var (
+		rs  librsync.Rollsum
+		lit int // the first byte not yet sent
+		i   int // the window's start
+	)
+	if len(target) >= b {
+		rs.Update(target[:b])
 	}
-	lit := literals.Get().([]byte)
-	defer literals.Put(lit[:0])
-	var out bytes.Buffer
-	if err := librsync.DeltaBuff(s, bytes.NewReader(target), &out, lit[:0]); err != nil {
-		return nil, fmt.Errorf("delta: %w", err)
+	for i+b <= len(target) {
+		if k, ok := s.find(rs.Digest(), target[i:i+b]); ok {
+			e.literal(target[lit:i])
+			e.copy(int64(k)*int64(b), int64(b))
+			i += b
+			lit = i
+			rs.Reset()
+			if i+b <= len(target) {
+				rs.Update(target[i : i+b])
+			}
+			continue
+		}
+		if i+b < len(target) {
+			rs.Rotate(target[i], target[i+b])
+		}
+		i++
 	}
-	return out.Bytes(), nil
+	e.literal(target[lit:])
+	e.flush()
+	return append(e.out, 0), nil // OP_END
+}
+
+// signature is a parsed signature: its blocks' weak checksums, indexed, and
+// strong checksums.
+type signature struct {
+	blockLen int
+	strong   []byte // StrongLen bytes a block
+	// first maps a weak checksum to 1 + its first block, next chains the
+	// blocks of one weak checksum (1 + the next, 0 at the end), and tags
+	// has bit w%len set when some block's weak checksum is w: most windows
+	// are passed over on a test of one bit.
+	first map[uint32]int32
+	next  []int32
+	tags  []uint64
+}
+
+// tagBits is the size of signature.tags, in bits.
+const tagBits = 1 << 16
+
+// parseSignature indexes a signature checkSignature passed.
+func parseSignature(sig []byte) *signature {
+	n := (len(sig) - headerLen) / entryLen
+	s := &signature{blockLen: int(binary.BigEndian.Uint32(sig[4:])), strong: make([]byte, 0, n*StrongLen),
+		first: make(map[uint32]int32, n), next: make([]int32, n), tags: make([]uint64, tagBits/64)}
+	for k := n - 1; k >= 0; k-- { // backwards, so that chains run forwards
+		e := sig[headerLen+k*entryLen:]
+		w := binary.BigEndian.Uint32(e)
+		s.next[k] = s.first[w]
+		s.first[w] = int32(k + 1)
+		s.tags[w%tagBits/64] |= 1 << (w % 64)
+	}
+	for k := range n {
+		s.strong = append(s.strong, sig[headerLen+k*entryLen+4:headerLen+(k+1)*entryLen]...)
+	}
+	return s
+}
+
+// find returns the basis block whose checksums are those of window (weak
+// being its weak checksum).
+func (s *signature) find(weak uint32, window []byte) (int, bool) {
+	if s.tags[weak%tagBits/64]&(1<<(weak%64)) == 0 {
+		return 0, false
+	}
+	k := s.first[weak]
+	if k == 0 {
+		return 0, false
+	}
+	sum := blake2b.Sum256(window)
+	for ; k != 0; k = s.next[k-1] {
+		if string(sum[:StrongLen]) == string(s.strong[(k-1)*StrongLen:k*StrongLen]) {
+			return int(k - 1), true
+		}
+	}
+	return 0, false
+}
+
+// encoder writes librsync's delta commands, merging copies of adjacent
+// basis bytes.
+type encoder struct {
+	out           []byte
+	copyAt, copyN int64 // the copy not yet written (copyN > 0)
+}
+
+// The commands encoder writes (librsync's op codes).
+const (
+	opLiteralN4 = 0x43 // OP_LITERAL_N4: length uint32, bytes
+	opCopyN8N8  = 0x54 // OP_COPY_N8_N8: offset int64, length int64
+)
+
+func (e *encoder) literal(b []byte) {
+	if len(b) == 0 {
+		return
+	}
+	e.flush()
+	e.out = binary.BigEndian.AppendUint32(append(e.out, opLiteralN4), uint32(len(b)))
+	e.out = append(e.out, b...)
+}
+
+func (e *encoder) copy(at, n int64) {
+	if e.copyN > 0 && e.copyAt+e.copyN == at {
+		e.copyN += n
+		return
+	}
+	e.flush()
+	e.copyAt, e.copyN = at, n
+}
+
+// flush writes the pending copy.
+func (e *encoder) flush() {
+	if e.copyN > 0 {
+		e.out = binary.BigEndian.AppendUint64(append(e.out, opCopyN8N8), uint64(e.copyAt))
+		e.out = binary.BigEndian.AppendUint64(e.out, uint64(e.copyN))
+		e.copyN = 0
+	}
 }
 
 // MaxLen bounds the delta of a run of n bytes: its literals, every command

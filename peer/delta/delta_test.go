@@ -127,7 +127,7 @@ func TestBadDelta(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyAt := func(off, n uint32) []byte { // OP_COPY_N4_N4, then OP_END
-		return []byte{0x72, 0x73, 0x02, 0x36, 0x54, byte(off >> 24), byte(off >> 16), byte(off >> 8), byte(off), byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n), 0}
+		return []byte{0x72, 0x73, 0x02, 0x36, 0x4f, byte(off >> 24), byte(off >> 16), byte(off >> 8), byte(off), byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n), 0}
 	}
 	many := []byte{0x72, 0x73, 0x02, 0x36}
 	for range 10000 {
@@ -224,4 +224,28 @@ func BenchmarkApply(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestRepeatedBlocks: a basis whose blocks repeat (one weak checksum for
+// many blocks, and weak checksums that collide with different strong ones)
+// still rebuilds every target.
+func TestRepeatedBlocks(t *testing.T) {
+	zeros := make([]byte, 64<<10)
+	mixed := slices.Concat(zeros[:10000], randBytes(9, 10000), zeros[:20000], randBytes(9, 10000))
+	for name, c := range map[string][2][]byte{
+		"zeros from zeros":     {zeros, slices.Concat(zeros, zeros[:777])},
+		"mixed from zeros":     {zeros, mixed},
+		"zeros from mixed":     {mixed, zeros},
+		"mixed, reordered":     {mixed, slices.Concat(mixed[30000:], mixed[:30000])},
+		"shorter than a block": {mixed, mixed[:100]},
+	} {
+		t.Run(name, func(t *testing.T) { roundTrip(t, c[0], c[1]) })
+	}
+}
+
+// FuzzRoundTrip: Make and librsync's Patch agree on any basis and target.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add(randBytes(1, 3000), slices.Concat(randBytes(1, 3000)[:1000], []byte("x"), randBytes(1, 3000)[1000:]))
+	f.Add(make([]byte, 2000), make([]byte, 1000))
+	f.Fuzz(func(t *testing.T, basis, target []byte) { roundTrip(t, basis, target) })
 }

@@ -555,6 +555,10 @@ type Server struct {
 	// offers rate-limits the offers of manifests and lists the views made
 	// (offer.go).
 	offers offers
+	// deltas rate-limits the requests for runs as deltas per peer, and
+	// deltaSlot lets one delta be made at a time (delta.go).
+	deltas    offers
+	deltaSlot chan struct{}
 }
 
 // NewServer returns the server of a service on h: it answers for the
@@ -563,9 +567,10 @@ type Server struct {
 // registers its handlers (Handler) and runs Sweeper.
 func NewServer(ctx context.Context, h host.Host, cfg Config, lib *Library, guard *Guard, goroutine func(func()) bool) *Server {
 	p := &Server{h: h, cfg: cfg, log: cfg.Log, clk: cfg.Clock, ctx: ctx, goroutine: goroutine, lib: lib, guard: guard,
-		slots:    admit.NewFairPool(int64(cfg.Limits.Reconciles)),
-		serveMem: admit.NewFairPool(int64(cfg.Limits.ServeBytes)),
-		recvMem:  admit.NewFairPool(int64(cfg.Limits.ReconcileBytes)),
+		slots:     admit.NewFairPool(int64(cfg.Limits.Reconciles)),
+		serveMem:  admit.NewFairPool(int64(cfg.Limits.ServeBytes)),
+		recvMem:   admit.NewFairPool(int64(cfg.Limits.ReconcileBytes)),
+		deltaSlot: make(chan struct{}, 1),
 	}
 	if cfg.ServeRate > 0 {
 		b := uploadBurst(cfg.ServeRate)

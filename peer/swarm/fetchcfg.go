@@ -35,8 +35,10 @@ type FetchConfig struct {
 	JoinNear bool
 	// Reuse, Delete and ReuseProgress: see peer.WithReuse, WithDelete and
 	// WithReuseProgress.
-	Reuse         []string
-	Delete        bool
+	Reuse  []string
+	Delete bool
+	// NoDeltas: see peer.WithoutDeltas.
+	NoDeltas      bool
 	ReuseProgress func(done, total int64)
 	// Older are the roots of older versions of the content (those found at
 	// the output): their providers in the DHT are sources too, which serve

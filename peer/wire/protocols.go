@@ -48,4 +48,12 @@ const (
 	// places. A peer that places no fetchers for the content answers an
 	// error frame.
 	ProtoJoin protocol.ID = "/reconcile/1/join"
+	// ProtoDelta asks for runs of blocks as deltas against bytes the asker
+	// holds (package delta): after the hello, delta frames each naming a
+	// run and carrying the signature of the asker's bytes for it (see
+	// AppendDeltaAsk), then the end of the asker's writes. The answer to
+	// each, in order, is a delta frame of the delta, a missing frame (the
+	// peer lacks a block of the run, or will not make this delta), or an
+	// error frame that ends the request.
+	ProtoDelta protocol.ID = "/reconcile/1/delta"
 )

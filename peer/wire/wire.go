@@ -63,6 +63,8 @@ type Type = byte
 //	have     0x09  count uvarint, count × index uvarint   (blocks a side gained, on a watch)
 //	place    0x0a  stripes uvarint, count uvarint, count × (stripe uvarint, kind, peer)
 //	               (places in a seed's stripe trees, on a join; see AppendPlace)
+//	delta    0x0b  first uvarint, count uvarint, signature bytes   (a run asked as a delta)
+//	               or delta bytes                          (its answer; see AppendDeltaAsk)
 //
 // A peer in a peers message is: id-len uvarint, id bytes, naddrs uvarint,
 // naddrs × (addr-len uvarint, multiaddr bytes).
@@ -91,6 +93,9 @@ const (
 	// TypePlace tells a fetcher its places in a seed's stripe trees
 	// (ProtoJoin, see AppendPlace).
 	TypePlace Type = 0x0a
+	// TypeDelta asks for a run of blocks as a delta against the asker's
+	// bytes, or answers with the delta (wire.ProtoDelta).
+	TypeDelta Type = 0x0b
 )
 
 // helloCoded marks a request about the erasure-coded blocks of a root (Byers).

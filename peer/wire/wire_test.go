@@ -378,7 +378,11 @@ func FuzzDecoders(f *testing.F) {
 	f.Add(AppendError(nil, "x"))
 	f.Add(AppendPeers(nil, nil))
 	f.Add(AppendPlace(nil, 4, []Placement{{Stripe: 1, Kind: PlaceChild, Peer: lpeer.AddrInfo{ID: "x"}}, {Stripe: 3}}))
+	f.Add(AppendDeltaAsk(nil, 990, 10, []byte("sig")))
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if a, n, sig, err := DecodeDeltaAsk(b, 1000, 16); err == nil && (a < 0 || n < 1 || n > 16 || a+n > 1000 || len(sig) > len(b)) {
+			t.Fatalf("delta ask of %d blocks from %d", n, a)
+		}
 		if h, err := DecodeHello(b); err == nil && !bytes.Equal(h.Append(nil), b) {
 			t.Fatalf("Hello does not round-trip")
 		}
@@ -458,5 +462,27 @@ func TestPlaceRoundTrip(t *testing.T) {
 	}
 	if _, _, err := DecodePlace(AppendPlace(nil, 17, nil), 16); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("17 stripes: %v", err)
+	}
+}
+
+// TestDeltaAsk: a delta ask round-trips, and runs outside the content or
+// over the bound are malformed.
+func TestDeltaAsk(t *testing.T) {
+	a, n, sig, err := DecodeDeltaAsk(AppendDeltaAsk(nil, 990, 10, []byte("sig")), 1000, 16)
+	if err != nil || a != 990 || n != 10 || string(sig) != "sig" {
+		t.Fatalf("%d, %d, %q, %v", a, n, sig, err)
+	}
+	for name, f := range map[string][]byte{
+		"past the end":  AppendDeltaAsk(nil, 991, 10, nil),
+		"no blocks":     AppendDeltaAsk(nil, 5, 0, nil),
+		"over the run":  AppendDeltaAsk(nil, 0, 17, nil),
+		"first too far": AppendDeltaAsk(nil, 1000, 1, nil),
+		"huge count":    AppendDeltaAsk(nil, 1, 1<<62, nil),
+		"torn":          {TypeDelta, 0x80},
+		"other type":    AppendHave(nil, []int{1}),
+	} {
+		if _, _, _, err := DecodeDeltaAsk(f, 1000, 16); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", name, err)
+		}
 	}
 }

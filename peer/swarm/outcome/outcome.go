@@ -79,6 +79,12 @@ type Summary struct {
 	// Resumed).
 	ReusedBlocks int   `json:"reused_blocks"`
 	ReusedBytes  int64 `json:"reused_bytes"`
+	// DeltaBlocks and DeltaBytes are the blocks rebuilt from deltas against
+	// the local bytes an edit fell in (wire.ProtoDelta), and their bytes:
+	// what the deltas saved on the network is DeltaBytes less the deltas'
+	// share of WireBytesReceived. Not counted in Fetched.
+	DeltaBlocks int   `json:"delta_blocks"`
+	DeltaBytes  int64 `json:"delta_bytes"`
 	// Fetched counts the blocks downloaded, verified and stored by this fetch.
 	Fetched int `json:"fetched_blocks"`
 	// Received is the block payload received (fetched, redundant and rejected).

@@ -1,0 +1,120 @@
+package serve
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/delta"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// Runs as deltas (wire.ProtoDelta). A fetcher updating an older version asks
+// for each run of blocks an edit fell in as a delta against the older bytes
+// it holds there (chunker.Basis), and rebuilds and checks the blocks itself.
+//
+// The work is bounded per asking peer and per peer serving: requests are
+// rate-limited per peer (as offers), a request asks at most MaxDeltaRuns runs
+// of at most chunker.MaxBasisRun bytes each and MaxDeltaBytes in all, one
+// delta is made at a time (deltaSlot), and the deltas are uploads as blocks
+// are (WithServeRate).
+const (
+	// MaxDeltaRuns bounds the runs one request asks.
+	MaxDeltaRuns = 256
+	// MaxDeltaBytes bounds the bytes of the runs one request asks; runs
+	// past it are answered missing.
+	MaxDeltaBytes = 4 * chunker.MaxBasisRun
+	// maxDeltaBlocks bounds the blocks of a run (the smallest blocks of a
+	// content-defined rule are a few KiB).
+	maxDeltaBlocks = 4096
+)
+
+// ServeDelta answers the asks of a request for runs as deltas, each in turn:
+// a delta frame, or a missing frame when a block of the run is not held or
+// the request is over its bytes.
+func (p *Server) ServeDelta(ss *Stream) error {
+	if ss.Hello.Coded {
+		return fmt.Errorf("%w: a delta of coded units", wire.ErrMalformed)
+	}
+	if !p.deltas.allow(ss.S.Conn().RemotePeer(), p.clk.Now()) {
+		return p.Busy(ss, "delta requests too often")
+	}
+	m := ss.C.Man
+	var (
+		total  int64
+		target []byte
+	)
+	for runs := 0; ; runs++ {
+		f, err := ss.Next(1 + 2*binary.MaxVarintLen64 + delta.MaxSignatureLen)
+		if errors.Is(err, io.EOF) {
+			return nil // the asker wrote every ask, and each is answered
+		}
+		if err != nil {
+			return err
+		}
+		if runs == MaxDeltaRuns {
+			return fmt.Errorf("%w: over %d runs asked as deltas", wire.ErrMalformed, MaxDeltaRuns)
+		}
+		first, count, sig, err := wire.DecodeDeltaAsk(f, m.BlockCount(), maxDeltaBlocks)
+		if err != nil {
+			return err
+		}
+		start, _ := m.BlockSpan(first)
+		lo, ln := m.BlockSpan(first + count - 1)
+		n := lo + int64(ln) - start
+		total += n
+		answer := wire.AppendMissing(nil, first)
+		if n <= chunker.MaxBasisRun && total <= MaxDeltaBytes {
+			if target, err = p.readRun(ss.C, first, count, target[:0]); err == nil {
+				d, err := p.makeDelta(sig, target)
+				if errors.Is(err, delta.ErrBadSignature) {
+					return fmt.Errorf("%w: %w", wire.ErrMalformed, err)
+				}
+				if err != nil {
+					return err
+				}
+				answer = append([]byte{wire.TypeDelta}, d...)
+			}
+		}
+		if err := p.WaitUpload(len(answer)); err != nil {
+			return err
+		}
+		if err := ss.Send(answer); err != nil {
+			return err
+		}
+		if err := ss.Flush(); err != nil {
+			return err
+		}
+	}
+}
+
+// readRun appends the blocks first to first+count-1 of c to dst, or fails
+// with chunker.ErrNotHeld when one is not held.
+func (p *Server) readRun(c *Content, first, count int, dst []byte) ([]byte, error) {
+	var (
+		buf []byte
+		err error
+	)
+	for i := first; i < first+count; i++ {
+		if buf, err = c.Store.ReadBlock(i, buf); err != nil {
+			return dst, err
+		}
+		dst = append(dst, buf...)
+	}
+	return dst, nil
+}
+
+// makeDelta makes one delta at a time on this server (p.deltaSlot), for the
+// work of a delta is linear in its run and a peer serving many updating
+// fetchers must keep a core for its blocks.
+func (p *Server) makeDelta(sig, target []byte) ([]byte, error) {
+	select {
+	case p.deltaSlot <- struct{}{}:
+	case <-p.ctx.Done():
+		return nil, p.ctx.Err()
+	}
+	defer func() { <-p.deltaSlot }()
+	return delta.Make(sig, target)
+}

@@ -1,0 +1,163 @@
+package swarm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/delta"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// DeltaStats is what FetchDeltas rebuilt.
+type DeltaStats struct {
+	// Blocks and Bytes are the blocks rebuilt from deltas and checked, and
+	// their bytes.
+	Blocks int
+	Bytes  int64
+	// Rejected counts the blocks a source's delta rebuilt wrong (then
+	// fetched as any block).
+	Rejected int
+}
+
+// deltaRun is a basis with its signature.
+type deltaRun struct {
+	chunker.Basis
+	sig  []byte
+	done bool
+}
+
+// FetchDeltas asks srcs, in turn, for the runs of bases as deltas against
+// the local bytes of each (wire.ProtoDelta), and stores the blocks they
+// rebuild that pass their check. The runs no source answers stay missing,
+// for the fetch that follows. It fails only when ctx ends.
+func (p *Node) FetchDeltas(ctx context.Context, st *chunker.Store, bases []chunker.Basis, srcs []lpeer.ID) (DeltaStats, error) {
+	var (
+		ds   DeltaStats
+		runs []*deltaRun
+	)
+	for _, b := range bases {
+		if len(runs) == serve.MaxDeltaRuns || delta.SignatureLen(b.Len) > delta.MaxSignatureLen {
+			continue
+		}
+		sig, err := signature(b)
+		if err != nil {
+			p.log.Debug("no delta for a run: its basis cannot be read", "path", b.Path, "err", err)
+			continue
+		}
+		runs = append(runs, &deltaRun{Basis: b, sig: sig})
+	}
+	for _, id := range srcs {
+		if err := ctx.Err(); err != nil {
+			return ds, err
+		}
+		var left []*deltaRun
+		for _, r := range runs {
+			if !r.done {
+				left = append(left, r)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if err := p.deltasFrom(ctx, st, id, left, &ds); err != nil {
+			p.log.Debug("runs as deltas", "peer", id, "err", err)
+		}
+	}
+	return ds, ctx.Err()
+}
+
+// signature returns the signature of b's bytes.
+func signature(b chunker.Basis) ([]byte, error) {
+	f, err := os.Open(b.Path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return delta.Signature(io.NewSectionReader(f, b.Off, b.Len), b.Len)
+}
+
+// deltasFrom asks id for runs as deltas, in one request, and stores what
+// they rebuild. A run rebuilt wrong ends the request (the source lies).
+func (p *Node) deltasFrom(ctx context.Context, st *chunker.Store, id lpeer.ID, runs []*deltaRun, ds *DeltaStats) (err error) {
+	cs, err := p.Request(ctx, id, wire.ProtoDelta, st.Manifest().ID(), false)
+	if err != nil {
+		return err
+	}
+	// The asks go out beside the answers coming in: both may fill their
+	// stream windows.
+	sent := make(chan error, 1)
+	go func() {
+		for _, r := range runs {
+			if err := cs.Send(wire.AppendDeltaAsk(nil, r.First, r.Count, r.sig)); err != nil {
+				sent <- err
+				return
+			}
+		}
+		if err := cs.Flush(); err != nil {
+			sent <- err
+			return
+		}
+		sent <- cs.s.CloseWrite()
+	}()
+	defer func() {
+		if err != nil {
+			cs.Reset() // and the asks with it
+		} else {
+			cs.Close()
+		}
+		<-sent
+	}()
+	for _, r := range runs {
+		f, err := cs.Next(1 + int(delta.MaxLen(r.Bytes)))
+		if err != nil {
+			return err
+		}
+		if len(f) > 0 && f[0] == wire.TypeMissing {
+			continue // the source lacks a block of it, or is over its bytes
+		}
+		d, err := wire.DecodeTyped(f, wire.TypeDelta)
+		if err != nil {
+			return err
+		}
+		if err := p.applyDelta(st, r, d, ds); err != nil {
+			return fmt.Errorf("run of blocks %d to %d: %w", r.First, r.First+r.Count-1, err)
+		}
+	}
+	return nil
+}
+
+// applyDelta rebuilds run r from its basis and d, and stores its blocks.
+func (p *Node) applyDelta(st *chunker.Store, r *deltaRun, d []byte, ds *DeltaStats) error {
+	f, err := os.Open(r.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	m := st.Manifest()
+	run, err := delta.Apply(io.NewSectionReader(f, r.Off, r.Len), r.Len, d, int(r.Bytes))
+	if err != nil {
+		ds.Rejected += r.Count
+		return err
+	}
+	for i := r.First; i < r.First+r.Count; i++ {
+		n := m.BlockLen(i)
+		if err := st.PutBlock(i, run[:n]); err != nil {
+			if errors.Is(err, chunker.ErrBadBlock) {
+				ds.Rejected += r.First + r.Count - i
+			}
+			return err
+		}
+		ds.Blocks++
+		ds.Bytes += int64(n)
+		run = run[n:]
+	}
+	r.done = true
+	return nil
+}
