@@ -1,0 +1,194 @@
+package peer
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/delta"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
+	"github.com/reconcile-p2p/reconcile/peer/wire"
+)
+
+// updateCase writes v1 (2 MiB of random bytes) at out and v2 (1 KiB
+// inserted in its middle) in a folder of its own, seeds v2 on a new peer
+// and returns the seed, v2's ticket and its path.
+func updateCase(t *testing.T, ctx context.Context, out string) (*Peer, Ticket, string) {
+	t.Helper()
+	dir := t.TempDir()
+	v1 := writeRandomFile(t, dir, "v1.bin", 2<<20, 41)
+	old, err := os.ReadFile(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := filepath.Join(dir, "v2.bin")
+	if err := os.WriteFile(v2, slices.Concat(old[:1<<20], make([]byte, 1<<10), old[1<<20:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seed := newTestPeer(t)
+	tk, err := seed.Seed(ctx, v2, WithContentDefined(chunker.Chunking{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seed, tk, v2
+}
+
+// TestUpdateDeltas: updating a file after an insertion rebuilds the block it
+// fell in from a delta (a few KiB on the wire, not the block), and
+// WithoutDeltas fetches that block whole.
+func TestUpdateDeltas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wire [2]int64
+	for k, opts := range [][]FetchOption{{WithOutFile()}, {WithOutFile(), WithoutDeltas()}} {
+		out := filepath.Join(t.TempDir(), "data.bin")
+		_, tk, v2 := updateCase(t, ctx, out)
+		sum, err := newTestPeer(t).Fetch(ctx, tk, out, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameFile(t, v2, out)
+		t.Logf("deltas %v: %d reused, %d rebuilt (%d bytes), %d fetched, %d bytes received", k == 0, sum.ReusedBlocks, sum.DeltaBlocks, sum.DeltaBytes, sum.Fetched, sum.WireBytesReceived)
+		if sum.ReusedBlocks+sum.DeltaBlocks+sum.Fetched != sum.Blocks {
+			t.Fatalf("reused %d + rebuilt %d + fetched %d of %d blocks", sum.ReusedBlocks, sum.DeltaBlocks, sum.Fetched, sum.Blocks)
+		}
+		if (k == 0) != (sum.DeltaBlocks > 0) {
+			t.Fatalf("%d blocks rebuilt from deltas (deltas on: %v)", sum.DeltaBlocks, k == 0)
+		}
+		wire[k] = sum.WireBytesReceived
+	}
+	// The manifest is about 0.6 KiB, the delta about 1 KiB and a signature
+	// block; the block an insertion falls in is 56 KiB or more.
+	if wire[0] > 8<<10 || wire[1] < wire[0]+48<<10 {
+		t.Fatalf("received %d bytes with deltas, %d without", wire[0], wire[1])
+	}
+}
+
+// TestUpdateLyingDelta: a source whose deltas rebuild wrong bytes costs the
+// fetch nothing but those bytes: the blocks fail their check, are fetched
+// whole, and the output is v2.
+func TestUpdateLyingDelta(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "data.bin")
+	seed, tk, v2 := updateCase(t, ctx, out)
+	man := seed.lib.Get(tk.Root).Man
+	// Each ask is answered with a literal of the run's length, all zeros.
+	seed.Host().SetStreamHandler(wire.ProtoDelta, func(s network.Stream) {
+		defer s.Close()
+		fr, bw := wire.NewReader(s), bufio.NewWriter(s)
+		if _, err := fr.Next(wire.MaxRootLen + 8); err != nil { // the hello
+			return
+		}
+		for {
+			f, err := fr.Next(1 << 20)
+			if err != nil {
+				return
+			}
+			first, count, _, err := wire.DecodeDeltaAsk(f, man.BlockCount(), 1<<12)
+			if err != nil {
+				return
+			}
+			var n int64
+			for i := first; i < first+count; i++ {
+				n += int64(man.BlockLen(i))
+			}
+			d := binary.BigEndian.AppendUint32([]byte{wire.TypeDelta, 0x72, 0x73, 0x02, 0x36, 0x43}, uint32(n))
+			d = append(append(d, make([]byte, n)...), 0)
+			if wire.WriteFrame(bw, d) != nil || bw.Flush() != nil {
+				return
+			}
+		}
+	})
+	sum, err := newTestPeer(t).Fetch(ctx, tk, out, WithOutFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, v2, out)
+	if sum.DeltaBlocks != 0 || sum.Rejected == 0 || sum.Fetched == 0 {
+		t.Fatalf("rebuilt %d, rejected %d, fetched %d", sum.DeltaBlocks, sum.Rejected, sum.Fetched)
+	}
+}
+
+// TestServeDeltaBounds: a source answers good asks with deltas and an ask
+// past a request's bytes (MaxDeltaBytes) with a missing frame, resets a stream whose
+// signature is not one of ours, and answers "busy" to a peer that asks too
+// often.
+func TestServeDeltaBounds(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "data.bin")
+	seed, tk, _ := updateCase(t, ctx, out)
+	asker := newTestPeer(t)
+	if err := asker.Host().Connect(ctx, seed.Host().Peerstore().PeerInfo(seed.ID())); err != nil {
+		t.Fatal(err)
+	}
+	sig, err := delta.Signature(bytes.NewReader(make([]byte, 4096)), 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// ask sends the asks and returns the type of each answer (0: the
+	// stream ended or was reset instead).
+	ask := func(asks ...[]byte) []byte {
+		s, err := asker.Host().NewStream(ctx, seed.ID(), wire.ProtoDelta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Reset()
+		bw := bufio.NewWriter(s)
+		wire.WriteFrame(bw, wire.Hello{Root: tk.Root[:]}.Append(nil))
+		for _, a := range asks {
+			wire.WriteFrame(bw, a)
+		}
+		bw.Flush()
+		s.CloseWrite()
+		fr := wire.NewReader(s)
+		var types []byte
+		for range asks {
+			f, err := fr.Next(64 << 20)
+			if err != nil {
+				types = append(types, 0)
+				break
+			}
+			types = append(types, f[0])
+		}
+		return types
+	}
+	n := seed.lib.Get(tk.Root).Man.BlockCount()
+	good, whole := wire.AppendDeltaAsk(nil, 0, 1, sig), wire.AppendDeltaAsk(nil, 0, n, sig)
+	if serve.MaxDeltaBytes != 16*(2<<20) {
+		t.Fatalf("MaxDeltaBytes is %d: the asks below expect 32 MiB", serve.MaxDeltaBytes)
+	}
+	for _, c := range []struct {
+		name string
+		asks [][]byte
+		want []byte
+	}{
+		{"a good ask, then 16 of the whole content", append([][]byte{good}, slices.Repeat([][]byte{whole}, 16)...),
+			append(bytes.Repeat([]byte{wire.TypeDelta}, 16), wire.TypeMissing)},
+		{"a signature not of ours", [][]byte{wire.AppendDeltaAsk(nil, 0, 1, sig[:5])}, []byte{0}},
+		{"over the rate", [][]byte{good}, []byte{wire.TypeError}},
+	} {
+		got := ask(c.asks...)
+		if c.name == "over the rate" { // the burst is 4 requests
+			for range 4 {
+				got = ask(c.asks...)
+			}
+		}
+		if !bytes.Equal(got, c.want) {
+			t.Errorf("%s: answers %x, want %x", c.name, got, c.want)
+		}
+	}
+}
