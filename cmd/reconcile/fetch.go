@@ -36,7 +36,8 @@ func fetchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "seed-after", Usage: "keep serving the content after the fetch, until interrupted"},
 			&cli.StringSliceFlag{Name: "reuse", Usage: "also take blocks from local file or folder `PATH` (repeatable)"},
 			&cli.BoolFlag{Name: "delete", Usage: "on update, remove the files the new version no longer has"},
-			&cli.BoolFlag{Name: "no-deltas", Usage: "on update, fetch the blocks an edit fell in whole, not as deltas against the older bytes there"},
+			// Hidden: an A/B knob (docs/versions.md), not a user's choice.
+			&cli.BoolFlag{Name: "no-deltas", Hidden: true, Usage: "on update, fetch the blocks an edit fell in whole, not as deltas against the older bytes there"},
 			&cli.DurationFlag{Name: "no-peer-timeout", Value: 10 * time.Second, Category: categoryTuning, Usage: "give up after this long with no peer to download from"},
 			&cli.IntFlag{Name: "sync-every", Category: categoryTuning, Usage: "`N` blocks per fsync (0: 8 MiB worth; 1: every block)"},
 			&cli.IntFlag{Name: "window", Value: 16, Category: categoryTuning, Usage: "blocks asked of one peer at a time, at most"},
