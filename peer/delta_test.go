@@ -125,7 +125,8 @@ func TestUpdateLyingDelta(t *testing.T) {
 // TestServeDeltaBounds: a source answers good asks with deltas and an ask
 // past a request's bytes (MaxDeltaBytes) with a missing frame, resets a stream whose
 // signature is not one of ours, and answers "busy" to a peer that asks too
-// often.
+// often, or once more than MaxDeltaSwarm other peers of the content are
+// connected to it.
 func TestServeDeltaBounds(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -190,5 +191,31 @@ func TestServeDeltaBounds(t *testing.T) {
 		if !bytes.Equal(got, c.want) {
 			t.Errorf("%s: answers %x, want %x", c.name, got, c.want)
 		}
+	}
+	// Two more peers of the content: with the asker, three others for a
+	// fourth, which is told "busy" (fetch the blocks from the swarm).
+	for range 2 {
+		o := newTestPeer(t)
+		if err := o.Host().Connect(ctx, seed.Host().Peerstore().PeerInfo(seed.ID())); err != nil {
+			t.Fatal(err)
+		}
+		s, err := o.Host().NewStream(ctx, seed.ID(), wire.ProtoManifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bw := bufio.NewWriter(s)
+		wire.WriteFrame(bw, wire.Hello{Root: tk.Root[:]}.Append(nil))
+		bw.Flush()
+		if _, err := wire.NewReader(s).Next(1 << 20); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	asker = newTestPeer(t)
+	if err := asker.Host().Connect(ctx, seed.Host().Peerstore().PeerInfo(seed.ID())); err != nil {
+		t.Fatal(err)
+	}
+	if got := ask(good); !bytes.Equal(got, []byte{wire.TypeError}) {
+		t.Errorf("a source with 3 other peers of the content connected answered %x, want busy (MaxDeltaSwarm %d)", got, serve.MaxDeltaSwarm)
 	}
 }

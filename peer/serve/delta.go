@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/delta"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -20,7 +23,16 @@ import (
 // of at most chunker.MaxBasisRun bytes each and MaxDeltaBytes in all, one
 // delta is made at a time (deltaSlot), and the deltas are uploads as blocks
 // are (WithServeRate).
+//
+// A source answers deltas while few peers of the content are connected to it
+// (MaxDeltaSwarm). In a swarm the blocks an update changed spread through the
+// fetchers, each uploading what it gained; deltas, one per fetcher, would all
+// come from the source. Past that it answers "busy", and the asker fetches the
+// blocks from the swarm.
 const (
+	// MaxDeltaSwarm is the most other peers of the content connected to a
+	// source for which it still answers deltas.
+	MaxDeltaSwarm = 2
 	// MaxDeltaRuns bounds the runs one request asks.
 	MaxDeltaRuns = 256
 	// MaxDeltaBytes bounds the bytes of the runs one request asks; runs
@@ -38,8 +50,12 @@ func (p *Server) ServeDelta(ss *Stream) error {
 	if ss.Hello.Coded {
 		return fmt.Errorf("%w: a delta of coded units", wire.ErrMalformed)
 	}
-	if !p.deltas.allow(ss.S.Conn().RemotePeer(), p.clk.Now()) {
+	remote := ss.S.Conn().RemotePeer()
+	if !p.deltas.allow(remote, p.clk.Now()) {
 		return p.Busy(ss, "delta requests too often")
+	}
+	if p.swarmConnected(ss.C, remote) > MaxDeltaSwarm {
+		return p.Busy(ss, "serving a swarm: fetch the blocks from it")
 	}
 	m := ss.C.Man
 	var (
@@ -117,4 +133,16 @@ func (p *Server) makeDelta(sig, target []byte) ([]byte, error) {
 	}
 	defer func() { <-p.deltaSlot }()
 	return delta.Make(sig, target)
+}
+
+// swarmConnected returns how many peers of c's swarm other than except are
+// connected to this one.
+func (p *Server) swarmConnected(c *Content, except lpeer.ID) int {
+	n := 0
+	for _, id := range c.swarmPeers() {
+		if id != except && p.h.Network().Connectedness(id) == network.Connected {
+			n++
+		}
+	}
+	return n
 }
