@@ -178,9 +178,10 @@
 //
 // # Protocols
 //
-// All under /reconcile/1/: manifest, reconcile, blocks, peers, push and adopt (see the
-// Proto constants). Every stream carries length-prefixed frames with a limit
-// per frame ([Limits]) and buffers that grow only as bytes arrive; every read
+// All under /reconcile/1/: manifest, reconcile, blocks, peers, push, adopt, offer,
+// join and delta (see the Proto constants). Every stream carries length-prefixed
+// frames with a limit per frame ([Limits]) and buffers that grow only as bytes
+// arrive; every read
 // and write has a deadline ([WithStreamIdle]). A malformed or oversized message
 // resets the stream; a stream that times out or is reset is retried, not
 // taken for misbehaviour. Blocks read to be served count against one budget

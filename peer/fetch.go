@@ -32,8 +32,11 @@ import (
 // moves to its final name in one rename (chunker.Store.Publish). What is at
 // the final names meanwhile, such as an older version of the content, stays
 // as it was, and every block it shares with the content is taken from it
-// rather than downloaded (also from the WithReuse paths); with WithDelete the
-// files the new version lacks go once it is in place.
+// rather than downloaded (also from the WithReuse paths). The blocks an edit
+// fell in are asked of the ticket's and WithPeers peers as deltas against
+// the older bytes that stood there (ProtoDelta, package peer/delta; see
+// WithoutDeltas), and the rest are fetched. With WithDelete the files the
+// new version lacks go once it is in place.
 //
 // Errors: ErrManifestMismatch if out holds an unfinished download of other
 // content or a peer's manifest does not match the root; ErrNoPeers when no
