@@ -181,9 +181,9 @@
 // All under /reconcile/1/: manifest, reconcile, blocks, peers, push, adopt, offer,
 // join and delta (see the Proto constants). Every stream carries length-prefixed
 // frames with a limit per frame ([Limits]) and buffers that grow only as bytes
-// arrive; every read
-// and write has a deadline ([WithStreamIdle]). A malformed or oversized message
-// resets the stream; a stream that times out or is reset is retried, not
+// arrive; every read and write has a deadline ([WithStreamIdle]). A malformed or
+// oversized message resets the stream; a stream that times out or is reset is
+// retried, not
 // taken for misbehaviour. Blocks read to be served count against one budget
 // for all streams ([Limits].ServeBytes), and each block frame of a request
 // goes out in one write; a push goes out 16 KiB at a time (see Stripe
