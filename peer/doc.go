@@ -183,10 +183,9 @@
 // frames with a limit per frame ([Limits]) and buffers that grow only as bytes
 // arrive; every read and write has a deadline ([WithStreamIdle]). A malformed or
 // oversized message resets the stream; a stream that times out or is reset is
-// retried, not
-// taken for misbehaviour. Blocks read to be served count against one budget
-// for all streams ([Limits].ServeBytes), and each block frame of a request
-// goes out in one write; a push goes out 16 KiB at a time (see Stripe
+// retried, not taken for misbehaviour. Blocks read to be served count against
+// one budget for all streams ([Limits].ServeBytes), and each block frame of a
+// request goes out in one write; a push goes out 16 KiB at a time (see Stripe
 // trees).
 //
 // # Hostile load
