@@ -218,4 +218,12 @@ func TestServeDeltaBounds(t *testing.T) {
 	if got := ask(good); !bytes.Equal(got, []byte{wire.TypeError}) {
 		t.Errorf("a source with 3 other peers of the content connected answered %x, want busy (MaxDeltaSwarm %d)", got, serve.MaxDeltaSwarm)
 	}
+	// The runs and deltas held for serving were all given back.
+	deadline := time.Now().Add(5 * time.Second)
+	for seed.srv.ServeBytesHeld() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := seed.srv.ServeBytesHeld(); n != 0 {
+		t.Errorf("%d bytes of the serve budget still held", n)
+	}
 }

@@ -20,9 +20,10 @@ import (
 //
 // The work is bounded per asking peer and per peer serving: requests are
 // rate-limited per peer (as offers), a request asks at most MaxDeltaRuns runs
-// of at most chunker.MaxBasisRun bytes each and MaxDeltaBytes in all, one
-// delta is made at a time (deltaSlot), and the deltas are uploads as blocks
-// are (WithServeRate).
+// of at most chunker.MaxBasisRun bytes each and MaxDeltaBytes in all, a run
+// and its delta count against Limits.ServeBytes (shared fairly among peers, as
+// served blocks) until sent, one delta is made at a time (deltaSlot), and the
+// deltas are uploads as blocks are (WithServeRate).
 //
 // A source answers deltas while few peers of the content are connected to it
 // (MaxDeltaSwarm). In a swarm the blocks an update changed spread through the
@@ -58,10 +59,7 @@ func (p *Server) ServeDelta(ss *Stream) error {
 		return p.Busy(ss, "serving a swarm: fetch the blocks from it")
 	}
 	m := ss.C.Man
-	var (
-		total  int64
-		target []byte
-	)
+	var total int64
 	for runs := 0; ; runs++ {
 		f, err := ss.Next(1 + 2*binary.MaxVarintLen64 + delta.MaxSignatureLen)
 		if errors.Is(err, io.EOF) {
@@ -81,33 +79,57 @@ func (p *Server) ServeDelta(ss *Stream) error {
 		lo, ln := m.BlockSpan(first + count - 1)
 		n := lo + int64(ln) - start
 		total += n
-		answer := wire.AppendMissing(nil, first)
-		if n <= chunker.MaxBasisRun && total <= MaxDeltaBytes {
-			if target, err = p.readRun(ss.C, first, count, target[:0]); err == nil {
-				d, err := p.makeDelta(sig, target)
-				if errors.Is(err, delta.ErrBadSignature) {
-					return fmt.Errorf("%w: %w", wire.ErrMalformed, err)
-				}
-				if err != nil {
-					return err
-				}
-				answer = append([]byte{wire.TypeDelta}, d...)
-			}
+		if n > chunker.MaxBasisRun || total > MaxDeltaBytes {
+			err = p.sendDelta(ss, wire.AppendMissing(nil, first))
+		} else {
+			err = p.answerDelta(ss, first, count, int(n), sig)
 		}
-		if err := p.WaitUpload(len(answer)); err != nil {
-			return err
-		}
-		if err := ss.Send(answer); err != nil {
-			return err
-		}
-		if err := ss.Flush(); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 }
 
+// answerDelta answers the ask of a run of n bytes, blocks first to
+// first+count-1, with a delta against the basis whose signature is sig, or
+// with a missing frame when a block of it is not held. The run and its delta
+// count against Limits.ServeBytes until the answer is sent.
+func (p *Server) answerDelta(ss *Stream, first, count, n int, sig []byte) error {
+	held, err := p.holdServeBytes(ss, 2*n+int(delta.MaxLen(0)))
+	if err != nil {
+		return err
+	}
+	defer held.Release()
+	run, err := p.readRun(ss.C, first, count, make([]byte, 0, n))
+	if errors.Is(err, chunker.ErrNotHeld) {
+		return p.sendDelta(ss, wire.AppendMissing(nil, first))
+	}
+	if err != nil {
+		return err
+	}
+	d, err := p.makeDelta(sig, run)
+	if errors.Is(err, delta.ErrBadSignature) {
+		return fmt.Errorf("%w: %w", wire.ErrMalformed, err)
+	}
+	if err != nil {
+		return err
+	}
+	return p.sendDelta(ss, append([]byte{wire.TypeDelta}, d...))
+}
+
+// sendDelta sends one answer of a delta request, within the upload rate.
+func (p *Server) sendDelta(ss *Stream, answer []byte) error {
+	if err := p.WaitUpload(len(answer)); err != nil {
+		return err
+	}
+	if err := ss.Send(answer); err != nil {
+		return err
+	}
+	return ss.Flush()
+}
+
 // readRun appends the blocks first to first+count-1 of c to dst, or fails
-// with chunker.ErrNotHeld when one is not held.
+// (chunker.ErrNotHeld when one is not held).
 func (p *Server) readRun(c *Content, first, count int, dst []byte) ([]byte, error) {
 	var (
 		buf []byte

@@ -333,6 +333,24 @@ var doneCtx = func() context.Context {
 	return ctx
 }()
 
+// holdServeBytes takes n bytes of Limits.ServeBytes for the stream's peer,
+// within its fair share, waiting at most the idle time (wire.ErrBusy then).
+func (p *Server) holdServeBytes(ss *Stream, n int) (*admit.Holding, error) {
+	key, evict := ss.shareKey(), func() { ss.S.Reset() }
+	// Room is there most of the time: take it without a timer first.
+	held, err := p.serveMem.Acquire(doneCtx, key, int64(n), evict)
+	if err == nil {
+		return held, nil
+	}
+	ctx, cancel := clock.WithTimeout(p.ctx, p.clk, ss.idle)
+	defer cancel()
+	held, err = p.serveMem.Acquire(ctx, key, int64(n), evict)
+	if errors.Is(err, context.DeadlineExceeded) && p.ctx.Err() == nil {
+		err = fmt.Errorf("%w: no room to serve within %v", wire.ErrBusy, ss.idle)
+	}
+	return held, err
+}
+
 // sendStored reads block i of the stream's store and sends it, as one write
 // of the whole frame (on go-libp2p's mock network every write costs a
 // latency). The bytes it reads count against Limits.ServeBytes until they
@@ -340,19 +358,9 @@ var doneCtx = func() context.Context {
 func (p *Server) sendStored(ss *Stream, hdr []byte, i int) error {
 	c := ss.C
 	n := c.Man.BlockLen(i)
-	key, evict := ss.shareKey(), func() { ss.S.Reset() }
-	// Room is there most of the time: take it without a timer first.
-	held, err := p.serveMem.Acquire(doneCtx, key, int64(n), evict)
+	held, err := p.holdServeBytes(ss, n)
 	if err != nil {
-		ctx, cancel := clock.WithTimeout(p.ctx, p.clk, ss.idle)
-		held, err = p.serveMem.Acquire(ctx, key, int64(n), evict)
-		cancel()
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && p.ctx.Err() == nil {
-				err = fmt.Errorf("%w: no room to serve a block within %v", wire.ErrBusy, ss.idle)
-			}
-			return err
-		}
+		return err
 	}
 	defer held.Release()
 	bp, _ := p.serveBufs.Get().(*[]byte)
