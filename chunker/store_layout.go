@@ -298,19 +298,26 @@ func ListStores(dir string) ([]ID, error) {
 // FILE.reconcile or DIR/.reconcile/<id>), reading at most limit bytes of it,
 // without opening the store: ErrNotFound if dir holds no manifest.
 func StateID(dir string, limit int) (ID, error) {
-	meta, err := os.OpenRoot(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return ID{}, fmt.Errorf("%w: no state folder %s", ErrNotFound, dir)
-	}
-	if err != nil {
-		return ID{}, fmt.Errorf("chunker: %w", err)
-	}
-	defer meta.Close()
-	m, err := readManifest(meta, dir, limit)
+	m, err := StateManifest(dir, limit)
 	if err != nil {
 		return ID{}, err
 	}
 	return m.id, nil
+}
+
+// StateManifest returns the manifest in the state folder dir, as StateID
+// reads it: that of an older version a fetch is about to replace, say, for
+// the new version's manifest to come as a delta against it.
+func StateManifest(dir string, limit int) (*Manifest, error) {
+	meta, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: no state folder %s", ErrNotFound, dir)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chunker: %w", err)
+	}
+	defer meta.Close()
+	return readManifest(meta, dir, limit)
 }
 
 // CreateFileStore creates a new, empty store for m, a single file (ErrNotFile

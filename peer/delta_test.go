@@ -227,3 +227,78 @@ func TestServeDeltaBounds(t *testing.T) {
 		t.Errorf("%d bytes of the serve budget still held", n)
 	}
 }
+
+// TestUpdateManifestDelta: when the older version at the output was fetched
+// (its manifest kept), the new version's manifest comes as a delta against
+// the older one: the update then receives far less than the manifest, and a
+// plain copy of the older version (no manifest kept) receives it whole.
+func TestUpdateManifestDelta(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rule := chunker.Chunking{Min: 2 << 10, Normal: 4 << 10, Max: 16 << 10}
+	dir := t.TempDir()
+	v1 := writeRandomFile(t, dir, "v1.bin", 4<<20, 43)
+	old, err := os.ReadFile(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := filepath.Join(dir, "v2.bin")
+	if err := os.WriteFile(v2, slices.Concat(old[:1<<20], []byte("an insertion"), old[1<<20:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	seed := newTestPeer(t)
+	tk1, err := seed.Seed(ctx, v1, WithContentDefined(rule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk2, err := seed.Seed(ctx, v2, WithContentDefined(rule))
+	if err != nil {
+		t.Fatal(err)
+	}
+	manLen := int64(seed.lib.Get(tk2.Root).Man.EncodedLen())
+	var got [2]int64
+	for k, fetched := range []bool{false, true} {
+		out := filepath.Join(t.TempDir(), "data.bin")
+		if fetched {
+			if _, err := newTestPeer(t).Fetch(ctx, tk1, out, WithOutFile()); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(out, old, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum, err := newTestPeer(t).Fetch(ctx, tk2, out, WithOutFile())
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameFile(t, v2, out)
+		got[k] = sum.WireBytesReceived
+		t.Logf("v1 fetched %v: %d bytes received (manifest %d bytes), %d blocks rebuilt from deltas", fetched, got[k], manLen, sum.DeltaBlocks)
+	}
+	if got[1] > got[0]-manLen*3/4 {
+		t.Fatalf("received %d bytes over a fetched v1, %d over a copy: the manifest (%d bytes) came whole", got[1], got[0], manLen)
+	}
+
+	// A source whose manifest delta rebuilds something else: the fetch
+	// takes the whole manifest instead.
+	seed.Host().SetStreamHandler(wire.ProtoManifestDelta, func(s network.Stream) {
+		defer s.Close()
+		fr, bw := wire.NewReader(s), bufio.NewWriter(s)
+		if _, err := fr.Next(wire.MaxRootLen + 8); err != nil {
+			return
+		}
+		if _, err := fr.Next(1 << 20); err != nil {
+			return
+		}
+		lie := binary.BigEndian.AppendUint32([]byte{wire.TypeDelta, 0x72, 0x73, 0x02, 0x36, 0x43}, 100)
+		wire.WriteFrame(bw, append(append(lie, make([]byte, 100)...), 0))
+		bw.Flush()
+	})
+	out := filepath.Join(t.TempDir(), "data.bin")
+	if _, err := newTestPeer(t).Fetch(ctx, tk1, out, WithOutFile()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTestPeer(t).Fetch(ctx, tk2, out, WithOutFile()); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, v2, out)
+}

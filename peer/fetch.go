@@ -55,6 +55,9 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
 	}
 	defer lock.Unlock()
+	// The manifest of an older version at out, for the new one to come as a
+	// delta against it (read before openOutput drops a single file's).
+	basis := p.olderManifest(out, t.Root, fileMode, nil)
 	st, older, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
 	fc.Older = older
 	if err != nil {
@@ -85,8 +88,13 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	var m *chunker.Manifest
 	if st != nil {
 		m = st.Manifest()
-	} else if m, err = p.nd.FetchManifest(ctx, t.Root, srcs); err != nil {
-		return nil, err
+	} else {
+		if basis == nil {
+			basis = p.olderManifest(out, t.Root, fileMode, older)
+		}
+		if m, err = p.nd.FetchManifest(ctx, t.Root, srcs, basis); err != nil {
+			return nil, err
+		}
 	}
 	// A method that fetches other units than the blocks gets what it needs
 	// to check them first (the header of the content's altUnits).
@@ -144,6 +152,27 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return sum, fmt.Errorf("peer: %w", err)
 	}
 	return sum, nil
+}
+
+// olderManifest returns the manifest of an older version of the content at
+// out: a single file's (basis, read before its state is dropped), or the
+// first of older's in a folder; nil if there is none.
+func (p *Service) olderManifest(out string, root chunker.ID, fileMode bool, older []chunker.ID) *chunker.Manifest {
+	limit := p.cfg.Limits.MaxManifestBytes
+	var dir string
+	switch {
+	case fileMode && older == nil:
+		dir = out + chunker.MetaDir
+	case !fileMode && len(older) > 0:
+		dir = filepath.Join(out, chunker.MetaDir, older[0].String())
+	default:
+		return nil
+	}
+	m, err := chunker.StateManifest(dir, limit)
+	if err != nil || m.ID() == root {
+		return nil
+	}
+	return m
 }
 
 // lockOwner is the line an output's lock shows to a second fetch.

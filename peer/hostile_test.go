@@ -245,7 +245,7 @@ func TestStreamChurnBanned(t *testing.T) {
 	if !seed.guard.IsBanned(evil.ID()) {
 		t.Fatalf("a peer that opened %d streams at once is not banned", 4*serve.StreamBurst)
 	}
-	if _, err := evil.nd.FetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}); err == nil {
+	if _, err := evil.nd.FetchManifest(ctx, tk.Root, []lpeer.ID{seed.ID()}, nil); err == nil {
 		t.Error("a banned peer got the manifest")
 	}
 	out := filepath.Join(dir, "out")

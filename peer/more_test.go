@@ -117,14 +117,18 @@ func TestManifestMismatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherManifest, _ := seed.lib.Lookup(otk.Root[:]).Man.MarshalBinary()
-	seed.Host().SetStreamHandler(ProtoManifest, func(s network.Stream) {
+	lie := func(s network.Stream) {
 		defer s.Close()
 		bw := bufio.NewWriter(s)
 		fr := wire.NewReader(s)
 		fr.Next(serve.HelloMax)
 		wire.WriteFrame(bw, []byte{wire.TypeManifest}, otherManifest)
 		bw.Flush()
-	})
+	}
+	// Asked whole or as a delta (an output holding an older version), the
+	// manifest is the other content's.
+	seed.Host().SetStreamHandler(ProtoManifest, lie)
+	seed.Host().SetStreamHandler(ProtoManifestDelta, lie)
 	if _, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(dir, "o1")); !errors.Is(err, ErrManifestMismatch) {
 		t.Fatalf("wrong manifest: %v", err)
 	}

@@ -39,11 +39,13 @@ const (
 	ProtoOffer = wire.ProtoOffer
 	// ProtoDelta is wire.ProtoDelta.
 	ProtoDelta = wire.ProtoDelta
+	// ProtoManifestDelta is wire.ProtoManifestDelta.
+	ProtoManifestDelta = wire.ProtoManifestDelta
 )
 
 // protocols lists the protocols NewService registers on its host (the Proto
 // constants).
-var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt, ProtoOffer, ProtoJoin, ProtoDelta}
+var protocols = []protocol.ID{ProtoManifest, ProtoReconcile, ProtoBlocks, ProtoPeers, ProtoPush, ProtoAdopt, ProtoOffer, ProtoJoin, ProtoDelta, ProtoManifestDelta}
 
 // A Service is the reconcile protocols on a libp2p host: it seeds, serves and
 // fetches content. It serves every content it seeds or fetches to any peer
@@ -122,6 +124,7 @@ func newService(h host.Host, cfg config) *Service {
 	p.h.SetStreamHandler(ProtoAdopt, p.srv.Handler(p.nd.ServeAdopt))
 	p.h.SetStreamHandler(ProtoJoin, p.srv.Handler(p.nd.ServeJoin))
 	p.h.SetStreamHandler(ProtoDelta, p.srv.Handler(p.srv.ServeDelta))
+	p.h.SetStreamHandler(ProtoManifestDelta, p.srv.Handler(p.srv.ServeManifestDelta))
 	return p
 }
 

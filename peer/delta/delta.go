@@ -233,26 +233,42 @@ func MaxLen(n int64) int64 { return n + n/8 + 64 }
 // ErrBadDelta; whatever it holds, Apply reads at most n bytes of the basis
 // and does work linear in len(delta) + n.
 func Apply(basis io.ReaderAt, basisLen int64, delta []byte, n int) ([]byte, error) {
-	out := &capped{b: make([]byte, 0, n)}
+	b, err := ApplyMax(basis, basisLen, delta, n)
+	if err == nil && len(b) != n {
+		return nil, fmt.Errorf("%w: %d bytes of %d", ErrBadDelta, len(b), n)
+	}
+	return b, err
+}
+
+// ApplyMax is Apply for bytes of a length not known beforehand, at most max
+// (a manifest, whose root then checks it): a delta that writes more is
+// ErrBadDelta.
+func ApplyMax(basis io.ReaderAt, basisLen int64, delta []byte, max int) ([]byte, error) {
+	out := &capped{b: make([]byte, 0, min(max, len(delta)+int(basisLen)))}
+	out.max = max
 	base := &guarded{r: io.NewSectionReader(basis, 0, basisLen), out: out}
 	if err := librsync.Patch(base, bytes.NewReader(delta), out); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadDelta, err)
 	}
-	if out.over || base.bad || len(out.b) != n {
-		return nil, fmt.Errorf("%w: %d bytes of %d", ErrBadDelta, len(out.b), n)
+	if out.over || base.bad {
+		return nil, fmt.Errorf("%w: over %d bytes, or outside the basis", ErrBadDelta, max)
 	}
 	return out.b, nil
 }
 
-// capped collects at most cap(b) bytes: a write past them fails, and marks
-// the output as over.
+// capped collects at most max bytes: a write past them fails, and marks the
+// output as over.
 type capped struct {
 	b    []byte
+	max  int
 	over bool
 }
 
+// room is how many more bytes c takes.
+func (c *capped) room() int { return c.max - len(c.b) }
+
 func (c *capped) Write(p []byte) (int, error) {
-	if len(p) > cap(c.b)-len(c.b) {
+	if len(p) > c.room() {
 		c.over = true
 		return 0, io.ErrShortWrite
 	}
@@ -275,7 +291,7 @@ func (g *guarded) Read(p []byte) (int, error) {
 		return 0, ErrBadDelta
 	}
 	// No read may fill more than the output can take.
-	p = p[:min(len(p), cap(g.out.b)-len(g.out.b))]
+	p = p[:min(len(p), g.out.room())]
 	if len(p) == 0 {
 		g.out.over = true
 		return 0, ErrBadDelta

@@ -249,3 +249,23 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(make([]byte, 2000), make([]byte, 1000))
 	f.Fuzz(func(t *testing.T, basis, target []byte) { roundTrip(t, basis, target) })
 }
+
+// TestApplyMax: a delta rebuilds bytes of a length not known beforehand up
+// to max, and past it is ErrBadDelta.
+func TestApplyMax(t *testing.T) {
+	basis := randBytes(1, 20000)
+	target := slices.Concat(basis[:5000], []byte("more"), basis[5000:])
+	sig, _ := Signature(bytes.NewReader(basis), int64(len(basis)))
+	d, err := Make(sig, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, max := range []int{len(target), len(target) + 1, 1 << 20} {
+		if got, err := ApplyMax(bytes.NewReader(basis), int64(len(basis)), d, max); err != nil || !bytes.Equal(got, target) {
+			t.Errorf("max %d: %v", max, err)
+		}
+	}
+	if _, err := ApplyMax(bytes.NewReader(basis), int64(len(basis)), d, len(target)-1); !errors.Is(err, ErrBadDelta) {
+		t.Errorf("max one byte short: %v, want ErrBadDelta", err)
+	}
+}

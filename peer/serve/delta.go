@@ -168,3 +168,41 @@ func (p *Server) swarmConnected(c *Content, except lpeer.ID) int {
 	}
 	return n
 }
+
+// ServeManifestDelta answers the ask for the content's manifest as a delta
+// against the asker's older manifest (wire.ProtoManifestDelta): a delta
+// frame, or the whole manifest when the delta would be no smaller. Requests
+// share the per-peer rate of delta requests and the one delta made at a
+// time; the work is linear in the manifest.
+func (p *Server) ServeManifestDelta(ss *Stream) error {
+	if ss.Hello.Coded {
+		return fmt.Errorf("%w: a manifest delta of coded units", wire.ErrMalformed)
+	}
+	if !p.deltas.allow(ss.S.Conn().RemotePeer(), p.clk.Now()) {
+		return p.Busy(ss, "delta requests too often")
+	}
+	f, err := ss.Next(1 + delta.MaxSignatureLen)
+	if err != nil {
+		return err
+	}
+	sig, err := wire.DecodeTyped(f, wire.TypeDelta)
+	if err != nil {
+		return err
+	}
+	man, err := ss.C.Man.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	d, err := p.makeDelta(sig, man)
+	if errors.Is(err, delta.ErrBadSignature) {
+		return fmt.Errorf("%w: %w", wire.ErrMalformed, err)
+	}
+	if err != nil {
+		return err
+	}
+	answer := append([]byte{wire.TypeDelta}, d...)
+	if len(d) >= len(man) {
+		answer = append([]byte{wire.TypeManifest}, man...)
+	}
+	return p.sendDelta(ss, answer)
+}

@@ -1,6 +1,7 @@
 package swarm
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/delta"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
 
@@ -24,8 +26,11 @@ const (
 
 // FetchManifest gets the manifest of root from the first of srcs that has
 // it and checks it against the root, trying each source again (with
-// backoff) after a failure of the stream.
-func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID) (*chunker.Manifest, error) {
+// backoff) after a failure of the stream. With basis, the manifest of an
+// older version of the content, it first asks each source for the manifest
+// as a delta against it (wire.ProtoManifestDelta), and for the whole
+// manifest when that fails.
+func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID, basis *chunker.Manifest) (*chunker.Manifest, error) {
 	var errs []error
 	retry := srcs
 	for round := range manifestTries {
@@ -40,6 +45,13 @@ func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.
 		}
 		var again []lpeer.ID
 		for _, id := range retry {
+			if basis != nil && round == 0 {
+				m, err := p.fetchManifestDelta(ctx, root, id, basis)
+				if err == nil {
+					return m, nil
+				}
+				p.log.Debug("manifest as a delta", "peer", id, "err", err)
+			}
 			m, err := p.fetchManifestFrom(ctx, root, id)
 			if err == nil {
 				return m, nil
@@ -136,4 +148,49 @@ func (p *Node) OfferManifest(ctx context.Context, id lpeer.ID, m *chunker.Manife
 	}
 	_, err = wire.DecodeTyped(f, wire.TypeHave)
 	return err
+}
+
+// fetchManifestDelta asks id for the manifest of root as a delta against
+// basis, and checks what it rebuilds against the root.
+func (p *Node) fetchManifestDelta(ctx context.Context, root chunker.ID, id lpeer.ID, basis *chunker.Manifest) (*chunker.Manifest, error) {
+	old, err := basis.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	sig, err := delta.Signature(bytes.NewReader(old), int64(len(old)))
+	if err != nil {
+		return nil, err
+	}
+	if len(sig) > delta.MaxSignatureLen {
+		return nil, fmt.Errorf("an older manifest of %d bytes: its signature is over the bound", len(old))
+	}
+	cs, err := p.Request(ctx, id, wire.ProtoManifestDelta, root, false)
+	if err != nil {
+		return nil, err
+	}
+	defer cs.Close()
+	if err := cs.Send([]byte{wire.TypeDelta}, sig); err != nil {
+		return nil, err
+	}
+	if err := cs.Flush(); err != nil {
+		return nil, err
+	}
+	limit := p.cfg.Limits.MaxManifestBytes
+	f, err := cs.Next(1 + limit)
+	if err != nil {
+		cs.Reset()
+		return nil, err
+	}
+	body, err := wire.DecodeTyped(f, wire.TypeManifest)
+	if err != nil && len(f) > 0 && f[0] == wire.TypeDelta {
+		body, err = delta.ApplyMax(bytes.NewReader(old), int64(len(old)), f[1:], limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := chunker.DecodeManifestID(body, root, limit)
+	if err != nil {
+		return nil, fmt.Errorf("%w: manifest rebuilt from a delta: %w", wire.ErrMalformed, err)
+	}
+	return m, nil
 }

@@ -56,4 +56,11 @@ const (
 	// peer lacks a block of the run, or will not make this delta), or an
 	// error frame that ends the request.
 	ProtoDelta protocol.ID = "/reconcile/1/delta"
+	// ProtoManifestDelta asks for a content's manifest as a delta against
+	// a manifest the asker holds (that of an older version): after the
+	// hello, a delta frame of the older manifest's signature (package
+	// delta); the answer is a delta frame of the delta, a manifest frame of
+	// the whole manifest (when a delta would be no smaller), or an error
+	// frame. The root checks the manifest rebuilt, as any.
+	ProtoManifestDelta protocol.ID = "/reconcile/1/manifest-delta"
 )
