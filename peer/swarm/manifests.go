@@ -24,12 +24,16 @@ const (
 	manifestRetry = 250 * time.Millisecond
 )
 
+// minManifestDelta is the least older manifest a fetch asks a delta against:
+// below it, the signature and the round trip cost about what they save.
+const minManifestDelta = 16 << 10
+
 // FetchManifest gets the manifest of root from the first of srcs that has
 // it and checks it against the root, trying each source again (with
 // backoff) after a failure of the stream. With basis, the manifest of an
-// older version of the content, it first asks each source for the manifest
-// as a delta against it (wire.ProtoManifestDelta), and for the whole
-// manifest when that fails.
+// older version of the content (of minManifestDelta bytes or more), it first
+// asks each source for the manifest as a delta against it
+// (wire.ProtoManifestDelta), and for the whole manifest when that fails.
 func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID, basis *chunker.Manifest) (*chunker.Manifest, error) {
 	var errs []error
 	retry := srcs
@@ -45,7 +49,7 @@ func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.
 		}
 		var again []lpeer.ID
 		for _, id := range retry {
-			if basis != nil && round == 0 {
+			if basis != nil && basis.EncodedLen() >= minManifestDelta && round == 0 {
 				m, err := p.fetchManifestDelta(ctx, root, id, basis)
 				if err == nil {
 					return m, nil

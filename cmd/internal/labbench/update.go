@@ -60,6 +60,7 @@ func updateCommand() *cli.Command {
 			&cli.IntFlag{Name: "repeat", Value: 5, Usage: "repetitions of each case (1 to 100); figures are medians over them"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the contents (v1, v2 and the folder's changes)"},
 			&cli.BoolFlag{Name: "ours", Value: true, Usage: "run reconcile's updates (--ours=false: rsync's only)"},
+			&cli.BoolFlag{Name: "v1-fetched", Usage: "reconcile's v1 is fetched with reconcile first (its manifest kept, as a user's is), not copied; not timed"},
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep every case's v1, v2 and updated copies, and the rsync daemon's configuration and log, in the work folder (a temporary one too: its path is printed)"},
 			&cli.BoolFlag{Name: "json", Usage: "print the figures as one JSON document"},
@@ -75,7 +76,9 @@ type updateConfig struct {
 	files          int
 	seed           uint64
 	ours, keep     bool
-	logf           func(format string, args ...any)
+	// v1Fetched: reconcile's copy of v1 is a reconcile fetch of it.
+	v1Fetched bool
+	logf      func(format string, args ...any)
 }
 
 // updateReport holds the figures of one bench update run.
@@ -87,8 +90,10 @@ type updateReport struct {
 	Seed     uint64 `json:"seed"`
 	Rsync    string `json:"rsync_version"`
 	// ContentDefined: the seeds cut content-defined blocks.
-	ContentDefined bool                `json:"content_defined"`
-	Cases          []*updateCaseReport `json:"cases"`
+	ContentDefined bool `json:"content_defined"`
+	// V1Fetched: reconcile's v1 was a reconcile fetch (--v1-fetched).
+	V1Fetched bool                `json:"v1_fetched"`
+	Cases     []*updateCaseReport `json:"cases"`
 }
 
 // updateCaseReport is one case's figures. Ours and the comparisons are
@@ -208,8 +213,8 @@ func runUpdate(c *cli.Context) error {
 		return err
 	}
 	uc := &updateConfig{size: size, fileSize: fileSize, files: files, seed: c.Uint64("seed"),
-		ours: c.Bool("ours"), keep: c.Bool("keep"), logf: cliutil.StepLog(c)}
-	rep := updateReport{Size: size, Files: files, FileSize: fileSize, Repeat: repeat, Seed: uc.seed}
+		ours: c.Bool("ours"), keep: c.Bool("keep"), v1Fetched: c.Bool("v1-fetched"), logf: cliutil.StepLog(c)}
+	rep := updateReport{Size: size, Files: files, FileSize: fileSize, Repeat: repeat, Seed: uc.seed, V1Fetched: uc.v1Fetched}
 	if rep.Rsync, err = rsyncVersion(); err != nil {
 		return err
 	}
@@ -320,6 +325,9 @@ func (uc *updateConfig) runCase(ctx context.Context, daemon *rsyncDaemon, cs upd
 	}
 	oursOne := func() error {
 		_, out, err := fresh("ours")
+		if err == nil && uc.v1Fetched {
+			err = uc.fetchV1(ctx, v1, out)
+		}
 		if err != nil {
 			return err
 		}
@@ -390,6 +398,9 @@ func printUpdate(w io.Writer, rep *updateReport) {
 		who += " (content-defined blocks)"
 	} else if ours {
 		who += " (fixed-size blocks)"
+	}
+	if ours && rep.V1Fetched {
+		who += ", v1 fetched with reconcile"
 	}
 	fmt.Fprintf(w, "update of an older copy to v2 on loopback: %s against %s, %s\n", who, shortRsyncVersion(rep.Rsync), reps)
 	const row = "%-10s %9s %9s %6s %9s %4s   %7s %9s %6s %4s\n"

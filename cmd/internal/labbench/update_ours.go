@@ -102,3 +102,19 @@ func (uc *updateConfig) oursRun(ctx context.Context, v2, out string, folder bool
 	}
 	return r, nil
 }
+
+// fetchV1 makes out (a fresh copy of v1) what a reconcile user holds of v1:
+// a reconcile fetch of it, its manifest kept (the copy is replaced, and its
+// blocks reused). It is not timed.
+func (uc *updateConfig) fetchV1(ctx context.Context, v1, out string) error {
+	tks, _, stopSeed, err := benchSeedsAll(ctx, uc.self, uc.dir, []string{v1}, 0, nil)
+	if err != nil {
+		return err
+	}
+	defer stopSeed()
+	var sum updateFetchSummary
+	if _, _, _, err := runFetch(ctx, uc.self, tks[0], nil, out, []string{"--progress", "none"}, &sum); err != nil {
+		return fmt.Errorf("fetch v1: %w", err)
+	}
+	return nil
+}

@@ -147,6 +147,19 @@ func TestUpdateCommand(t *testing.T) {
 			t.Errorf("%s: %+v, reconcile %+v", cr.Case, cr, cr.Ours)
 		}
 	}
+	// From a v1 fetched with reconcile: the manifest may come as a delta,
+	// so the update costs no more than from a copy.
+	copied := rep.Cases[0].Ours.Bytes
+	if out, err = exec.Command(bin, append(args, "--repeat", "1", "--cases", "insert", "--v1-fetched")...).Output(); err != nil {
+		t.Fatalf("bench update --v1-fetched: %v\n%s", err, stderrOf(err))
+	}
+	rep = updateReport{}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("report: %v\n%s", err, out)
+	}
+	if !rep.V1Fetched || len(rep.Cases) != 1 || rep.Cases[0].Ours == nil || rep.Cases[0].Ours.Bytes > copied {
+		t.Errorf("--v1-fetched: %s (from a copy: %d bytes)", out, copied)
+	}
 }
 
 // stderrOf returns the standard error of a failed command, if it kept it.
