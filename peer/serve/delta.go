@@ -39,9 +39,9 @@ const (
 	// MaxDeltaBytes bounds the bytes of the runs one request asks; runs
 	// past it are answered missing.
 	MaxDeltaBytes = 4 * chunker.MaxBasisRun
-	// maxDeltaBlocks bounds the blocks of a run (the smallest blocks of a
+	// MaxDeltaBlocks bounds the blocks of a run (the smallest blocks of a
 	// content-defined rule are a few KiB).
-	maxDeltaBlocks = 4096
+	MaxDeltaBlocks = 4096
 )
 
 // ServeDelta answers the asks of a request for runs as deltas, each in turn:
@@ -71,7 +71,7 @@ func (p *Server) ServeDelta(ss *Stream) error {
 		if runs == MaxDeltaRuns {
 			return fmt.Errorf("%w: over %d runs asked as deltas", wire.ErrMalformed, MaxDeltaRuns)
 		}
-		first, count, sig, err := wire.DecodeDeltaAsk(f, m.BlockCount(), maxDeltaBlocks)
+		first, count, sig, err := wire.DecodeDeltaAsk(f, m.BlockCount(), MaxDeltaBlocks)
 		if err != nil {
 			return err
 		}

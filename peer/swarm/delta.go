@@ -43,7 +43,7 @@ func (p *Node) FetchDeltas(ctx context.Context, st *chunker.Store, bases []chunk
 		runs []*deltaRun
 	)
 	for _, b := range bases {
-		if len(runs) == serve.MaxDeltaRuns || delta.SignatureLen(b.Len) > delta.MaxSignatureLen {
+		if len(runs) == serve.MaxDeltaRuns || b.Count > serve.MaxDeltaBlocks || delta.SignatureLen(b.Len) > delta.MaxSignatureLen {
 			continue
 		}
 		sig, err := signature(b)
