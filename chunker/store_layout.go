@@ -294,20 +294,11 @@ func ListStores(dir string) ([]ID, error) {
 	return ids, nil
 }
 
-// StateID returns the id of the manifest in the state folder dir (such as
+// StateManifest returns the manifest in the state folder dir (such as
 // FILE.reconcile or DIR/.reconcile/<id>), reading at most limit bytes of it,
-// without opening the store: ErrNotFound if dir holds no manifest.
-func StateID(dir string, limit int) (ID, error) {
-	m, err := StateManifest(dir, limit)
-	if err != nil {
-		return ID{}, err
-	}
-	return m.id, nil
-}
-
-// StateManifest returns the manifest in the state folder dir, as StateID
-// reads it: that of an older version a fetch is about to replace, say, for
-// the new version's manifest to come as a delta against it.
+// without opening the store: ErrNotFound if dir holds no manifest. A fetch
+// reads so the older version it is about to replace, whose manifest the new
+// one may come as a delta against.
 func StateManifest(dir string, limit int) (*Manifest, error) {
 	meta, err := os.OpenRoot(dir)
 	if errors.Is(err, fs.ErrNotExist) {

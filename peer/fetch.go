@@ -55,10 +55,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
 	}
 	defer lock.Unlock()
-	// The manifest of an older version at out, for the new one to come as a
-	// delta against it (read before openOutput drops a single file's).
-	basis := p.olderManifest(out, t.Root, fileMode, nil)
-	st, older, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
+	st, older, basis, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
 	fc.Older = older
 	if err != nil {
 		return nil, err
@@ -89,8 +86,9 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	if st != nil {
 		m = st.Manifest()
 	} else {
-		if basis == nil {
-			basis = p.olderManifest(out, t.Root, fileMode, older)
+		if basis == nil && !fileMode && len(older) > 0 {
+			// A folder's older stores stay until the new one is published.
+			basis, _ = chunker.StateManifest(filepath.Join(out, chunker.MetaDir, older[0].String()), p.cfg.Limits.MaxManifestBytes)
 		}
 		if m, err = p.nd.FetchManifest(ctx, t.Root, srcs, basis); err != nil {
 			return nil, err
@@ -154,27 +152,6 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	return sum, nil
 }
 
-// olderManifest returns the manifest of an older version of the content at
-// out: a single file's (basis, read before its state is dropped), or the
-// first of older's in a folder; nil if there is none.
-func (p *Service) olderManifest(out string, root chunker.ID, fileMode bool, older []chunker.ID) *chunker.Manifest {
-	limit := p.cfg.Limits.MaxManifestBytes
-	var dir string
-	switch {
-	case fileMode && older == nil:
-		dir = out + chunker.MetaDir
-	case !fileMode && len(older) > 0:
-		dir = filepath.Join(out, chunker.MetaDir, older[0].String())
-	default:
-		return nil
-	}
-	m, err := chunker.StateManifest(dir, limit)
-	if err != nil || m.ID() == root {
-		return nil
-	}
-	return m
-}
-
 // lockOwner is the line an output's lock shows to a second fetch.
 func (p *Service) lockOwner() string {
 	return fmt.Sprintf("%s (pid %d), since %s", filepath.Base(os.Args[0]), os.Getpid(), p.clk.Now().Format("15:04:05"))
@@ -217,23 +194,26 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 // other content at a single file is ErrManifestMismatch.
 //
 // It also returns the roots of the other contents whose stores out holds
-// (at most maxOlder): for a single file, the older version it replaces.
-func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, []chunker.ID, error) {
+// (at most maxOlder): for a single file, the older version it replaces,
+// whose manifest it returns too (read before its state is dropped), for the
+// new manifest to come as a delta against it.
+func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fileMode bool, check func(done, total int)) (*chunker.Store, []chunker.ID, *chunker.Manifest, error) {
 	const maxOlder = 4
 	limit := p.cfg.Limits.MaxManifestBytes
 	state := filepath.Join(out, chunker.MetaDir, root.String())
 	var older []chunker.ID
 	if fileMode {
 		state = out + chunker.MetaDir
-		if id, err := chunker.StateID(state, limit); err == nil && id != root {
+		if m, err := chunker.StateManifest(state, limit); err == nil && m.ID() != root {
+			id := m.ID()
 			older = []chunker.ID{id}
 			if chunker.StateStaged(state) {
-				return nil, older, fmt.Errorf("%w: %s holds an unfinished download of %s, the ticket is for %s (finish that fetch, or remove %s to drop it)", ErrManifestMismatch, out, id, root, state)
+				return nil, older, nil, fmt.Errorf("%w: %s holds an unfinished download of %s, the ticket is for %s (finish that fetch, or remove %s to drop it)", ErrManifestMismatch, out, id, root, state)
 			}
 			if err := chunker.DropState(state); err != nil {
-				return nil, older, fmt.Errorf("peer: %w", err)
+				return nil, older, nil, fmt.Errorf("peer: %w", err)
 			}
-			return nil, older, nil
+			return nil, older, m, nil
 		}
 	} else if ids, err := chunker.ListStores(out); err == nil {
 		ids = slices.DeleteFunc(ids, func(id chunker.ID) bool { return id == root })
@@ -261,20 +241,20 @@ func (p *client) openOutput(ctx context.Context, out string, root chunker.ID, fi
 	}
 	switch {
 	case err == nil:
-		return st, older, nil
+		return st, older, nil, nil
 	case errors.Is(err, chunker.ErrNotFound):
-		return nil, older, nil
+		return nil, older, nil, nil
 	case errors.Is(err, chunker.ErrDamaged):
 		p.log.Info("the output's files changed since it was fetched: fetching again, taking what they hold", "out", out, "err", err)
 		if _, serr := os.Stat(state); serr != nil {
 			state = filepath.Join(out, chunker.MetaDir) // a store of the first layout
 		}
 		if err := chunker.DropState(state); err != nil {
-			return nil, older, fmt.Errorf("peer: %w", err)
+			return nil, older, nil, fmt.Errorf("peer: %w", err)
 		}
-		return nil, older, nil
+		return nil, older, nil, nil
 	default:
-		return nil, older, fmt.Errorf("peer: open %s: %w", out, err)
+		return nil, older, nil, fmt.Errorf("peer: open %s: %w", out, err)
 	}
 }
 
