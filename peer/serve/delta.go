@@ -48,14 +48,10 @@ const (
 // a delta frame, or a missing frame when a block of the run is not held or
 // the request is over its bytes.
 func (p *Server) ServeDelta(ss *Stream) error {
-	if ss.Hello.Coded {
-		return fmt.Errorf("%w: a delta of coded units", wire.ErrMalformed)
+	if err := p.admitDelta(ss); err != nil {
+		return err
 	}
-	remote := ss.S.Conn().RemotePeer()
-	if !p.deltas.allow(remote, p.clk.Now()) {
-		return p.Busy(ss, "delta requests too often")
-	}
-	if p.swarmConnected(ss.C, remote) > MaxDeltaSwarm {
+	if p.swarmConnected(ss.C, ss.S.Conn().RemotePeer()) > MaxDeltaSwarm {
 		return p.Busy(ss, "serving a swarm: fetch the blocks from it")
 	}
 	m := ss.C.Man
@@ -108,13 +104,22 @@ func (p *Server) answerDelta(ss *Stream, first, count, n int, sig []byte) error 
 		return err
 	}
 	d, err := p.makeDelta(sig, run)
-	if errors.Is(err, delta.ErrBadSignature) {
-		return fmt.Errorf("%w: %w", wire.ErrMalformed, err)
-	}
 	if err != nil {
 		return err
 	}
 	return p.sendDelta(ss, append([]byte{wire.TypeDelta}, d...))
+}
+
+// admitDelta refuses a request for a delta of coded units (malformed), or
+// from a peer over its rate of delta requests ("busy").
+func (p *Server) admitDelta(ss *Stream) error {
+	if ss.Hello.Coded {
+		return fmt.Errorf("%w: a delta of coded units", wire.ErrMalformed)
+	}
+	if !p.deltas.allow(ss.S.Conn().RemotePeer(), p.clk.Now()) {
+		return p.Busy(ss, "delta requests too often")
+	}
+	return nil
 }
 
 // sendDelta sends one answer of a delta request, within the upload rate.
@@ -146,7 +151,8 @@ func (p *Server) readRun(c *Content, first, count int, dst []byte) ([]byte, erro
 
 // makeDelta makes one delta at a time on this server (p.deltaSlot), for the
 // work of a delta is linear in its run and a peer serving many updating
-// fetchers must keep a core for its blocks.
+// fetchers must keep a core for its blocks. A signature not of ours is
+// wire.ErrMalformed.
 func (p *Server) makeDelta(sig, target []byte) ([]byte, error) {
 	select {
 	case p.deltaSlot <- struct{}{}:
@@ -154,7 +160,11 @@ func (p *Server) makeDelta(sig, target []byte) ([]byte, error) {
 		return nil, p.ctx.Err()
 	}
 	defer func() { <-p.deltaSlot }()
-	return delta.Make(sig, target)
+	d, err := delta.Make(sig, target)
+	if errors.Is(err, delta.ErrBadSignature) {
+		return nil, fmt.Errorf("%w: %w", wire.ErrMalformed, err)
+	}
+	return d, err
 }
 
 // swarmConnected returns how many peers of c's swarm other than except are
@@ -175,11 +185,8 @@ func (p *Server) swarmConnected(c *Content, except lpeer.ID) int {
 // share the per-peer rate of delta requests and the one delta made at a
 // time; the work is linear in the manifest.
 func (p *Server) ServeManifestDelta(ss *Stream) error {
-	if ss.Hello.Coded {
-		return fmt.Errorf("%w: a manifest delta of coded units", wire.ErrMalformed)
-	}
-	if !p.deltas.allow(ss.S.Conn().RemotePeer(), p.clk.Now()) {
-		return p.Busy(ss, "delta requests too often")
+	if err := p.admitDelta(ss); err != nil {
+		return err
 	}
 	f, err := ss.Next(1 + delta.MaxSignatureLen)
 	if err != nil {
@@ -194,15 +201,11 @@ func (p *Server) ServeManifestDelta(ss *Stream) error {
 		return err
 	}
 	d, err := p.makeDelta(sig, man)
-	if errors.Is(err, delta.ErrBadSignature) {
-		return fmt.Errorf("%w: %w", wire.ErrMalformed, err)
-	}
 	if err != nil {
 		return err
 	}
-	answer := append([]byte{wire.TypeDelta}, d...)
 	if len(d) >= len(man) {
-		answer = append([]byte{wire.TypeManifest}, man...)
+		return p.sendDelta(ss, append([]byte{wire.TypeManifest}, man...))
 	}
-	return p.sendDelta(ss, answer)
+	return p.sendDelta(ss, append([]byte{wire.TypeDelta}, d...))
 }

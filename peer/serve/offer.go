@@ -39,25 +39,32 @@ const NoBlocksText = "no block of this content"
 
 // offers are the per-peer rate limits of offers and the views made.
 type offers struct {
+	peerRates
 	mu    sync.Mutex
-	peers map[lpeer.ID]*rate.Limiter
 	views []chunker.ID // in the order made
 }
 
-// allow reports whether id may offer a manifest now.
-func (o *offers) allow(id lpeer.ID, now time.Time) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.peers == nil {
-		o.peers = make(map[lpeer.ID]*rate.Limiter)
+// peerRates limits a kind of request per peer: offerBurst at once, then one
+// per offerEvery (offers, and the requests for deltas).
+type peerRates struct {
+	mu    sync.Mutex
+	peers map[lpeer.ID]*rate.Limiter
+}
+
+// allow reports whether id may make such a request now.
+func (r *peerRates) allow(id lpeer.ID, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.peers == nil {
+		r.peers = make(map[lpeer.ID]*rate.Limiter)
 	}
-	l := o.peers[id]
+	l := r.peers[id]
 	if l == nil {
-		if len(o.peers) >= maxOfferPeers {
-			clear(o.peers) // a flood of identities: forget them all, none gains
+		if len(r.peers) >= maxOfferPeers {
+			clear(r.peers) // a flood of identities: forget them all, none gains
 		}
 		l = rate.NewLimiter(rate.Every(offerEvery), offerBurst)
-		o.peers[id] = l
+		r.peers[id] = l
 	}
 	return l.AllowN(now, 1)
 }

@@ -563,9 +563,9 @@ type Server struct {
 	// offers rate-limits the offers of manifests and lists the views made
 	// (offer.go).
 	offers offers
-	// deltas rate-limits the requests for runs as deltas per peer, and
-	// deltaSlot lets one delta be made at a time (delta.go).
-	deltas    offers
+	// deltas rate-limits the requests for deltas per peer, and deltaSlot
+	// lets one delta be made at a time (delta.go).
+	deltas    peerRates
 	deltaSlot chan struct{}
 }
 
