@@ -24,16 +24,7 @@ import (
 // and returns the seed, v2's ticket and its path.
 func updateCase(t *testing.T, ctx context.Context, out string) (*Peer, Ticket, string) {
 	t.Helper()
-	dir := t.TempDir()
-	v1 := writeRandomFile(t, dir, "v1.bin", 2<<20, 41)
-	old, err := os.ReadFile(v1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2 := filepath.Join(dir, "v2.bin")
-	if err := os.WriteFile(v2, slices.Concat(old[:1<<20], make([]byte, 1<<10), old[1<<20:]), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	old, _, v2 := writeVersions(t, 2<<20, 41, make([]byte, 1<<10))
 	if err := os.WriteFile(out, old, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +34,24 @@ func updateCase(t *testing.T, ctx context.Context, out string) (*Peer, Ticket, s
 		t.Fatal(err)
 	}
 	return seed, tk, v2
+}
+
+// writeVersions writes v1, size random bytes from seed, and v2, v1 with ins
+// inserted at 1 MiB, in a folder of their own, and returns v1's bytes and
+// both paths.
+func writeVersions(t *testing.T, size int, seed uint64, ins []byte) (old []byte, v1, v2 string) {
+	t.Helper()
+	dir := t.TempDir()
+	v1 = writeRandomFile(t, dir, "v1.bin", size, seed)
+	old, err := os.ReadFile(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 = filepath.Join(dir, "v2.bin")
+	if err := os.WriteFile(v2, slices.Concat(old[:1<<20], ins, old[1<<20:]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return old, v1, v2
 }
 
 // TestUpdateDeltas: updating a file after an insertion rebuilds the block it
@@ -236,16 +245,7 @@ func TestUpdateManifestDelta(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	rule := chunker.Chunking{Min: 2 << 10, Normal: 4 << 10, Max: 16 << 10}
-	dir := t.TempDir()
-	v1 := writeRandomFile(t, dir, "v1.bin", 4<<20, 43)
-	old, err := os.ReadFile(v1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v2 := filepath.Join(dir, "v2.bin")
-	if err := os.WriteFile(v2, slices.Concat(old[:1<<20], []byte("an insertion"), old[1<<20:]), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	old, v1, v2 := writeVersions(t, 4<<20, 43, []byte("an insertion"))
 	seed := newTestPeer(t)
 	tk1, err := seed.Seed(ctx, v1, WithContentDefined(rule))
 	if err != nil {

@@ -244,8 +244,7 @@ func Apply(basis io.ReaderAt, basisLen int64, delta []byte, n int) ([]byte, erro
 // (a manifest, whose root then checks it): a delta that writes more is
 // ErrBadDelta.
 func ApplyMax(basis io.ReaderAt, basisLen int64, delta []byte, max int) ([]byte, error) {
-	out := &capped{b: make([]byte, 0, min(max, len(delta)+int(basisLen)))}
-	out.max = max
+	out := &capped{b: make([]byte, 0, min(max, len(delta)+int(basisLen))), max: max}
 	base := &guarded{r: io.NewSectionReader(basis, 0, basisLen), out: out}
 	if err := librsync.Patch(base, bytes.NewReader(delta), out); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadDelta, err)
