@@ -142,18 +142,17 @@
 // adopts it, but sends it no orphan unless a second orphan of the stripe
 // asks while the root still takes pushes (the root then passes nothing on:
 // it is cut) and the root's stream does not fail later (it left: it was
-// there for them). An orphan that no peer
-// adopts lets its children in the stripe go (their push streams are
-// reset), so that they repair it themselves at once. A seed answers requests
-// for blocks it has still to push busy, and every request while its roots'
-// queues move (the blocks it pushed already are down the trees), so that
-// its uplink goes to the first copies; asked to adopt a peer or catch it
-// up, it pushes only the blocks that fewer than two of its watchers hold,
-// by their filters (the
-// asker fetches the others at once, from its own sources), and any peer
-// asked by a child to catch it up names the blocks it lacks itself that
-// two or more of its watchers hold, so that the child fetches them rather
-// than wait for it. Any parent with more than pushBacklog blocks queued for
+// there for them). An orphan that no peer adopts lets its children in the
+// stripe go (their push streams are reset), so that they repair it
+// themselves at once. A seed answers requests for blocks it has still to
+// push busy, and every request while its roots' queues move (the blocks it
+// pushed already are down the trees), so that its uplink goes to the first
+// copies; asked to adopt a peer or catch it up, it pushes only the blocks
+// that fewer than two of its watchers hold, by their filters (the asker
+// fetches the others at once, from its own sources), and any peer asked by
+// a child to catch it up names the blocks it lacks itself that two or more
+// of its watchers hold, so that the child fetches them rather than wait for
+// it. Any parent with more than pushBacklog blocks queued for
 // a child for a repair time sheds the oldest that two or more of its
 // watchers hold: a have frame on the push stream names them, and the child
 // fetches them from its own sources. The trees come from the application:
