@@ -263,7 +263,12 @@ func printSummary(w io.Writer, s *peer.Summary) {
 		rate = int64(float64(s.Received) / s.Seconds)
 	}
 	fmt.Fprintf(w, "fetched %s into %s\n", s.Root, s.Out)
-	fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, cliutil.HumanBytes(rate), cliutil.HumanBytes(s.Received))
+	if s.Received > 0 {
+		fmt.Fprintf(w, "  time        %.2f s, %s/s (%s received in this run)\n", s.Seconds, cliutil.HumanBytes(rate), cliutil.HumanBytes(s.Received))
+	} else {
+		// Every block was held, local or rebuilt from a delta: no rate to give.
+		fmt.Fprintf(w, "  time        %.2f s, no block received whole\n", s.Seconds)
+	}
 	fmt.Fprintf(w, "  blocks      %d total, %d resumed, %d fetched, %d redundant, %d rejected\n", s.Blocks, s.Resumed, s.Fetched, s.Redundant, s.Rejected)
 	fmt.Fprintf(w, "  bytes       %s of content, %s of %s reconciliation (%d false offers)\n", cliutil.HumanBytes(s.Bytes), cliutil.HumanBytes(s.FilterBytes), s.Method, s.FalseOffers)
 	fmt.Fprintf(w, "  network     %s received, %s sent (streams of this fetch, framing included)\n", cliutil.HumanBytes(s.WireBytesReceived), cliutil.HumanBytes(s.WireBytesSent))

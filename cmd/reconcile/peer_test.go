@@ -166,6 +166,10 @@ func TestPrintSummaryNetwork(t *testing.T) {
 			want: []string{"  network     900 B received, 0 B sent (streams of this fetch, framing included)\n", "  reused      795 blocks (198.8 MiB) from local files\n"}},
 		{name: "one reused", sum: peer.Summary{ReusedBlocks: 1, ReusedBytes: 1 << 10},
 			want: []string{"  reused      1 block (1 KiB) from local files\n"}},
+		{name: "no block whole", sum: peer.Summary{Seconds: 0.02, ReusedBlocks: 25, DeltaBlocks: 1, DeltaBytes: 102810},
+			want: []string{"  time        0.02 s, no block received whole\n", "  deltas      1 block (100.4 KiB) rebuilt from the local bytes they replace\n"}, not: "B/s"},
+		{name: "rate", sum: peer.Summary{Seconds: 2, Received: 4 << 20},
+			want: []string{"  time        2.00 s, 2 MiB/s (4 MiB received in this run)\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
