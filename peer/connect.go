@@ -15,8 +15,10 @@ import (
 
 // connectAll dials the given peers in parallel and returns those reached,
 // with the ids of known (already connected, or in the peerstore) that are
-// not banned, sorted and without duplicates.
-func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID) []lpeer.ID {
+// not banned, sorted and without duplicates. events, if not nil, hears of
+// each peer whose first dial failed (FetchPeerUnreachable), one call at a
+// time.
+func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID, events func(FetchEvent)) []lpeer.ID {
 	all := append([]lpeer.AddrInfo(nil), infos...)
 	for _, a := range extra {
 		ai, err := lpeer.AddrInfoFromP2pAddr(a)
@@ -36,7 +38,14 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := p.connectRetry(ctx, ai); err != nil {
+			retrying := func(err error) {
+				if events != nil {
+					mu.Lock()
+					defer mu.Unlock()
+					events(FetchEvent{Kind: FetchPeerUnreachable, Peer: ai.ID, Block: -1, Err: err})
+				}
+			}
+			if err := p.connectRetry(ctx, ai, retrying); err != nil {
 				p.log.Info("peer unreachable", "peer", ai.ID, "err", err)
 				return
 			}
@@ -64,8 +73,8 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 // the next time. A host under load refuses handshakes for a while; the
 // growing pause waits it out. The swarm's dial backoff for ai is cleared
 // before a retry (on a host built on go-libp2p's swarm), or the retry would
-// not dial at all.
-func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
+// not dial at all. retrying hears of the first failed dial.
+func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo, retrying func(error)) error {
 	cctx, cancel := clock.WithTimeout(ctx, p.clk, 15*time.Second)
 	defer cancel()
 	if r, ok := p.h.(interface {
@@ -90,6 +99,9 @@ func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo) error {
 		}
 		if err = p.h.Connect(cctx, ai); err == nil || cctx.Err() != nil {
 			return err
+		}
+		if attempt == 0 {
+			retrying(err)
 		}
 	}
 }

@@ -75,7 +75,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	// The fetch's streams, the manifest's first, count their bytes in one
 	// counter (Summary.WireBytesReceived).
 	ctx = wire.WithCounter(ctx, new(wire.Counter))
-	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources)
+	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources, fc.Events)
 	if len(srcs) == 0 && (st == nil || !serve.IsBlockMethod(fc.Method)) {
 		if st != nil {
 			st.Close()
@@ -174,7 +174,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
 	ctx = wire.WithCounter(ctx, new(wire.Counter)) // as Fetch's
-	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources)
+	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources, fc.Events)
 	if !serve.IsBlockMethod(fc.Method) && c.AltSet() == nil {
 		alt, err := p.cl.fetchAlt(ctx, fc.Method, root, srcs, c.Man)
 		if err != nil {

@@ -130,7 +130,8 @@ func WithNoPeerTimeout(d time.Duration) FetchOption {
 }
 
 // WithFetchEvents sets a callback for what happens to the fetch's peers (a
-// corrupt block, a peer banned), for a program to show above its progress.
+// corrupt block, a peer banned, a given peer not reached at the first
+// dial), for a program to show above its progress.
 // Calls are serialized with those of WithProgress; keep it quick. Default:
 // none (the service's logger still logs them).
 func WithFetchEvents(fn func(FetchEvent)) FetchOption {

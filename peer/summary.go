@@ -35,6 +35,9 @@ const (
 	// FetchPeerStillBanned: an earlier fetch on the same store banned the
 	// peer, and this fetch keeps it banned.
 	FetchPeerStillBanned = swarm.FetchPeerStillBanned
+	// FetchPeerUnreachable: the first dial to a peer the fetch was given
+	// failed (FetchEvent.Err says why); it is dialled again for up to 15 s.
+	FetchPeerUnreachable = swarm.FetchPeerUnreachable
 )
 
 // DefaultRepairAfter is Stripes.RepairAfter's default.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -257,6 +258,11 @@ func TestFetchEventLines(t *testing.T) {
 		{peer.FetchEvent{Kind: peer.FetchCorruptBlock, Peer: id, Block: 7, Corrupt: 1}, "fetch: peer 12D3Ko…rUyxjf sent a corrupt block (block 7); asking other peers for it"},
 		{peer.FetchEvent{Kind: peer.FetchPeerBanned, Peer: id, Block: 9, Corrupt: 3}, "fetch: peer 12D3Ko…rUyxjf sent 3 corrupt blocks: dropped and banned"},
 		{peer.FetchEvent{Kind: peer.FetchPeerStillBanned, Peer: id, Block: -1, Until: until}, "fetch: peer 12D3Ko…rUyxjf, banned by an earlier run of this fetch, stays banned until 19:04:05"},
+		{peer.FetchEvent{Kind: peer.FetchPeerUnreachable, Peer: id, Block: -1,
+			Err: errors.New("failed to dial: failed to dial 12D3KooWLRPJAA5o6F8rXbVSEiLHaSfnJ2Gv6QkW4BGWbXrUyxjf: all dials failed\n  * [/ip4/127.0.0.1/tcp/43681] dial tcp4 127.0.0.1:43681: connect: connection refused\n  * [/ip4/10.0.0.2/udp/4001/quic-v1] timeout: no recent network activity")},
+			"fetch: cannot reach peer 12D3Ko…rUyxjf yet ([/ip4/127.0.0.1/tcp/43681] dial tcp4 127.0.0.1:43681: connect: connection refused; [/ip4/10.0.0.2/udp/4001/quic-v1] timeout: no recent network activity); trying again for up to 15 s"},
+		{peer.FetchEvent{Kind: peer.FetchPeerUnreachable, Peer: id, Block: -1, Err: errors.New("dial backoff")},
+			"fetch: cannot reach peer 12D3Ko…rUyxjf yet (dial backoff); trying again for up to 15 s"},
 		{peer.FetchEvent{Kind: 99, Peer: id}, "fetch: peer 12D3Ko…rUyxjf: unknown"},
 	} {
 		if got := fetchEventLine(tc.ev); got != tc.want {

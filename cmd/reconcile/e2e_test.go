@@ -296,14 +296,16 @@ func TestE2EErrors(t *testing.T) {
 	}
 	dead := peer.Ticket{Root: root, Peers: []lpeer.AddrInfo{*ai}}.String()
 	cases := []struct {
-		name string
-		args []string
-		want string
+		name   string
+		args   []string
+		want   string
+		before string // a progress line before the error, if any
 	}{
-		{"bad ticket", []string{"fetch", "not-a-ticket", "--out", dir}, "bad ticket"},
-		{"no peer", []string{"fetch", dead, "--out", filepath.Join(dir, "o"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no reachable peer"},
-		{"bad method", []string{"fetch", dead, "--method", "magic"}, "--method"},
-		{"missing file", []string{"seed", filepath.Join(dir, "nope"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no such file"},
+		{"bad ticket", []string{"fetch", "not-a-ticket", "--out", dir}, "bad ticket", ""},
+		{"no peer", []string{"fetch", dead, "--out", filepath.Join(dir, "o"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no reachable peer",
+			"fetch: cannot reach peer " + shortID(id.String()) + " yet ([" + addr + "] dial tcp4 127.0.0.1:"},
+		{"bad method", []string{"fetch", dead, "--method", "magic"}, "--method", ""},
+		{"missing file", []string{"seed", filepath.Join(dir, "nope"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no such file", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -317,6 +319,13 @@ func TestE2EErrors(t *testing.T) {
 				t.Fatalf("exit 0, stderr %q", stderr.String())
 			}
 			msg := strings.TrimSpace(stderr.String())
+			if tc.before != "" {
+				first, rest, _ := strings.Cut(msg, "\n")
+				if !strings.HasPrefix(first, tc.before) {
+					t.Fatalf("stderr %q, want a first line starting %q", msg, tc.before)
+				}
+				msg = rest
+			}
 			if strings.Count(msg, "\n") != 0 || !strings.Contains(msg, tc.want) {
 				t.Fatalf("stderr %q, want one line containing %q", msg, tc.want)
 			}

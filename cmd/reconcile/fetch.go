@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -240,6 +241,26 @@ func fetchProgress(x peer.Progress) cliutil.ProgressState {
 		Extra: fmt.Sprintf("%d/%d blocks, %s", x.Blocks, x.TotalBlocks, cliutil.Count(x.Peers, "peer"))}
 }
 
+// dialReason words a failed dial on one line: libp2p's "all dials failed"
+// lists each address's failure on a line of its own ("  * [ADDR] why"),
+// and those lines are what says why.
+func dialReason(err error) string {
+	if err == nil {
+		return "no reason given"
+	}
+	lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+	if len(lines) == 1 {
+		return lines[0]
+	}
+	var why []string
+	for _, l := range lines[1:] {
+		if l = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "*")); l != "" {
+			why = append(why, l)
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
 // fetchEventLine words what happened to a peer of the fetch, for a line above
 // the progress bar.
 func fetchEventLine(ev peer.FetchEvent) string {
@@ -251,6 +272,8 @@ func fetchEventLine(ev peer.FetchEvent) string {
 		return fmt.Sprintf("fetch: peer %s sent %d corrupt blocks: dropped and banned", id, ev.Corrupt)
 	case peer.FetchPeerStillBanned:
 		return fmt.Sprintf("fetch: peer %s, banned by an earlier run of this fetch, stays banned until %s", id, ev.Until.Local().Format("15:04:05"))
+	case peer.FetchPeerUnreachable:
+		return fmt.Sprintf("fetch: cannot reach peer %s yet (%s); trying again for up to 15 s", id, dialReason(ev.Err))
 	}
 	return fmt.Sprintf("fetch: peer %s: %s", id, ev.Kind)
 }

@@ -27,6 +27,7 @@ const (
 	FetchCorruptBlock    = outcome.FetchCorruptBlock
 	FetchPeerBanned      = outcome.FetchPeerBanned
 	FetchPeerStillBanned = outcome.FetchPeerStillBanned
+	FetchPeerUnreachable = outcome.FetchPeerUnreachable
 )
 
 // summary is the fetch's figures so far.

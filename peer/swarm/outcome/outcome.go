@@ -146,6 +146,10 @@ const (
 	// peer (for corrupt blocks or other misbehaviour, see bans.File), and this
 	// fetch keeps it banned until Until.
 	FetchPeerStillBanned
+	// FetchPeerUnreachable: the first dial to a peer the fetch was given (a
+	// ticket's, WithPeers) failed; Err says why. The fetch dials it again,
+	// with growing pauses, for up to 15 s before it gives up on that peer.
+	FetchPeerUnreachable
 )
 
 // String names the kind.
@@ -157,6 +161,8 @@ func (k FetchEventKind) String() string {
 		return "peer-banned"
 	case FetchPeerStillBanned:
 		return "peer-still-banned"
+	case FetchPeerUnreachable:
+		return "peer-unreachable"
 	}
 	return "unknown"
 }
@@ -175,4 +181,6 @@ type FetchEvent struct {
 	Corrupt int
 	// Until is when the ban of a FetchPeerStillBanned event ends.
 	Until time.Time
+	// Err is why a FetchPeerUnreachable dial failed.
+	Err error
 }
