@@ -33,7 +33,7 @@ func LockOutput(out string, file bool, owner string) (*OutputLock, error) {
 		return nil, fmt.Errorf("%w: %s is being written by %s", ErrLocked, out, held.Owner)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("chunker: lock %s: %w", out, err)
+		return nil, fmt.Errorf("chunker: output %s: %w", out, err)
 	}
 	return &OutputLock{l: l}, nil
 }

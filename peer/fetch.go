@@ -51,8 +51,11 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	start := p.clk.Now()
 	fileMode := fc.OutFile && !isDir(out) && !strings.HasSuffix(out, "/") && !strings.HasSuffix(out, string(filepath.Separator))
 	lock, err := chunker.LockOutput(out, fileMode, p.lockOwner())
-	if err != nil {
+	if errors.Is(err, chunker.ErrLocked) {
 		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
 	}
 	defer lock.Unlock()
 	st, older, basis, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
