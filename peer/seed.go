@@ -23,8 +23,16 @@ type seedConfig struct {
 	sourceCheck time.Duration
 	superSeed   bool
 	trees       int // joined stripe trees (WithTrees), 0 for none
+	progress    func(done, total int64)
 	// alt, when set, makes the units served beside the store's blocks.
 	alt altMaker
+}
+
+// WithSeedProgress calls fn as Seed reads the files to cut and hash them,
+// with the bytes read so far and their total (chunker.WithProgress). fn runs
+// on the reading goroutine and must be quick. Default: no calls.
+func WithSeedProgress(fn func(done, total int64)) SeedOption {
+	return func(c *seedConfig) error { c.progress = fn; return nil }
 }
 
 // defaultSourceCheck is how often a seed looks for changes of its source files.
@@ -109,6 +117,9 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 			return Ticket{}, errors.New("peer: seed: WithBlockSize and WithContentDefined exclude each other")
 		}
 		copts = append(copts, chunker.WithChunking(sc.chunking))
+	}
+	if sc.progress != nil {
+		copts = append(copts, chunker.WithProgress(sc.progress))
 	}
 	m, err := chunker.ChunkPath(ctx, path, sc.blockSize, copts...)
 	if err != nil {

@@ -133,3 +133,26 @@ func TestSeedSourceChangedUnread(t *testing.T) {
 		t.Fatalf("seed holds %d blocks after the reads, want 1", held)
 	}
 }
+
+// TestSeedProgress: WithSeedProgress hears the bytes read as Seed chunks,
+// never more than the total, ending at the total.
+func TestSeedProgress(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const size = 3<<20 + 5
+	src := writeRandomFile(t, t.TempDir(), "data.bin", size, 9)
+	var last, calls int64
+	_, err := newTestPeer(t).Seed(ctx, src, WithBlockSize(64<<10), WithSeedProgress(func(done, total int64) {
+		if total != size || done < last || done > total {
+			t.Errorf("progress %d of %d after %d, want up to %d", done, total, last, size)
+		}
+		last = done
+		calls++
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last != size || calls < 2 {
+		t.Errorf("progress ended at %d after %d calls, want %d and a call per read", last, calls, size)
+	}
+}

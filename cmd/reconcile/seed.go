@@ -47,7 +47,8 @@ func seedCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print the ticket and addresses as one JSON document"},
 			&cli.DurationFlag{Name: "log-every", Value: 30 * time.Second, Usage: "every this long, log on stderr the bytes served and new peers (0: only the total at the end); a peer served for the first time is logged within a second"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "log nothing about the peers served (errors and warnings only)"},
-			memoryLimitFlag(), // memory.go
+			cliutil.ProgressFlag(), // of the chunking, on stderr
+			memoryLimitFlag(),      // memory.go
 		),
 		Action: runSeed,
 	}
@@ -133,6 +134,10 @@ func runSeed(c *cli.Context) error {
 	if t := c.Int("trees"); t < 0 || t > peer.MaxStripes {
 		return cliutil.Usagef("--trees %d: want 0 (no trees) to %d", t, peer.MaxStripes)
 	}
+	pr, err := cliutil.NewProgress(c, "chunking", true)
+	if err != nil {
+		return err
+	}
 	opts, err := peerOptions(c, c.App.ErrWriter)
 	if err != nil {
 		return err
@@ -176,7 +181,11 @@ func runSeed(c *cli.Context) error {
 		if c.Bool("byers") {
 			opts = append(opts, peer.WithByers(peer.ByersParams{K: c.Int("byers-k"), N: c.Int("byers-n")}))
 		}
+		opts = append(opts, peer.WithSeedProgress(func(done, total int64) {
+			pr.Update(cliutil.ProgressState{Done: done, Total: total, Session: -1})
+		}))
 		tk, err = p.Seed(ctx, path, opts...)
+		pr.Finish(false)
 		if err != nil {
 			return cliutil.OneLine(err)
 		}
