@@ -42,10 +42,7 @@ func (p *Node) FetchDeltas(ctx context.Context, st *chunker.Store, bases []chunk
 		ds   DeltaStats
 		runs []*deltaRun
 	)
-	for _, b := range bases {
-		if len(runs) == serve.MaxDeltaRuns || b.Count > serve.MaxDeltaBlocks || delta.SignatureLen(b.Len) > delta.MaxSignatureLen {
-			continue
-		}
+	for _, b := range askable(bases) {
 		sig, err := signature(b)
 		if err != nil {
 			p.log.Debug("no delta for a run: its basis cannot be read", "path", b.Path, "err", err)
@@ -71,6 +68,29 @@ func (p *Node) FetchDeltas(ctx context.Context, st *chunker.Store, bases []chunk
 		}
 	}
 	return ds, ctx.Err()
+}
+
+// askable returns the bases whose runs one request may ask as deltas, in
+// order, within a source's bounds (serve.MaxDeltaRuns runs of at most
+// serve.MaxDeltaBlocks blocks, serve.MaxDeltaBytes in all, signatures of at
+// most delta.MaxSignatureLen): a source answers the runs past them missing,
+// so their bases are not read for signatures nor the signatures sent.
+func askable(bases []chunker.Basis) []chunker.Basis {
+	var (
+		out   []chunker.Basis
+		total int64
+	)
+	for _, b := range bases {
+		if len(out) == serve.MaxDeltaRuns {
+			break
+		}
+		if b.Count > serve.MaxDeltaBlocks || b.Bytes > chunker.MaxBasisRun || total+b.Bytes > serve.MaxDeltaBytes || delta.SignatureLen(b.Len) > delta.MaxSignatureLen {
+			continue
+		}
+		total += b.Bytes
+		out = append(out, b)
+	}
+	return out
 }
 
 // signature returns the signature of b's bytes.
