@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -301,4 +302,80 @@ func TestUpdateManifestDelta(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameFile(t, v2, out)
+}
+
+// TestUpdateStalledDeltas: a source that answers each ask for a delta just
+// within the stream's idle time holds the update no longer than the bound of
+// one request (swarm's deltaWait); the runs it did not answer are fetched
+// whole and the output is v2.
+func TestUpdateStalledDeltas(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	v1 := writeRandomFile(t, dir, "v1.bin", 4<<20, 43)
+	b, err := os.ReadFile(v1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const edits = 20
+	for k := range edits { // 100 bytes overwritten every 200 KiB: about one run each
+		copy(b[(k+1)*200<<10:], bytes.Repeat([]byte{byte(k)}, 100))
+	}
+	v2 := filepath.Join(dir, "v2.bin")
+	if err := os.WriteFile(v2, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "data.bin")
+	if err := os.Link(v1, out); err != nil {
+		t.Fatal(err)
+	}
+	seed := newTestPeer(t)
+	tk, err := seed.Seed(ctx, v2, WithContentDefined(chunker.Chunking{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const idle = time.Second
+	var asked, answered atomic.Int32
+	seed.Host().SetStreamHandler(wire.ProtoDelta, func(s network.Stream) {
+		defer s.Close()
+		fr, bw := wire.NewReader(s), bufio.NewWriter(s)
+		if _, err := fr.Next(wire.MaxRootLen + 8); err != nil { // the hello
+			return
+		}
+		var firsts []int
+		for {
+			f, err := fr.Next(1 << 20)
+			if err != nil {
+				break // every ask read (or the stream reset)
+			}
+			first, _, _, err := wire.DecodeDeltaAsk(f, 1<<20, 1<<12)
+			if err != nil {
+				return
+			}
+			firsts = append(firsts, first)
+		}
+		asked.Store(int32(len(firsts)))
+		for _, first := range firsts {
+			time.Sleep(idle * 9 / 10)
+			if wire.WriteFrame(bw, wire.AppendMissing(nil, first)) != nil || bw.Flush() != nil {
+				return
+			}
+			answered.Add(1)
+		}
+	})
+	sum, err := newTestPeer(t, WithStreamIdle(idle)).Fetch(ctx, tk, out, WithOutFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, v2, out)
+	if sum.DeltaBlocks != 0 || sum.Fetched == 0 {
+		t.Errorf("rebuilt %d, fetched %d: want every run fetched whole", sum.DeltaBlocks, sum.Fetched)
+	}
+	// About 14 runs (edits that fall in one block or in neighbours share a
+	// run) of 2 MiB in all: the bound is about 1 s + 2 s, against 0.9 s an
+	// answer.
+	t.Logf("the source answered %d of %d asks", answered.Load(), asked.Load())
+	if a, n := answered.Load(), asked.Load(); n < edits/2 || a >= n-4 {
+		t.Errorf("the source answered %d of %d asks before the fetch moved on; want it cut off well before the end", a, n)
+	}
 }

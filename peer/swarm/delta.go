@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/peer/clock"
 	"github.com/reconcile-p2p/reconcile/peer/delta"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -35,8 +37,9 @@ type deltaRun struct {
 
 // FetchDeltas asks srcs, in turn, for the runs of bases as deltas against
 // the local bytes of each (wire.ProtoDelta), and stores the blocks they
-// rebuild that pass their check. The runs no source answers stay missing,
-// for the fetch that follows. It fails only when ctx ends.
+// rebuild that pass their check, giving each source deltaWait. The runs no
+// source answers stay missing, for the fetch that follows. It fails only
+// when ctx ends.
 func (p *Node) FetchDeltas(ctx context.Context, st *chunker.Store, bases []chunker.Basis, srcs []lpeer.ID) (DeltaStats, error) {
 	var (
 		ds   DeltaStats
@@ -63,11 +66,31 @@ func (p *Node) FetchDeltas(ctx context.Context, st *chunker.Store, bases []chunk
 		if len(left) == 0 {
 			break
 		}
-		if err := p.deltasFrom(ctx, st, id, left, &ds); err != nil {
+		rctx, cancel := clock.WithTimeout(ctx, p.clk, p.deltaWait(left))
+		err := p.deltasFrom(rctx, st, id, left, &ds)
+		cancel()
+		if err != nil {
 			p.log.Debug("runs as deltas", "peer", id, "err", err)
 		}
 	}
 	return ds, ctx.Err()
+}
+
+// deltaMinRate is the slowest, in run bytes a second, a source may answer a
+// request for runs as deltas (deltaWait).
+const deltaMinRate = 1 << 20
+
+// deltaWait bounds one request for runs as deltas: a stream's idle time plus
+// the runs' bytes at deltaMinRate. A source that answers each ask just
+// within the idle time (a stall) holds the fetch no longer; the runs it did
+// not answer are fetched whole, from any source, as are those of a source
+// that refuses. Deltas are most often a small part of their runs.
+func (p *Node) deltaWait(runs []*deltaRun) time.Duration {
+	var n int64
+	for _, r := range runs {
+		n += r.Bytes
+	}
+	return p.cfg.StreamIdle + time.Duration(n*int64(time.Second)/deltaMinRate)
 }
 
 // askable returns the bases whose runs one request may ask as deltas, in
