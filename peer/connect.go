@@ -3,22 +3,32 @@ package peer
 import (
 	"context"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	ma "github.com/multiformats/go-multiaddr"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
+	"github.com/reconcile-p2p/reconcile/peer/serve"
 )
 
-// connectAll dials the given peers in parallel and returns those reached,
+// reachGrace is how long connectAll waits for more peers once one is
+// reached.
+const reachGrace = 500 * time.Millisecond
+
+// connectAll dials the given peers in parallel and returns the peers reached
 // with the ids of known (already connected, or in the peerstore) that are
-// not banned, sorted and without duplicates. events, if not nil, hears of
-// each peer whose first dial failed (FetchPeerUnreachable), one call at a
-// time.
-func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID, events func(FetchEvent)) []lpeer.ID {
+// not banned, sorted and without duplicates. It returns once every dial has
+// ended, or reachGrace after the first peer was reached: a peer that does
+// not answer costs a fetch no wait when another does. The dials still going
+// on then go on (connectRetry), and each peer they reach is given to late,
+// if not nil. events, if not nil, hears of each peer whose first dial failed
+// (FetchPeerUnreachable) until connectAll returns, one call at a time.
+func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID, events func(FetchEvent), late func(lpeer.ID)) []lpeer.ID {
 	all := append([]lpeer.AddrInfo(nil), infos...)
 	for _, a := range extra {
 		ai, err := lpeer.AddrInfoFromP2pAddr(a)
@@ -28,41 +38,114 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 		}
 		all = append(all, *ai)
 	}
-	var mu sync.Mutex
-	var ok []lpeer.ID
-	var wg sync.WaitGroup
+	type dialed struct {
+		id lpeer.ID
+		ok bool
+	}
+	var (
+		mu       sync.Mutex // serializes events; returned and the sends on results
+		returned bool       // connectAll has returned: late takes the peers reached
+		results  = make(chan dialed, len(all))
+		n        int
+	)
 	for _, ai := range all {
 		if ai.ID == p.h.ID() || p.guard.IsBanned(ai.ID) {
 			continue
 		}
-		wg.Add(1)
+		n++
 		go func() {
-			defer wg.Done()
 			retrying := func(err error) {
-				if events != nil {
-					mu.Lock()
-					defer mu.Unlock()
+				mu.Lock()
+				defer mu.Unlock()
+				if events != nil && !returned {
 					events(FetchEvent{Kind: FetchPeerUnreachable, Peer: ai.ID, Block: -1, Err: err})
 				}
 			}
-			if err := p.connectRetry(ctx, ai, retrying); err != nil {
+			err := p.connectRetry(ctx, ai, retrying)
+			if err != nil {
 				p.log.Info("peer unreachable", "peer", ai.ID, "err", err)
+			} else {
+				p.nd.AwaitDirect(ctx, ai.ID) // give hole punching a chance first
+			}
+			mu.Lock()
+			if !returned {
+				results <- dialed{ai.ID, err == nil} // buffered for every dial
+				mu.Unlock()
 				return
 			}
-			p.nd.AwaitDirect(ctx, ai.ID) // give hole punching a chance first
-			mu.Lock()
-			ok = append(ok, ai.ID)
 			mu.Unlock()
+			if err == nil && late != nil {
+				late(ai.ID)
+			}
 		}()
 	}
-	wg.Wait()
+	var (
+		ok    []lpeer.ID
+		grace <-chan time.Time
+	)
+wait:
+	for done := 0; done < n; done++ {
+		select {
+		case r := <-results:
+			if r.ok {
+				ok = append(ok, r.id)
+				if grace == nil {
+					grace = p.clk.After(reachGrace)
+				}
+			}
+		case <-grace:
+			break wait
+		}
+	}
+	mu.Lock()
+	returned = true
+	for len(results) > 0 { // sent before returned was set
+		if r := <-results; r.ok {
+			ok = append(ok, r.id)
+		}
+	}
+	mu.Unlock()
 	for _, id := range known {
 		if id != p.h.ID() && !p.guard.IsBanned(id) {
 			ok = append(ok, id)
 		}
 	}
-	sort.Slice(ok, func(i, j int) bool { return ok[i] < ok[j] })
+	slices.Sort(ok)
 	return dedup(ok)
+}
+
+// lateSources takes the peers a fetch's connectAll reached after it
+// returned: each goes to the content's running fetch, or waits for the
+// fetch to start (take).
+type lateSources struct {
+	lib  *serve.Library
+	root chunker.ID
+	mu   sync.Mutex
+	ids  []lpeer.ID
+}
+
+// add gives id to the running fetch of the content, or keeps it for take.
+func (l *lateSources) add(id lpeer.ID) {
+	if c := l.lib.Lookup(l.root[:]); c != nil {
+		if f := c.RunningFetch(); f != nil {
+			f.AddSource(id)
+			return
+		}
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ids = append(l.ids, id)
+}
+
+// take returns srcs with the peers kept so far, sorted and without
+// duplicates.
+func (l *lateSources) take(srcs []lpeer.ID) []lpeer.ID {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	srcs = append(srcs, l.ids...)
+	l.ids = nil
+	slices.Sort(srcs)
+	return dedup(srcs)
 }
 
 // connectRetry dials ai, and again after a growing random pause (from about

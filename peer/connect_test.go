@@ -55,3 +55,28 @@ func TestFetchTellsUnreachable(t *testing.T) {
 		t.Errorf("event %+v, want FetchPeerUnreachable of the seed with the dial's error", ev)
 	}
 }
+
+// TestFetchDeadPeerNoWait: a fetch given a peer that does not answer beside
+// one that does starts without waiting out the dials of the first (15 s):
+// it ends well within a context of 10 s.
+func TestFetchDeadPeerNoWait(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	src := writeRandomFile(t, dir, "data.bin", 64<<10, 5)
+	seed := newTestPeer(t)
+	tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := newTestPeer(t)
+	dead := gone.Addrs()[0]
+	gone.Close()
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	out := filepath.Join(dir, "out")
+	if _, err := newTestPeer(t).Fetch(fctx, tk, out, WithPeers(dead)); err != nil {
+		t.Fatalf("fetch beside a dead peer: %v", err)
+	}
+	sameFile(t, src, filepath.Join(out, "data.bin"))
+}

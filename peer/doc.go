@@ -315,7 +315,9 @@
 // [RootCID] (CID v1, raw codec, blake3 multihash of the root id) and
 // announced again every [Discovery].Reannounce. [Service.FetchRoot]
 // fetches by root id alone: [Service.FindProviders] looks the root up, and
-// a running fetch keeps looking up providers and takes them as sources.
+// a running fetch keeps looking up providers and takes them as sources. A
+// [Service.Fetch] that reaches none of its ticket's peers looks the root up
+// too before it gives up.
 // The default is a private DHT, protocol prefix [DHTPrefix] (/reconcile),
 // joined through [Discovery].Bootstrap peers, so neither tests nor users touch
 // the public network unless they ask; [Discovery].Amino joins the public

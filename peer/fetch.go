@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/reconcile-p2p/reconcile/chunker"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/swarm"
@@ -24,7 +26,12 @@ import (
 // stored; blocks are served to other peers while the fetch runs and
 // afterwards, until Close or Unserve. If out already holds a store of the
 // same content, the fetch resumes from its verified blocks; if that store is
-// complete, Fetch serves it and returns without any network work.
+// complete, Fetch serves it and returns without any network work. A fetch
+// that reaches none of the ticket's and WithPeers peers, and holds no
+// manifest of the content yet, looks the root up in the DHT and on the LAN
+// (when the service runs either) for up to 30 s, as FetchRoot does, and
+// fetches from the providers it finds: fetchers that went on seeding after
+// the ticket's seed left.
 //
 // Outputs are never half-true. One fetch at a time writes to out (a second
 // one fails at once with chunker.ErrLocked, naming the first). Until the
@@ -44,6 +51,13 @@ import (
 // full disk) as they come. On error, every verified block stays in out's
 // state, and the same call resumes.
 func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...FetchOption) (*Summary, error) {
+	return p.fetch(ctx, t, out, true, opts)
+}
+
+// fetch is Fetch; lookup says whether a fetch that reaches none of its
+// peers looks up other providers of the content (FetchRoot has looked
+// already).
+func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, opts []FetchOption) (*Summary, error) {
 	fc, err := newFetchConfig(opts)
 	if err != nil {
 		return nil, err
@@ -78,12 +92,34 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 	// The fetch's streams, the manifest's first, count their bytes in one
 	// counter (Summary.WireBytesReceived).
 	ctx = wire.WithCounter(ctx, new(wire.Counter))
-	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources, fc.Events)
+	late := &lateSources{lib: p.lib, root: t.Root}
+	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources, fc.Events, late.add)
+	// When the ticket's peers are gone (none reached, or none sends the
+	// manifest), others may hold the content: the fetchers that went on
+	// seeding it. They are looked up once.
+	lookup = lookup && st == nil && p.discoveryOf() != nil
+	looked := false
+	lookMore := func() []lpeer.ID {
+		if !lookup || looked {
+			return nil
+		}
+		looked = true
+		more := p.providerSources(ctx, t.Root, fc, late)
+		srcs = dedup(slices.Sorted(slices.Values(append(srcs, more...))))
+		return more
+	}
+	if len(srcs) == 0 {
+		lookMore()
+	}
 	if len(srcs) == 0 && (st == nil || !serve.IsBlockMethod(fc.Method)) {
 		if st != nil {
 			st.Close()
 		}
-		return nil, fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.Peers)+len(fc.Sources)))
+		err := fmt.Errorf("%w: could not connect to %s", ErrNoPeers, anyOf(len(t.Peers)+len(fc.Peers)+len(fc.Sources)))
+		if looked {
+			err = fmt.Errorf("%w, nor to a provider found in the DHT or on the LAN", err)
+		}
+		return nil, err
 	}
 	var m *chunker.Manifest
 	if st != nil {
@@ -93,7 +129,13 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 			// A folder's older stores stay until the new one is published.
 			basis, _ = chunker.StateManifest(filepath.Join(out, chunker.MetaDir, older[0].String()), p.cfg.Limits.MaxManifestBytes)
 		}
-		if m, err = p.nd.FetchManifest(ctx, t.Root, srcs, basis); err != nil {
+		m, err = p.nd.FetchManifest(ctx, t.Root, srcs, basis)
+		if errors.Is(err, ErrNoPeers) {
+			if more := lookMore(); len(more) > 0 {
+				m, err = p.nd.FetchManifest(ctx, t.Root, more, basis)
+			}
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -128,6 +170,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		return nil, fmt.Errorf("peer: %w", err)
 	}
 	// The runs an edit fell in, as deltas against the older bytes there.
+	srcs = late.take(srcs)
 	var ds swarm.DeltaStats
 	if len(reused.Bases) > 0 && serve.IsBlockMethod(fc.Method) && !fc.NoDeltas {
 		if ds, err = p.nd.FetchDeltas(ctx, st, reused.Bases, srcs); err != nil {
@@ -139,7 +182,7 @@ func (p *Service) Fetch(ctx context.Context, t Ticket, out string, opts ...Fetch
 		st.Close()
 		return nil, err
 	}
-	sum, err := p.nd.FetchServed(ctx, m.ID(), srcs, fc, start)
+	sum, err := p.nd.FetchServed(ctx, m.ID(), late.take(srcs), fc, start)
 	if sum != nil {
 		sum.ReusedBlocks, sum.ReusedBytes = reused.Blocks, reused.Bytes
 		sum.DeltaBlocks, sum.DeltaBytes = ds.Blocks, ds.Bytes
@@ -177,7 +220,8 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
 	ctx = wire.WithCounter(ctx, new(wire.Counter)) // as Fetch's
-	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources, fc.Events)
+	late := &lateSources{lib: p.lib, root: root}
+	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources, fc.Events, late.add)
 	if !serve.IsBlockMethod(fc.Method) && c.AltSet() == nil {
 		alt, err := p.cl.fetchAlt(ctx, fc.Method, root, srcs, c.Man)
 		if err != nil {
@@ -185,7 +229,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		}
 		c.SetAlt(alt)
 	}
-	return p.nd.FetchServed(ctx, root, srcs, fc, start)
+	return p.nd.FetchServed(ctx, root, late.take(srcs), fc, start)
 }
 
 // openOutput opens the store in out for root, or returns nil if out holds

@@ -167,5 +167,20 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 	if len(reached) == 0 {
 		reached = infos // let Fetch report why
 	}
-	return p.Fetch(ctx, Ticket{Root: root, Peers: reached}, out, opts...)
+	return p.fetch(ctx, Ticket{Root: root, Peers: reached}, out, false, opts)
+}
+
+// fallbackLookup is how long a fetch that reached none of its ticket's
+// peers looks for other providers of the content.
+const fallbackLookup = 30 * time.Second
+
+// providerSources looks up providers of root (DHT, LAN) for up to
+// fallbackLookup, as FetchRoot does, and returns those it connects to.
+func (p *Service) providerSources(ctx context.Context, root chunker.ID, fc swarm.FetchConfig, late *lateSources) []lpeer.ID {
+	infos, err := p.findProviders(ctx, root, fallbackLookup, fc.Lookup)
+	if err != nil {
+		p.log.Info("no other provider", "root", root, "err", err)
+		return nil
+	}
+	return p.cl.connectAll(ctx, infos, nil, nil, fc.Events, late.add)
 }

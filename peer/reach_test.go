@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -87,5 +88,56 @@ func TestFetchRootThroughDHT(t *testing.T) {
 	}
 	if len(sum.Peers) != 1 || sum.Peers[0].Path != PathDirect {
 		t.Fatalf("peers %+v, want the seed over a direct path", sum.Peers)
+	}
+}
+
+// A fetch whose ticket names a seed that has left looks the root up and
+// fetches from a fetcher that went on seeding it (its provider record came
+// through the DHT while the seed was up).
+func TestFetchTicketSeedGone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three DHT nodes and waits out the dials of a closed seed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	file := writeRandomFile(t, dir, "f.bin", 256<<10, 11)
+	seed := newTestPeer(t, WithReach(Reach{}), WithDiscovery(Discovery{DHT: DHTServer}))
+	boot := []AddrInfo{{ID: seed.ID(), Addrs: seed.Host().Addrs()}}
+	tk, err := seed.Seed(ctx, file, WithBlockSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := newTestPeer(t, WithDiscovery(Discovery{DHT: DHTServer, Bootstrap: boot}))
+	late := newTestPeer(t, WithDiscovery(Discovery{DHT: DHTServer, Bootstrap: boot}))
+	if _, err := first.Fetch(ctx, tk, filepath.Join(dir, "first")); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for first's provider record to reach late (first serves what it
+	// fetched and announces it).
+	for {
+		infos, err := late.FindProviders(ctx, tk.Root, 2*time.Second)
+		if ctx.Err() != nil {
+			t.Fatalf("first's record never came: %v", err)
+		}
+		if slices.ContainsFunc(infos, func(ai AddrInfo) bool { return ai.ID == first.ID() }) {
+			break
+		}
+	}
+	seed.Close()
+	start := time.Now()
+	sum, err := late.Fetch(ctx, tk, filepath.Join(dir, "late"))
+	t.Logf("fetched in %v", time.Since(start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, file, filepath.Join(dir, "late", "f.bin"))
+	// The seed may be listed too (dropped, unreachable) when the fetch
+	// began while its connection was still open; every block came from
+	// the first fetcher.
+	for _, ps := range sum.Peers {
+		if (ps.Peer == first.ID().String()) != (ps.Blocks == sum.Blocks) {
+			t.Fatalf("peers %+v, want every block from the first fetcher", sum.Peers)
+		}
 	}
 }

@@ -302,7 +302,7 @@ func TestE2EErrors(t *testing.T) {
 		before string // a progress line before the error, if any
 	}{
 		{"bad ticket", []string{"fetch", "not-a-ticket", "--out", dir}, "bad ticket", ""},
-		{"no peer", []string{"fetch", dead, "--out", filepath.Join(dir, "o"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no reachable peer",
+		{"no peer", []string{"fetch", dead, "--out", filepath.Join(dir, "o"), "--listen", "/ip4/127.0.0.1/tcp/0", "--no-dht", "--no-mdns"}, "no reachable peer",
 			"fetch: cannot reach peer " + shortID(id.String()) + " yet ([" + addr + "] dial tcp4 127.0.0.1:"},
 		{"bad method", []string{"fetch", dead, "--method", "magic"}, "--method", ""},
 		{"missing file", []string{"seed", filepath.Join(dir, "nope"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no such file", ""},

@@ -148,9 +148,9 @@ func runFetch(c *cli.Context) error {
 	if c.Bool("join-near") {
 		opts = append(opts, peer.WithJoinNear())
 	}
-	if rootOnly {
-		opts = append(opts, peer.WithLookupProgress(lookupProgress(pr, tk.Root.String()[:16])))
-	}
+	// A fetch by root looks its peers up; a fetch whose ticket's peers are
+	// all gone does too.
+	opts = append(opts, peer.WithLookupProgress(lookupProgress(pr, tk.Root.String()[:16])))
 	pr.Status(connecting)
 	progress := func(x peer.Progress) { pr.Update(fetchProgress(x)) }
 	var ttfbLog io.Writer // -v logs the time to the first block, off a bar
