@@ -20,15 +20,28 @@ import (
 // reached.
 const reachGrace = 500 * time.Millisecond
 
+// dialHooks is what connectAll tells its caller as it dials, and when it
+// may return.
+type dialHooks struct {
+	// events hears of each peer whose first dial failed
+	// (FetchPeerUnreachable) until connectAll returns, one call at a time.
+	events func(FetchEvent)
+	// late takes each peer reached after connectAll returned.
+	late func(lpeer.ID)
+	// early makes connectAll return, none reached, once every dial has
+	// failed once: the caller looks for other peers meanwhile, and the
+	// retries go on (for late).
+	early bool
+}
+
 // connectAll dials the given peers in parallel and returns the peers reached
 // with the ids of known (already connected, or in the peerstore) that are
 // not banned, sorted and without duplicates. It returns once every dial has
 // ended, or reachGrace after the first peer was reached: a peer that does
-// not answer costs a fetch no wait when another does. The dials still going
-// on then go on (connectRetry), and each peer they reach is given to late,
-// if not nil. events, if not nil, hears of each peer whose first dial failed
-// (FetchPeerUnreachable) until connectAll returns, one call at a time.
-func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID, events func(FetchEvent), late func(lpeer.ID)) []lpeer.ID {
+// not answer costs a fetch no wait when another does (and, with h.early,
+// once every dial has failed once). The dials still going on then go on
+// (connectRetry), and each peer they reach is given to h.late, if not nil.
+func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra []ma.Multiaddr, known []lpeer.ID, h dialHooks) []lpeer.ID {
 	all := append([]lpeer.AddrInfo(nil), infos...)
 	for _, a := range extra {
 		ai, err := lpeer.AddrInfoFromP2pAddr(a)
@@ -39,13 +52,15 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 		all = append(all, *ai)
 	}
 	type dialed struct {
-		id lpeer.ID
-		ok bool
+		id      lpeer.ID
+		ok      bool
+		retried bool // its first dial failed (a message on failed)
 	}
 	var (
-		mu       sync.Mutex // serializes events; returned and the sends on results
+		mu       sync.Mutex // serializes events; returned and the sends on results and failed
 		returned bool       // connectAll has returned: late takes the peers reached
 		results  = make(chan dialed, len(all))
+		failed   = make(chan struct{}, len(all)) // a first dial failed
 		n        int
 	)
 	for _, ai := range all {
@@ -54,11 +69,17 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 		}
 		n++
 		go func() {
+			retried := false
 			retrying := func(err error) {
 				mu.Lock()
 				defer mu.Unlock()
-				if events != nil && !returned {
-					events(FetchEvent{Kind: FetchPeerUnreachable, Peer: ai.ID, Block: -1, Err: err})
+				retried = true
+				if returned {
+					return
+				}
+				failed <- struct{}{}
+				if h.events != nil {
+					h.events(FetchEvent{Kind: FetchPeerUnreachable, Peer: ai.ID, Block: -1, Err: err})
 				}
 			}
 			err := p.connectRetry(ctx, ai, retrying)
@@ -69,30 +90,37 @@ func (p *client) connectAll(ctx context.Context, infos []lpeer.AddrInfo, extra [
 			}
 			mu.Lock()
 			if !returned {
-				results <- dialed{ai.ID, err == nil} // buffered for every dial
+				results <- dialed{ai.ID, err == nil, retried} // buffered for every dial
 				mu.Unlock()
 				return
 			}
 			mu.Unlock()
-			if err == nil && late != nil {
-				late(ai.ID)
+			if err == nil && h.late != nil {
+				h.late(ai.ID)
 			}
 		}()
 	}
 	var (
-		ok    []lpeer.ID
-		grace <-chan time.Time
+		ok             []lpeer.ID
+		grace          <-chan time.Time
+		done, outcomes int // dials ended; dials ended or failed once
 	)
 wait:
-	for done := 0; done < n; done++ {
+	for done < n && !(h.early && len(ok) == 0 && outcomes == n) {
 		select {
 		case r := <-results:
+			done++
+			if !r.retried {
+				outcomes++
+			}
 			if r.ok {
 				ok = append(ok, r.id)
 				if grace == nil {
 					grace = p.clk.After(reachGrace)
 				}
 			}
+		case <-failed:
+			outcomes++
 		case <-grace:
 			break wait
 		}
@@ -118,14 +146,34 @@ wait:
 // returned: each goes to the content's running fetch, or waits for the
 // fetch to start (take).
 type lateSources struct {
-	lib  *serve.Library
-	root chunker.ID
-	mu   sync.Mutex
-	ids  []lpeer.ID
+	lib     *serve.Library
+	root    chunker.ID
+	mu      sync.Mutex
+	ids     []lpeer.ID
+	reached context.Context // done at the first add (reachedCtx)
+	done    context.CancelFunc
+}
+
+// reachedCtx returns a context that is done once a peer was added.
+func (l *lateSources) reachedCtx() context.Context {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.initLocked()
+	return l.reached
+}
+
+func (l *lateSources) initLocked() {
+	if l.reached == nil {
+		l.reached, l.done = context.WithCancel(context.Background())
+	}
 }
 
 // add gives id to the running fetch of the content, or keeps it for take.
 func (l *lateSources) add(id lpeer.ID) {
+	l.mu.Lock()
+	l.initLocked()
+	l.done()
+	l.mu.Unlock()
 	if c := l.lib.Lookup(l.root[:]); c != nil {
 		if f := c.RunningFetch(); f != nil {
 			f.AddSource(id)

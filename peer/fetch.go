@@ -92,12 +92,13 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	// The fetch's streams, the manifest's first, count their bytes in one
 	// counter (Summary.WireBytesReceived).
 	ctx = wire.WithCounter(ctx, new(wire.Counter))
-	late := &lateSources{lib: p.lib, root: t.Root}
-	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources, fc.Events, late.add)
 	// When the ticket's peers are gone (none reached, or none sends the
 	// manifest), others may hold the content: the fetchers that went on
-	// seeding it. They are looked up once.
+	// seeding it. They are looked up once, while the ticket's peers are
+	// dialled again.
 	lookup = lookup && st == nil && p.discoveryOf() != nil
+	late := &lateSources{lib: p.lib, root: t.Root}
+	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources, dialHooks{events: fc.Events, late: late.add, early: lookup})
 	looked := false
 	lookMore := func() []lpeer.ID {
 		if !lookup || looked {
@@ -111,6 +112,7 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	if len(srcs) == 0 {
 		lookMore()
 	}
+	srcs = late.take(srcs) // the ticket's peers reached meanwhile
 	if len(srcs) == 0 && (st == nil || !serve.IsBlockMethod(fc.Method)) {
 		if st != nil {
 			st.Close()
@@ -221,7 +223,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 	}
 	ctx = wire.WithCounter(ctx, new(wire.Counter)) // as Fetch's
 	late := &lateSources{lib: p.lib, root: root}
-	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources, fc.Events, late.add)
+	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources, dialHooks{events: fc.Events, late: late.add})
 	if !serve.IsBlockMethod(fc.Method) && c.AltSet() == nil {
 		alt, err := p.cl.fetchAlt(ctx, fc.Method, root, srcs, c.Man)
 		if err != nil {

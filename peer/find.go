@@ -171,16 +171,30 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 }
 
 // fallbackLookup is how long a fetch that reached none of its ticket's
-// peers looks for other providers of the content.
-const fallbackLookup = 30 * time.Second
+// peers looks for other providers of the content; as long as its dials of
+// those peers go on (connectRetry) when its DHT knows no peer (only the
+// LAN is then looked at).
+const (
+	fallbackLookup      = 30 * time.Second
+	fallbackLookupAlone = 15 * time.Second
+)
 
 // providerSources looks up providers of root (DHT, LAN) for up to
-// fallbackLookup, as FetchRoot does, and returns those it connects to.
+// fallbackLookup, as FetchRoot does, and returns those it connects to. A
+// peer late takes (one of the ticket's, reached at last) ends the lookup.
 func (p *Service) providerSources(ctx context.Context, root chunker.ID, fc swarm.FetchConfig, late *lateSources) []lpeer.ID {
-	infos, err := p.findProviders(ctx, root, fallbackLookup, fc.Lookup)
+	wait := fallbackLookup
+	if d := p.DHT(); d == nil || d.RoutingTable().Size() == 0 {
+		wait = fallbackLookupAlone
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(late.reachedCtx(), cancel)
+	defer stop()
+	infos, err := p.findProviders(ctx, root, wait, fc.Lookup)
 	if err != nil {
 		p.log.Info("no other provider", "root", root, "err", err)
 		return nil
 	}
-	return p.cl.connectAll(ctx, infos, nil, nil, fc.Events, late.add)
+	return p.cl.connectAll(ctx, infos, nil, nil, dialHooks{events: fc.Events, late: late.add})
 }

@@ -150,7 +150,7 @@ func runFetch(c *cli.Context) error {
 	}
 	// A fetch by root looks its peers up; a fetch whose ticket's peers are
 	// all gone does too.
-	opts = append(opts, peer.WithLookupProgress(lookupProgress(pr, tk.Root.String()[:16])))
+	opts = append(opts, peer.WithLookupProgress(lookupProgress(pr, tk.Root.String()[:16], rootOnly)))
 	pr.Status(connecting)
 	progress := func(x peer.Progress) { pr.Update(fetchProgress(x)) }
 	var ttfbLog io.Writer // -v logs the time to the first block, off a bar
@@ -338,16 +338,22 @@ func printSummary(w io.Writer, s *peer.Summary) {
 	}
 }
 
-// lookupProgress shows the search for a root's providers (fetch ROOT) from
-// its first second: on a bar, in its status; in plain mode, a line after a
-// second and every 5 s. A DHT that knows no peer is said so, with the fix.
-func lookupProgress(pr *cliutil.Progress, root string) func(peer.Lookup) {
+// lookupProgress shows the search for a root's providers (fetch ROOT, or a
+// fetch whose ticket's peers are gone) from its first second: on a bar, in
+// its status; in plain mode, a line after a second and every 5 s. A DHT that
+// knows no peer is said so, with the fix (the ticket too, for a fetch by
+// root alone).
+func lookupProgress(pr *cliutil.Progress, root string, rootOnly bool) func(peer.Lookup) {
 	var mu sync.Mutex
 	next := 1.0
+	fix := "give --bootstrap ADDR of a reconcile relay"
+	if rootOnly {
+		fix += ", or the ticket"
+	}
 	return func(l peer.Lookup) {
 		line := fmt.Sprintf("looking for peers that have %s…: %s asked, %s found, %.0f s", root, cliutil.Count(l.Asked, "DHT peer"), cliutil.Count(l.Found, "provider"), l.Seconds)
 		if l.Known == 0 && l.Seconds >= 2 {
-			line += " (the DHT knows no peer: give --bootstrap ADDR of a reconcile relay, or the ticket)"
+			line += " (the DHT knows no peer: " + fix + ")"
 		}
 		switch pr.Mode() {
 		case cliutil.ProgressBar:

@@ -115,7 +115,7 @@ func TestSeedPrivateRelayWarns(t *testing.T) {
 // then every 5 s, and a DHT that knows no peer is said so, with the fix.
 func TestLookupProgress(t *testing.T) {
 	pr, buf, _ := newTestProgress(cliutil.ProgressPlain)
-	show := lookupProgress(pr, "0123456789abcdef")
+	show := lookupProgress(pr, "0123456789abcdef", true)
 	show(peer.Lookup{Seconds: 0.2})
 	show(peer.Lookup{Asked: 3, Known: 5, Seconds: 1.1})
 	show(peer.Lookup{Asked: 4, Known: 5, Seconds: 2})
@@ -125,5 +125,12 @@ func TestLookupProgress(t *testing.T) {
 		"fetch: looking for peers that have 0123456789abcdef…: 9 DHT peers asked, 1 provider found, 6 s (the DHT knows no peer: give --bootstrap ADDR of a reconcile relay, or the ticket)\n"
 	if got != want {
 		t.Fatalf("plain lines:\n%q\nwant\n%q", got, want)
+	}
+	// A fetch with a ticket whose peers are gone: no hint to give one.
+	pr, buf, _ = newTestProgress(cliutil.ProgressPlain)
+	show = lookupProgress(pr, "0123456789abcdef", false)
+	show(peer.Lookup{Asked: 0, Known: 0, Seconds: 2.5})
+	if got, want := buf.String(), "fetch: looking for peers that have 0123456789abcdef…: 0 DHT peers asked, 0 providers found, 2 s (the DHT knows no peer: give --bootstrap ADDR of a reconcile relay)\n"; got != want {
+		t.Fatalf("plain line:\n%q\nwant\n%q", got, want)
 	}
 }
