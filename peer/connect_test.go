@@ -16,12 +16,7 @@ func TestFetchTellsUnreachable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	src := writeRandomFile(t, dir, "data.bin", 64<<10, 3)
-	seed := newTestPeer(t)
-	tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed, tk, _ := seedFile(t, dir, 64<<10, 16<<10)
 	seed.Close() // its port now refuses
 	fetcher := newTestPeer(t)
 	var (
@@ -31,7 +26,7 @@ func TestFetchTellsUnreachable(t *testing.T) {
 	fctx, stop := context.WithCancel(ctx)
 	defer stop()
 	start := time.Now()
-	_, err = fetcher.Fetch(fctx, tk, filepath.Join(dir, "out"), WithFetchEvents(func(ev FetchEvent) {
+	_, err := fetcher.Fetch(fctx, tk, filepath.Join(dir, "out"), WithFetchEvents(func(ev FetchEvent) {
 		mu.Lock()
 		evs = append(evs, ev)
 		mu.Unlock()
@@ -63,12 +58,7 @@ func TestFetchDeadPeerNoWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	src := writeRandomFile(t, dir, "data.bin", 64<<10, 5)
-	seed := newTestPeer(t)
-	tk, err := seed.Seed(ctx, src, WithBlockSize(16<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tk, src := seedFile(t, dir, 64<<10, 16<<10)
 	gone := newTestPeer(t)
 	dead := gone.Addrs()[0]
 	gone.Close()

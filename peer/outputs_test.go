@@ -41,13 +41,9 @@ func TestFetchOutputUnderFile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dir := t.TempDir()
-	seed := newTestPeer(t)
-	tk, err := seed.Seed(ctx, writeRandomFile(t, dir, "data.bin", 32<<10, 4), WithBlockSize(16<<10))
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, tk, _ := seedFile(t, dir, 32<<10, 16<<10)
 	file := writeRandomFile(t, dir, "afile", 10, 5)
-	_, err = newTestPeer(t).Fetch(ctx, tk, filepath.Join(file, "sub"), WithOutFile())
+	_, err := newTestPeer(t).Fetch(ctx, tk, filepath.Join(file, "sub"), WithOutFile())
 	if err == nil || errors.Is(err, chunker.ErrLocked) || strings.Contains(err.Error(), "wait for") || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("fetch into a path under a file: %v, want its not-a-directory error alone", err)
 	}
