@@ -138,42 +138,31 @@ wait:
 			ok = append(ok, id)
 		}
 	}
-	slices.Sort(ok)
-	return dedup(ok)
+	return uniqueIDs(ok)
 }
 
 // lateSources takes the peers a fetch's connectAll reached after it
 // returned: each goes to the content's running fetch, or waits for the
 // fetch to start (take).
 type lateSources struct {
-	lib     *serve.Library
-	root    chunker.ID
+	lib  *serve.Library
+	root chunker.ID
+	// reached is done once a peer was added (found cancels it).
+	reached context.Context
+	found   context.CancelFunc
 	mu      sync.Mutex
 	ids     []lpeer.ID
-	reached context.Context // done at the first add (reachedCtx)
-	done    context.CancelFunc
 }
 
-// reachedCtx returns a context that is done once a peer was added.
-func (l *lateSources) reachedCtx() context.Context {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.initLocked()
-	return l.reached
-}
-
-func (l *lateSources) initLocked() {
-	if l.reached == nil {
-		l.reached, l.done = context.WithCancel(context.Background())
-	}
+// newLateSources returns the late peers of the fetch of root.
+func newLateSources(lib *serve.Library, root chunker.ID) *lateSources {
+	reached, found := context.WithCancel(context.Background())
+	return &lateSources{lib: lib, root: root, reached: reached, found: found}
 }
 
 // add gives id to the running fetch of the content, or keeps it for take.
 func (l *lateSources) add(id lpeer.ID) {
-	l.mu.Lock()
-	l.initLocked()
-	l.done()
-	l.mu.Unlock()
+	l.found()
 	if c := l.lib.Lookup(l.root[:]); c != nil {
 		if f := c.RunningFetch(); f != nil {
 			f.AddSource(id)
@@ -192,8 +181,7 @@ func (l *lateSources) take(srcs []lpeer.ID) []lpeer.ID {
 	defer l.mu.Unlock()
 	srcs = append(srcs, l.ids...)
 	l.ids = nil
-	slices.Sort(srcs)
-	return dedup(srcs)
+	return uniqueIDs(srcs)
 }
 
 // connectRetry dials ai, and again after a growing random pause (from about
@@ -237,12 +225,8 @@ func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo, retrying f
 	}
 }
 
-func dedup(ids []lpeer.ID) []lpeer.ID {
-	out := ids[:0]
-	for i, id := range ids {
-		if i == 0 || id != ids[i-1] {
-			out = append(out, id)
-		}
-	}
-	return out
+// uniqueIDs sorts ids and drops the duplicates, in place.
+func uniqueIDs(ids []lpeer.ID) []lpeer.ID {
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }

@@ -97,7 +97,7 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	// seeding it. They are looked up once, while the ticket's peers are
 	// dialled again.
 	lookup = lookup && st == nil && p.discoveryOf() != nil
-	late := &lateSources{lib: p.lib, root: t.Root}
+	late := newLateSources(p.lib, t.Root)
 	srcs := p.cl.connectAll(ctx, t.Peers, fc.Peers, fc.Sources, dialHooks{events: fc.Events, late: late.add, early: lookup})
 	looked := false
 	lookMore := func() []lpeer.ID {
@@ -106,7 +106,7 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 		}
 		looked = true
 		more := p.providerSources(ctx, t.Root, fc, late)
-		srcs = dedup(slices.Sorted(slices.Values(append(srcs, more...))))
+		srcs = uniqueIDs(append(srcs, more...))
 		return more
 	}
 	if len(srcs) == 0 {
@@ -222,7 +222,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		return nil, fmt.Errorf("peer: content %s is not served: %w", root, ErrUnknownRoot)
 	}
 	ctx = wire.WithCounter(ctx, new(wire.Counter)) // as Fetch's
-	late := &lateSources{lib: p.lib, root: root}
+	late := newLateSources(p.lib, root)
 	srcs := p.cl.connectAll(ctx, nil, fc.Peers, fc.Sources, dialHooks{events: fc.Events, late: late.add})
 	if !serve.IsBlockMethod(fc.Method) && c.AltSet() == nil {
 		alt, err := p.cl.fetchAlt(ctx, fc.Method, root, srcs, c.Man)

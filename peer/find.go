@@ -189,7 +189,7 @@ func (p *Service) providerSources(ctx context.Context, root chunker.ID, fc swarm
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(late.reachedCtx(), cancel)
+	stop := context.AfterFunc(late.reached, cancel)
 	defer stop()
 	infos, err := p.findProviders(ctx, root, wait, fc.Lookup)
 	if err != nil {
