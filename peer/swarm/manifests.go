@@ -36,6 +36,10 @@ const minManifestDelta = 16 << 10
 // (wire.ProtoManifestDelta), and for the whole manifest when that fails.
 func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.ID, basis *chunker.Manifest) (*chunker.Manifest, error) {
 	var errs []error
+	old, sig := manifestBasis(basis)
+	if basis != nil && sig == nil {
+		p.log.Debug("no manifest delta: the older manifest is small or its signature over the bound")
+	}
 	retry := srcs
 	for round := range manifestTries {
 		if round > 0 {
@@ -49,8 +53,8 @@ func (p *Node) FetchManifest(ctx context.Context, root chunker.ID, srcs []lpeer.
 		}
 		var again []lpeer.ID
 		for _, id := range retry {
-			if basis != nil && basis.EncodedLen() >= minManifestDelta && round == 0 {
-				m, err := p.fetchManifestDelta(ctx, root, id, basis)
+			if sig != nil && round == 0 {
+				m, err := p.fetchManifestDelta(ctx, root, id, old, sig)
 				if err == nil {
 					return m, nil
 				}
@@ -154,20 +158,29 @@ func (p *Node) OfferManifest(ctx context.Context, id lpeer.ID, m *chunker.Manife
 	return err
 }
 
-// fetchManifestDelta asks id for the manifest of root as a delta against
-// basis, and checks what it rebuilds against the root.
-func (p *Node) fetchManifestDelta(ctx context.Context, root chunker.ID, id lpeer.ID, basis *chunker.Manifest) (*chunker.Manifest, error) {
+// manifestBasis returns the encoding of basis, an older manifest, and its
+// signature, for a manifest to come as a delta against it: nil when there is
+// none, it is under minManifestDelta bytes, or its signature is over
+// delta.MaxSignatureLen.
+func manifestBasis(basis *chunker.Manifest) (old, sig []byte) {
+	if basis == nil || basis.EncodedLen() < minManifestDelta {
+		return nil, nil
+	}
 	old, err := basis.MarshalBinary()
 	if err != nil {
-		return nil, err
+		return nil, nil
 	}
-	sig, err := delta.Signature(bytes.NewReader(old), int64(len(old)))
-	if err != nil {
-		return nil, err
+	sig, err = delta.Signature(bytes.NewReader(old), int64(len(old)))
+	if err != nil || len(sig) > delta.MaxSignatureLen {
+		return nil, nil
 	}
-	if len(sig) > delta.MaxSignatureLen {
-		return nil, fmt.Errorf("an older manifest of %d bytes: its signature is over the bound", len(old))
-	}
+	return old, sig
+}
+
+// fetchManifestDelta asks id for the manifest of root as a delta against
+// old, an older manifest whose signature is sig, and checks what it
+// rebuilds against the root.
+func (p *Node) fetchManifestDelta(ctx context.Context, root chunker.ID, id lpeer.ID, old, sig []byte) (*chunker.Manifest, error) {
 	cs, err := p.Request(ctx, id, wire.ProtoManifestDelta, root, false)
 	if err != nil {
 		return nil, err
