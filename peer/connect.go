@@ -184,8 +184,11 @@ func (l *lateSources) take(srcs []lpeer.ID) []lpeer.ID {
 	return uniqueIDs(srcs)
 }
 
+// dialRetryFor is how long connectRetry dials a peer again.
+const dialRetryFor = 15 * time.Second
+
 // connectRetry dials ai, and again after a growing random pause (from about
-// 50 ms to 2 s) while dials fail, for up to 15 s. Two hosts that dial each
+// 50 ms to 2 s) while dials fail, for up to dialRetryFor. Two hosts that dial each
 // other at the same moment from their listening ports (TCP with port reuse)
 // can meet in one "simultaneous open" connection in which both run the TLS
 // client side and both dials fail; the random pause lets one of them win
@@ -194,7 +197,7 @@ func (l *lateSources) take(srcs []lpeer.ID) []lpeer.ID {
 // before a retry (on a host built on go-libp2p's swarm), or the retry would
 // not dial at all. retrying hears of the first failed dial.
 func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo, retrying func(error)) error {
-	cctx, cancel := clock.WithTimeout(ctx, p.clk, 15*time.Second)
+	cctx, cancel := clock.WithTimeout(ctx, p.clk, dialRetryFor)
 	defer cancel()
 	if r, ok := p.h.(interface {
 		ReachRelays(context.Context, lpeer.AddrInfo)

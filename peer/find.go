@@ -171,13 +171,10 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 }
 
 // fallbackLookup is how long a fetch that reached none of its ticket's
-// peers looks for other providers of the content; as long as its dials of
-// those peers go on (connectRetry) when its DHT knows no peer (only the
-// LAN is then looked at).
-const (
-	fallbackLookup      = 30 * time.Second
-	fallbackLookupAlone = 15 * time.Second
-)
+// peers looks for other providers of the content. When its DHT knows no
+// peer, only the LAN is looked at, for as long as the ticket's peers are
+// dialled again (dialRetryFor).
+const fallbackLookup = 30 * time.Second
 
 // providerSources looks up providers of root (DHT, LAN) for up to
 // fallbackLookup, as FetchRoot does, and returns those it connects to. A
@@ -185,7 +182,7 @@ const (
 func (p *Service) providerSources(ctx context.Context, root chunker.ID, fc swarm.FetchConfig, late *lateSources) []lpeer.ID {
 	wait := fallbackLookup
 	if d := p.DHT(); d == nil || d.RoutingTable().Size() == 0 {
-		wait = fallbackLookupAlone
+		wait = dialRetryFor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
