@@ -188,9 +188,9 @@ func (l *lateSources) take(srcs []lpeer.ID) []lpeer.ID {
 const dialRetryFor = 15 * time.Second
 
 // connectRetry dials ai, and again after a growing random pause (from about
-// 50 ms to 2 s) while dials fail, for up to dialRetryFor. Two hosts that dial each
-// other at the same moment from their listening ports (TCP with port reuse)
-// can meet in one "simultaneous open" connection in which both run the TLS
+// 50 ms to 2 s) while dials fail, for up to dialRetryFor. Two hosts that
+// dial each other at the same moment from their listening ports (TCP with
+// port reuse) can meet in one "simultaneous open" connection in which both run the TLS
 // client side and both dials fail; the random pause lets one of them win
 // the next time. A host under load refuses handshakes for a while; the
 // growing pause waits it out. The swarm's dial backoff for ai is cleared
