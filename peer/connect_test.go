@@ -55,17 +55,15 @@ func TestFetchTellsUnreachable(t *testing.T) {
 // one that does starts without waiting out the dials of the first (15 s):
 // it ends well within a context of 10 s.
 func TestFetchDeadPeerNoWait(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	dir := t.TempDir()
 	_, tk, src := seedFile(t, dir, 64<<10, 16<<10)
 	gone := newTestPeer(t)
 	dead := gone.Addrs()[0]
 	gone.Close()
-	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer fcancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	out := filepath.Join(dir, "out")
-	if _, err := newTestPeer(t).Fetch(fctx, tk, out, WithPeers(dead)); err != nil {
+	if _, err := newTestPeer(t).Fetch(ctx, tk, out, WithPeers(dead)); err != nil {
 		t.Fatalf("fetch beside a dead peer: %v", err)
 	}
 	sameFile(t, src, filepath.Join(out, "data.bin"))
