@@ -178,7 +178,7 @@
 // # Protocols
 //
 // All under /reconcile/1/: manifest, reconcile, blocks, peers, push, adopt, offer,
-// join and delta (see the Proto constants). Every stream carries length-prefixed
+// join, delta and manifest-delta (see the Proto constants). Every stream carries length-prefixed
 // frames with a limit per frame ([Limits]) and buffers that grow only as bytes
 // arrive; every read and write has a deadline ([WithStreamIdle]). A malformed or
 // oversized message resets the stream; a stream that times out or is reset is
