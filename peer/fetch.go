@@ -77,6 +77,10 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	if err != nil {
 		return nil, err
 	}
+	var olderMans []*chunker.Manifest // a folder's other contents (older versions)
+	if !fileMode {
+		olderMans = stateManifests(out, older, p.cfg.Limits.MaxManifestBytes)
+	}
 	if st != nil && st.Complete() {
 		if _, err := st.Publish(chunker.PublishOptions{Delete: fc.Delete}); err != nil {
 			st.Close()
@@ -127,9 +131,9 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	if st != nil {
 		m = st.Manifest()
 	} else {
-		if basis == nil && !fileMode && len(older) > 0 {
+		if basis == nil && len(olderMans) > 0 {
 			// A folder's older stores stay until the new one is published.
-			basis, _ = chunker.StateManifest(filepath.Join(out, chunker.MetaDir, older[0].String()), p.cfg.Limits.MaxManifestBytes)
+			basis = olderMans[0]
 		}
 		m, err = p.nd.FetchManifest(ctx, t.Root, srcs, basis)
 		if errors.Is(err, ErrNoPeers) {
@@ -165,8 +169,10 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 		}
 	}
 	// The blocks local files hold: the older version at the final names
-	// first, then the WithReuse paths.
-	reused, err := st.Reuse(ctx, append([]string{st.FinalPath(m.Top())}, fc.Reuse...), fc.ReuseProgress)
+	// first, then the other contents fetched into the output folder (an
+	// older version whose top folder or file had another name), then the
+	// WithReuse paths.
+	reused, err := st.Reuse(ctx, reusePaths(st, m, olderMans, fc.Reuse), fc.ReuseProgress)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("peer: %w", err)
@@ -198,6 +204,48 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 		return sum, fmt.Errorf("peer: %w", err)
 	}
 	return sum, nil
+}
+
+// stateManifests returns the manifests of the contents ids whose stores
+// the output folder out holds, those it can read.
+func stateManifests(out string, ids []chunker.ID, limit int) []*chunker.Manifest {
+	var ms []*chunker.Manifest
+	for _, id := range ids {
+		if m, err := chunker.StateManifest(filepath.Join(out, chunker.MetaDir, id.String()), limit); err == nil {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// reusePaths lists the local files and folders a fetch of m into st takes
+// blocks from: what stands at m's final name (an older version), the final
+// names of the other contents the output folder holds that share a block
+// with m (older is their manifests: a version whose top folder or file was
+// named otherwise, such as data-v1 for data-v2; unrelated contents are not
+// read), then the paths the user named.
+func reusePaths(st *chunker.Store, m *chunker.Manifest, older []*chunker.Manifest, named []string) []string {
+	paths := []string{st.FinalPath(m.Top())}
+	var hashes map[[chunker.HashSize]byte]struct{}
+	for _, om := range older {
+		p := st.FinalPath(om.Top())
+		if om.Top() == "" || slices.Contains(paths, p) {
+			continue
+		}
+		if hashes == nil {
+			hashes = make(map[[chunker.HashSize]byte]struct{}, m.BlockCount())
+			for i := range m.BlockCount() {
+				hashes[m.BlockHash(i)] = struct{}{}
+			}
+		}
+		for i := range om.BlockCount() {
+			if _, ok := hashes[om.BlockHash(i)]; ok {
+				paths = append(paths, p)
+				break
+			}
+		}
+	}
+	return append(paths, named...)
 }
 
 // lockOwner is the line an output's lock shows to a second fetch.

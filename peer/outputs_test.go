@@ -262,3 +262,53 @@ func TestFetchAfterOutputRemoved(t *testing.T) {
 		t.Errorf("after a file was removed: reused %d bytes, fetched %d blocks", sum.ReusedBytes, sum.Fetched)
 	}
 }
+
+// TestUpdateRenamedTop: an output folder that holds v1 under the name
+// data-1.0 gives a fetch of v2, named data-1.1, every block they share,
+// and a content fetched there that shares none is not read.
+func TestUpdateRenamedTop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	v1, v2, other := filepath.Join(dir, "v1", "data-1.0"), filepath.Join(dir, "v2", "data-1.1"), filepath.Join(dir, "other", "other")
+	for _, d := range []string{v1, v2, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, name := range []string{"a.bin", "b.bin", "c.bin"} {
+		writeRandomFile(t, v1, name, 400<<10, uint64(i+1))
+		copyFile(t, filepath.Join(v1, name), filepath.Join(v2, name))
+	}
+	writeRandomFile(t, v2, "new.bin", 100<<10, 9)
+	writeRandomFile(t, other, "x.bin", 1<<20, 10)
+	seed := newTestPeer(t)
+	var tks [3]Ticket
+	for i, src := range []string{v1, other, v2} {
+		var err error
+		if tks[i], err = seed.Seed(ctx, src, WithContentDefined(chunker.Chunking{})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "out")
+	for _, tk := range tks[:2] {
+		if _, err := newTestPeer(t).Fetch(ctx, tk, out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var read int64
+	sum, err := newTestPeer(t).Fetch(ctx, tks[2], out, WithReuseProgress(func(_, total int64) { read = total }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.ReusedBytes != 3*400<<10 || sum.Fetched == 0 {
+		t.Errorf("reused %d bytes (want the 3 files v1 shares, %d), fetched %d blocks", sum.ReusedBytes, 3*400<<10, sum.Fetched)
+	}
+	if read != 3*400<<10 {
+		t.Errorf("read %d bytes of local files, want v1's %d (not the unrelated content's)", read, 3*400<<10)
+	}
+	for _, name := range []string{"a.bin", "b.bin", "c.bin", "new.bin"} {
+		sameFile(t, filepath.Join(v2, name), filepath.Join(out, "data-1.1", name))
+	}
+	sameFile(t, filepath.Join(v1, "a.bin"), filepath.Join(out, "data-1.0", "a.bin")) // v1 stays
+}
