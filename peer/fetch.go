@@ -39,7 +39,9 @@ import (
 // moves to its final name in one rename (chunker.Store.Publish). What is at
 // the final names meanwhile, such as an older version of the content, stays
 // as it was, and every block it shares with the content is taken from it
-// rather than downloaded (also from the WithReuse paths). The blocks an edit
+// rather than downloaded (also from the other contents fetched into an
+// output folder that share a block with it, such as a version whose top
+// folder was named otherwise, and from the WithReuse paths). The blocks an edit
 // fell in are asked of the ticket's and WithPeers peers as deltas against
 // the older bytes that stood there (ProtoDelta, package peer/delta; see
 // WithoutDeltas), and the rest are fetched. With WithDelete the files the
