@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
@@ -129,7 +130,8 @@ func verifyCommand() *cli.Command {
 		Name:      "verify",
 		Usage:     "re-hash a block store's blocks and report held, missing and corrupt ones",
 		ArgsUsage: "STORE",
-		Description: "STORE is the --out of a fetch: a folder, or a single file (finished or not). Every block\n" +
+		Description: "STORE is the --out of a fetch: a folder (each content fetched into it is checked),\n" +
+			"a content's folder or file in such a folder, or a single file (finished or not). Every block\n" +
 			"the store records as held is read back and re-hashed; blocks whose bytes no longer\n" +
 			"match are reported as corrupt and dropped from the store, so that a resumed fetch\n" +
 			"downloads them again. Exits with status 1 when corrupt blocks were found.\n" +
@@ -159,13 +161,111 @@ type verifyReport struct {
 	Complete bool    `json:"complete"`
 	Bytes    int64   `json:"bytes_checked"`
 	Seconds  float64 `json:"seconds"`
+	checked  int     // blocks re-hashed
 }
 
 func runVerify(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cliutil.Usagef("want exactly one STORE folder, got %d arguments", c.NArg())
 	}
-	dir := c.Args().First()
+	targets, err := verifyTargets(c.Args().First())
+	if err != nil {
+		return err
+	}
+	reps := make([]verifyReport, 0, len(targets))
+	var corrupt int
+	for k, t := range targets {
+		rep, err := verifyStore(c, t)
+		if err != nil {
+			return err
+		}
+		reps = append(reps, rep)
+		corrupt += len(rep.Corrupt)
+		if !c.Bool("json") {
+			if k > 0 {
+				fmt.Fprintln(c.App.Writer)
+			}
+			printVerify(c.App.Writer, rep, t.label)
+		}
+	}
+	if c.Bool("json") {
+		var doc any = reps[0]
+		if len(reps) > 1 {
+			doc = reps // a folder of several contents: one report each
+		}
+		if err := cliutil.WriteJSON(c.App.Writer, doc); err != nil {
+			return err
+		}
+	}
+	if corrupt > 0 {
+		return fmt.Errorf("verify: %s dropped from %s; resume the fetch to download them again", cliutil.Count(corrupt, "corrupt block"), c.Args().First())
+	}
+	return nil
+}
+
+// verifyTarget is one store that verify checks: its path, how the report
+// names it, and how to open it.
+type verifyTarget struct {
+	path, label string
+	open        func(opts ...chunker.StoreOption) (*chunker.Store, error)
+}
+
+// verifyTargets lists the stores that path names: a single file's, a
+// folder's one store, every store of a folder that holds several (the
+// contents fetched into it), or, for a content's top folder or file inside
+// an output folder (out/photos), the store of out that holds it.
+func verifyTargets(path string) ([]verifyTarget, error) {
+	ids, err := chunker.ListStores(path)
+	if err != nil || len(ids) < 2 {
+		if !hasState(path) {
+			if t, ok := verifyByTop(path); ok {
+				return []verifyTarget{t}, nil
+			}
+		}
+		return []verifyTarget{{path: path, label: path, open: func(opts ...chunker.StoreOption) (*chunker.Store, error) {
+			return openStoreArg(path, opts...)
+		}}}, nil
+	}
+	ts := make([]verifyTarget, len(ids))
+	for k, id := range ids {
+		ts[k] = verifyTarget{path: path, label: path + " (" + id.String() + ")", open: func(opts ...chunker.StoreOption) (*chunker.Store, error) {
+			return chunker.OpenStore(context.Background(), path, append(opts, chunker.WithID(id))...)
+		}}
+	}
+	return ts, nil
+}
+
+// hasState reports whether path has a store's state folder: its own
+// (path/.reconcile) or a single file's (path.reconcile).
+func hasState(path string) bool {
+	_, err := os.Stat(filepath.Join(path, chunker.MetaDir))
+	_, ferr := os.Stat(path + chunker.MetaDir)
+	return err == nil || ferr == nil
+}
+
+// verifyByTop finds the store of the output folder that holds path as its
+// content's top folder or file (out/photos for a fetch of photos into out).
+func verifyByTop(path string) (verifyTarget, bool) {
+	out, top := filepath.Dir(filepath.Clean(path)), filepath.Base(filepath.Clean(path))
+	ids, err := chunker.ListStores(out)
+	if err != nil {
+		return verifyTarget{}, false
+	}
+	for _, id := range ids {
+		m, err := chunker.StateManifest(filepath.Join(out, chunker.MetaDir, id.String()), chunker.DefaultMaxManifestBytes)
+		if err == nil && m.Top() == top {
+			return verifyTarget{path: out, label: path, open: func(opts ...chunker.StoreOption) (*chunker.Store, error) {
+				return chunker.OpenStore(context.Background(), out, append(opts, chunker.WithID(id))...)
+			}}, true
+		}
+	}
+	return verifyTarget{}, false
+}
+
+// verifyStore re-hashes the blocks of the store t names (every block with
+// --rebuild) and reports them.
+func verifyStore(c *cli.Context, t verifyTarget) (verifyReport, error) {
+	dir := t.path
 	opts := []chunker.StoreOption{chunker.WithoutRepair()} // a missing file is reported, not made again
 	if c.Bool("rebuild") {
 		opts = []chunker.StoreOption{chunker.WithVerify()}
@@ -175,28 +275,28 @@ func runVerify(c *cli.Context) error {
 	// be read) tell which of them the rebuild found corrupt.
 	var before []int
 	if c.Bool("rebuild") {
-		if old, err := openStoreArg(dir); err == nil {
+		if old, err := t.open(); err == nil {
 			before = old.Held()
 			old.Close()
 		}
 	}
-	st, err := openStoreArg(dir, opts...)
+	st, err := t.open(opts...)
 	if err != nil {
 		if errors.Is(err, chunker.ErrNotFound) {
-			return fmt.Errorf("verify: %s is not a block store (no %s/manifest in it, nor in %s%s)", dir, chunker.MetaDir, dir, chunker.MetaDir)
+			return verifyReport{}, fmt.Errorf("verify: %s is not a block store (no %s/manifest in it, nor in %s%s)", dir, chunker.MetaDir, dir, chunker.MetaDir)
 		}
 		if errors.Is(err, chunker.ErrDamaged) {
-			return fmt.Errorf("verify: %v (run the fetch again to download it, or reconcile verify --rebuild %s to keep what is left)", err, dir)
+			return verifyReport{}, fmt.Errorf("verify: %v (run the fetch again to download it, or reconcile verify --rebuild %s to keep what is left)", err, t.label)
 		}
 		if errors.Is(err, chunker.ErrCorrupt) {
-			return fmt.Errorf("%v; run reconcile verify --rebuild %s", err, dir)
+			return verifyReport{}, fmt.Errorf("%v; run reconcile verify --rebuild %s", err, t.label)
 		}
-		return err
+		return verifyReport{}, err
 	}
 	defer st.Close()
 	pr, err := cliutil.NewProgress(c, "verifying blocks", false)
 	if err != nil {
-		return err
+		return verifyReport{}, err
 	}
 	ctx, stop := cliutil.SignalContext()
 	defer stop()
@@ -213,12 +313,12 @@ func runVerify(c *cli.Context) error {
 		}
 	} else if r, err = st.VerifyProgress(ctx, pr.Counts); err != nil {
 		pr.Finish(false)
-		return fmt.Errorf("verify: %w", err)
+		return verifyReport{}, fmt.Errorf("verify: %w", err)
 	}
 	pr.Finish(false)
 	rep := verifyReport{
 		Store: dir, ID: m.ID().String(), Blocks: r.Blocks, Held: r.Held, Missing: r.Missing,
-		Corrupt: r.Corrupt, Complete: r.Held == r.Blocks, Seconds: time.Since(start).Seconds(),
+		Corrupt: r.Corrupt, Complete: r.Held == r.Blocks, Seconds: time.Since(start).Seconds(), checked: checked,
 	}
 	if c.Bool("rebuild") {
 		rep.Bytes = m.TotalSize()
@@ -230,26 +330,20 @@ func runVerify(c *cli.Context) error {
 			rep.Bytes += int64(m.BlockLen(i))
 		}
 	}
-	w := c.App.Writer
-	if c.Bool("json") {
-		if err := cliutil.WriteJSON(w, rep); err != nil {
-			return err
-		}
-	} else {
-		fmt.Fprintf(w, "store     %s\n", dir)
-		fmt.Fprintf(w, "id        %s\n", rep.ID)
-		fmt.Fprintf(w, "checked   %d blocks, %s in %.3fs\n", checked, cliutil.HumanBytes(rep.Bytes), rep.Seconds)
-		fmt.Fprintf(w, "held      %d of %d\n", rep.Held, rep.Blocks)
-		fmt.Fprintf(w, "missing   %d\n", rep.Missing)
-		fmt.Fprintf(w, "corrupt   %d%s\n", len(rep.Corrupt), listInts(rep.Corrupt, 20))
-		if rep.Complete {
-			fmt.Fprintln(w, "complete  yes")
-		}
+	return rep, nil
+}
+
+// printVerify writes rep as lines, the store named label.
+func printVerify(w io.Writer, rep verifyReport, label string) {
+	fmt.Fprintf(w, "store     %s\n", label)
+	fmt.Fprintf(w, "id        %s\n", rep.ID)
+	fmt.Fprintf(w, "checked   %d blocks, %s in %.3fs\n", rep.checked, cliutil.HumanBytes(rep.Bytes), rep.Seconds)
+	fmt.Fprintf(w, "held      %d of %d\n", rep.Held, rep.Blocks)
+	fmt.Fprintf(w, "missing   %d\n", rep.Missing)
+	fmt.Fprintf(w, "corrupt   %d%s\n", len(rep.Corrupt), listInts(rep.Corrupt, 20))
+	if rep.Complete {
+		fmt.Fprintln(w, "complete  yes")
 	}
-	if len(r.Corrupt) > 0 {
-		return fmt.Errorf("verify: %d corrupt blocks dropped from %s; resume the fetch to download them again", len(r.Corrupt), dir)
-	}
-	return nil
 }
 
 // openStoreArg opens the store a command names: a single file fetched with

@@ -196,3 +196,54 @@ func textSeed(t *testing.T, dir string) (*chunker.Manifest, *chunker.Store) {
 	t.Cleanup(func() { seed.Close() })
 	return m, seed
 }
+
+// TestVerifySeveralContents: verify of a folder that holds two fetched
+// contents checks both (a JSON array), and verify of a content's top
+// inside the folder checks that one.
+func TestVerifySeveralContents(t *testing.T) {
+	dir, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
+	var ids []string
+	for k, name := range []string{"a.txt", "b.txt"} {
+		src := filepath.Join(dir, name)
+		if err := os.WriteFile(src, []byte(strings.Repeat(name, 2000+k)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed, err := chunker.SeedStore(context.Background(), src, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := chunker.CreateStore(context.Background(), out, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range m.BlockCount() - k { // b.txt lacks a block
+			b, _ := seed.ReadBlock(i, nil)
+			if err := st.PutBlock(i, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.Close()
+		seed.Close()
+		ids = append(ids, m.ID().String())
+	}
+	s, err := run(t, "", "verify", out, "--json")
+	var reps []verifyReport
+	if jerr := json.Unmarshal([]byte(s), &reps); err != nil || jerr != nil || len(reps) != 2 {
+		t.Fatalf("verify of two contents: %v, %v in %q", err, jerr, s)
+	}
+	for _, rep := range reps {
+		want := rep.ID == ids[0] // a.txt complete, b.txt a block short
+		if rep.Complete != want || rep.Missing != map[bool]int{true: 0, false: 1}[want] {
+			t.Errorf("report %+v", rep)
+		}
+	}
+	s, err = run(t, "", "verify", filepath.Join(out, "b.txt"), "--json")
+	var rep verifyReport
+	if jerr := json.Unmarshal([]byte(s), &rep); err != nil || jerr != nil || rep.ID != ids[1] || rep.Missing != 1 {
+		t.Fatalf("verify of out/b.txt: %+v, %v, %v", rep, err, jerr)
+	}
+}

@@ -318,7 +318,7 @@ func roundETA(d time.Duration) time.Duration {
 	return (d + time.Second - 1).Truncate(time.Second)
 }
 
-// count writes n and the noun, in the plural unless n is 1: "1 peer", "3 peers".
+// Count writes n and the noun, in the plural unless n is 1: "1 peer", "3 peers".
 func Count(n int, noun string) string {
 	if n == 1 {
 		return "1 " + noun
