@@ -254,10 +254,14 @@ func (p *place) mapPath(name string) string {
 }
 
 // finalPath returns the path under the output folder of manifest path name,
-// once published.
+// once published. In a single file's store, the file's path and every folder
+// above it (the content's top, for a folder of one file) are the file on disk.
 func (p *place) finalPath(name string) string {
-	if p.top[0] != p.top[1] && p.top[0] != "" {
-		name = p.top[1] + name[len(p.top[0]):]
+	if p.top[0] == p.top[1] || p.top[0] == "" {
+		return name
+	}
+	if name == p.top[0] || strings.HasPrefix(p.top[0], name+"/") {
+		return p.top[1]
 	}
 	return name
 }

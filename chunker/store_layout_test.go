@@ -336,3 +336,37 @@ func TestRemoveStateTree(t *testing.T) {
 		t.Fatalf("open after RemoveState: %v", err)
 	}
 }
+
+// TestFinalPathSingleFile: a single file's store names its file on disk for
+// the manifest's file path and for every folder above it (the top of a
+// folder of one file), and leaves a folder store's paths as they are.
+func TestFinalPathSingleFile(t *testing.T) {
+	dir := t.TempDir()
+	src := writeTree(t, dir, "photos", map[string][]byte{"2026/a.jpg": []byte("a photo")})
+	m, err := ChunkPath(context.Background(), src, MinBlockSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "copy.jpg")
+	st, err := CreateFileStore(context.Background(), out, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, name := range []string{"photos/2026/a.jpg", "photos/2026", "photos"} {
+		if got := st.FinalPath(name); got != out {
+			t.Errorf("FinalPath(%q) = %q, want %q", name, got, out)
+		}
+	}
+	if got, want := st.FinalPath("other"), filepath.Join(dir, "other"); got != want {
+		t.Errorf("FinalPath(other) = %q, want %q", got, want)
+	}
+	folder, err := CreateStore(context.Background(), filepath.Join(dir, "tree"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer folder.Close()
+	if got, want := folder.FinalPath("photos"), filepath.Join(dir, "tree", "photos"); got != want {
+		t.Errorf("folder store: FinalPath(photos) = %q, want %q", got, want)
+	}
+}

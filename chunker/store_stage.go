@@ -100,8 +100,10 @@ func (s *Store) Staged() bool {
 	return s.stage != ""
 }
 
-// FinalPath returns the path a file of the manifest has, or will have once
-// published, in the output folder.
+// FinalPath returns the path a file of the manifest, or its top folder
+// (Manifest.Top), has or will have once published, in the output folder. A
+// single file's store names its file for both: a content that is a folder
+// of one file is that file there.
 func (s *Store) FinalPath(name string) string {
 	return filepath.Join(s.dir, filepath.FromSlash(s.finalPath(name)))
 }
