@@ -46,3 +46,14 @@ func (l *OutputLock) Unlock() error {
 	}
 	return l.l.Unlock()
 }
+
+// Abandon releases the lock of an output that turned out to live elsewhere,
+// such as a single file's lock (OUT.reconcile) where the content is a folder
+// (OUT/), and removes the state folder LockOutput made for it if it holds
+// nothing but the lock.
+func (l *OutputLock) Abandon() error {
+	if l == nil || l.l == nil {
+		return errors.New("chunker: abandon: no lock")
+	}
+	return l.l.Abandon()
+}

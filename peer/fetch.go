@@ -73,7 +73,9 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	if err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
-	defer lock.Unlock()
+	// Released at the end; a state folder that holds nothing but the lock
+	// (a fetch that failed before it stored anything) goes with it.
+	defer func() { lock.Abandon() }() // the folder's, if out turns out to be one
 	st, older, basis, err := p.cl.openOutput(ctx, out, t.Root, fileMode, fc.Check)
 	fc.Older = older
 	if err != nil {
@@ -162,8 +164,17 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 		sopts := []chunker.StoreOption{p.cfg.syncOption(), chunker.WithStaging()}
 		if fileMode {
 			st, err = chunker.CreateFileStore(ctx, out, m, sopts...)
+			if errors.Is(err, chunker.ErrNotFile) {
+				// The content is a folder: out is its output folder, whose
+				// lock this fetch takes instead of the file's (that state
+				// folder goes).
+				if lock, err = p.relockFolder(out, lock); err != nil {
+					return nil, err
+				}
+				fileMode = false
+			}
 		}
-		if !fileMode || errors.Is(err, chunker.ErrNotFile) {
+		if !fileMode {
 			st, err = chunker.CreateStore(ctx, out, m, sopts...)
 		}
 		if err != nil {
@@ -248,6 +259,22 @@ func reusePaths(st *chunker.Store, m *chunker.Manifest, older []*chunker.Manifes
 		}
 	}
 	return append(paths, named...)
+}
+
+// relockFolder takes the lock of the output folder out and abandons the
+// single file's lock held, where the content turned out to be a folder.
+func (p *Service) relockFolder(out string, held *chunker.OutputLock) (*chunker.OutputLock, error) {
+	lock, err := chunker.LockOutput(out, false, p.lockOwner())
+	if errors.Is(err, chunker.ErrLocked) {
+		return held, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
+	}
+	if err != nil {
+		return held, fmt.Errorf("peer: %w", err)
+	}
+	if err := held.Abandon(); err != nil {
+		p.log.Info("could not remove the single file's lock", "out", out, "err", err)
+	}
+	return lock, nil
 }
 
 // lockOwner is the line an output's lock shows to a second fetch.

@@ -312,3 +312,54 @@ func TestUpdateRenamedTop(t *testing.T) {
 	}
 	sameFile(t, filepath.Join(v1, "a.bin"), filepath.Join(out, "data-1.0", "a.bin")) // v1 stays
 }
+
+// TestFetchFolderAtFileName: with WithOutFile, a folder of one file is
+// that file at out (this panicked when the folder and file names
+// differed); a folder of more fetched into a name that does not exist yet
+// lands in that folder, under the folder's lock, and leaves no single
+// file's state (NAME.reconcile) beside it; a fetch that fails before it
+// stores anything leaves neither.
+func TestFetchFolderAtFileName(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src", "photos")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRandomFile(t, src, "a.jpg", 300<<10, 1)
+	seed := newTestPeer(t)
+	// A folder of one file is that file at out (as curl -o), however its
+	// top folder is named.
+	one, err := seed.Seed(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := newTestPeer(t).Fetch(ctx, one, filepath.Join(dir, "one.jpg"), WithOutFile()); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(src, "a.jpg"), filepath.Join(dir, "one.jpg"))
+	writeRandomFile(t, src, "b.jpg", 100<<10, 2)
+	tk, err := seed.Seed(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "new")
+	if _, err := newTestPeer(t).Fetch(ctx, tk, out, WithOutFile()); err != nil {
+		t.Fatal(err)
+	}
+	sameFile(t, filepath.Join(src, "b.jpg"), filepath.Join(out, "photos", "b.jpg"))
+	if _, err := os.Stat(out + chunker.MetaDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s%s left beside the folder (%v)", out, chunker.MetaDir, err)
+	}
+	seed.Close()
+	short, cancel2 := context.WithTimeout(ctx, time.Second)
+	defer cancel2()
+	failed := filepath.Join(dir, "failed")
+	if _, err := newTestPeer(t).Fetch(short, tk, failed, WithOutFile()); err == nil {
+		t.Fatal("a fetch from a closed seed succeeded")
+	}
+	if _, err := os.Stat(failed + chunker.MetaDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a failed fetch left %s%s (%v)", failed, chunker.MetaDir, err)
+	}
+}

@@ -41,3 +41,33 @@ func TestNoOwner(t *testing.T) {
 		t.Fatalf("second take: %v, want a HeldError of another process", err)
 	}
 }
+
+// TestAbandon: an abandoned lock's state folder goes when it holds nothing
+// else, stays (lock file included) when it does, and the lock can be taken
+// again either way.
+func TestAbandon(t *testing.T) {
+	for _, other := range []bool{false, true} {
+		dir := filepath.Join(t.TempDir(), "state")
+		l, err := Take(dir, "first")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if other {
+			if err := os.WriteFile(filepath.Join(dir, "manifest"), []byte("m"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Abandon(); err != nil {
+			t.Fatal(err)
+		}
+		_, err = os.Stat(dir)
+		if _, lerr := os.Stat(filepath.Join(dir, lockFile)); other && (err != nil || lerr != nil) || !other && !os.IsNotExist(err) {
+			t.Errorf("other files %v: after Abandon the folder: %v, its lock file: %v", other, err, lerr)
+		}
+		l, err = Take(dir, "second")
+		if err != nil {
+			t.Fatalf("other files %v: take after Abandon: %v", other, err)
+		}
+		l.Unlock()
+	}
+}
