@@ -254,13 +254,18 @@ func (p *place) mapPath(name string) string {
 }
 
 // finalPath returns the path under the output folder of manifest path name,
-// once published. In a single file's store, the file's path and every folder
-// above it (the content's top, for a folder of one file) are the file on disk.
+// once published. Where the content's top name differs on disk (p.top: a
+// seed's folder reached through a link, or a single file's store), paths
+// under it move with it; in a single file's store, every folder above the
+// file (the content's top, for a folder of one file) is the file on disk.
 func (p *place) finalPath(name string) string {
 	if p.top[0] == p.top[1] || p.top[0] == "" {
 		return name
 	}
-	if name == p.top[0] || strings.HasPrefix(p.top[0], name+"/") {
+	switch {
+	case strings.HasPrefix(name, p.top[0]+"/"): // a seed's top folder, named otherwise on disk
+		return p.top[1] + name[len(p.top[0]):]
+	case name == p.top[0] || strings.HasPrefix(p.top[0], name+"/"):
 		return p.top[1]
 	}
 	return name
