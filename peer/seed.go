@@ -103,7 +103,9 @@ func WithSuperSeeding() SeedOption {
 
 // Seed chunks the file or tree at path, serves it in place (read-only, without
 // copying) and returns its ticket, naming this peer and its addresses. It
-// serves until Close or Unserve.
+// serves until Close or Unserve. Entries of the tree the content cannot hold
+// (symbolic links out of the tree, devices, sockets, named pipes) are left
+// out, each with a warning on the service's log that names it.
 func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ticket, error) {
 	sc := seedConfig{sourceCheck: defaultSourceCheck}
 	for _, o := range opts {
@@ -121,6 +123,11 @@ func (p *Service) Seed(ctx context.Context, path string, opts ...SeedOption) (Ti
 	if sc.progress != nil {
 		copts = append(copts, chunker.WithProgress(sc.progress))
 	}
+	// What the content leaves out (a link out of the tree, a named pipe) is
+	// said, by name: a fetcher would otherwise miss it without a word.
+	copts = append(copts, chunker.WithSkipped(func(path, reason string) {
+		p.log.Warn("left out of the content", "path", path, "reason", reason)
+	}))
 	m, err := chunker.ChunkPath(ctx, path, sc.blockSize, copts...)
 	if err != nil {
 		return Ticket{}, fmt.Errorf("peer: seed: %w", err)
