@@ -19,15 +19,18 @@ func chunkCommand() *cli.Command {
 		Name:      "chunk",
 		Usage:     "cut a file or folder into blocks and print its manifest summary",
 		ArgsUsage: "PATH",
-		Description: "Reads PATH (a file, or every regular file of a folder in byte-wise path order,\n" +
-			"as one stream), cuts it into fixed-size blocks, hashes each with BLAKE3 and prints\n" +
-			"the manifest's root id, files, size and block count. Memory stays constant\n" +
-			"whatever the size. --manifest FILE also writes the manifest's canonical encoding.\n\n" +
+		Description: "Reads PATH (a file, or every file of a folder in byte-wise path order), cuts it\n" +
+			"into blocks as reconcile seed does (content-defined blocks, each file on its own, so\n" +
+			"the id is the root seed announces; --block-size cuts fixed-size blocks of the files\n" +
+			"read as one stream), hashes each with BLAKE3 and prints the manifest's root id, files,\n" +
+			"size and block count. What the content leaves out (links out of the tree, named\n" +
+			"pipes) is named on stderr. Memory stays constant whatever the size.\n" +
+			"--manifest FILE also writes the manifest's canonical encoding.\n\n" +
 			"Examples:\n" +
 			"   reconcile chunk movie.mkv\n" +
 			"   reconcile chunk ./photos --block-size 1MiB --json",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "block-size", Value: "256KiB", Usage: "block size, 1KiB to 16MiB (e.g. 4096, 64KiB, 4MiB)"},
+			&cli.StringFlag{Name: "block-size", Usage: "cut fixed-size blocks of this size, 1KiB to 16MiB (e.g. 4096, 64KiB, 4MiB)", DefaultText: "content-defined blocks, as reconcile seed cuts"},
 			&cli.StringFlag{Name: "manifest", Usage: "write the manifest's encoding to this file"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document"},
 			cliutil.ProgressFlag(),
@@ -47,7 +50,9 @@ type chunkReport struct {
 	Path          string     `json:"path"`
 	Files         []fileJSON `json:"files"`
 	TotalSize     int64      `json:"total_size"`
-	BlockSize     int        `json:"block_size"`
+	BlockSize     int        `json:"block_size"` // the longest a block may be
+	Chunking      string     `json:"chunking,omitempty"`
+	AvgBlock      int        `json:"avg_block_size"`
 	Blocks        int        `json:"blocks"`
 	LastBlock     int        `json:"last_block_size"`
 	ManifestBytes int        `json:"manifest_bytes"`
@@ -61,9 +66,16 @@ func runChunk(c *cli.Context) error {
 		return cliutil.Usagef("want exactly one PATH, got %d arguments", c.NArg())
 	}
 	path := c.Args().First()
-	bs, err := cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize)
-	if err != nil {
-		return err
+	var bs int64
+	opts := []chunker.ChunkOption{chunker.WithContentDefined(), chunker.WithSkipped(func(path, reason string) {
+		fmt.Fprintf(c.App.ErrWriter, "warning: left out of the content: %s: %s\n", path, reason)
+	})}
+	if c.IsSet("block-size") {
+		var err error
+		if bs, err = cliutil.FlagSize(c, "block-size", chunker.MinBlockSize, chunker.MaxBlockSize); err != nil {
+			return err
+		}
+		opts = opts[1:]
 	}
 	pr, err := cliutil.NewProgress(c, "chunking", true)
 	if err != nil {
@@ -72,9 +84,9 @@ func runChunk(c *cli.Context) error {
 	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	start := time.Now()
-	m, err := chunker.ChunkPath(ctx, path, int(bs), chunker.WithProgress(func(done, total int64) {
+	m, err := chunker.ChunkPath(ctx, path, int(bs), append(opts, chunker.WithProgress(func(done, total int64) {
 		pr.Update(cliutil.ProgressState{Done: done, Total: total, Session: -1})
-	}))
+	}))...)
 	pr.Finish(false)
 	if err != nil {
 		return err
@@ -88,8 +100,14 @@ func runChunk(c *cli.Context) error {
 	}
 	rep := chunkReport{
 		ID: m.ID().String(), Path: path, Files: []fileJSON{}, TotalSize: m.TotalSize(),
-		BlockSize: m.BlockSize(), Blocks: m.BlockCount(), LastBlock: m.BlockLen(m.BlockCount() - 1),
+		BlockSize: m.BlockSize(), AvgBlock: m.AvgBlockLen(), Blocks: m.BlockCount(),
 		ManifestBytes: len(enc), Hash: chunker.HashName, Seconds: secs,
+	}
+	if m.BlockCount() > 0 {
+		rep.LastBlock = m.BlockLen(m.BlockCount() - 1)
+	}
+	if m.ContentDefined() {
+		rep.Chunking = m.Chunking().String()
 	}
 	if secs > 0 {
 		rep.MBPerSecond = float64(m.TotalSize()) / 1e6 / secs
@@ -116,11 +134,15 @@ func printChunkReport(w io.Writer, r chunkReport) {
 		fmt.Fprintf(w, "          %s  %s  %s\n", f.Mode, cliutil.HumanBytes(f.Size), f.Path)
 	}
 	fmt.Fprintf(w, "size      %s (%d bytes)\n", cliutil.HumanBytes(r.TotalSize), r.TotalSize)
-	last := ""
-	if r.Blocks > 0 && r.LastBlock != r.BlockSize {
-		last = fmt.Sprintf(", last one %d bytes", r.LastBlock)
+	if r.Chunking != "" {
+		fmt.Fprintf(w, "blocks    %d, %s on average (content-defined, %s)\n", r.Blocks, cliutil.HumanBytes(int64(r.AvgBlock)), r.Chunking)
+	} else {
+		last := ""
+		if r.Blocks > 0 && r.LastBlock != r.BlockSize {
+			last = fmt.Sprintf(", last one %d bytes", r.LastBlock)
+		}
+		fmt.Fprintf(w, "blocks    %d of %s%s\n", r.Blocks, cliutil.HumanBytes(int64(r.BlockSize)), last)
 	}
-	fmt.Fprintf(w, "blocks    %d of %s%s\n", r.Blocks, cliutil.HumanBytes(int64(r.BlockSize)), last)
 	fmt.Fprintf(w, "manifest  %s (%s block hashes)\n", cliutil.HumanBytes(int64(r.ManifestBytes)), r.Hash)
 	fmt.Fprintf(w, "time      %.3fs (%.0f MiB/s)\n", r.Seconds, r.MBPerSecond*1e6/(1<<20))
 }

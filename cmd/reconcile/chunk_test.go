@@ -37,9 +37,15 @@ func TestChunkCommand(t *testing.T) {
 	if err != nil || m.ID().String() != rep.ID {
 		t.Fatalf("--manifest file: %v", err)
 	}
-	out, err = run(t, "", "chunk", f)
+	out, err = run(t, "", "chunk", f, "--block-size", "256KiB")
 	if err != nil || !strings.Contains(out, "blocks    1 of 256 KiB, last one 5000 bytes") {
 		t.Fatalf("human output %q, %v", out, err)
+	}
+	// By default the blocks are seed's: content-defined, the same root.
+	out, err = run(t, "", "chunk", f)
+	cdc, cerr := chunker.ChunkPath(context.Background(), f, 0, chunker.WithContentDefined())
+	if err != nil || cerr != nil || !strings.Contains(out, "content-defined") || !strings.Contains(out, cdc.ID().String()) {
+		t.Fatalf("default output %q, %v, %v (want the content-defined root %s)", out, err, cerr, cdc.ID())
 	}
 	for _, tc := range []struct {
 		args []string
