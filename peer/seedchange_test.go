@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/reconcile-p2p/reconcile/chunker"
 )
 
 // syncBuffer is a bytes.Buffer for a logger writing from several goroutines.
@@ -154,5 +156,35 @@ func TestSeedProgress(t *testing.T) {
 	}
 	if last != size || calls < 2 {
 		t.Errorf("progress ended at %d after %d calls, want %d and a call per read", last, calls, size)
+	}
+}
+
+// TestSeedNamesLeftOut: Seed warns, naming each, of the entries a folder's
+// content leaves out (a link whose target is absolute, one that leaves the
+// tree), and keeps a link that stays inside.
+func TestSeedNamesLeftOut(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tree")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeRandomFile(t, dir, "a.bin", 1000, 1)
+	for link, target := range map[string]string{"abs": "/etc/hostname", "up": "../x", "in": "a.bin"} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var logs syncBuffer
+	seed := newTestPeer(t, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if _, err := seed.Seed(context.Background(), dir, WithContentDefined(chunker.Chunking{})); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, name := range []string{"abs", "up"} {
+		if !strings.Contains(out, filepath.Join(dir, name)) {
+			t.Errorf("no warning names %s: %q", name, out)
+		}
+	}
+	if strings.Contains(out, filepath.Join(dir, "in")+" ") {
+		t.Errorf("a link inside the tree was left out: %q", out)
 	}
 }
