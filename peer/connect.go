@@ -184,11 +184,12 @@ func (l *lateSources) take(srcs []lpeer.ID) []lpeer.ID {
 	return uniqueIDs(srcs)
 }
 
-// dialRetryFor is how long connectRetry dials a peer again.
-const dialRetryFor = 15 * time.Second
+// DialRetryFor is how long a fetch dials a peer it was given again after a
+// failed dial (FetchPeerUnreachable), in case it comes up meanwhile.
+const DialRetryFor = 15 * time.Second
 
 // connectRetry dials ai, and again after a growing random pause (from about
-// 50 ms to 2 s) while dials fail, for up to dialRetryFor. Two hosts that
+// 50 ms to 2 s) while dials fail, for up to DialRetryFor. Two hosts that
 // dial each other at the same moment from their listening ports (TCP with
 // port reuse) can meet in one "simultaneous open" connection in which both run the TLS
 // client side and both dials fail; the random pause lets one of them win
@@ -197,7 +198,7 @@ const dialRetryFor = 15 * time.Second
 // before a retry (on a host built on go-libp2p's swarm), or the retry would
 // not dial at all. retrying hears of the first failed dial.
 func (p *client) connectRetry(ctx context.Context, ai lpeer.AddrInfo, retrying func(error)) error {
-	cctx, cancel := clock.WithTimeout(ctx, p.clk, dialRetryFor)
+	cctx, cancel := clock.WithTimeout(ctx, p.clk, DialRetryFor)
 	defer cancel()
 	if r, ok := p.h.(interface {
 		ReachRelays(context.Context, lpeer.AddrInfo)

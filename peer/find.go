@@ -173,7 +173,7 @@ func (p *Service) FetchRoot(ctx context.Context, root chunker.ID, out string, op
 // fallbackLookup is how long a fetch that reached none of its ticket's
 // peers looks for other providers of the content. When its DHT knows no
 // peer, only the LAN is looked at, for as long as the ticket's peers are
-// dialled again (dialRetryFor).
+// dialled again (DialRetryFor).
 const fallbackLookup = 30 * time.Second
 
 // providerSources looks up providers of root (DHT, LAN) for up to
@@ -182,7 +182,7 @@ const fallbackLookup = 30 * time.Second
 func (p *Service) providerSources(ctx context.Context, root chunker.ID, fc swarm.FetchConfig, late *lateSources) []lpeer.ID {
 	wait := fallbackLookup
 	if d := p.DHT(); d == nil || d.RoutingTable().Size() == 0 {
-		wait = dialRetryFor
+		wait = DialRetryFor
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

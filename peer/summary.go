@@ -36,7 +36,8 @@ const (
 	// peer, and this fetch keeps it banned.
 	FetchPeerStillBanned = swarm.FetchPeerStillBanned
 	// FetchPeerUnreachable: the first dial to a peer the fetch was given
-	// failed (FetchEvent.Err says why); it is dialled again for up to 15 s.
+	// failed (FetchEvent.Err says why); it is dialled again for up to
+	// DialRetryFor.
 	FetchPeerUnreachable = swarm.FetchPeerUnreachable
 )
 

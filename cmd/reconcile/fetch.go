@@ -273,7 +273,7 @@ func fetchEventLine(ev peer.FetchEvent) string {
 	case peer.FetchPeerStillBanned:
 		return fmt.Sprintf("fetch: peer %s, banned by an earlier run of this fetch, stays banned until %s", id, ev.Until.Local().Format("15:04:05"))
 	case peer.FetchPeerUnreachable:
-		return fmt.Sprintf("fetch: cannot reach peer %s yet (%s); trying again for up to 15 s", id, dialReason(ev.Err))
+		return fmt.Sprintf("fetch: cannot reach peer %s yet (%s); trying again for up to %.0f s", id, dialReason(ev.Err), peer.DialRetryFor.Seconds())
 	}
 	return fmt.Sprintf("fetch: peer %s: %s", id, ev.Kind)
 }
