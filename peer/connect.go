@@ -160,18 +160,39 @@ func newLateSources(lib *serve.Library, root chunker.ID) *lateSources {
 	return &lateSources{lib: lib, root: root, reached: reached, found: found}
 }
 
-// add gives id to the running fetch of the content, or keeps it for take.
+// add gives id to the running fetch of the content, or keeps it for take
+// (or for started, once the fetch runs).
 func (l *lateSources) add(id lpeer.ID) {
 	l.found()
-	if c := l.lib.Lookup(l.root[:]); c != nil {
-		if f := c.RunningFetch(); f != nil {
-			f.AddSource(id)
-			return
-		}
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if f := l.running(); f != nil {
+		f.AddSource(id)
+		return
+	}
 	l.ids = append(l.ids, id)
+}
+
+// running returns the content's running fetch, or nil.
+func (l *lateSources) running() serve.Fetch {
+	if c := l.lib.Lookup(l.root[:]); c != nil {
+		return c.RunningFetch()
+	}
+	return nil
+}
+
+// started gives the peers kept since the last take to the fetch that now
+// runs (swarm.FetchConfig.Started): those reached between the take and the
+// fetch's start.
+func (l *lateSources) started() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if f := l.running(); f != nil {
+		for _, id := range l.ids {
+			f.AddSource(id)
+		}
+		l.ids = nil
+	}
 }
 
 // take returns srcs with the peers kept so far, sorted and without

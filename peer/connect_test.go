@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	lpeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestFetchTellsUnreachable: a fetch whose seed is gone says so at its first
@@ -67,4 +69,43 @@ func TestFetchDeadPeerNoWait(t *testing.T) {
 		t.Fatalf("fetch beside a dead peer: %v", err)
 	}
 	sameFile(t, src, filepath.Join(out, "data.bin"))
+}
+
+// recordFetch is a serve.Fetch that records the sources it is offered.
+type recordFetch struct {
+	mu  sync.Mutex
+	ids []lpeer.ID
+}
+
+func (r *recordFetch) AddSource(id lpeer.ID) {
+	r.mu.Lock()
+	r.ids = append(r.ids, id)
+	r.mu.Unlock()
+}
+
+// TestLateSourcesStarted: a peer reached after the fetch took its sources
+// but before it ran is handed to it when it starts (started), and one
+// reached once it runs goes to it at once; none is lost between.
+func TestLateSourcesStarted(t *testing.T) {
+	dir := t.TempDir()
+	seed, tk, _ := seedFile(t, dir, 64<<10, 16<<10)
+	late := newLateSources(seed.lib, tk.Root)
+	a, b := lpeer.ID("peer-a"), lpeer.ID("peer-b")
+	if got := late.take(nil); len(got) != 0 {
+		t.Fatalf("take of none: %v", got)
+	}
+	late.add(a) // after the take, before the fetch runs
+	c := seed.lib.Lookup(tk.Root[:])
+	rec := &recordFetch{}
+	if !c.SetFetch(rec) {
+		t.Fatal("a fetch runs already")
+	}
+	defer c.ClearFetch(rec)
+	late.started()
+	late.add(b)
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if len(rec.ids) != 2 || rec.ids[0] != a || rec.ids[1] != b {
+		t.Errorf("the running fetch was offered %v, want [%s %s]", rec.ids, a, b)
+	}
 }

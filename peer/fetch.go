@@ -203,6 +203,7 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 		st.Close()
 		return nil, err
 	}
+	fc.Started = late.started
 	sum, err := p.nd.FetchServed(ctx, m.ID(), late.take(srcs), fc, start)
 	if sum != nil {
 		sum.ReusedBlocks, sum.ReusedBytes = reused.Blocks, reused.Bytes
@@ -308,6 +309,7 @@ func (p *Service) FetchServed(ctx context.Context, root chunker.ID, opts ...Fetc
 		}
 		c.SetAlt(alt)
 	}
+	fc.Started = late.started
 	return p.nd.FetchServed(ctx, root, late.take(srcs), fc, start)
 }
 

@@ -46,4 +46,9 @@ type FetchConfig struct {
 	Older []chunker.ID
 	// Lookup: see peer.WithLookupProgress.
 	Lookup func(hostkit.Lookup)
+	// Started, if not nil, is called once the fetch is the content's
+	// running fetch (serve.Content.RunningFetch), before it opens to its
+	// sources: peers found after the caller gave its sources reach the
+	// fetch from then on.
+	Started func()
 }

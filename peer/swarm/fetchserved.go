@@ -53,6 +53,9 @@ func (p *Node) FetchServed(ctx context.Context, root chunker.ID, srcs []lpeer.ID
 	if !c.SetFetch(f) {
 		return nil, fmt.Errorf("peer: content %s is being fetched already", root)
 	}
+	if fc.Started != nil {
+		fc.Started()
+	}
 	ids, until := f.bans.Load()
 	for _, id := range ids {
 		u := p.guard.BanUntil(id, until[id])
