@@ -1,12 +1,14 @@
 package labbench
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -56,6 +58,7 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "seeds", Value: 4, Usage: "seeds of the partial-seed run, each holding an equal part (0: no such run, up to 16)"},
 			&cli.IntFlag{Name: "full-seeds", Value: 2, Usage: "seeds of the full-seed run, each holding the whole file (0 or 1: no such run, up to 16)"},
 			&cli.BoolFlag{Name: "tcp", Value: true, Usage: "run the plain TCP copies (--tcp=false: only the TLS copy as baseline)"},
+			&cli.DurationFlag{Name: "settle", Value: 3 * time.Second, Usage: "start each timed copy or fetch at least this long after the previous one's output was removed, so that every receiver writes into memory in the same state (a VM that hands freed pages back to its host makes the first writer into them pay; docs/single-fetch.md)"},
 			&cli.IntFlag{Name: "window", Usage: "the fetches' --window (blocks kept requested from one peer; 0: fetch's default)"},
 			&cli.IntFlag{Name: "sync-every", Usage: "the fetches' --sync-every (blocks per fsync group; 0: fetch's default)"},
 			&cli.StringFlag{Name: "dir", Usage: "work folder (default: a temporary folder, removed afterwards)"},
@@ -77,15 +80,18 @@ func benchCommand() *cli.Command {
 // benchReport holds the figures of one bench run. The runs and the ratios
 // are medians over the repetitions; Ratios has their spread.
 type benchReport struct {
-	Bytes     int64     `json:"bytes"`
-	BlockSize int64     `json:"block_size"`
-	Repeat    int       `json:"repeat"`
-	TCP       *benchRun `json:"tcp_copy,omitempty"`
-	TCPUser   *benchRun `json:"tcp_copy_userspace,omitempty"`
-	TLS       *benchRun `json:"tls_copy"`
-	OneSeed   *benchRun `json:"one_seed"`
-	FullSeed  *benchRun `json:"full_seeds_run,omitempty"`
-	Compare   *benchRun `json:"compare_one_seed,omitempty"`
+	Bytes     int64 `json:"bytes"`
+	BlockSize int64 `json:"block_size"`
+	Repeat    int   `json:"repeat"`
+	// Settle is --settle: each timed run started at least this long after
+	// the previous one's output was removed.
+	Settle   float64   `json:"settle_seconds"`
+	TCP      *benchRun `json:"tcp_copy,omitempty"`
+	TCPUser  *benchRun `json:"tcp_copy_userspace,omitempty"`
+	TLS      *benchRun `json:"tls_copy"`
+	OneSeed  *benchRun `json:"one_seed"`
+	FullSeed *benchRun `json:"full_seeds_run,omitempty"`
+	Compare  *benchRun `json:"compare_one_seed,omitempty"`
 	// CompareFirst says, per repetition, whether the --compare fetch ran
 	// before this build's (compareFirst).
 	CompareFirst []bool                `json:"compare_first,omitempty"`
@@ -193,6 +199,29 @@ type benchConfig struct {
 	fetchArgs       []string
 	profile         string
 	logf            func(format string, args ...any)
+	// settle is how long after removedAt, when the last timed run's output
+	// was removed, the next timed run starts (waitSettle).
+	settle    time.Duration
+	removedAt time.Time
+}
+
+// removed notes that a timed run's output was just removed.
+func (bc *benchConfig) removed() { bc.removedAt = time.Now() }
+
+// waitSettle waits until bc.settle has passed since the last output was
+// removed: every timed receiver then writes into memory freed as long ago.
+// On a VM that reports freed pages to its host (free page reporting, after
+// about 2 s), the first write into a reported page faults on the host and
+// costs its writer system time: without the wait, a copy started right
+// after the previous removal wrote into pages not yet reported, and a fetch,
+// started after its seed had chunked the file, paid for all of them.
+func (bc *benchConfig) waitSettle(ctx context.Context) {
+	if d := time.Until(bc.removedAt.Add(bc.settle)); d > 0 && !bc.removedAt.IsZero() {
+		select {
+		case <-time.After(d):
+		case <-ctx.Done():
+		}
+	}
 }
 
 func runBench(c *cli.Context) error {
@@ -226,7 +255,7 @@ func runBench(c *cli.Context) error {
 	if nfull == 1 {
 		nfull = 0 // the one-seed run
 	}
-	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: cliutil.StepLog(c)}
+	bc := benchConfig{bs: bs, profile: c.String("profile"), logf: cliutil.StepLog(c), settle: c.Duration("settle")}
 	other := c.String("compare")
 	if other != "" {
 		if other, err = filepath.Abs(other); err != nil {
@@ -273,7 +302,7 @@ func runBench(c *cli.Context) error {
 	if err := samplefile.Write(bc.file, size, 42); err != nil {
 		return err
 	}
-	rep := benchReport{Bytes: size, BlockSize: bs, Repeat: repeat, Seeds: nseeds, FullSeeds: nfull,
+	rep := benchReport{Bytes: size, BlockSize: bs, Repeat: repeat, Seeds: nseeds, FullSeeds: nfull, Settle: bc.settle.Seconds(),
 		TLS: &benchRun{}, OneSeed: &benchRun{}}
 	if c.Bool("tcp") {
 		rep.TCP, rep.TCPUser = &benchRun{}, &benchRun{}
@@ -310,8 +339,10 @@ func runBench(c *cli.Context) error {
 			return nil
 		}
 		out := filepath.Join(dir, "tcp.out")
+		bc.waitSettle(ctx)
 		secs, cpu, err := benchTCP(ctx, bc.self, bc.file, out, mode)
 		os.Remove(out)
+		bc.removed()
 		if err != nil {
 			return fmt.Errorf("bench: %s: %w", what, err)
 		}

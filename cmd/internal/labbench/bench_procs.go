@@ -54,13 +54,17 @@ func (bc *benchConfig) fetchFrom(ctx context.Context, self string, paths []strin
 	}
 	out := filepath.Join(bc.dir, "fetched")
 	os.RemoveAll(out)
-	defer os.RemoveAll(out)
+	defer func() {
+		os.RemoveAll(out)
+		bc.removed()
+	}()
 	seedCPU := func() (t float64) {
 		for _, pid := range pids {
 			t += procCPU(pid)
 		}
 		return t
 	}
+	bc.waitSettle(ctx)
 	before := seedCPU()
 	sum, cpu, rss, err := benchFetch(ctx, self, tks[0], extra, out, append(fetchArgs, bc.fetchArgs...))
 	cpu.send = seedCPU() - before

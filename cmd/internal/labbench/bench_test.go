@@ -13,7 +13,7 @@ import (
 func TestBenchCommand(t *testing.T) {
 	bin := e2eBinary(t)
 	cmd := exec.Command(bin, "bench", "--size", "4MiB", "--block-size", "64KiB", "--repeat", "2", "--seeds", "2", "--full-seeds", "2",
-		"--compare-fetch", "--window 4", "--json")
+		"--compare-fetch", "--window 4", "--settle", "50ms", "--json")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
