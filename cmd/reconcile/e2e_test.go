@@ -40,7 +40,7 @@ func e2eBinary(t *testing.T) string {
 func startSeed(t *testing.T, bin, dir, file string, args ...string) string {
 	t.Helper()
 	tk := filepath.Join(dir, "ticket")
-	cmd := exec.Command(bin, append([]string{"seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--ticket-file", tk}, args...)...)
+	cmd := exec.Command(bin, append([]string{"seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--ticket-file", tk}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -176,7 +176,7 @@ func TestE2ESeedTwoHalves(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			cmd := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", filepath.Join(dir, n),
-				"--key", filepath.Join(dir, n+".key"), "--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", ports[j]),
+				"--key", filepath.Join(dir, n+".key"), "--listen", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d", ports[j]), "--no-mdns",
 				"--peer", fmt.Sprintf("/ip4/127.0.0.1/tcp/%d/p2p/%s", ports[o], ids[o]), "--json")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -234,7 +234,7 @@ func testKillResume(t *testing.T, syncEvery string) {
 	if err := os.WriteFile(out, old, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--sync-every", syncEvery)
+	cmd := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--json", "--sync-every", syncEvery)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func testKillResume(t *testing.T, syncEvery string) {
 	if got, err := os.ReadFile(out); err != nil || !bytes.Equal(got, old) {
 		t.Fatalf("the older version changed under an unfinished update (%v)", err)
 	}
-	res, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "--sync-every", syncEvery).Output()
+	res, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--json", "--sync-every", syncEvery).Output()
 	if err != nil {
 		var stderr []byte
 		if ee, ok := err.(*exec.ExitError); ok {
@@ -304,10 +304,10 @@ func TestE2EErrors(t *testing.T) {
 		before string // a progress line before the error, if any
 	}{
 		{"bad ticket", []string{"fetch", "not-a-ticket", "--out", dir}, "bad ticket", ""},
-		{"no peer", []string{"fetch", dead, "--out", filepath.Join(dir, "o"), "--listen", "/ip4/127.0.0.1/tcp/0", "--no-dht", "--no-mdns"}, "no reachable peer",
+		{"no peer", []string{"fetch", dead, "--out", filepath.Join(dir, "o"), "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--no-dht", "--no-mdns"}, "no reachable peer",
 			"fetch: cannot reach peer " + shortID(id.String()) + " yet ([" + addr + "] dial tcp4 127.0.0.1:"},
 		{"bad method", []string{"fetch", dead, "--method", "magic"}, "--method", ""},
-		{"missing file", []string{"seed", filepath.Join(dir, "nope"), "--listen", "/ip4/127.0.0.1/tcp/0"}, "no such file", ""},
+		{"missing file", []string{"seed", filepath.Join(dir, "nope"), "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns"}, "no such file", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -372,7 +372,7 @@ func TestE2EFetchNoSpace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, bin, "fetch", "--ticket-file", tk, "--out", filepath.Join(small, "src.bin"), "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none")
+	cmd := exec.CommandContext(ctx, bin, "fetch", "--ticket-file", tk, "--out", filepath.Join(small, "src.bin"), "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--progress", "none")
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	msg := strings.TrimSpace(stderr.String())
@@ -396,11 +396,11 @@ func TestE2ESeedFolderOfStores(t *testing.T) {
 			t.Fatal(err)
 		}
 		tk := startSeed(t, bin, sdir, src)
-		if msg, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out+"/", "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none").CombinedOutput(); err != nil {
+		if msg, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out+"/", "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--progress", "none").CombinedOutput(); err != nil {
 			t.Fatalf("fetch %s: %v\n%s", src, err, msg)
 		}
 	}
-	cmd := exec.Command(bin, "seed", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json", "-q")
+	cmd := exec.Command(bin, "seed", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--json", "-q")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +418,7 @@ func TestE2ESeedFolderOfStores(t *testing.T) {
 	}
 	for k, tk := range []string{rep.Ticket, rep.More[0].Ticket} {
 		out2 := filepath.Join(dir, fmt.Sprint("again", k))
-		if msg, err := exec.Command(bin, "fetch", tk, "--out", out2+"/", "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none").CombinedOutput(); err != nil {
+		if msg, err := exec.Command(bin, "fetch", tk, "--out", out2+"/", "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--progress", "none").CombinedOutput(); err != nil {
 			t.Fatalf("fetch %d from the folder's seed: %v\n%s", k, err, msg)
 		}
 	}

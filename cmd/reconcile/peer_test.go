@@ -54,7 +54,7 @@ func TestE2EFetchMethods(t *testing.T) {
 	tk := startSeed(t, bin, dir, file, "--block-size", "16KiB")
 	for _, m := range []string{"ccbf", "bitfield", "iblt"} {
 		out := filepath.Join(dir, m)
-		b, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--method", m, "--listen", "/ip4/127.0.0.1/tcp/0", "--json").Output()
+		b, err := exec.Command(bin, "fetch", "--ticket-file", tk, "--out", out, "--method", m, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--json").Output()
 		if err != nil {
 			t.Fatalf("fetch --method %s: %v", m, err)
 		}

@@ -230,7 +230,7 @@ func benchSeedsAll(ctx context.Context, self, dir string, paths []string, bs int
 		os.Remove(tf)
 		// Later flags win: args may set another --block-size, or cut
 		// content-defined blocks instead (which takes no --block-size).
-		base := []string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--ticket-file", tf}
+		base := []string{"seed", p, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--ticket-file", tf}
 		if bs > 0 && !slices.Contains(args, "--content-defined") {
 			base = append(base, "--block-size", fmt.Sprint(bs))
 		}
@@ -299,7 +299,7 @@ func benchFetch(ctx context.Context, self string, tk peer.Ticket, extra []string
 // into v and returns the process's wall seconds (start to exit), its CPU
 // seconds (as benchCPU.recv) and its peak RSS in MiB.
 func runFetch(ctx context.Context, self string, tk peer.Ticket, extra []string, out string, more []string, v any) (float64, benchCPU, float64, error) {
-	args := append([]string{"fetch", tk.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--json"}, more...)
+	args := append([]string{"fetch", tk.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--json"}, more...)
 	for _, e := range extra {
 		args = append(args, "--peer", e)
 	}

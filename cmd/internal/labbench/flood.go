@@ -158,7 +158,7 @@ func runFlood(c *cli.Context) error {
 	if b := c.String("seed-build"); b != "" {
 		seedBin = b
 	}
-	seed, err := startFloodSeed(ctx, seedLog, pin.command(ctx, seedBin, "seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--block-size", fmt.Sprint(bs), "--ticket-file", filepath.Join(dir, "seed.ticket"), "--log-every", "0"), filepath.Join(dir, "seed.ticket"))
+	seed, err := startFloodSeed(ctx, seedLog, pin.command(ctx, seedBin, "seed", file, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--block-size", fmt.Sprint(bs), "--ticket-file", filepath.Join(dir, "seed.ticket"), "--log-every", "0"), filepath.Join(dir, "seed.ticket"))
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func runFlood(c *cli.Context) error {
 		// The time is the fetch's own (its JSON summary's), not taken here:
 		// this process runs thousands of attacking goroutines on one CPU and
 		// may get to read a child's end long after it came.
-		args := []string{"fetch", seed.ticket.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--progress", "none", "--json"}
+		args := []string{"fetch", seed.ticket.String(), "--out", out, "--listen", "/ip4/127.0.0.1/tcp/0", "--no-mdns", "--progress", "none", "--json"}
 		for _, a := range extra {
 			args = append(args, "--peer", a)
 		}
