@@ -187,8 +187,14 @@ func TestVerifySingleFile(t *testing.T) {
 // textSeed seeds a small text file in dir in 1 KiB blocks.
 func textSeed(t *testing.T, dir string) (*chunker.Manifest, *chunker.Store) {
 	t.Helper()
-	src := filepath.Join(dir, "src")
-	if err := os.WriteFile(src, []byte(strings.Repeat("reconcile ", 1000)), 0o644); err != nil {
+	return textSeedOf(t, dir, "src", strings.Repeat("reconcile ", 1000))
+}
+
+// textSeedOf seeds text as the file dir/name in 1 KiB blocks.
+func textSeedOf(t *testing.T, dir, name, text string) (*chunker.Manifest, *chunker.Store) {
+	t.Helper()
+	src := filepath.Join(dir, name)
+	if err := os.WriteFile(src, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
@@ -210,18 +216,7 @@ func TestVerifySeveralContents(t *testing.T) {
 	dir, out := t.TempDir(), filepath.Join(t.TempDir(), "out")
 	var ids []string
 	for k, name := range []string{"a.txt", "b.txt"} {
-		src := filepath.Join(dir, name)
-		if err := os.WriteFile(src, []byte(strings.Repeat(name, 2000+k)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		m, err := chunker.ChunkPath(context.Background(), src, chunker.MinBlockSize)
-		if err != nil {
-			t.Fatal(err)
-		}
-		seed, err := chunker.SeedStore(context.Background(), src, m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m, seed := textSeedOf(t, dir, name, strings.Repeat(name, 2000+k))
 		st, err := chunker.CreateStore(context.Background(), out, m)
 		if err != nil {
 			t.Fatal(err)
@@ -233,7 +228,6 @@ func TestVerifySeveralContents(t *testing.T) {
 			}
 		}
 		st.Close()
-		seed.Close()
 		ids = append(ids, m.ID().String())
 	}
 	s, err := run(t, "", "verify", out, "--json")
