@@ -8,10 +8,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/internal/sizepool"
 	"github.com/reconcile-p2p/reconcile/peer/clock"
 	ts "github.com/reconcile-p2p/reconcile/sim/transitstub"
 	"github.com/reconcile-p2p/reconcile/testnet/natmodel"
-	"github.com/reconcile-p2p/reconcile/testnet/sizepool"
 )
 
 // shaper is the network model of a run: every write on a stream of package

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/reconcile-p2p/reconcile/internal/sizepool"
 	"github.com/reconcile-p2p/reconcile/peer/hostkit"
 	"github.com/reconcile-p2p/reconcile/peer/sched"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
@@ -464,35 +464,16 @@ func (w worker) failed() error {
 	return src.err
 }
 
-// getBuf returns a frame buffer of the fetch's pool (or a new one), empty.
-func (f *fetch) getBuf() []byte {
-	if h, ok := f.bufs.Get().(*[]byte); ok {
-		b := (*h)[:0]
-		*h = nil
-		bufHolders.Put(h)
-		return b
-	}
-	return make([]byte, 0, f.t.UnitSize()+1+serve.MaxVarint)
-}
+// getBuf returns an empty frame buffer with room for n bytes: from the
+// process's pools of buffers by size class (package sizepool), or a new
+// one. A content-defined block of 121 KiB takes a buffer of its size, not
+// one of the longest block's (1 MiB).
+func (f *fetch) getBuf(n int) []byte { return sizepool.Get(n) }
 
-// putBuf returns a frame buffer to the fetch's pool when it can hold a
-// whole frame. The slice header goes into a holder of bufHolders, so that
-// a block costs no allocation once the pools are warm.
-func (f *fetch) putBuf(b []byte) {
-	if cap(b) < f.t.UnitSize()+1+serve.MaxVarint {
-		return
-	}
-	h, _ := bufHolders.Get().(*[]byte)
-	if h == nil {
-		h = new([]byte)
-	}
-	*h = b
-	f.bufs.Put(h)
-}
-
-// bufHolders holds empty slice headers for the fetches' buffer pools
-// (sync.Pool takes pointers: putting &b would allocate a header per block).
-var bufHolders sync.Pool
+// putBuf gives a frame buffer from getBuf back once nothing refers to it
+// (other slices are dropped): once the pools are warm, a block costs no
+// allocation.
+func (f *fetch) putBuf(b []byte) { sizepool.Put(b) }
 
 // store verifies and stores block i received from src (over a relayed
 // connection if relayed).

@@ -76,7 +76,6 @@ type fetch struct {
 
 	writes    chan writeJob
 	writersWG sync.WaitGroup
-	bufs      sync.Pool
 }
 
 // fetchMemory bounds the bytes of the blocks one fetch holds at once (in

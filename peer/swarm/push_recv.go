@@ -106,7 +106,7 @@ func (p *Node) readPushes(ss *serve.Stream, t *Trees, from lpeer.ID) error {
 	if err := ss.S.SetReadDeadline(time.Time{}); err != nil {
 		return err
 	}
-	fresh := func() []byte { return make([]byte, 0, max) }
+	fresh := func(n int) []byte { return make([]byte, 0, n) }
 	var recv, sent int64 // the stream's bytes up to the last frame
 	for {
 		f := FetchOf(c)

@@ -73,13 +73,13 @@ func (r *relay) progress() (got int, ended bool, more <-chan struct{}) {
 // passes on (it has children in the block's stripe and lacks the block) is
 // read a piece at a time, each piece made available to the children's
 // writers (relay) as it arrives.
-func (t *Trees) readPush(ss *serve.Stream, from lpeer.ID, get func() []byte, limit int) (frame []byte, relayed bool, err error) {
+func (t *Trees) readPush(ss *serve.Stream, from lpeer.ID, get func(n int) []byte, limit int) (frame []byte, relayed bool, err error) {
 	n, err := ss.R.Begin(limit)
 	if err != nil {
 		return nil, false, err
 	}
 	start := t.p.clk.Now()
-	buf := get()
+	buf := get(n)
 	if cap(buf) < n {
 		buf = make([]byte, 0, n)
 	}
@@ -230,7 +230,7 @@ arriving:
 	case <-p.ctx.Done():
 		return p.ctx.Err()
 	}
-	buf := getPushFrame()
+	var buf []byte
 	defer func() { putPushFrame(buf) }()
 	frame, err := storedFrame(c, &buf, i)
 	if err != nil {

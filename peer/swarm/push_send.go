@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/reconcile-p2p/reconcile/chunker"
+	"github.com/reconcile-p2p/reconcile/internal/sizepool"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/stripes"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
@@ -225,7 +225,6 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 						err = chunker.ErrNotHeld
 					}
 				case r == nil:
-					buf = getPushFrame()
 					frame, err = storedFrame(c, &buf, i)
 				}
 			}
@@ -314,42 +313,19 @@ func (t *Trees) shedBy(parent lpeer.ID, idx []int) {
 	t.fetchElsewhere(idx)
 }
 
-// pushFrames pools the whole frames' buffers of the push writers (a
-// seed's blocks, checked as they are read, and the last piece a relay
-// passes on), each of which holds one only while a block goes out.
-var pushFrames sync.Pool
+// putPushFrame gives back a whole frame's buffer of a push writer (a
+// seed's block, checked as it is read, or the last piece a relay passes
+// on), which it holds only while a block goes out: storedFrame took it from
+// the process's pools by size class (package sizepool).
+func putPushFrame(b []byte) { sizepool.Put(b) }
 
-// getPushFrame returns a frame buffer of pushFrames (nil when it has none:
-// storedFrame makes one).
-func getPushFrame() []byte {
-	if h, ok := pushFrames.Get().(*[]byte); ok {
-		b := *h
-		*h = nil
-		bufHolders.Put(h)
-		return b[:0]
-	}
-	return nil
-}
-
-// putPushFrame returns b to pushFrames.
-func putPushFrame(b []byte) {
-	if cap(b) == 0 {
-		return
-	}
-	h, _ := bufHolders.Get().(*[]byte)
-	if h == nil {
-		h = new([]byte)
-	}
-	*h = b
-	pushFrames.Put(h)
-}
-
-// storedFrame reads block i of c's store into *buf (grown as needed) as a
+// storedFrame reads block i of c's store into *buf (a pooled buffer of the
+// frame's size class when *buf is too small) as a
 // whole block frame, its length prefix included, and returns the frame.
 func storedFrame(c *serve.Content, buf *[]byte, i int) ([]byte, error) {
 	n := c.Man.BlockLen(i)
 	if cap(*buf) < serve.BlockRoom+n {
-		*buf = make([]byte, 0, serve.BlockRoom+n)
+		*buf = sizepool.Get(serve.BlockRoom + n)
 	}
 	b := (*buf)[:serve.BlockRoom]
 	data, err := c.Store.ReadBlock(i, b[serve.BlockRoom:])

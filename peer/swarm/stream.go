@@ -115,7 +115,7 @@ func (cs *ClientStream) nextQuiet(max int) ([]byte, error) {
 
 // nextInto reads a frame of at most max bytes within d into the memory of a
 // buffer from get (see wire.Reader.NextInto).
-func (cs *ClientStream) nextInto(get func() []byte, max int, d time.Duration) ([]byte, error) {
+func (cs *ClientStream) nextInto(get func(n int) []byte, max int, d time.Duration) ([]byte, error) {
 	if err := cs.s.SetReadDeadline(clock.Deadline(cs.clk, d)); err != nil {
 		return nil, err
 	}

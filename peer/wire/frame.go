@@ -81,14 +81,15 @@ func (fr *Reader) NextAdmit(limit int, admit func(n int) error) ([]byte, error) 
 
 // NextInto is Next, reading the frame into the memory of a buffer from get
 // (when it has the capacity) and handing that memory to the caller: the
-// Reader keeps no reference to it. get is called only once the frame starts
-// to arrive, so a reader waiting for its next frame holds no frame buffer.
-func (fr *Reader) NextInto(get func() []byte, max int) ([]byte, error) {
-	if _, err := fr.r.Peek(1); err != nil {
-		return nil, err
-	}
-	fr.buf = get()[:0]
-	f, err := fr.Next(max)
+// Reader keeps no reference to it. get is called with the frame's length
+// once it is known to be within max, before any of the frame's bytes are
+// read, so a reader waiting for its next frame holds no frame buffer and
+// a short frame needs no buffer of the longest size.
+func (fr *Reader) NextInto(get func(n int) []byte, max int) ([]byte, error) {
+	f, err := fr.NextAdmit(max, func(n int) error {
+		fr.buf = get(n)[:0]
+		return nil
+	})
 	fr.buf = nil
 	return f, err
 }

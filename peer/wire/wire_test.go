@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -144,6 +145,39 @@ func TestReadLength(t *testing.T) {
 
 // TestFrameAllocBounded: a frame that claims more than it carries allocates
 // about what arrived, not what it claims.
+// TestNextInto: get is asked for the frame's length, once it is known to
+// be within the limit, and the frame is read into its memory; a frame over
+// the limit asks get for nothing.
+func TestNextInto(t *testing.T) {
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	frames := [][]byte{bytes.Repeat([]byte{7}, 300), bytes.Repeat([]byte{9}, 5000), bytes.Repeat([]byte{1}, 9000)}
+	for _, f := range frames {
+		if err := WriteFrame(bw, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bw.Flush()
+	fr := NewReader(&buf)
+	var asked []int
+	get := func(n int) []byte {
+		asked = append(asked, n)
+		return make([]byte, 0, n)
+	}
+	for i, want := range frames[:2] {
+		got, err := fr.NextInto(get, 8192)
+		if err != nil || !bytes.Equal(got, want) || cap(got) != len(want) {
+			t.Fatalf("frame %d: %d bytes (cap %d), %v; want %d", i, len(got), cap(got), err, len(want))
+		}
+	}
+	if _, err := fr.NextInto(get, 8192); !errors.Is(err, ErrFrameTooLarge) {
+		t.Fatalf("a frame over the limit: %v", err)
+	}
+	if fmt.Sprint(asked) != "[300 5000]" {
+		t.Errorf("get was asked for %v, want [300 5000]", asked)
+	}
+}
+
 func TestFrameAllocBounded(t *testing.T) {
 	in := append([]byte{0x80, 0x80, 0x80, 0x20}, make([]byte, 100)...) // claims 64 MiB
 	before := memStats()

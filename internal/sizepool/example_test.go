@@ -3,7 +3,7 @@ package sizepool_test
 import (
 	"fmt"
 
-	"github.com/reconcile-p2p/reconcile/testnet/sizepool"
+	"github.com/reconcile-p2p/reconcile/internal/sizepool"
 )
 
 // A framed 16 KiB block gets a slice of 17 KiB, not 32; the slice goes back

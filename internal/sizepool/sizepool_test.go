@@ -72,3 +72,11 @@ func BenchmarkGetPut(b *testing.B) {
 		Put(append(Get(16<<10+7), 1))
 	}
 }
+
+// TestNoAllocs: once warm, a Get and Put of a pooled size allocate nothing.
+func TestNoAllocs(t *testing.T) {
+	Put(Get(100 << 10))
+	if a := testing.AllocsPerRun(100, func() { Put(Get(100 << 10)) }); a != 0 {
+		t.Errorf("Get and Put: %v allocations, want 0", a)
+	}
+}

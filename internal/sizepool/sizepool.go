@@ -1,6 +1,8 @@
 // Package sizepool pools byte slices by size class, for buffers whose sizes
 // vary and that are held a while: the testnet's bytes in flight, which wait
-// a latency in a link stream by the thousand.
+// a latency in a link stream by the thousand, and a fetch's block frames,
+// whose content-defined blocks run from a few KiB to 1 MiB (a pool of
+// buffers of the longest size would hold 1 MiB for a 121 KiB block).
 //
 // The classes are m<<e for m in [17, 32], sixteen from one power of two to
 // the next, so a slice has at most 1/16 more room than asked for. (With
@@ -45,10 +47,17 @@ func Get(n int) []byte {
 	}
 	k, size := Class(n)
 	if bp, _ := pools[k].Get().(*[]byte); bp != nil {
-		return (*bp)[:0]
+		b := (*bp)[:0]
+		*bp = nil
+		holders.Put(bp)
+		return b
 	}
 	return make([]byte, 0, size)
 }
+
+// holders holds empty slice headers for Put (sync.Pool takes pointers:
+// putting &b would allocate a header each time).
+var holders sync.Pool
 
 // Put gives b back for a later Get of its class; slices whose capacity is
 // no class's size (not from Get, or below MinPooled) are dropped. The
@@ -59,6 +68,11 @@ func Put(b []byte) {
 		return
 	}
 	if k, size := Class(c); size == c {
-		pools[k].Put(&b)
+		bp, _ := holders.Get().(*[]byte)
+		if bp == nil {
+			bp = new([]byte)
+		}
+		*bp = b
+		pools[k].Put(bp)
 	}
 }
