@@ -464,10 +464,10 @@ for n in seedA seedP seed5 relay fetch3; do eval "kill \$PID_$n" 2>/dev/null; do
 # Two interrupted downloads: each output holds one half of the file (the rest
 # zeros) beside the state a fetch keeps (OUT.reconcile/: the manifest); a
 # resumed fetch re-hashes the output and keeps the blocks that match. The
-# manifest is reconcile chunk's (fixed-size blocks, so each half is whole
-# blocks): its root is not the seeds' (content-defined blocks), and the
-# fetchers resume its content.
-"$BIN" chunk "$WORK/file.bin" --manifest "$WORK/file.man" --json >"$WORK/chunk4.json" || die "chunk failed"
+# manifest is reconcile chunk's, of fixed-size blocks (--block-size, so each
+# half is whole blocks): its root is not the seeds' (content-defined
+# blocks), and the fetchers resume its content.
+"$BIN" chunk "$WORK/file.bin" --block-size 256KiB --manifest "$WORK/file.man" --json >"$WORK/chunk4.json" || die "chunk failed"
 ROOT4=$(field "$WORK/chunk4.json" id)
 HALF=$((SIZE_MB << 19))
 for x in X Y; do mkdir -p "$WORK/out4$x.reconcile"; cp "$WORK/file.man" "$WORK/out4$x.reconcile/manifest"; done
