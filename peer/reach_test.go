@@ -124,6 +124,17 @@ func TestFetchTicketSeedGone(t *testing.T) {
 			break
 		}
 	}
+	// Once the seed is gone, first is the only node late's DHT can ask: wait
+	// for late's routing table to hold it (on a loaded machine the refresh
+	// that adds it came after the seed had closed, and the lookup then had
+	// nobody to ask).
+	for late.DHT().RoutingTable().Find(first.ID()) == "" {
+		select {
+		case <-late.DHT().ForceRefresh():
+		case <-ctx.Done():
+			t.Fatal("late's DHT never learned of first")
+		}
+	}
 	seed.Close()
 	start := time.Now()
 	sum, err := late.Fetch(ctx, tk, filepath.Join(dir, "late"))
