@@ -162,7 +162,7 @@ func (t *Trees) stream(child lpeer.ID, o *pushOut) (accepted bool, err error) {
 			t.tree.Dequeue(rest...)
 		}
 	}()
-	var buf []byte // a whole frame's buffer, from pushFrames while a block goes out
+	var buf []byte // a whole frame's buffer (storedFrame), while a block goes out
 	wait := answer
 	for {
 		t.mu.Lock()
