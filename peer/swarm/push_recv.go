@@ -106,15 +106,10 @@ func (p *Node) readPushes(ss *serve.Stream, t *Trees, from lpeer.ID) error {
 	if err := ss.S.SetReadDeadline(time.Time{}); err != nil {
 		return err
 	}
-	fresh := func(n int) []byte { return make([]byte, 0, n) }
 	var recv, sent int64 // the stream's bytes up to the last frame
 	for {
 		f := FetchOf(c)
-		get := fresh
-		if f != nil {
-			get = f.getBuf
-		}
-		fr, relayed, err := t.readPush(ss, from, get, max)
+		fr, relayed, err := t.readPush(ss, from, max)
 		// A running fetch counts the stream's bytes since the last frame
 		// (its hello and answer with the first): the pushes it takes in.
 		r, s := ss.Bytes.Received(), ss.Bytes.Sent()

@@ -10,6 +10,7 @@ import (
 
 	lpeer "github.com/libp2p/go-libp2p/core/peer"
 
+	"github.com/reconcile-p2p/reconcile/internal/sizepool"
 	"github.com/reconcile-p2p/reconcile/peer/serve"
 	"github.com/reconcile-p2p/reconcile/peer/wire"
 )
@@ -68,22 +69,19 @@ func (r *relay) progress() (got int, ended bool, more <-chan struct{}) {
 	return r.got, r.ended, r.more
 }
 
-// readPush reads the next frame of a parent's push stream into a buffer
-// from get, and reports whether it is relayed: a block that this peer
+// readPush reads the next frame of a parent's push stream into a buffer of
+// its size class (package sizepool; the fetch gives it back once stored),
+// and reports whether it is relayed: a block that this peer
 // passes on (it has children in the block's stripe and lacks the block) is
 // read a piece at a time, each piece made available to the children's
 // writers (relay) as it arrives.
-func (t *Trees) readPush(ss *serve.Stream, from lpeer.ID, get func(n int) []byte, limit int) (frame []byte, relayed bool, err error) {
+func (t *Trees) readPush(ss *serve.Stream, from lpeer.ID, limit int) (frame []byte, relayed bool, err error) {
 	n, err := ss.R.Begin(limit)
 	if err != nil {
 		return nil, false, err
 	}
 	start := t.p.clk.Now()
-	buf := get(n)
-	if cap(buf) < n {
-		buf = make([]byte, 0, n)
-	}
-	buf = buf[:n]
+	buf := sizepool.Get(n)[:n]
 	first := min(n, RelayPiece)
 	if err := ss.R.ReadFull(buf[:first]); err != nil {
 		return nil, false, err
