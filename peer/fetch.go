@@ -66,12 +66,9 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	}
 	start := p.clk.Now()
 	fileMode := fc.OutFile && !isDir(out) && !strings.HasSuffix(out, "/") && !strings.HasSuffix(out, string(filepath.Separator))
-	lock, err := chunker.LockOutput(out, fileMode, p.lockOwner())
-	if errors.Is(err, chunker.ErrLocked) {
-		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
-	}
+	lock, err := p.lockOutput(out, fileMode)
 	if err != nil {
-		return nil, fmt.Errorf("peer: %w", err)
+		return nil, err
 	}
 	// Released at the end; a state folder that holds nothing but the lock
 	// (a fetch that failed before it stored anything) goes with it.
@@ -80,10 +77,6 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 	fc.Older = older
 	if err != nil {
 		return nil, err
-	}
-	var olderMans []*chunker.Manifest // a folder's other contents (older versions)
-	if !fileMode {
-		olderMans = stateManifests(out, older, p.cfg.Limits.MaxManifestBytes)
 	}
 	if st != nil && st.Complete() {
 		if _, err := st.Publish(chunker.PublishOptions{Delete: fc.Delete}); err != nil {
@@ -96,6 +89,10 @@ func (p *Service) fetch(ctx context.Context, t Ticket, out string, lookup bool, 
 		}
 		bans.Remove(st, p.log)
 		return p.nd.FinishedSummary(st, fc, start), nil
+	}
+	var olderMans []*chunker.Manifest // a folder's other contents (older versions)
+	if !fileMode {
+		olderMans = stateManifests(out, older, p.cfg.Limits.MaxManifestBytes)
 	}
 	// The fetch's streams, the manifest's first, count their bytes in one
 	// counter (Summary.WireBytesReceived).
@@ -262,15 +259,25 @@ func reusePaths(st *chunker.Store, m *chunker.Manifest, older []*chunker.Manifes
 	return append(paths, named...)
 }
 
+// lockOutput takes the lock of the output out (a single file's when file),
+// for this fetch alone.
+func (p *Service) lockOutput(out string, file bool) (*chunker.OutputLock, error) {
+	lock, err := chunker.LockOutput(out, file, p.lockOwner())
+	if errors.Is(err, chunker.ErrLocked) {
+		return nil, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("peer: %w", err)
+	}
+	return lock, nil
+}
+
 // relockFolder takes the lock of the output folder out and abandons the
 // single file's lock held, where the content turned out to be a folder.
 func (p *Service) relockFolder(out string, held *chunker.OutputLock) (*chunker.OutputLock, error) {
-	lock, err := chunker.LockOutput(out, false, p.lockOwner())
-	if errors.Is(err, chunker.ErrLocked) {
-		return held, fmt.Errorf("peer: %w (wait for that fetch to end, or stop it)", err)
-	}
+	lock, err := p.lockOutput(out, false)
 	if err != nil {
-		return held, fmt.Errorf("peer: %w", err)
+		return held, err
 	}
 	if err := held.Abandon(); err != nil {
 		p.log.Info("could not remove the single file's lock", "out", out, "err", err)
