@@ -190,10 +190,7 @@ func runVerify(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cliutil.Usagef("want exactly one STORE folder, got %d arguments", c.NArg())
 	}
-	targets, err := verifyTargets(c.Args().First())
-	if err != nil {
-		return err
-	}
+	targets := verifyTargets(c.Args().First())
 	reps := make([]verifyReport, 0, len(targets))
 	var corrupt int
 	for k, t := range targets {
@@ -226,35 +223,39 @@ func runVerify(c *cli.Context) error {
 }
 
 // verifyTarget is one store that verify checks: its path, how the report
-// names it, and how to open it.
+// names it, and, for a folder of several stores, the id of the one.
 type verifyTarget struct {
 	path, label string
-	open        func(opts ...chunker.StoreOption) (*chunker.Store, error)
+	id          chunker.ID // zero: the only store at path (openStoreArg)
+}
+
+// open opens the store t names.
+func (t verifyTarget) open(opts ...chunker.StoreOption) (*chunker.Store, error) {
+	if t.id == (chunker.ID{}) {
+		return openStoreArg(t.path, opts...)
+	}
+	return chunker.OpenStore(context.Background(), t.path, append(opts, chunker.WithID(t.id))...)
 }
 
 // verifyTargets lists the stores that path names: a single file's, a
 // folder's one store, every store of a folder that holds several (the
 // contents fetched into it), or, for a content's top folder or file inside
 // an output folder (out/photos), the store of out that holds it.
-func verifyTargets(path string) ([]verifyTarget, error) {
+func verifyTargets(path string) []verifyTarget {
 	ids, err := chunker.ListStores(path)
 	if err != nil || len(ids) < 2 {
 		if !hasState(path) {
 			if t, ok := verifyByTop(path); ok {
-				return []verifyTarget{t}, nil
+				return []verifyTarget{t}
 			}
 		}
-		return []verifyTarget{{path: path, label: path, open: func(opts ...chunker.StoreOption) (*chunker.Store, error) {
-			return openStoreArg(path, opts...)
-		}}}, nil
+		return []verifyTarget{{path: path, label: path}}
 	}
 	ts := make([]verifyTarget, len(ids))
 	for k, id := range ids {
-		ts[k] = verifyTarget{path: path, label: path + " (" + id.String() + ")", open: func(opts ...chunker.StoreOption) (*chunker.Store, error) {
-			return chunker.OpenStore(context.Background(), path, append(opts, chunker.WithID(id))...)
-		}}
+		ts[k] = verifyTarget{path: path, label: path + " (" + id.String() + ")", id: id}
 	}
-	return ts, nil
+	return ts
 }
 
 // hasState reports whether path has a store's state folder: its own
@@ -276,9 +277,7 @@ func verifyByTop(path string) (verifyTarget, bool) {
 	for _, id := range ids {
 		m, err := chunker.StateManifest(filepath.Join(out, chunker.MetaDir, id.String()), chunker.DefaultMaxManifestBytes)
 		if err == nil && m.Top() == top {
-			return verifyTarget{path: out, label: path, open: func(opts ...chunker.StoreOption) (*chunker.Store, error) {
-				return chunker.OpenStore(context.Background(), out, append(opts, chunker.WithID(id))...)
-			}}, true
+			return verifyTarget{path: out, label: path, id: id}, true
 		}
 	}
 	return verifyTarget{}, false
