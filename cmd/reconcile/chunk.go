@@ -84,9 +84,7 @@ func runChunk(c *cli.Context) error {
 	ctx, stop := cliutil.SignalContext()
 	defer stop()
 	start := time.Now()
-	m, err := chunker.ChunkPath(ctx, path, int(bs), append(opts, chunker.WithProgress(func(done, total int64) {
-		pr.Update(cliutil.ProgressState{Done: done, Total: total, Session: -1})
-	}))...)
+	m, err := chunker.ChunkPath(ctx, path, int(bs), append(opts, chunker.WithProgress(pr.Bytes))...)
 	pr.Finish(false)
 	if err != nil {
 		return err

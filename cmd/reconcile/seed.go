@@ -181,9 +181,7 @@ func runSeed(c *cli.Context) error {
 		if c.Bool("byers") {
 			opts = append(opts, peer.WithByers(peer.ByersParams{K: c.Int("byers-k"), N: c.Int("byers-n")}))
 		}
-		opts = append(opts, peer.WithSeedProgress(func(done, total int64) {
-			pr.Update(cliutil.ProgressState{Done: done, Total: total, Session: -1})
-		}))
+		opts = append(opts, peer.WithSeedProgress(pr.Bytes))
 		tk, err = p.Seed(ctx, path, opts...)
 		pr.Finish(false)
 		if err != nil {

@@ -244,6 +244,11 @@ func (p *Progress) Counts(done, total int) {
 	p.Update(ProgressState{Done: int64(done), Total: int64(total), Session: -1})
 }
 
+// Bytes is update for work counted in bytes (files read to cut them).
+func (p *Progress) Bytes(done, total int64) {
+	p.Update(ProgressState{Done: done, Total: total, Session: -1})
+}
+
 // Finish ends the progress: a bar is cleared, or kept on its own line when
 // keep is set (an interrupted fetch shows how far it got); a status
 // ("connecting") is always cleared.

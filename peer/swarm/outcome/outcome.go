@@ -148,7 +148,8 @@ const (
 	FetchPeerStillBanned
 	// FetchPeerUnreachable: the first dial to a peer the fetch was given (a
 	// ticket's, WithPeers) failed; Err says why. The fetch dials it again,
-	// with growing pauses, for up to 15 s before it gives up on that peer.
+	// with growing pauses, for a while (peer.DialRetryFor) before it gives up
+	// on that peer.
 	FetchPeerUnreachable
 )
 
